@@ -1,0 +1,84 @@
+// Package app is Homering's composition root: it parses the command line,
+// builds the services a subcommand needs and wires them together. It is the
+// only place that knows every other package.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Version is the app version, set at link time with -ldflags "-X homering/app.Version=…".
+var Version = "0.1.0-dev"
+
+// env is what a subcommand gets from the process: arguments after its name and
+// the standard streams. Tests build one with buffers instead of the real streams.
+type env struct {
+	args   []string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one subcommand. run returns the process exit status.
+type command struct {
+	summary string
+	run     func(ctx context.Context, e env) int
+}
+
+// commands lists every subcommand. Each lives in its own cmd_*.go file.
+func commands() map[string]command {
+	return map[string]command{
+		"run":       {"generate text from a GGUF on this machine alone", cmdRun},
+		"inspect":   {"print a GGUF's architecture, layers and tensor types", cmdInspect},
+		"gen-model": {"write a GGUF with random weights (tests, benchmarks)", cmdGenModel},
+		"plan":      {"print Halda's plan for device profiles and a model", cmdPlan},
+		"version":   {"print the version", cmdVersion},
+	}
+}
+
+// Main runs the subcommand named in args and returns the exit status.
+func Main(args []string) int {
+	return mainWith(args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
+}
+
+func mainWith(args []string, e env) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(e.stdout, cmds)
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "homering: unknown command %q.\n", args[0])
+		usage(e.stderr, cmds)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e.args = args[1:]
+	return c.run(ctx, e)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "Usage: homering COMMAND [flags] [args]\n\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'homering COMMAND -h' for a command's flags.")
+}
+
+func cmdVersion(_ context.Context, e env) int {
+	fmt.Fprintf(e.stdout, "homering %s\n", Version)
+	return 0
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine (as root) to build, run and test Homering, and
+# builds bin/homering. Idempotent: a second run only checks and rebuilds what
+# changed. Installs: Debian packages, the pinned Go modules, the C headers cgo
+# needs (taken from the pinned modules, never committed), generated test models.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. build/env.sh
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+# Debian packages. Each line says who needs it.
+apt_packages=(
+	build-essential pkg-config       # cgo (ggml, llama.cpp, lp_solve, GTK)
+	liblpsolve55-dev lp-solve        # halda/lpsolve: lp_solve headers + shared library
+	nlohmann-json3-dev libstb-dev    # ollama's llama package: headers its module zip drops
+	iproute2 iptables                # tests: network namespaces, veth, netem
+	procps util-linux                # tests: ps, mount, cgroup helpers
+)
+if [ -f build/apt-extra.txt ]; then
+	# shellcheck disable=SC2207
+	apt_packages+=($(grep -v '^#' build/apt-extra.txt))
+fi
+missing=()
+for p in "${apt_packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+log "downloading Go modules"
+go mod download
+
+# Headers from the pinned modules (build-time only, ignored by git).
+ollama_dir=$(go list -m -f '{{.Dir}}' github.com/ollama/ollama)
+mkdir -p engine/ggml/include
+cp -f "$ollama_dir"/ml/backend/ggml/ggml/include/*.h engine/ggml/include/
+chmod u+w engine/ggml/include/*.h
+malgo_dir=$(go mod download -json github.com/gen2brain/malgo@v0.11.24 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+mkdir -p build/.cinclude/miniaudio
+cp -f "$malgo_dir/miniaudio.h" build/.cinclude/miniaudio/miniaudio.h
+chmod u+w build/.cinclude/miniaudio/miniaudio.h
+
+log "building bin/homering (first build compiles ggml and llama.cpp: several minutes)"
+go build -o bin/homering .
+
+if [ -x build/gen-models.sh ]; then
+	bash build/gen-models.sh
+fi
+log "ok ($(bin/homering version 2>/dev/null || echo built))"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up this machine (build/setup.sh) and runs every test: vet, the unit and
+# end-to-end tests with the race detector, short fuzzing of the parsers that
+# read untrusted bytes, and every benchmark once so that none of them rots.
+# Exit status is non-zero when anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash build/setup.sh
+. build/env.sh
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "go vet"
+go vet ./...
+
+step "go test -race"
+# Timeouts are generous: the first run compiles ggml and llama.cpp with -race.
+go test -race -count=1 -timeout 45m ./...
+
+step "fuzz (short)"
+while read -r pkg target; do
+	[ -n "$pkg" ] || continue
+	go test -run '^$' -fuzz "^${target}\$" -fuzztime 15s "$pkg"
+done < <(grep -v '^#' build/fuzz-targets.txt 2>/dev/null || true)
+
+step "benchmarks (once each, so they keep compiling and running)"
+go test -run '^$' -bench . -benchtime 1x -timeout 20m ./...
+for b in bench/*.sh; do
+	[ -e "$b" ] || continue
+	BENCH_QUICK=1 bash "$b"
+done
+step "all tests passed"
