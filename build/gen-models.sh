@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Generates the random-weight GGUF test models into testdata/models/ (ignored
+# by git) with `bin/homering gen-model` (engine/modelgen). Idempotent: a file
+# that exists with the size its configuration produces is kept (--keep), so a
+# second run takes about a second. Same flags, same seed: same bytes.
+#
+# Small models, one per family x type (F32 F16 Q8_0 Q4_0 Q4_K Q6_K), all with
+# 4 layers, n_embd 256, vocab 1000, context_length 4096, seed 1:
+#   llama-<T>.gguf    llama    ff 512, 4 heads / 2 KV heads, head_dim 64, rope base 1e4
+#   mistral-<T>.gguf  "llama"  ff 768, 8 heads / 2 KV heads, head_dim 32, rope base 1e6,
+#                              [INST] chat template (real Mistral GGUFs say llama too)
+#   qwen2-<T>.gguf    qwen2    ff 512, 4 heads / 2 KV heads, head_dim 64, q/k/v biases,
+#                              rope base 1e6 (NEOX), ChatML template
+#   qwen3-<T>.gguf    qwen3    ff 512, 8 heads / 2 KV heads, head_dim 64 (q proj 256->512,
+#                              so n_head*head_dim != n_embd), q/k norms, ChatML template
+#   (F32 ~13 MB, Q4_K ~2 MB each)
+# Rope variants (llama, F32, otherwise as llama-F32):
+#   llama-rope-freqs-F32.gguf   rope_freqs.weight [32] (Llama 3.1 factors), base 500000
+#   llama-rope-linear-F32.gguf  rope.scaling.type=linear, rope.scaling.factor=4
+# About 1 GB models for benchmarks (llama, n_embd 2048, 16 heads / 4 KV heads,
+# ff 5632, vocab 32000):
+#   llama-1g-Q8_0.gguf   16 layers   906,751,200 bytes (~4 s to generate)
+#   llama-1g-Q4_K.gguf   36 layers   988,092,128 bytes (~8 s to generate)
+# Every 2-D weight (token_embd and output too) has the file's type; norms,
+# biases and rope_freqs are F32. The llama vocabulary is SentencePiece
+# (tokenizer.ggml.model=llama): 0 <unk>, 1 <s> (bos), 2 </s> (eos),
+# 3 <|im_start|>, 4 <|im_end|>, 5..260 byte tokens, then word pieces.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. build/env.sh
+
+out=testdata/models
+mkdir -p "$out"
+if [ ! -x bin/homering ]; then
+	go build -o bin/homering .
+fi
+
+gen() { # FILE FLAGS...
+	local file=$1
+	shift
+	bin/homering gen-model --keep --seed 1 --ctx 4096 "$@" -o "$out/$file" >/dev/null
+}
+
+start=$(date +%s)
+for t in F32 F16 Q8_0 Q4_0 Q4_K Q6_K; do
+	gen "llama-$t.gguf" --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t"
+	gen "mistral-$t.gguf" --arch mistral --layers 4 --embd 256 --ff 768 --heads 8 --kv-heads 2 --vocab 1000 --type "$t"
+	gen "qwen2-$t.gguf" --arch qwen2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t"
+	gen "qwen3-$t.gguf" --arch qwen3 --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t"
+done
+gen llama-rope-freqs-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-freqs
+gen llama-rope-linear-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-scale-linear 4
+gen llama-1g-Q8_0.gguf --arch llama --layers 16 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 --vocab 32000 --type Q8_0
+gen llama-1g-Q4_K.gguf --arch llama --layers 36 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 --vocab 32000 --type Q4_K
+printf 'gen-models: %s ready in %ds\n' "$out" $(($(date +%s) - start)) >&2

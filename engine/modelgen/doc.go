@@ -1,0 +1,44 @@
+// Package modelgen writes GGUF files with random weights and a working
+// SentencePiece vocabulary, for tests and benchmarks. Nothing it writes is a
+// trained model; the files only have the exact layout llama.cpp (and our own
+// engine) expect of the families Homering supports, so that two engines can be
+// compared number for number on them.
+//
+// Families and what sets them apart (tensor names and shapes are llama.cpp's,
+// see llama-model.cpp load_tensors at the pinned ollama version):
+//
+//	llama    general.architecture=llama; blk.N.{attn_norm,attn_q,attn_k,attn_v,
+//	         attn_output,ffn_norm,ffn_gate,ffn_up,ffn_down}; optional
+//	         rope_freqs.weight [rope_dims/2] F32 (Llama 3.1 style, with
+//	         rope.freq_base 500000) and optional linear rope scaling keys.
+//	mistral  the same tensors and architecture string "llama" (real Mistral
+//	         GGUFs say llama too), rope.freq_base 1e6 and a [INST] chat template.
+//	qwen2    general.architecture=qwen2; adds blk.N.attn_{q,k,v}.bias F32; NEOX
+//	         rope is implied by the architecture; head_dim = embd/heads; ChatML.
+//	qwen3    general.architecture=qwen3; adds blk.N.attn_{q,k}_norm.weight
+//	         [head_dim] F32; head_dim may differ from embd/heads (the
+//	         attention.key_length and value_length keys are always written).
+//
+// Tensor types: every 2-D weight (token_embd, output and all projection
+// matrices) has the requested type; 1-D tensors (norms, biases, rope_freqs)
+// are F32, as llama.cpp's converter writes them. K-quants need rows that are
+// a multiple of 256 elements, Q4_0 and Q8_0 a multiple of 32; Generate refuses
+// shapes that do not fit instead of silently changing a tensor's type.
+//
+// Weights: each tensor draws from its own PCG stream seeded by (Config.Seed,
+// FNV-1a of the tensor name), so a file is a pure function of its Config and
+// tensors may be written in parallel in any order. Linear weights are
+// N(0, 1/fan_in) so that activations keep unit scale through the layers;
+// token embeddings N(0, 1); the output head N(0, 4/embd) (logits of standard
+// deviation ~2, so that greedy decoding has clear winners); norm weights
+// 1 + N(0, 0.1²); biases N(0, 0.1²). Quantization uses ggml's own quantizers
+// (ollama's ml/backend/ggml.Quantize, cgo) so that the bytes are exactly what
+// llama-quantize would write for the same F32 values.
+//
+// Vocabulary (tokenizer.ggml.model=llama): 0 <unk>, 1 <s>, 2 </s>, 3
+// <|im_start|>, 4 <|im_end|> (control), then the 256 byte tokens <0x00>..<0xFF>,
+// then single characters, common English words with their "▁" prefixes (every
+// prefix of a word is a piece too, so SentencePiece merges can reach it), letter
+// bigrams and trigrams, and finally <pad_N> pieces up to the requested size.
+// Scores fall with the index, as in SentencePiece models.
+package modelgen

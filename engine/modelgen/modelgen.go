@@ -1,0 +1,564 @@
+package modelgen
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	fsggml "github.com/ollama/ollama/fs/ggml"
+	mlggml "github.com/ollama/ollama/ml/backend/ggml"
+)
+
+// Config says what model to generate. Zero fields take the defaults that
+// Normalize documents.
+type Config struct {
+	Arch    string // llama, mistral, qwen2 or qwen3
+	Layers  int
+	Embd    int
+	FF      int
+	Heads   int
+	KVHeads int
+	HeadDim int // 0: Embd/Heads (qwen3 may differ; the others must not)
+	Vocab   int
+	Type    string // F32, F16, Q8_0, Q4_0, Q4_K or Q6_K
+	Seed    uint64
+	Ctx     int // context_length key; 0: 4096
+
+	// RopeFreqs adds a Llama 3.1 style rope_freqs.weight tensor (llama and
+	// mistral only) and sets rope.freq_base to 500000.
+	RopeFreqs bool
+	// RopeScaleLinear > 0 writes rope.scaling.type=linear and
+	// rope.scaling.factor (llama.cpp then divides positions by it).
+	RopeScaleLinear float64
+}
+
+// ErrConfig is wrapped by every error about a Config that cannot be generated.
+var ErrConfig = errors.New("modelgen: bad model configuration")
+
+// types maps a type name to ggml's type, llama_ftype and the row multiple.
+var types = map[string]struct {
+	tt       fsggml.TensorType
+	fileType uint32
+	rowMul   int
+}{
+	"F32":  {fsggml.TensorTypeF32, 0, 1},
+	"F16":  {fsggml.TensorTypeF16, 1, 1},
+	"Q4_0": {fsggml.TensorTypeQ4_0, 2, 32},
+	"Q8_0": {fsggml.TensorTypeQ8_0, 7, 32},
+	"Q4_K": {fsggml.TensorTypeQ4_K, 15, 256}, // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	"Q6_K": {fsggml.TensorTypeQ6_K, 18, 256},
+}
+
+// Types lists the tensor types Generate writes, in a stable order.
+func Types() []string { return []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} }
+
+// Arches lists the families Generate writes.
+func Arches() []string { return []string{"llama", "mistral", "qwen2", "qwen3"} }
+
+func configErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+}
+
+// Normalize fills defaults and checks that llama.cpp could load the result.
+func (c Config) Normalize() (Config, error) {
+	if c.Ctx == 0 {
+		c.Ctx = 4096
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = c.Heads
+	}
+	if c.Type == "" {
+		c.Type = "F32"
+	}
+	switch c.Arch {
+	case "llama", "mistral", "qwen2", "qwen3":
+	default:
+		return c, configErr("architecture %q is not one of llama, mistral, qwen2, qwen3", c.Arch)
+	}
+	t, ok := types[c.Type]
+	if !ok {
+		return c, configErr("type %q is not one of %s", c.Type, strings.Join(Types(), ", "))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"layers", c.Layers}, {"embd", c.Embd}, {"ff", c.FF}, {"heads", c.Heads}, {"kv-heads", c.KVHeads}, {"vocab", c.Vocab}, {"ctx", c.Ctx}} {
+		if f.v <= 0 {
+			return c, configErr("%s must be positive, not %d", f.name, f.v)
+		}
+	}
+	if c.Embd%c.Heads != 0 && c.HeadDim == 0 {
+		return c, configErr("embd %d is not a multiple of heads %d", c.Embd, c.Heads)
+	}
+	if c.HeadDim == 0 {
+		c.HeadDim = c.Embd / c.Heads
+	}
+	if c.HeadDim != c.Embd/c.Heads || c.Embd%c.Heads != 0 {
+		if c.Arch != "qwen3" {
+			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3 may differ)", c.HeadDim, c.Arch)
+		}
+	}
+	if c.HeadDim%2 != 0 {
+		return c, configErr("head-dim %d must be even for rope", c.HeadDim)
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return c, configErr("heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
+	}
+	if c.Vocab < MinVocab {
+		return c, configErr("vocab %d is below the minimum of %d", c.Vocab, MinVocab)
+	}
+	if c.RopeFreqs && c.Arch != "llama" && c.Arch != "mistral" {
+		return c, configErr("rope-freqs is a llama/mistral feature, not %s", c.Arch)
+	}
+	if c.RopeScaleLinear < 0 || math.IsNaN(c.RopeScaleLinear) {
+		return c, configErr("rope scale %v must be positive", c.RopeScaleLinear)
+	}
+	for _, s := range c.Tensors() {
+		if len(s.Shape) == 2 && int(s.Shape[0])%t.rowMul != 0 {
+			return c, configErr("tensor %s has rows of %d elements, which %s cannot hold (needs a multiple of %d)", s.Name, s.Shape[0], c.Type, t.rowMul)
+		}
+	}
+	return c, nil
+}
+
+// TensorSpec is one tensor of a generated model. Shape is in ggml order
+// (ne0 first: the row length).
+type TensorSpec struct {
+	Name  string
+	Shape []uint64
+	init  initKind
+}
+
+type initKind int
+
+const (
+	initLinear    initKind = iota // N(0, 1/fan_in), fan_in = Shape[0]
+	initEmbed                     // N(0, 1)
+	initOutput                    // N(0, 4/embd)
+	initNorm                      // 1 + N(0, 0.01)
+	initBias                      // N(0, 0.01)
+	initRopeFreqs                 // Llama 3.1 frequency factors
+)
+
+// Tensors lists the tensors of the model c describes (c must be normalized).
+func (c Config) Tensors() []TensorSpec {
+	e, ff := uint64(c.Embd), uint64(c.FF)
+	q := uint64(c.Heads * c.HeadDim)
+	kv := uint64(c.KVHeads * c.HeadDim)
+	v := uint64(c.Vocab)
+	ts := []TensorSpec{
+		{"token_embd.weight", []uint64{e, v}, initEmbed},
+		{"output_norm.weight", []uint64{e}, initNorm},
+		{"output.weight", []uint64{e, v}, initOutput},
+	}
+	if c.RopeFreqs {
+		ts = append(ts, TensorSpec{"rope_freqs.weight", []uint64{uint64(c.HeadDim / 2)}, initRopeFreqs})
+	}
+	for i := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			TensorSpec{p + "attn_norm.weight", []uint64{e}, initNorm},
+			TensorSpec{p + "attn_q.weight", []uint64{e, q}, initLinear},
+			TensorSpec{p + "attn_k.weight", []uint64{e, kv}, initLinear},
+			TensorSpec{p + "attn_v.weight", []uint64{e, kv}, initLinear},
+			TensorSpec{p + "attn_output.weight", []uint64{q, e}, initLinear},
+			TensorSpec{p + "ffn_norm.weight", []uint64{e}, initNorm},
+			TensorSpec{p + "ffn_gate.weight", []uint64{e, ff}, initLinear},
+			TensorSpec{p + "ffn_up.weight", []uint64{e, ff}, initLinear},
+			TensorSpec{p + "ffn_down.weight", []uint64{ff, e}, initLinear},
+		)
+		switch c.Arch {
+		case "qwen2":
+			ts = append(ts,
+				TensorSpec{p + "attn_q.bias", []uint64{q}, initBias},
+				TensorSpec{p + "attn_k.bias", []uint64{kv}, initBias},
+				TensorSpec{p + "attn_v.bias", []uint64{kv}, initBias},
+			)
+		case "qwen3":
+			ts = append(ts,
+				TensorSpec{p + "attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
+				TensorSpec{p + "attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
+			)
+		}
+	}
+	return ts
+}
+
+// ggufArch is the general.architecture string llama.cpp knows the family by.
+func (c Config) ggufArch() string {
+	if c.Arch == "mistral" {
+		return "llama"
+	}
+	return c.Arch
+}
+
+const ropeFreqsBase = 500000
+
+// Llama 3.1's rope scaling constants (convert_hf_to_gguf.py, LlamaModel).
+const (
+	llama3Factor        = 8.0
+	llama3LowFreqFactor = 1.0
+	llama3HighFreqFac   = 4.0
+	llama3OrigCtx       = 8192.0
+)
+
+// KV returns the metadata of the model (c must be normalized). Keys without
+// a general./tokenizer. prefix get "<arch>." from the writer.
+func (c Config) KV(v Vocab) fsggml.KV {
+	kv := fsggml.KV{
+		"general.architecture":             c.ggufArch(),
+		"general.name":                     fmt.Sprintf("homering-random-%s-%s", c.Arch, c.Type),
+		"general.file_type":                types[c.Type].fileType,
+		"general.quantization_version":     uint32(2),
+		"general.alignment":                uint32(32),
+		"block_count":                      uint32(c.Layers),
+		"context_length":                   uint32(c.Ctx),
+		"embedding_length":                 uint32(c.Embd),
+		"feed_forward_length":              uint32(c.FF),
+		"attention.head_count":             uint32(c.Heads),
+		"attention.head_count_kv":          uint32(c.KVHeads),
+		"attention.layer_norm_rms_epsilon": float32(1e-5),
+		"rope.dimension_count":             uint32(c.HeadDim),
+		"vocab_size":                       uint32(c.Vocab),
+		"tokenizer.ggml.model":             "llama",
+		"tokenizer.ggml.tokens":            v.Tokens,
+		"tokenizer.ggml.scores":            v.Scores,
+		"tokenizer.ggml.token_type":        v.Types,
+		"tokenizer.ggml.bos_token_id":      uint32(BosID),
+		"tokenizer.ggml.eos_token_id":      uint32(EosID),
+		"tokenizer.ggml.unknown_token_id":  uint32(UnkID),
+		"tokenizer.ggml.add_bos_token":     true,
+		"tokenizer.ggml.add_eos_token":     false,
+	}
+	switch c.Arch {
+	case "llama":
+		kv["rope.freq_base"] = float32(10000)
+	case "mistral":
+		kv["rope.freq_base"] = float32(1e6)
+		kv["tokenizer.chat_template"] = mistralTemplate
+	case "qwen2", "qwen3":
+		kv["rope.freq_base"] = float32(1e6)
+		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
+		kv["tokenizer.chat_template"] = chatMLTemplate
+	}
+	if c.Arch == "qwen3" {
+		kv["attention.key_length"] = uint32(c.HeadDim)
+		kv["attention.value_length"] = uint32(c.HeadDim)
+	}
+	if c.RopeFreqs {
+		kv["rope.freq_base"] = float32(ropeFreqsBase)
+	}
+	if c.RopeScaleLinear > 0 {
+		kv["rope.scaling.type"] = "linear"
+		kv["rope.scaling.factor"] = float32(c.RopeScaleLinear)
+	}
+	return kv
+}
+
+const chatMLTemplate = `{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
+
+const mistralTemplate = `{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}`
+
+// Generate writes the model c describes to path (atomically: a temporary
+// file in the same directory is renamed into place when complete).
+func Generate(path string, c Config) error {
+	c, err := c.Normalize()
+	if err != nil {
+		return err
+	}
+	voc, err := BuildVocab(c.Vocab)
+	if err != nil {
+		return err
+	}
+	specs := c.Tensors()
+	ts := make([]*fsggml.Tensor, len(specs))
+	pools := map[float64][]byte{}
+	for i, s := range specs {
+		kind := types[c.Type].tt
+		if len(s.Shape) == 1 {
+			kind = fsggml.TensorTypeF32
+		}
+		d := &tensorData{spec: s, kind: kind, cfg: c}
+		if kind.IsQuantized() && elements(s.Shape) > directElems {
+			mean, std := d.distribution()
+			if mean != 0 {
+				panic("modelgen: pooled tensors must have zero mean")
+			}
+			if pools[std] == nil {
+				pools[std] = quantizedPool(kind, c.Seed, std)
+			}
+			d.pool = pools[std]
+		}
+		ts[i] = &fsggml.Tensor{Name: s.Name, Kind: uint32(kind), Shape: s.Shape, WriterTo: d}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("modelgen: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := fsggml.WriteGGUF(tmp, c.KV(voc), ts); err != nil {
+		tmp.Close()
+		return fmt.Errorf("modelgen: writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("modelgen: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("modelgen: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("modelgen: %w", err)
+	}
+	return nil
+}
+
+// tensorData produces one tensor's bytes on demand, so that the writer never
+// holds more than a chunk of rows per tensor in memory.
+type tensorData struct {
+	spec TensorSpec
+	kind fsggml.TensorType
+	cfg  Config
+	pool []byte // quantized blocks to draw from; nil: quantize every value
+}
+
+// poolElems is both the size of a block pool and the tensor size above which
+// a quantized tensor is assembled from pool blocks. ggml's K-quantizers run at
+// ~130 ns per weight on this class of machine, so quantizing a 1 GB Q4_K model
+// value by value takes minutes; drawing each block at random from 2^22
+// quantized values of the same distribution takes a second and still gives
+// every row its own content (a row of 8 Q4_K blocks has 16384^8 choices).
+// Quantized blocks are self-contained (own scales), so any sequence of them is
+// a valid tensor.
+const poolElems = 1 << 22
+
+// directElems: tensors up to this many values are quantized value by value
+// (every tensor of the small test models, e.g. 256x1000 token_embd).
+const directElems = 1 << 18
+
+func elements(shape []uint64) uint64 {
+	n := uint64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// quantizedPool quantizes poolElems values of N(0, std²) into kind's blocks.
+func quantizedPool(kind fsggml.TensorType, seed uint64, std float64) []byte {
+	rng := rand.New(rand.NewPCG(seed, math.Float64bits(std)))
+	f := make([]float32, poolElems)
+	for i := range f {
+		f[i] = float32(std * rng.NormFloat64())
+	}
+	const rowLen = 256 // a multiple of every block size
+	return mlggml.Quantize(kind, f, []uint64{rowLen, poolElems / rowLen})
+}
+
+// distribution returns the mean and standard deviation of the tensor's values.
+func (d *tensorData) distribution() (mean, std float64) {
+	rowLen := float64(d.spec.Shape[0])
+	switch d.spec.init {
+	case initLinear:
+		return 0, 1 / math.Sqrt(rowLen)
+	case initEmbed:
+		return 0, 1
+	case initOutput:
+		return 0, 2 / math.Sqrt(float64(d.cfg.Embd))
+	case initNorm:
+		return 1, 0.1
+	case initBias:
+		return 0, 0.1
+	}
+	return 0, 0
+}
+
+// writePooled writes the tensor as blocks drawn at random from d.pool.
+func (d *tensorData) writePooled(w io.Writer, rng *rand.Rand) (int64, error) {
+	blockBytes := int(d.kind.TypeSize())
+	nBlocks := int(elements(d.spec.Shape) / d.kind.BlockSize())
+	poolBlocks := len(d.pool) / blockBytes
+	const blocksPerChunk = 1 << 14
+	buf := make([]byte, 0, blocksPerChunk*blockBytes)
+	var total int64
+	for b := 0; b < nBlocks; b += blocksPerChunk {
+		buf = buf[:0]
+		for range min(blocksPerChunk, nBlocks-b) {
+			i := rng.IntN(poolBlocks) * blockBytes
+			buf = append(buf, d.pool[i:i+blockBytes]...)
+		}
+		n, err := w.Write(buf)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// chunkElems bounds the F32 scratch per tensor (rows are never split).
+const chunkElems = 1 << 22
+
+func (d *tensorData) WriteTo(w io.Writer) (int64, error) {
+	h := fnv.New64a()
+	h.Write([]byte(d.spec.Name))
+	rng := rand.New(rand.NewPCG(d.cfg.Seed, h.Sum64()))
+	rowLen := int(d.spec.Shape[0])
+	rows := 1
+	for _, n := range d.spec.Shape[1:] {
+		rows *= int(n)
+	}
+	if d.spec.init == initRopeFreqs {
+		return writeF32(w, ropeFreqFactors(d.cfg.HeadDim))
+	}
+	if d.pool != nil {
+		return d.writePooled(w, rng)
+	}
+	mean, std := d.distribution()
+	rowsPerChunk := max(1, chunkElems/rowLen)
+	buf := make([]float32, min(rows, rowsPerChunk)*rowLen)
+	var total int64
+	for r := 0; r < rows; r += rowsPerChunk {
+		n := min(rowsPerChunk, rows-r)
+		f := buf[:n*rowLen]
+		for i := range f {
+			f[i] = float32(mean + std*rng.NormFloat64())
+		}
+		var b []byte
+		if d.kind == fsggml.TensorTypeF32 {
+			k, err := writeF32(w, f)
+			total += k
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		b = mlggml.Quantize(d.kind, f, []uint64{uint64(rowLen), uint64(n)})
+		k, err := w.Write(b)
+		total += int64(k)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func writeF32(w io.Writer, f []float32) (int64, error) {
+	b := make([]byte, 4*len(f))
+	for i, x := range f {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// ropeFreqFactors computes Llama 3.1's per-dimension rope factors as
+// convert_hf_to_gguf.py does, for head dimension dims and base 500000.
+func ropeFreqFactors(dims int) []float32 {
+	lowWavelen := llama3OrigCtx / llama3LowFreqFactor
+	highWavelen := llama3OrigCtx / llama3HighFreqFac
+	out := make([]float32, dims/2)
+	for i := range out {
+		freq := 1 / math.Pow(ropeFreqsBase, float64(2*i)/float64(dims))
+		wavelen := 2 * math.Pi / freq
+		switch {
+		case wavelen < highWavelen:
+			out[i] = 1
+		case wavelen > lowWavelen:
+			out[i] = llama3Factor
+		default:
+			smooth := (llama3OrigCtx/wavelen - llama3LowFreqFactor) / (llama3HighFreqFac - llama3LowFreqFactor)
+			out[i] = float32(1 / ((1-smooth)/llama3Factor + smooth))
+		}
+	}
+	return out
+}
+
+// FileSize returns the exact size in bytes of the file Generate writes for c,
+// without writing it (so that set-up can tell a complete file from a cut one).
+// It follows ollama's fs/ggml.WriteGGUF: GGUF v3, keys sorted, each tensor's
+// data padded to general.alignment.
+func FileSize(c Config) (int64, error) {
+	c, err := c.Normalize()
+	if err != nil {
+		return 0, err
+	}
+	voc, err := BuildVocab(c.Vocab)
+	if err != nil {
+		return 0, err
+	}
+	kv := c.KV(voc)
+	arch := c.ggufArch()
+	const align = 32
+	n := int64(4 + 4 + 8 + 8)
+	for k, v := range kv {
+		if !strings.HasPrefix(k, "general.") && !strings.HasPrefix(k, "tokenizer.") {
+			k = arch + "." + k
+		}
+		n += 8 + int64(len(k)) + 4 // key, value type
+		switch v := v.(type) {
+		case string:
+			n += 8 + int64(len(v))
+		case uint32, float32:
+			n += 4
+		case bool:
+			n++
+		case []string:
+			n += 4 + 8
+			for _, s := range v {
+				n += 8 + int64(len(s))
+			}
+		case []float32:
+			n += 4 + 8 + 4*int64(len(v))
+		case []int32:
+			n += 4 + 8 + 4*int64(len(v))
+		default:
+			return 0, fmt.Errorf("modelgen: no size rule for key %s of type %T", k, v)
+		}
+	}
+	// WriteGGUF orders tensors by block number (non-block tensors last), then
+	// name, pads each one's data to the alignment and ends the file right after
+	// the last tensor's bytes.
+	specs := c.Tensors()
+	last := 0
+	var data, lastPad int64
+	for i, s := range specs {
+		n += 8 + int64(len(s.Name)) + 4 + 8*int64(len(s.Shape)) + 4 + 8
+		kind := types[c.Type].tt
+		if len(s.Shape) == 1 {
+			kind = fsggml.TensorTypeF32
+		}
+		size := int64(elements(s.Shape) / kind.BlockSize() * kind.TypeSize())
+		pad := (align - size%align) % align
+		data += size + pad
+		if writeOrderLess(specs[last].Name, s.Name) {
+			last, lastPad = i, pad
+		} else if i == 0 {
+			lastPad = pad
+		}
+	}
+	n += (align - n%align) % align
+	return n + data - lastPad, nil
+}
+
+// writeOrderLess reports whether WriteGGUF writes tensor a before tensor b.
+func writeOrderLess(a, b string) bool {
+	block := func(name string) int {
+		var n int
+		if _, err := fmt.Sscanf(name, "blk.%d.", &n); err != nil {
+			return math.MaxInt
+		}
+		return n
+	}
+	if ba, bb := block(a), block(b); ba != bb {
+		return ba < bb
+	}
+	return a < b
+}

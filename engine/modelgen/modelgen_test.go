@@ -1,0 +1,213 @@
+package modelgen
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func small(arch, typ string) Config {
+	c := Config{Arch: arch, Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, Vocab: 400, Type: typ, Seed: 7}
+	if arch == "qwen3" {
+		c.Heads, c.HeadDim = 8, 64
+	}
+	return c
+}
+
+func TestFileSizeMatchesWrittenFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, arch := range Arches() {
+		for _, typ := range Types() {
+			t.Run(arch+"-"+typ, func(t *testing.T) {
+				c := small(arch, typ)
+				if arch == "llama" && typ == "F32" {
+					c.RopeFreqs, c.RopeScaleLinear = true, 4
+				}
+				path := filepath.Join(dir, arch+"-"+typ+".gguf")
+				if err := Generate(path, c); err != nil {
+					t.Fatal(err)
+				}
+				st, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := FileSize(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Size() != want {
+					t.Errorf("FileSize = %d, file has %d bytes", want, st.Size())
+				}
+			})
+		}
+	}
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	gen := func(name string, c Config) []byte {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := Generate(p, c); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	c := small("qwen2", "Q4_K")
+	a, b := gen("a.gguf", c), gen("b.gguf", c)
+	if !bytes.Equal(a, b) {
+		t.Error("two files from one Config differ")
+	}
+	c.Seed++
+	if d := gen("c.gguf", c); bytes.Equal(a, d) || len(a) != len(d) {
+		t.Errorf("a different seed gave identical bytes or a different size (%d vs %d)", len(a), len(d))
+	}
+}
+
+func TestPooledTensorsAreValidAndVaried(t *testing.T) {
+	// A tensor above directElems is assembled from pool blocks: the size must
+	// still match and rows must differ (no repeated rows for the output head).
+	c := Config{Arch: "llama", Layers: 1, Embd: 256, FF: 1280, Heads: 4, Vocab: 1100, Type: "Q8_0", Seed: 3}
+	path := filepath.Join(t.TempDir(), "pooled.gguf")
+	if err := Generate(path, c); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := FileSize(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) != want {
+		t.Fatalf("size %d, want %d", len(b), want)
+	}
+	// token_embd is the last tensor written: its 1100 rows of 256 Q8_0 values
+	// (8 blocks of 34 bytes) end the file.
+	rowBytes := 8 * 34
+	rows := b[len(b)-1100*rowBytes:]
+	seen := map[string]int{}
+	for r := range 1100 {
+		row := string(rows[r*rowBytes : (r+1)*rowBytes])
+		if prev, ok := seen[row]; ok {
+			t.Fatalf("rows %d and %d of token_embd are identical", prev, r)
+		}
+		seen[row] = r
+	}
+}
+
+func TestNormalizeRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"unknown arch", func(c *Config) { c.Arch = "gemma" }, `architecture "gemma"`},
+		{"unknown type", func(c *Config) { c.Type = "Q5_K" }, `type "Q5_K"`},
+		{"zero layers", func(c *Config) { c.Layers = 0 }, "layers must be positive"},
+		{"negative ff", func(c *Config) { c.FF = -1 }, "ff must be positive"},
+		{"heads not dividing embd", func(c *Config) { c.Heads = 3 }, "not a multiple of heads"},
+		{"kv heads not dividing heads", func(c *Config) { c.KVHeads = 3 }, "not a multiple of kv-heads"},
+		{"head dim on llama", func(c *Config) { c.HeadDim = 32 }, "only qwen3 may differ"},
+		{"tiny vocab", func(c *Config) { c.Vocab = 100 }, "below the minimum"},
+		{"k-quant row", func(c *Config) { c.Type = "Q4_K"; c.FF = 320 }, "multiple of 256"},
+		{"q8 row", func(c *Config) { c.Type = "Q8_0"; c.Embd = 200; c.Heads = 4 }, "multiple of 32"},
+		{"rope freqs on qwen2", func(c *Config) { c.Arch = "qwen2"; c.RopeFreqs = true }, "rope-freqs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := small("llama", "F32")
+			tt.change(&c)
+			_, err := c.Normalize()
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrConfig containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTensorsQwen3HeadDim(t *testing.T) {
+	c, err := small("qwen3", "F32").Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]uint64{}
+	for _, s := range c.Tensors() {
+		got[s.Name] = s.Shape
+	}
+	want := map[string][]uint64{
+		"blk.1.attn_q.weight":      {256, 512},
+		"blk.1.attn_k.weight":      {256, 128},
+		"blk.1.attn_v.weight":      {256, 128},
+		"blk.1.attn_output.weight": {512, 256},
+		"blk.1.attn_q_norm.weight": {64},
+		"blk.1.attn_k_norm.weight": {64},
+		"token_embd.weight":        {256, 400},
+		"output.weight":            {256, 400},
+	}
+	for name, shape := range want {
+		if diff := cmp.Diff(shape, got[name]); diff != "" {
+			t.Errorf("%s shape (-want +got):\n%s", name, diff)
+		}
+	}
+	if len(got) != 3+2*11 {
+		t.Errorf("%d tensors, want %d", len(got), 3+2*11)
+	}
+}
+
+func TestBuildVocab(t *testing.T) {
+	v, err := BuildVocab(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Tokens) != 1000 || len(v.Scores) != 1000 || len(v.Types) != 1000 {
+		t.Fatalf("lengths %d/%d/%d, want 1000", len(v.Tokens), len(v.Scores), len(v.Types))
+	}
+	if diff := cmp.Diff([]string{"<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<0x00>"}, v.Tokens[:6]); diff != "" {
+		t.Errorf("first tokens (-want +got):\n%s", diff)
+	}
+	if v.Tokens[5+10] != "<0x0A>" || v.Types[5+10] != tokenByte {
+		t.Errorf("token 15 = %q type %d, want the newline byte token", v.Tokens[15], v.Types[15])
+	}
+	seen := map[string]bool{}
+	for i, tok := range v.Tokens {
+		if seen[tok] {
+			t.Errorf("token %q appears twice", tok)
+		}
+		seen[tok] = true
+		if v.Types[i] == tokenNormal && i > 0 && v.Scores[i] >= v.Scores[i-1] && v.Types[i-1] == tokenNormal {
+			t.Errorf("score of %q does not fall with the index", tok)
+		}
+	}
+	// Every prefix of a common word is a piece, so SentencePiece can merge up to it.
+	for _, p := range []string{"\u2581o", "\u2581on", "\u2581onc", "\u2581once", "\u2581upon", "\u2581time"} {
+		if !seen[p] {
+			t.Errorf("piece %q missing", p)
+		}
+	}
+	if _, err := BuildVocab(MinVocab - 1); err == nil {
+		t.Error("BuildVocab accepted a vocabulary below MinVocab")
+	}
+}
+
+func TestRopeFreqFactors(t *testing.T) {
+	f := ropeFreqFactors(64)
+	if len(f) != 32 || f[0] != 1 || f[31] != llama3Factor {
+		t.Fatalf("factors %v: want 32 values from 1 (high frequency) to 8 (low)", f)
+	}
+	for i := 1; i < len(f); i++ {
+		if f[i] < f[i-1] {
+			t.Errorf("factor %d = %v < factor %d = %v: must not fall", i, f[i], i-1, f[i-1])
+		}
+	}
+}
