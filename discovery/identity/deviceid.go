@@ -103,7 +103,13 @@ func ParseDeviceID(s string) (DeviceID, error) {
 	if err != nil || len(b) != 32 {
 		return DeviceID{}, fmt.Errorf("decode %q: %w", s, ErrIDChars)
 	}
-	return DeviceID(b), nil
+	id := DeviceID(b)
+	// Reject the all-zero ID and spellings whose unused trailing bits are set:
+	// one device must have exactly one ID string.
+	if id.IsZero() || id.Compact() != s {
+		return DeviceID{}, fmt.Errorf("%q is not a device ID: %w", s, ErrIDChars)
+	}
+	return id, nil
 }
 
 // luhn32 is the Luhn mod N algorithm over the base32 alphabet: it catches every
