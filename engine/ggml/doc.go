@@ -1,0 +1,69 @@
+// Package ggml is Homering's window engine: a small transformer forward pass
+// written in C on ggml's C API (engine.c; ggml is compiled by cgo from the
+// pinned github.com/ollama/ollama module) and driven from Go. It evaluates a
+// window of layers [First, Last) of a GGUF model on a hidden state, which is
+// what the ring needs and what llama.cpp cannot do.
+//
+// # Model
+//
+// Open validates the file in pure Go (header, metadata, every tensor's type,
+// shape and byte range against the file size, the architecture's required
+// tensors) and only then maps it read-only and shared (mmap PROT_READ,
+// MAP_SHARED) and hands the tensor table to C. A malformed file is a Go error
+// (ErrNotGGUF, ErrTruncated, ErrCorrupt, ErrBadModel); an architecture other
+// than llama (incl. Mistral, which GGUF calls llama), qwen2 and qwen3 is an
+// *UnsupportedError ("architecture X is not supported yet"), never wrong
+// numbers.
+//
+// A Window is layers [First, Last), optionally with the token embedding in
+// front (Embed: input is tokens; needs First == 0) and output_norm + the
+// output head behind (Output: the result is logits; needs Last == NLayer).
+// Otherwise input and output are hidden states, F32 [n × NEmbd], row-major by
+// token. Each window has its own KV cache (F16, one K and one transposed V
+// tensor per layer, on the layer's device); positions must be evaluated in
+// order (pos == KVLen()), and KVTruncate(pos) / KVClear forget the tail.
+//
+// # Exactness
+//
+// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3}.cpp and
+// build_attn/build_ffn/build_norm in src/llama-graph.cpp at the pinned
+// version): F16 KV cache written with set_rows, the non-flash attention path
+// (mul_mat, soft_max_ext with an F32 causal mask, mul_mat with the transposed
+// V), the KV length padded to a multiple of 256 and the cache size rounded up
+// to 256 as llama.cpp does, the same rope parameters (NEOX for qwen, the
+// rope_freqs factors of Llama 3, linear and YaRN scaling), the same norm eps
+// and attention scale, and the output rows selected with get_rows at the last
+// layer. So the same ggml kernels see the same inputs, and a model split into
+// windows [0,s) + [s,L) gives bit-identical logits to the unsplit model.
+//
+// # Invariants
+//
+//   - Weights of CPU layers are never copied: each tensor points into the
+//     mapping (ggml_backend_cpu_buffer_from_ptr over the whole file, usage
+//     WEIGHTS, ggml_backend_tensor_alloc per tensor). They are page cache the
+//     kernel may evict and re-read; Release does that on purpose, Prefetch
+//     brings a window's ranges back (MADV_POPULATE_READ, else MADV_WILLNEED in
+//     4 MB chunks). A window touches only its own layers' pages.
+//   - Layers listed in GPULayers get copies of their weights in GPU memory;
+//     ggml_backend_sched runs each op where its weights live. On a machine
+//     without a GPU device a non-empty GPULayers is ErrNoGPU.
+//   - All windows of a Model share its mapping, its tensor table and one
+//     persistent ggml thread pool (created by Open with one thread per CPU;
+//     a window's Threads picks how many of them it uses).
+//   - Thread safety: Model's methods are safe for concurrent use. Evaluations
+//     of all windows of a model take turns on the model's lock (they share the
+//     thread pool). A single Window must not be used from two goroutines at
+//     once (its KV position is a sequence).
+//   - Every argument that could make ggml assert (a token outside the
+//     vocabulary, a hidden state of the wrong length, a position past NCtx or
+//     out of order, a window outside the model) is a Go error first.
+//
+// # Memory
+//
+// A Window costs, in anonymous memory: its KV cache, 2 × (Last−First) ×
+// NCtx' × NHeadKV × NEmbdHead × 2 bytes (NCtx' = NCtx rounded up to 256;
+// KVBytes reports it), plus ggml's compute buffer, which grows to the largest
+// batch evaluated (ComputeBytes; about n × (NFF + NVocab·[Output]) × 4 × a few
+// bytes), plus a graph arena of about 100 KB per 8 layers. The weights add
+// only file-backed, evictable page cache (RssFile), never anonymous memory.
+package ggml

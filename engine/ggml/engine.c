@@ -1,0 +1,716 @@
+// See engine.h. Every graph-building step names the llama.cpp function it
+// mirrors; keep them in step when the pinned ollama version moves.
+#include "engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+#define HR_KV_PAD 256 // llama_kv_cache::get_n_kv pads n_kv to 256
+#define HR_PAD(x, n) (((x) + (n) - 1) / (n) * (n))
+
+struct hr_model {
+	hr_hparams hp;
+	struct ggml_context *ctx;  // one tensor per GGUF tensor, data in the mapping
+	ggml_backend_buffer_t buf; // CPU buffer over the mapping (not owned memory)
+	struct ggml_threadpool *tp;
+};
+
+typedef struct {
+	struct ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;
+	struct ggml_tensor *q_norm, *k_norm;
+	struct ggml_tensor *ffn_norm, *gate, *up, *down, *gate_b, *up_b, *down_b;
+	struct ggml_tensor *rope_freqs;
+	struct ggml_tensor *k, *v; // KV cache: K [n_embd_gqa, n_ctx], V the same, read transposed
+	int gpu;
+} hr_layer;
+
+struct hr_window {
+	hr_model *m;
+	hr_window_params p;
+	int n_layers;
+	hr_layer *layers;
+	struct ggml_tensor *tok_embd, *output_norm, *output, *output_b;
+
+	ggml_backend_t cpu, gpu;
+	ggml_backend_sched_t sched;
+	struct ggml_context *kv_ctx[2], *w_ctx_gpu;
+	ggml_backend_buffer_t kv_buf[2], w_buf_gpu;
+
+	size_t graph_size;
+	void *meta;
+	size_t meta_size;
+	int used; // cells [0, used) hold positions [0, used)
+
+	float *mask;
+	size_t mask_cap;
+	int64_t *idx;
+	size_t idx_cap;
+	int32_t *i32;
+	size_t i32_cap;
+};
+
+static void seterr(char *err, size_t errlen, const char *msg) {
+	if (err && errlen) {
+		snprintf(err, errlen, "%s", msg);
+	}
+}
+
+int hr_type_info(int type, int64_t *blck, size_t *type_size, int *can_matmul) {
+	if (type < 0 || type >= GGML_TYPE_COUNT) {
+		return 0;
+	}
+	const struct ggml_type_traits *tr = ggml_get_type_traits((enum ggml_type)type);
+	if (tr == NULL || tr->blck_size <= 0 || tr->type_size == 0) {
+		return 0;
+	}
+	*blck = tr->blck_size;
+	*type_size = tr->type_size;
+	const struct ggml_type_traits_cpu *tc = ggml_get_type_traits_cpu((enum ggml_type)type);
+	*can_matmul = (tc != NULL && tc->vec_dot != NULL) || type == GGML_TYPE_F32;
+	return 1;
+}
+
+const char *hr_type_name(int type) {
+	if (type < 0 || type >= GGML_TYPE_COUNT) {
+		return "unknown";
+	}
+	return ggml_type_name((enum ggml_type)type);
+}
+
+int hr_gpu_count(void) {
+	int n = 0;
+	for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+		enum ggml_backend_dev_type t = ggml_backend_dev_type(ggml_backend_dev_get(i));
+		if (t == GGML_BACKEND_DEVICE_TYPE_GPU || t == GGML_BACKEND_DEVICE_TYPE_IGPU) {
+			n++;
+		}
+	}
+	return n;
+}
+
+float hr_yarn_attn_factor(float freq_scale) {
+	const float factor = 1.0f / freq_scale;
+	float a = factor <= 1.0f ? 1.0f : (0.1f * 1.0f * logf(factor) + 1.0f);
+	a *= 1.0f / (1.0f + 0.1f * logf(factor));
+	return a;
+}
+
+static ggml_backend_dev_t hr_gpu_dev(void) {
+	for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+		ggml_backend_dev_t d = ggml_backend_dev_get(i);
+		enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
+		if (t == GGML_BACKEND_DEVICE_TYPE_GPU || t == GGML_BACKEND_DEVICE_TYPE_IGPU) {
+			return d;
+		}
+	}
+	return NULL;
+}
+
+hr_model *hr_model_new(void *base, size_t size, const hr_hparams *hp,
+		       const hr_tensor_desc *descs, int n_descs, int n_threads,
+		       char *err, size_t errlen) {
+	hr_model *m = calloc(1, sizeof(*m));
+	if (!m) {
+		seterr(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->hp = *hp;
+	struct ggml_init_params ip = {
+		.mem_size = ggml_tensor_overhead() * (size_t)(n_descs + 1),
+		.mem_buffer = NULL,
+		.no_alloc = true,
+	};
+	m->ctx = ggml_init(ip);
+	if (!m->ctx) {
+		seterr(err, errlen, "ggml_init failed");
+		free(m);
+		return NULL;
+	}
+	// The weights stay in the file's page cache: ggml sees the mapping as a
+	// CPU buffer it does not own, marked WEIGHTS so the scheduler runs the
+	// ops that use them where they live.
+	m->buf = ggml_backend_cpu_buffer_from_ptr(base, size);
+	ggml_backend_buffer_set_usage(m->buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+	for (int i = 0; i < n_descs; i++) {
+		const hr_tensor_desc *d = &descs[i];
+		struct ggml_tensor *t = ggml_new_tensor(m->ctx, (enum ggml_type)d->type, d->n_dims, d->ne);
+		ggml_set_name(t, d->name);
+		if (ggml_backend_tensor_alloc(m->buf, t, (char *)base + d->offset) != GGML_STATUS_SUCCESS) {
+			seterr(err, errlen, "ggml_backend_tensor_alloc failed");
+			hr_model_free(m);
+			return NULL;
+		}
+	}
+	struct ggml_threadpool_params tpp = ggml_threadpool_params_default(n_threads);
+	m->tp = ggml_threadpool_new(&tpp);
+	if (!m->tp) {
+		seterr(err, errlen, "ggml_threadpool_new failed");
+		hr_model_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void hr_model_free(hr_model *m) {
+	if (!m) {
+		return;
+	}
+	if (m->tp) {
+		ggml_threadpool_free(m->tp);
+	}
+	if (m->buf) {
+		ggml_backend_buffer_free(m->buf);
+	}
+	if (m->ctx) {
+		ggml_free(m->ctx);
+	}
+	free(m);
+}
+
+static struct ggml_tensor *get(hr_model *m, const char *fmt, int il) {
+	char name[GGML_MAX_NAME];
+	snprintf(name, sizeof(name), fmt, il);
+	return ggml_get_tensor(m->ctx, name);
+}
+
+// gpu_dup gives t's copy in the window's GPU weight context (created on first use).
+static struct ggml_tensor *gpu_dup(hr_window *w, struct ggml_tensor *t) {
+	if (t == NULL) {
+		return NULL;
+	}
+	struct ggml_tensor *d = ggml_dup_tensor(w->w_ctx_gpu, t);
+	ggml_set_name(d, t->name);
+	return d;
+}
+
+void hr_window_free(hr_window *w) {
+	if (!w) {
+		return;
+	}
+	if (w->sched) {
+		ggml_backend_sched_free(w->sched);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (w->kv_buf[i]) {
+			ggml_backend_buffer_free(w->kv_buf[i]);
+		}
+		if (w->kv_ctx[i]) {
+			ggml_free(w->kv_ctx[i]);
+		}
+	}
+	if (w->w_buf_gpu) {
+		ggml_backend_buffer_free(w->w_buf_gpu);
+	}
+	if (w->w_ctx_gpu) {
+		ggml_free(w->w_ctx_gpu);
+	}
+	if (w->cpu) {
+		ggml_backend_free(w->cpu);
+	}
+	if (w->gpu) {
+		ggml_backend_free(w->gpu);
+	}
+	free(w->layers);
+	free(w->meta);
+	free(w->mask);
+	free(w->idx);
+	free(w->i32);
+	free(w);
+}
+
+hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size_t errlen) {
+	const hr_hparams *hp = &m->hp;
+	hr_window *w = calloc(1, sizeof(*w));
+	if (!w) {
+		seterr(err, errlen, "out of memory");
+		return NULL;
+	}
+	w->m = m;
+	w->p = *p;
+	w->p.gpu_layers = NULL;
+	w->n_layers = p->last - p->first;
+	w->layers = calloc(w->n_layers > 0 ? w->n_layers : 1, sizeof(hr_layer));
+	if (!w->layers) {
+		seterr(err, errlen, "out of memory");
+		hr_window_free(w);
+		return NULL;
+	}
+	for (int i = 0; i < p->n_gpu_layers; i++) {
+		int il = p->gpu_layers[i];
+		if (il >= p->first && il < p->last) {
+			w->layers[il - p->first].gpu = 1;
+		}
+	}
+	// llama_model::load_tensors: names, and which are optional.
+	for (int i = 0; i < w->n_layers; i++) {
+		int il = p->first + i;
+		hr_layer *L = &w->layers[i];
+		L->attn_norm = get(m, "blk.%d.attn_norm.weight", il);
+		L->wq = get(m, "blk.%d.attn_q.weight", il);
+		L->wk = get(m, "blk.%d.attn_k.weight", il);
+		L->wv = get(m, "blk.%d.attn_v.weight", il);
+		L->wo = get(m, "blk.%d.attn_output.weight", il);
+		L->bq = get(m, "blk.%d.attn_q.bias", il);
+		L->bk = get(m, "blk.%d.attn_k.bias", il);
+		L->bv = get(m, "blk.%d.attn_v.bias", il);
+		L->bo = get(m, "blk.%d.attn_output.bias", il);
+		if (hp->arch == HR_ARCH_QWEN3) {
+			L->q_norm = get(m, "blk.%d.attn_q_norm.weight", il);
+			L->k_norm = get(m, "blk.%d.attn_k_norm.weight", il);
+		}
+		L->ffn_norm = get(m, "blk.%d.ffn_norm.weight", il);
+		L->gate = get(m, "blk.%d.ffn_gate.weight", il);
+		L->up = get(m, "blk.%d.ffn_up.weight", il);
+		L->down = get(m, "blk.%d.ffn_down.weight", il);
+		if (hp->arch == HR_ARCH_LLAMA) {
+			L->gate_b = get(m, "blk.%d.ffn_gate.bias", il);
+			L->up_b = get(m, "blk.%d.ffn_up.bias", il);
+			L->down_b = get(m, "blk.%d.ffn_down.bias", il);
+			L->rope_freqs = ggml_get_tensor(m->ctx, "rope_freqs.weight");
+		}
+		if (hp->arch == HR_ARCH_QWEN3) {
+			L->bq = L->bk = L->bv = L->bo = NULL;
+		}
+	}
+	if (p->embed) {
+		w->tok_embd = ggml_get_tensor(m->ctx, "token_embd.weight");
+	}
+	if (p->output) {
+		w->output_norm = ggml_get_tensor(m->ctx, "output_norm.weight");
+		w->output = ggml_get_tensor(m->ctx, "output.weight");
+		if (!w->output) {
+			w->output = ggml_get_tensor(m->ctx, "token_embd.weight"); // tied embeddings
+		}
+		if (hp->arch == HR_ARCH_QWEN2) {
+			w->output_b = ggml_get_tensor(m->ctx, "output.bias");
+		}
+	}
+
+	int n_gpu = 0;
+	for (int i = 0; i < w->n_layers; i++) {
+		n_gpu += w->layers[i].gpu;
+	}
+	if (n_gpu > 0) {
+		ggml_backend_dev_t dev = hr_gpu_dev();
+		if (!dev) {
+			seterr(err, errlen, "no GPU device");
+			hr_window_free(w);
+			return NULL;
+		}
+		w->gpu = ggml_backend_dev_init(dev, NULL);
+		if (!w->gpu) {
+			seterr(err, errlen, "cannot start the GPU backend");
+			hr_window_free(w);
+			return NULL;
+		}
+		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 24 + 1), NULL, true};
+		w->w_ctx_gpu = ggml_init(ip);
+		// GPU layers get copies of their weights; the mapping stays the source.
+		hr_layer *srcs = calloc(w->n_layers, sizeof(hr_layer));
+		if (!srcs) {
+			seterr(err, errlen, "out of memory");
+			hr_window_free(w);
+			return NULL;
+		}
+		memcpy(srcs, w->layers, w->n_layers * sizeof(hr_layer));
+		for (int i = 0; i < w->n_layers; i++) {
+			hr_layer *L = &w->layers[i];
+			if (!L->gpu) {
+				continue;
+			}
+			struct ggml_tensor **f[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+						    &L->bo, &L->q_norm, &L->k_norm, &L->ffn_norm, &L->gate, &L->up,
+						    &L->down, &L->gate_b, &L->up_b, &L->down_b, &L->rope_freqs};
+			for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
+				*f[j] = gpu_dup(w, *f[j]);
+			}
+		}
+		w->w_buf_gpu = ggml_backend_alloc_ctx_tensors(w->w_ctx_gpu, w->gpu);
+		if (!w->w_buf_gpu) {
+			free(srcs);
+			seterr(err, errlen, "cannot allocate GPU memory for the window's weights");
+			hr_window_free(w);
+			return NULL;
+		}
+		ggml_backend_buffer_set_usage(w->w_buf_gpu, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+		for (int i = 0; i < w->n_layers; i++) {
+			hr_layer *L = &w->layers[i], *S = &srcs[i];
+			if (!L->gpu) {
+				continue;
+			}
+			struct ggml_tensor *dst[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv,
+						     L->bo, L->q_norm, L->k_norm, L->ffn_norm, L->gate, L->up,
+						     L->down, L->gate_b, L->up_b, L->down_b, L->rope_freqs};
+			struct ggml_tensor *src[] = {S->attn_norm, S->wq, S->wk, S->wv, S->wo, S->bq, S->bk, S->bv,
+						     S->bo, S->q_norm, S->k_norm, S->ffn_norm, S->gate, S->up,
+						     S->down, S->gate_b, S->up_b, S->down_b, S->rope_freqs};
+			for (size_t j = 0; j < sizeof(dst) / sizeof(dst[0]); j++) {
+				if (dst[j]) {
+					ggml_backend_tensor_set(dst[j], src[j]->data, 0, ggml_nbytes(src[j]));
+				}
+			}
+		}
+		free(srcs);
+	}
+
+	// KV cache per layer on the layer's device (llama_kv_cache constructor):
+	// F16, K [n_embd_k_gqa, kv_size], V [n_embd_v_gqa, kv_size] read transposed.
+	const int64_t n_embd_gqa = (int64_t)hp->n_embd_head * hp->n_head_kv;
+	for (int dev = 0; dev < 2; dev++) {
+		int cnt = 0;
+		for (int i = 0; i < w->n_layers; i++) {
+			cnt += (w->layers[i].gpu == dev);
+		}
+		if (cnt == 0) {
+			continue;
+		}
+		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(2 * cnt + 1), NULL, true};
+		w->kv_ctx[dev] = ggml_init(ip);
+		for (int i = 0; i < w->n_layers; i++) {
+			hr_layer *L = &w->layers[i];
+			if (L->gpu != dev) {
+				continue;
+			}
+			L->k = ggml_new_tensor_3d(w->kv_ctx[dev], GGML_TYPE_F16, n_embd_gqa, p->n_ctx, 1);
+			L->v = ggml_new_tensor_3d(w->kv_ctx[dev], GGML_TYPE_F16, n_embd_gqa, p->n_ctx, 1);
+			ggml_format_name(L->k, "cache_k_l%d", p->first + i);
+			ggml_format_name(L->v, "cache_v_l%d", p->first + i);
+		}
+		w->kv_buf[dev] = dev ? ggml_backend_alloc_ctx_tensors(w->kv_ctx[dev], w->gpu)
+				     : ggml_backend_alloc_ctx_tensors_from_buft(w->kv_ctx[dev], ggml_backend_cpu_buffer_type());
+		if (!w->kv_buf[dev]) {
+			seterr(err, errlen, "cannot allocate the KV cache");
+			hr_window_free(w);
+			return NULL;
+		}
+		ggml_backend_buffer_clear(w->kv_buf[dev], 0);
+	}
+
+	w->cpu = ggml_backend_cpu_init();
+	if (!w->cpu) {
+		seterr(err, errlen, "cannot start the CPU backend");
+		hr_window_free(w);
+		return NULL;
+	}
+	ggml_backend_cpu_set_n_threads(w->cpu, p->n_threads);
+	ggml_backend_cpu_set_threadpool(w->cpu, m->tp);
+
+	w->graph_size = (size_t)(w->n_layers * 96 + 256);
+	w->meta_size = ggml_tensor_overhead() * w->graph_size + ggml_graph_overhead_custom(w->graph_size, false);
+	w->meta = malloc(w->meta_size);
+	if (!w->meta) {
+		seterr(err, errlen, "out of memory");
+		hr_window_free(w);
+		return NULL;
+	}
+	ggml_backend_t backends[2];
+	int nb = 0;
+	if (w->gpu) {
+		backends[nb++] = w->gpu;
+	}
+	backends[nb++] = w->cpu;
+	w->sched = ggml_backend_sched_new(backends, NULL, nb, w->graph_size, false, true);
+	if (!w->sched) {
+		seterr(err, errlen, "cannot create the scheduler");
+		hr_window_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static int grow(void **buf, size_t *cap, size_t need, size_t elem) {
+	if (*cap >= need) {
+		return 1;
+	}
+	void *nb = realloc(*buf, need * elem);
+	if (!nb) {
+		return 0;
+	}
+	*buf = nb;
+	*cap = need;
+	return 1;
+}
+
+// build_norm(LLM_NORM_RMS)
+static struct ggml_tensor *rms(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *wt, float eps) {
+	x = ggml_rms_norm(ctx, x, eps);
+	if (wt) {
+		x = ggml_mul(ctx, x, wt);
+	}
+	return x;
+}
+
+static struct ggml_tensor *add_opt(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *b) {
+	return b ? ggml_add(ctx, x, b) : x;
+}
+
+int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int n, int pos, float *out,
+		   size_t out_floats, char *err, size_t errlen) {
+	hr_model *m = w->m;
+	const hr_hparams *hp = &m->hp;
+	const int64_t hd = hp->n_embd_head;
+	const int64_t n_embd_gqa = hd * hp->n_head_kv;
+	const int64_t kv_size = w->p.n_ctx;
+	const int used_after = pos + n;
+	int64_t n_kv = 0;
+	if (w->n_layers > 0) {
+		n_kv = HR_PAD(used_after, HR_KV_PAD);
+		if (n_kv < HR_KV_PAD) {
+			n_kv = HR_KV_PAD;
+		}
+		if (n_kv > kv_size) {
+			n_kv = kv_size;
+		}
+	}
+	const int n_out = w->p.output ? (w->p.all_logits ? n : 1) : n;
+
+	struct ggml_init_params ip = {w->meta_size, w->meta, true};
+	struct ggml_context *ctx = ggml_init(ip);
+	if (!ctx) {
+		seterr(err, errlen, "ggml_init failed");
+		return -1;
+	}
+	struct ggml_cgraph *gf = ggml_new_graph_custom(ctx, w->graph_size, false);
+
+	// build_inp_embd
+	struct ggml_tensor *inp_tokens = NULL, *inp_embd = NULL, *cur;
+	if (w->p.embed) {
+		inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+		ggml_set_input(inp_tokens);
+		cur = ggml_get_rows(ctx, w->tok_embd, inp_tokens);
+	} else {
+		inp_embd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp->n_embd, n);
+		ggml_set_input(inp_embd);
+		cur = inp_embd;
+	}
+	struct ggml_tensor *inp_pos = NULL, *k_idxs = NULL, *v_idxs = NULL, *kq_mask = NULL, *out_ids = NULL;
+	if (w->n_layers > 0) {
+		inp_pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n); // build_inp_pos
+		ggml_set_input(inp_pos);
+		// build_attn_inp_kv_impl
+		k_idxs = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, n);
+		ggml_set_input(k_idxs);
+		v_idxs = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, (int64_t)n * n_embd_gqa);
+		ggml_set_input(v_idxs);
+		kq_mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n_kv, n, 1, 1);
+		ggml_set_input(kq_mask);
+	}
+	if (w->p.output) {
+		out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out); // build_inp_out_ids
+		ggml_set_input(out_ids);
+	}
+
+	struct ggml_tensor *inpL = cur;
+	for (int i = 0; i < w->n_layers; i++) {
+		const int il = w->p.first + i;
+		hr_layer *L = &w->layers[i];
+		struct ggml_tensor *inpSA = inpL;
+		cur = rms(ctx, inpL, L->attn_norm, hp->norm_eps);
+
+		struct ggml_tensor *Q = add_opt(ctx, ggml_mul_mat(ctx, L->wq, cur), L->bq);
+		struct ggml_tensor *K = add_opt(ctx, ggml_mul_mat(ctx, L->wk, cur), L->bk);
+		struct ggml_tensor *V = add_opt(ctx, ggml_mul_mat(ctx, L->wv, cur), L->bv);
+		Q = ggml_reshape_3d(ctx, Q, hd, hp->n_head, n);
+		K = ggml_reshape_3d(ctx, K, hd, hp->n_head_kv, n);
+		V = ggml_reshape_3d(ctx, V, hd, hp->n_head_kv, n);
+		if (L->q_norm) { // qwen3: norm before rope
+			Q = rms(ctx, Q, L->q_norm, hp->norm_eps);
+		}
+		Q = ggml_rope_ext(ctx, Q, inp_pos, L->rope_freqs, hp->n_rot, hp->rope_type, hp->n_ctx_orig,
+				  hp->freq_base, hp->freq_scale, hp->ext_factor, hp->attn_factor, hp->beta_fast,
+				  hp->beta_slow);
+		if (L->k_norm) {
+			K = rms(ctx, K, L->k_norm, hp->norm_eps);
+		}
+		K = ggml_rope_ext(ctx, K, inp_pos, L->rope_freqs, hp->n_rot, hp->rope_type, hp->n_ctx_orig,
+				  hp->freq_base, hp->freq_scale, hp->ext_factor, hp->attn_factor, hp->beta_fast,
+				  hp->beta_slow);
+
+		// build_attn (KV variant): same expand order as llama.cpp.
+		ggml_build_forward_expand(gf, Q);
+		ggml_build_forward_expand(gf, V);
+		ggml_build_forward_expand(gf, K);
+		{ // llama_kv_cache::cpy_k / cpy_v (V transposed: one row per element)
+			struct ggml_tensor *kc = ggml_view_2d(ctx, K, n_embd_gqa, n, K->nb[2], 0);
+			ggml_build_forward_expand(gf, ggml_set_rows(ctx, L->k, kc, k_idxs));
+			struct ggml_tensor *vc = ggml_reshape_2d(ctx, V, n_embd_gqa, n);
+			struct ggml_tensor *v_view = ggml_reshape_2d(ctx, L->v, 1, ggml_nelements(L->v));
+			vc = ggml_reshape_2d(ctx, vc, 1, ggml_nelements(vc));
+			ggml_build_forward_expand(gf, ggml_set_rows(ctx, v_view, vc, v_idxs));
+		}
+		// llama_kv_cache::get_k / get_v
+		struct ggml_tensor *k = ggml_view_4d(ctx, L->k, hd, hp->n_head_kv, n_kv, 1,
+						     ggml_row_size(L->k->type, hd),
+						     ggml_row_size(L->k->type, n_embd_gqa),
+						     ggml_row_size(L->k->type, n_embd_gqa * kv_size), 0);
+		struct ggml_tensor *v = ggml_view_4d(ctx, L->v, n_kv, hp->n_head_kv, hd, 1,
+						     ggml_row_size(L->v->type, kv_size * hd),
+						     ggml_row_size(L->v->type, kv_size),
+						     ggml_row_size(L->v->type, kv_size * n_embd_gqa), 0);
+		// build_attn_mha, non-flash path
+		struct ggml_tensor *q = ggml_view_4d(ctx, Q, Q->ne[0], Q->ne[1], Q->ne[2], 1, Q->nb[1], Q->nb[2],
+						     Q->nb[3], 0);
+		q = ggml_permute(ctx, q, 0, 2, 1, 3);
+		k = ggml_permute(ctx, k, 0, 2, 1, 3);
+		v = ggml_permute(ctx, v, 0, 2, 1, 3);
+		struct ggml_tensor *kq = ggml_mul_mat(ctx, k, q);
+		ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+		kq = ggml_soft_max_ext(ctx, kq, kq_mask, hp->kq_scale, 0.0f);
+		struct ggml_tensor *kqv = ggml_mul_mat(ctx, v, kq);
+		cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
+		cur = ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
+		ggml_build_forward_expand(gf, cur);
+		cur = add_opt(ctx, ggml_mul_mat(ctx, L->wo, cur), L->bo);
+
+		if (il == hp->n_layer - 1 && out_ids) {
+			cur = ggml_get_rows(ctx, cur, out_ids);
+			inpSA = ggml_get_rows(ctx, inpSA, out_ids);
+		}
+		struct ggml_tensor *ffn_inp = ggml_add(ctx, cur, inpSA);
+		cur = rms(ctx, ffn_inp, L->ffn_norm, hp->norm_eps);
+		// build_ffn(SILU, PAR)
+		struct ggml_tensor *tmp = add_opt(ctx, ggml_mul_mat(ctx, L->up, cur), L->up_b);
+		cur = ggml_mul_mat(ctx, L->gate, cur);
+		if (L->gate_b) {
+			cur = ggml_add(ctx, cur, L->gate_b);
+			ggml_mul_mat_set_prec(cur, GGML_PREC_F32);
+		}
+		cur = ggml_swiglu_split(ctx, cur, tmp);
+		cur = add_opt(ctx, ggml_mul_mat(ctx, L->down, cur), L->down_b);
+		cur = ggml_add(ctx, cur, ffn_inp);
+		inpL = cur;
+	}
+	cur = inpL;
+	if (w->p.output) {
+		if (w->n_layers == 0) {
+			cur = ggml_get_rows(ctx, cur, out_ids);
+		}
+		cur = rms(ctx, cur, w->output_norm, hp->norm_eps);
+		cur = ggml_mul_mat(ctx, w->output, cur);
+		cur = add_opt(ctx, cur, w->output_b);
+	}
+	ggml_set_output(cur);
+	ggml_build_forward_expand(gf, cur);
+
+	const size_t out_need = (size_t)ggml_nelements(cur);
+	if (out_need != out_floats) {
+		ggml_free(ctx);
+		seterr(err, errlen, "output size mismatch");
+		return -1;
+	}
+
+	ggml_backend_sched_reset(w->sched);
+	if (!ggml_backend_sched_alloc_graph(w->sched, gf)) {
+		ggml_free(ctx);
+		seterr(err, errlen, "cannot allocate the compute graph (out of memory?)");
+		return -1;
+	}
+
+	if (inp_tokens) {
+		ggml_backend_tensor_set(inp_tokens, tokens, 0, (size_t)n * sizeof(int32_t));
+	}
+	if (inp_embd) {
+		ggml_backend_tensor_set(inp_embd, hidden, 0, (size_t)n * hp->n_embd * sizeof(float));
+	}
+	int ok = grow((void **)&w->i32, &w->i32_cap, (size_t)n, sizeof(int32_t));
+	if (ok && w->n_layers > 0) {
+		ok = grow((void **)&w->idx, &w->idx_cap, (size_t)n * n_embd_gqa, sizeof(int64_t)) &&
+		     grow((void **)&w->mask, &w->mask_cap, (size_t)n_kv * n, sizeof(float));
+	}
+	if (!ok) {
+		ggml_free(ctx);
+		seterr(err, errlen, "out of memory");
+		return -1;
+	}
+	if (w->n_layers > 0) {
+		for (int i = 0; i < n; i++) {
+			w->i32[i] = pos + i;
+		}
+		ggml_backend_tensor_set(inp_pos, w->i32, 0, (size_t)n * sizeof(int32_t));
+		for (int i = 0; i < n; i++) { // cell = position
+			w->idx[i] = pos + i;
+		}
+		ggml_backend_tensor_set(k_idxs, w->idx, 0, (size_t)n * sizeof(int64_t));
+		for (int i = 0; i < n; i++) { // llama_kv_cache::set_input_v_idxs, transposed V
+			for (int64_t j = 0; j < n_embd_gqa; j++) {
+				w->idx[(int64_t)i * n_embd_gqa + j] = j * kv_size + pos + i;
+			}
+		}
+		ggml_backend_tensor_set(v_idxs, w->idx, 0, (size_t)n * n_embd_gqa * sizeof(int64_t));
+		// llama_kv_cache::set_input_kq_mask: causal, cells [0, used_after) full.
+		for (int i = 0; i < n; i++) {
+			const int p1 = pos + i;
+			float *row = w->mask + (size_t)i * n_kv;
+			for (int64_t j = 0; j < n_kv; j++) {
+				row[j] = (j < used_after && j <= p1) ? 0.0f : -INFINITY;
+			}
+		}
+		ggml_backend_tensor_set(kq_mask, w->mask, 0, (size_t)n_kv * n * sizeof(float));
+	}
+	if (out_ids) {
+		for (int i = 0; i < n_out; i++) {
+			w->i32[i] = n - n_out + i;
+		}
+		ggml_backend_tensor_set(out_ids, w->i32, 0, (size_t)n_out * sizeof(int32_t));
+	}
+
+	enum ggml_status st = ggml_backend_sched_graph_compute(w->sched, gf);
+	if (st != GGML_STATUS_SUCCESS) {
+		ggml_free(ctx);
+		seterr(err, errlen, "graph compute failed");
+		return -1;
+	}
+	ggml_backend_tensor_get(cur, out, 0, out_need * sizeof(float));
+	if (w->n_layers > 0) {
+		w->used = used_after;
+	}
+	ggml_free(ctx);
+	return 0;
+}
+
+void hr_window_kv_truncate(hr_window *w, int pos) {
+	if (pos < 0) {
+		pos = 0;
+	}
+	if (pos >= w->used) {
+		return;
+	}
+	const int64_t n_embd_gqa = (int64_t)w->m->hp.n_embd_head * w->m->hp.n_head_kv;
+	const size_t es = sizeof(uint16_t);
+	const size_t cnt = (size_t)(w->used - pos);
+	for (int i = 0; i < w->n_layers; i++) {
+		hr_layer *L = &w->layers[i];
+		ggml_backend_tensor_memset(L->k, 0, (size_t)pos * n_embd_gqa * es, cnt * n_embd_gqa * es);
+		for (int64_t j = 0; j < n_embd_gqa; j++) {
+			ggml_backend_tensor_memset(L->v, 0, ((size_t)j * w->p.n_ctx + pos) * es, cnt * es);
+		}
+	}
+	w->used = pos;
+}
+
+int hr_window_kv_used(const hr_window *w) { return w->used; }
+
+size_t hr_window_kv_bytes(const hr_window *w) {
+	size_t s = 0;
+	for (int i = 0; i < 2; i++) {
+		if (w->kv_buf[i]) {
+			s += ggml_backend_buffer_get_size(w->kv_buf[i]);
+		}
+	}
+	return s;
+}
+
+size_t hr_window_compute_bytes(const hr_window *w) {
+	size_t s = 0;
+	for (int i = 0; i < ggml_backend_sched_get_n_backends(w->sched); i++) {
+		s += ggml_backend_sched_get_buffer_size(w->sched, ggml_backend_sched_get_backend(w->sched, i));
+	}
+	return s;
+}

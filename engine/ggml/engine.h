@@ -1,0 +1,86 @@
+// The C half of the window engine: a transformer forward pass over layers
+// [first, last) built on ggml's C API, op for op as llama.cpp builds it
+// (src/models/{llama,qwen2,qwen3}.cpp, src/llama-graph.cpp), so that the same
+// kernels run on the same inputs in the same order and the logits are the same
+// bits. The Go side validates every argument before calling in here: nothing
+// in this file checks file contents, and a failed ggml assertion aborts.
+#ifndef HOMERING_ENGINE_H
+#define HOMERING_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hr_arch { HR_ARCH_LLAMA = 0, HR_ARCH_QWEN2 = 1, HR_ARCH_QWEN3 = 2 };
+
+typedef struct {
+	int arch;
+	int n_layer, n_embd, n_head, n_head_kv, n_embd_head, n_ff, n_vocab, n_rot;
+	float norm_eps;
+	int rope_type; // 0 = normal (llama), 2 = NEOX (qwen)
+	int n_ctx_orig;
+	float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
+	float kq_scale;
+} hr_hparams;
+
+typedef struct {
+	const char *name;
+	int type;
+	int n_dims;
+	int64_t ne[4];
+	uint64_t offset; // from the start of the mapping
+} hr_tensor_desc;
+
+typedef struct hr_model hr_model;
+typedef struct hr_window hr_window;
+
+// hr_model_new creates a tensor per descriptor, pointing into the mapping
+// [base, base+size) (no copy), and the model's thread pool of n_threads.
+hr_model *hr_model_new(void *base, size_t size, const hr_hparams *hp,
+		       const hr_tensor_desc *descs, int n_descs, int n_threads,
+		       char *err, size_t errlen);
+void hr_model_free(hr_model *m);
+
+// hr_type_ok says whether ggml knows the type and the CPU backend can multiply
+// with it (a vec_dot kernel exists); blck/size return its block geometry.
+int hr_type_info(int type, int64_t *blck, size_t *type_size, int *can_matmul);
+const char *hr_type_name(int type);
+int hr_gpu_count(void);
+// hr_yarn_attn_factor is llama_context's YaRN attention factor, in C float
+// arithmetic so that it is the same bits.
+float hr_yarn_attn_factor(float freq_scale);
+
+typedef struct {
+	int first, last;
+	int embed, output, all_logits;
+	int n_ctx; // KV cells; a multiple of 256 (as llama.cpp pads n_ctx)
+	int n_threads;
+	const int *gpu_layers;
+	int n_gpu_layers;
+} hr_window_params;
+
+hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err,
+			 size_t errlen);
+void hr_window_free(hr_window *w);
+
+// hr_window_eval runs n inputs at positions pos..pos+n-1 (tokens when the
+// window embeds, else hidden F32 [n, n_embd]) and writes the hidden state
+// [n, n_embd] or the logits [n_out, n_vocab] to out. Returns 0 or -1 (err).
+int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden,
+		   int n, int pos, float *out, size_t out_floats, char *err,
+		   size_t errlen);
+// hr_window_kv_truncate forgets cells >= pos and zeroes them, so that a
+// truncated cache holds exactly what a fresh one would.
+void hr_window_kv_truncate(hr_window *w, int pos);
+int hr_window_kv_used(const hr_window *w);
+size_t hr_window_kv_bytes(const hr_window *w);
+size_t hr_window_compute_bytes(const hr_window *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,549 @@
+package ggml
+
+/*
+#cgo CFLAGS: -std=c11 -I${SRCDIR}/include
+#cgo LDFLAGS: -lm
+#include <stdlib.h>
+#include "engine.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+
+	// ggml core and its CPU backend, compiled by cgo from the pinned ollama
+	// module; our C calls its symbols.
+	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
+)
+
+// ModelInfo is the shape of a model as the engine runs it.
+type ModelInfo struct {
+	Arch      string // general.architecture: llama, qwen2 or qwen3
+	NLayer    int
+	NEmbd     int
+	NHead     int
+	NHeadKV   int
+	NEmbdHead int // head dimension (attention.key_length)
+	NFF       int
+	NVocab    int
+	NCtxTrain int
+	FileSize  int64
+	// TypeName is the type of the first layer's attn_q weight (F32, Q8_0, …).
+	TypeName string
+	// RopeFreqBase, RopeFreqScale, NormEps are the values the graph uses.
+	RopeFreqBase  float32
+	RopeFreqScale float32
+	NormEps       float32
+}
+
+// ByteRange is a range of the model file, in bytes.
+type ByteRange struct{ Off, Len int64 }
+
+// Model is one GGUF file mapped read-only into memory. Its windows share the
+// mapping, the tensor table and one thread pool. Methods are safe for
+// concurrent use; evaluations of the model's windows run one at a time.
+type Model struct {
+	mu      sync.Mutex // guards everything below and serializes evaluation
+	path    string
+	data    []byte // the read-only shared mapping of the whole file
+	file    *ggufFile
+	info    ModelInfo
+	c       *C.hr_model
+	windows int
+	closed  bool
+	threads int
+}
+
+func typeInfo(t int) (blck int64, size int, canMatmul, ok bool) {
+	var b C.int64_t
+	var s C.size_t
+	var mm C.int
+	if C.hr_type_info(C.int(t), &b, &s, &mm) == 0 {
+		return 0, 0, false, false
+	}
+	return int64(b), int(s), mm != 0, true
+}
+
+func typeName(t int) string { return C.GoString(C.hr_type_name(C.int(t))) }
+
+// Open validates the GGUF at path in Go (structure, every tensor inside the
+// file, the architecture's tensor shapes) and maps it read-only. Nothing in C
+// sees the file before it has passed these checks.
+func Open(path string) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ggml: open model: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("ggml: open model: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNotGGUF, path)
+	}
+	if st.Size() < 24 {
+		return nil, fmt.Errorf("%w: %s has only %d bytes", ErrNotGGUF, path, st.Size())
+	}
+	if st.Size() > math.MaxInt {
+		return nil, fmt.Errorf("%w: %s is too large to map", ErrCorrupt, path)
+	}
+	data, err := mapFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("ggml: map %s: %w", path, err)
+	}
+	m, err := newModel(path, data)
+	if err != nil {
+		_ = unmapFile(data)
+		return nil, err
+	}
+	return m, nil
+}
+
+func newModel(path string, data []byte) (*Model, error) {
+	gf, err := parseGGUF(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	hp, info, err := readHParams(gf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	info.FileSize = int64(len(data))
+	if err := checkTensors(gf, info); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+
+	names := make([]*C.char, len(gf.tensors))
+	defer func() {
+		for _, n := range names {
+			C.free(unsafe.Pointer(n))
+		}
+	}()
+	descs := (*[1 << 28]C.hr_tensor_desc)(C.calloc(C.size_t(max(len(gf.tensors), 1)), C.size_t(unsafe.Sizeof(C.hr_tensor_desc{}))))[:len(gf.tensors):len(gf.tensors)]
+	defer C.free(unsafe.Pointer(unsafe.SliceData(descs)))
+	for i, t := range gf.tensors {
+		names[i] = C.CString(t.name)
+		descs[i].name = names[i]
+		descs[i]._type = C.int(t.typ)
+		descs[i].n_dims = C.int(t.nDims)
+		for d := 0; d < 4; d++ {
+			descs[i].ne[d] = C.int64_t(t.ne[d])
+		}
+		descs[i].offset = C.uint64_t(t.offset)
+	}
+	threads := runtime.NumCPU()
+	var errbuf [256]C.char
+	cm := C.hr_model_new(unsafe.Pointer(unsafe.SliceData(data)), C.size_t(len(data)), &hp,
+		unsafe.SliceData(descs), C.int(len(descs)), C.int(threads), &errbuf[0], C.size_t(len(errbuf)))
+	if cm == nil {
+		return nil, fmt.Errorf("%w: load %s: %s", ErrEval, path, C.GoString(&errbuf[0]))
+	}
+	return &Model{path: path, data: data, file: gf, info: info, c: cm, threads: threads}, nil
+}
+
+// Close frees the model. All its windows must be closed first.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	if m.windows > 0 {
+		return fmt.Errorf("%w (%d open)", ErrInUse, m.windows)
+	}
+	m.closed = true
+	C.hr_model_free(m.c)
+	m.c = nil
+	err := unmapFile(m.data)
+	m.data = nil
+	return err
+}
+
+// Info returns the model's shape.
+func (m *Model) Info() ModelInfo { return m.info }
+
+// Path returns the file the model was opened from.
+func (m *Model) Path() string { return m.path }
+
+// GPUCount is the number of GPU devices ggml can use in this process.
+func GPUCount() int { return int(C.hr_gpu_count()) }
+
+// LayerRanges returns the page-aligned byte ranges of layer il's weights.
+func (m *Model) LayerRanges(il int) []ByteRange {
+	return m.ranges(WindowParams{First: il, Last: il + 1})
+}
+
+// ranges collects the file ranges of every tensor a window reads, merged and
+// widened to whole pages.
+func (m *Model) ranges(p WindowParams) []ByteRange {
+	var rs []ByteRange
+	add := func(name string) {
+		if t, ok := m.file.tensor(name); ok {
+			rs = append(rs, ByteRange{t.offset, t.size})
+		}
+	}
+	for il := p.First; il < p.Last; il++ {
+		prefix := fmt.Sprintf("blk.%d.", il)
+		for _, t := range m.file.tensors {
+			if len(t.name) > len(prefix) && t.name[:len(prefix)] == prefix {
+				rs = append(rs, ByteRange{t.offset, t.size})
+			}
+		}
+	}
+	if p.Last > p.First {
+		add("rope_freqs.weight")
+	}
+	if p.Embed {
+		add("token_embd.weight")
+	}
+	if p.Output {
+		add("output_norm.weight")
+		add("output.bias")
+		if _, ok := m.file.tensor("output.weight"); ok {
+			add("output.weight")
+		} else {
+			add("token_embd.weight")
+		}
+	}
+	return mergeRanges(rs, int64(os.Getpagesize()), int64(len(m.data)))
+}
+
+func mergeRanges(rs []ByteRange, page, limit int64) []ByteRange {
+	for i := range rs {
+		end := min((rs[i].Off+rs[i].Len+page-1)/page*page, limit)
+		rs[i].Off = rs[i].Off / page * page
+		rs[i].Len = end - rs[i].Off
+	}
+	slices.SortFunc(rs, func(a, b ByteRange) int {
+		switch {
+		case a.Off < b.Off:
+			return -1
+		case a.Off > b.Off:
+			return 1
+		}
+		return 0
+	})
+	var out []ByteRange
+	for _, r := range rs {
+		if r.Len <= 0 {
+			continue
+		}
+		if n := len(out); n > 0 && r.Off <= out[n-1].Off+out[n-1].Len {
+			out[n-1].Len = max(out[n-1].Off+out[n-1].Len, r.Off+r.Len) - out[n-1].Off
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// slice returns the mapping's bytes of r, or an error when r is outside it.
+func (m *Model) slice(r ByteRange) ([]byte, error) {
+	if r.Off < 0 || r.Len < 0 || r.Off > int64(len(m.data)) || r.Len > int64(len(m.data))-r.Off {
+		return nil, fmt.Errorf("%w: [%d, +%d) of a %d-byte file", ErrBadByteRange, r.Off, r.Len, len(m.data))
+	}
+	page := int64(os.Getpagesize())
+	start := r.Off / page * page
+	return m.data[start : r.Off+r.Len], nil
+}
+
+// Prefetch reads the ranges into the page cache and maps them, so that the
+// next evaluation does not wait for the disk or fault pages in one by one. It
+// blocks until done; call it from a goroutine to overlap it with other work.
+func (m *Model) Prefetch(rs []ByteRange) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	m.windows++ // keeps the mapping alive without holding the lock
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.windows--
+		m.mu.Unlock()
+	}()
+	for _, r := range rs {
+		b, err := m.slice(r)
+		if err != nil {
+			return err
+		}
+		if err := prefetch(b); err != nil {
+			return fmt.Errorf("ggml: prefetch [%d, +%d): %w", r.Off, r.Len, err)
+		}
+	}
+	return nil
+}
+
+// Release unmaps the ranges' pages from this process and asks the kernel to
+// reclaim them, so that memory goes to whatever runs next. The weights stay
+// valid: the next evaluation that needs them reads them again.
+func (m *Model) Release(rs []ByteRange) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	for _, r := range rs {
+		b, err := m.slice(r)
+		if err != nil {
+			return err
+		}
+		if err := release(b); err != nil {
+			return fmt.Errorf("ggml: release [%d, +%d): %w", r.Off, r.Len, err)
+		}
+	}
+	return nil
+}
+
+// rope scaling types as llama.cpp names them.
+var ropeScalingTypes = map[string]bool{"none": true, "linear": true, "yarn": true}
+
+func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
+	var hp C.hr_hparams
+	var info ModelInfo
+	arch, ok := f.string("general.architecture")
+	if !ok {
+		return hp, info, fmt.Errorf("%w: general.architecture is missing", ErrCorrupt)
+	}
+	info.Arch = arch
+	switch arch {
+	case "llama":
+		hp.arch = C.HR_ARCH_LLAMA
+		hp.rope_type = 0
+	case "qwen2":
+		hp.arch = C.HR_ARCH_QWEN2
+		hp.rope_type = 2 // LLAMA_ROPE_TYPE_NEOX
+	case "qwen3":
+		hp.arch = C.HR_ARCH_QWEN3
+		hp.rope_type = 2
+	default:
+		return hp, info, &UnsupportedError{Arch: arch}
+	}
+	p := arch + "."
+	need := func(key string) (int, error) {
+		if _, isArr := f.kv[p+key].(ggufArray); isArr {
+			return 0, &UnsupportedError{Arch: arch, Feature: "per-layer " + key}
+		}
+		v, ok := f.uint(p + key)
+		if !ok || v == 0 || v > 1<<24 {
+			return 0, fmt.Errorf("%w: %s%s is missing or out of range", ErrBadModel, p, key)
+		}
+		return int(v), nil
+	}
+	opt := func(key string, def int) (int, error) {
+		if _, present := f.kv[p+key]; !present {
+			return def, nil
+		}
+		return need(key)
+	}
+	var err error
+	if info.NLayer, err = need("block_count"); err != nil {
+		return hp, info, err
+	}
+	if info.NEmbd, err = need("embedding_length"); err != nil {
+		return hp, info, err
+	}
+	if info.NFF, err = need("feed_forward_length"); err != nil {
+		return hp, info, err
+	}
+	if info.NHead, err = need("attention.head_count"); err != nil {
+		return hp, info, err
+	}
+	if info.NHeadKV, err = opt("attention.head_count_kv", info.NHead); err != nil {
+		return hp, info, err
+	}
+	if info.NCtxTrain, err = need("context_length"); err != nil {
+		return hp, info, err
+	}
+	if n, _ := f.uint(p + "expert_count"); n > 0 {
+		return hp, info, &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
+	}
+	if info.NHead%info.NHeadKV != 0 {
+		return hp, info, fmt.Errorf("%w: %d heads are not a multiple of %d KV heads", ErrBadModel, info.NHead, info.NHeadKV)
+	}
+	if info.NEmbdHead, err = opt("attention.key_length", info.NEmbd/info.NHead); err != nil {
+		return hp, info, err
+	}
+	vlen, err := opt("attention.value_length", info.NEmbd/info.NHead)
+	if err != nil {
+		return hp, info, err
+	}
+	if vlen != info.NEmbdHead {
+		return hp, info, &UnsupportedError{Arch: arch, Feature: "different key and value head sizes"}
+	}
+	nRot, err := opt("rope.dimension_count", info.NEmbdHead)
+	if err != nil {
+		return hp, info, err
+	}
+	if nRot != info.NEmbdHead {
+		return hp, info, fmt.Errorf("%w: rope.dimension_count %d differs from the head size %d", ErrBadModel, nRot, info.NEmbdHead)
+	}
+	if info.NEmbdHead%2 != 0 {
+		return hp, info, fmt.Errorf("%w: odd head size %d", ErrBadModel, info.NEmbdHead)
+	}
+	eps, ok := f.float(p + "attention.layer_norm_rms_epsilon")
+	if !ok || !(eps > 0 && eps < 1) {
+		return hp, info, fmt.Errorf("%w: %sattention.layer_norm_rms_epsilon is missing or out of range", ErrBadModel, p)
+	}
+	// llama_model::load_hparams and the llama_context constructor.
+	freqBase := float32(10000)
+	if v, ok := f.float(p + "rope.freq_base"); ok {
+		freqBase = v
+	}
+	if !(freqBase > 0) || math.IsInf(float64(freqBase), 0) {
+		return hp, info, fmt.Errorf("%w: rope.freq_base %v", ErrBadModel, freqBase)
+	}
+	scaling := "linear"
+	if v, ok := f.string(p + "rope.scaling.type"); ok {
+		scaling = v
+	}
+	if !ropeScalingTypes[scaling] {
+		return hp, info, &UnsupportedError{Arch: arch, Feature: "rope scaling " + scaling}
+	}
+	factor, ok := f.float(p + "rope.scaling.factor")
+	if !ok {
+		factor, _ = f.float(p + "rope.scale_linear")
+	}
+	if factor < 0 || math.IsInf(float64(factor), 0) || math.IsNaN(float64(factor)) {
+		return hp, info, fmt.Errorf("%w: rope scaling factor %v", ErrBadModel, factor)
+	}
+	freqScale := float32(1)
+	if factor != 0 {
+		freqScale = 1 / factor
+	}
+	if scaling == "none" {
+		freqScale = 1
+	}
+	nCtxOrig := info.NCtxTrain
+	if v, ok := f.uint(p + "rope.scaling.original_context_length"); ok && v > 0 && v < 1<<31 {
+		nCtxOrig = int(v)
+	}
+	attnFactor := float32(1)
+	extFactor := float32(0)
+	if scaling == "yarn" {
+		extFactor = 1
+		attnFactor = float32(C.hr_yarn_attn_factor(C.float(freqScale)))
+	}
+	if v, ok := f.float(p + "rope.scaling.attn_factor"); ok {
+		attnFactor *= v
+	}
+
+	info.NVocab = 0
+	if v, ok := f.uint(p + "vocab_size"); ok {
+		info.NVocab = int(v)
+	}
+	if te, ok := f.tensor("token_embd.weight"); ok && info.NVocab == 0 {
+		info.NVocab = int(te.ne[1])
+	}
+	if info.NVocab <= 0 {
+		return hp, info, fmt.Errorf("%w: vocabulary size unknown (no token_embd.weight)", ErrBadModel)
+	}
+	if t, ok := f.tensor("blk.0.attn_q.weight"); ok {
+		info.TypeName = typeName(t.typ)
+	}
+	info.RopeFreqBase, info.RopeFreqScale, info.NormEps = freqBase, freqScale, eps
+
+	hp.n_layer = C.int(info.NLayer)
+	hp.n_embd = C.int(info.NEmbd)
+	hp.n_head = C.int(info.NHead)
+	hp.n_head_kv = C.int(info.NHeadKV)
+	hp.n_embd_head = C.int(info.NEmbdHead)
+	hp.n_ff = C.int(info.NFF)
+	hp.n_vocab = C.int(info.NVocab)
+	hp.n_rot = C.int(nRot)
+	hp.norm_eps = C.float(eps)
+	hp.n_ctx_orig = C.int(nCtxOrig)
+	hp.freq_base = C.float(freqBase)
+	hp.freq_scale = C.float(freqScale)
+	hp.ext_factor = C.float(extFactor)
+	hp.attn_factor = C.float(attnFactor)
+	hp.beta_fast = 32
+	hp.beta_slow = 1
+	hp.kq_scale = C.float(float32(1) / float32(math.Sqrt(float64(info.NEmbdHead))))
+	return hp, info, nil
+}
+
+// checkTensors verifies that every tensor the graph uses exists with the
+// shape and type the ggml ops need, so that no ggml assertion can fire.
+func checkTensors(f *ggufFile, info ModelInfo) error {
+	e, hd := int64(info.NEmbd), int64(info.NEmbdHead)
+	qd, kvd := hd*int64(info.NHead), hd*int64(info.NHeadKV)
+	ff, nv := int64(info.NFF), int64(info.NVocab)
+	type want struct {
+		name     string
+		ne0, ne1 int64 // ne1 0: 1-D
+		optional bool
+		matrix   bool // multiplied with: any type with a CPU kernel; else F32
+	}
+	var ws []want
+	ws = append(ws, want{"token_embd.weight", e, nv, false, true},
+		want{"output_norm.weight", e, 0, false, false},
+		want{"output.weight", e, nv, true, true},
+		want{"rope_freqs.weight", hd / 2, 0, true, false})
+	if info.Arch == "qwen2" {
+		ws = append(ws, want{"output.bias", nv, 0, true, false})
+	}
+	for il := 0; il < info.NLayer; il++ {
+		b := fmt.Sprintf("blk.%d.", il)
+		ws = append(ws,
+			want{b + "attn_norm.weight", e, 0, false, false},
+			want{b + "attn_q.weight", e, qd, false, true},
+			want{b + "attn_k.weight", e, kvd, false, true},
+			want{b + "attn_v.weight", e, kvd, false, true},
+			want{b + "attn_output.weight", qd, e, false, true},
+			want{b + "ffn_norm.weight", e, 0, false, false},
+			want{b + "ffn_gate.weight", e, ff, false, true},
+			want{b + "ffn_up.weight", e, ff, false, true},
+			want{b + "ffn_down.weight", ff, e, false, true})
+		switch info.Arch {
+		case "llama":
+			ws = append(ws,
+				want{b + "attn_q.bias", qd, 0, true, false},
+				want{b + "attn_k.bias", kvd, 0, true, false},
+				want{b + "attn_v.bias", kvd, 0, true, false},
+				want{b + "attn_output.bias", e, 0, true, false},
+				want{b + "ffn_gate.bias", ff, 0, true, false},
+				want{b + "ffn_up.bias", ff, 0, true, false},
+				want{b + "ffn_down.bias", e, 0, true, false})
+		case "qwen2":
+			ws = append(ws,
+				want{b + "attn_q.bias", qd, 0, false, false},
+				want{b + "attn_k.bias", kvd, 0, false, false},
+				want{b + "attn_v.bias", kvd, 0, false, false},
+				want{b + "attn_output.bias", e, 0, true, false})
+		case "qwen3":
+			ws = append(ws,
+				want{b + "attn_q_norm.weight", hd, 0, false, false},
+				want{b + "attn_k_norm.weight", hd, 0, false, false})
+		}
+	}
+	for _, w := range ws {
+		t, ok := f.tensor(w.name)
+		if !ok {
+			if w.optional {
+				continue
+			}
+			return fmt.Errorf("%w: tensor %s is missing", ErrBadModel, w.name)
+		}
+		ne1 := max(w.ne1, 1)
+		if t.ne[0] != w.ne0 || t.ne[1] != ne1 || t.ne[2] != 1 || t.ne[3] != 1 {
+			return fmt.Errorf("%w: tensor %s has shape %v, want [%d %d]", ErrBadModel, w.name, t.ne, w.ne0, ne1)
+		}
+		_, _, canMatmul, _ := typeInfo(t.typ)
+		if w.matrix && !canMatmul {
+			return fmt.Errorf("%w: tensor %s has type %s, which the CPU cannot multiply", ErrBadModel, w.name, typeName(t.typ))
+		}
+		if !w.matrix && t.typ != 0 {
+			return fmt.Errorf("%w: tensor %s has type %s, want F32", ErrBadModel, w.name, typeName(t.typ))
+		}
+	}
+	return nil
+}

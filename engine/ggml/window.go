@@ -1,0 +1,261 @@
+package ggml
+
+/*
+#include <stdlib.h>
+#include "engine.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// WindowParams says what a window computes.
+type WindowParams struct {
+	First, Last int   // layers [First, Last)
+	Embed       bool  // token embedding in front: input must be tokens (needs First == 0)
+	Output      bool  // output_norm + output head behind: output is logits (needs Last == NLayer)
+	AllLogits   bool  // with Output: logits for every input token (else only the last)
+	GPULayers   []int // layers to place on a GPU device; non-empty on a CPU-only machine is an error
+	NCtx        int   // KV cache capacity in tokens
+	Threads     int   // 0 = all cores
+}
+
+// kvPad is llama.cpp's KV padding: its cache holds a multiple of 256 cells
+// and attends over a multiple of 256 of them, and the attention sums must run
+// over the same number of cells for the logits to be the same bits.
+const kvPad = 256
+
+// Window evaluates layers [First, Last) of its model with its own KV cache.
+// A Window is not safe for concurrent use; windows of one model may be used
+// from different goroutines (their evaluations take turns).
+type Window struct {
+	m     *Model
+	p     WindowParams
+	c     *C.hr_window
+	kvCap int // cells allocated: NCtx rounded up to kvPad
+}
+
+// NewWindow checks p against the model and allocates the window's KV cache
+// and scheduler. Weights are not read until the first evaluation.
+func (m *Model) NewWindow(p WindowParams) (*Window, error) {
+	info := m.info
+	switch {
+	case p.First < 0 || p.Last < p.First || p.Last > info.NLayer:
+		return nil, fmt.Errorf("%w: layers [%d, %d) are not inside the model's %d layers", ErrBadWindow, p.First, p.Last, info.NLayer)
+	case p.Embed && p.First != 0:
+		return nil, fmt.Errorf("%w: a window with the token embedding must start at layer 0, not %d", ErrBadWindow, p.First)
+	case p.Output && p.Last != info.NLayer:
+		return nil, fmt.Errorf("%w: a window with the output head must end at layer %d, not %d", ErrBadWindow, info.NLayer, p.Last)
+	case p.AllLogits && !p.Output:
+		return nil, fmt.Errorf("%w: AllLogits needs Output", ErrBadWindow)
+	case p.NCtx <= 0 || p.NCtx > 1<<20:
+		return nil, fmt.Errorf("%w: NCtx %d must be between 1 and %d", ErrBadWindow, p.NCtx, 1<<20)
+	case p.Threads < 0:
+		return nil, fmt.Errorf("%w: Threads %d is negative", ErrBadWindow, p.Threads)
+	case !p.Embed && !p.Output && p.First == p.Last:
+		return nil, fmt.Errorf("%w: the window computes nothing (no layers, embedding or output)", ErrBadWindow)
+	}
+	for _, il := range p.GPULayers {
+		if il < p.First || il >= p.Last {
+			return nil, fmt.Errorf("%w: GPU layer %d is outside the window [%d, %d)", ErrBadWindow, il, p.First, p.Last)
+		}
+	}
+	if len(p.GPULayers) > 0 && GPUCount() == 0 {
+		return nil, ErrNoGPU
+	}
+	p.GPULayers = append([]int(nil), p.GPULayers...)
+	threads := p.Threads
+	if threads == 0 || threads > m.threads {
+		threads = m.threads
+	}
+	kvCap := (p.NCtx + kvPad - 1) / kvPad * kvPad
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	cp := C.hr_window_params{
+		first:      C.int(p.First),
+		last:       C.int(p.Last),
+		embed:      cbool(p.Embed),
+		output:     cbool(p.Output),
+		all_logits: cbool(p.AllLogits),
+		n_ctx:      C.int(kvCap),
+		n_threads:  C.int(threads),
+	}
+	var gl *C.int
+	if len(p.GPULayers) > 0 {
+		gl = (*C.int)(C.malloc(C.size_t(len(p.GPULayers)) * C.size_t(unsafe.Sizeof(C.int(0)))))
+		defer C.free(unsafe.Pointer(gl))
+		s := unsafe.Slice(gl, len(p.GPULayers))
+		for i, il := range p.GPULayers {
+			s[i] = C.int(il)
+		}
+		cp.gpu_layers = gl
+		cp.n_gpu_layers = C.int(len(p.GPULayers))
+	}
+	var errbuf [256]C.char
+	cw := C.hr_window_new(m.c, &cp, &errbuf[0], C.size_t(len(errbuf)))
+	if cw == nil {
+		return nil, fmt.Errorf("%w: new window [%d, %d): %s", ErrEval, p.First, p.Last, C.GoString(&errbuf[0]))
+	}
+	m.windows++
+	return &Window{m: m, p: p, c: cw, kvCap: kvCap}, nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Params returns the window's parameters.
+func (w *Window) Params() WindowParams { return w.p }
+
+// Close frees the window's KV cache and scheduler.
+func (w *Window) Close() error {
+	if w.c == nil {
+		return nil
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	C.hr_window_free(w.c)
+	w.c = nil
+	w.m.windows--
+	return nil
+}
+
+// EvalTokens evaluates tokens at positions pos..pos+len(tokens)-1. The window
+// must have Embed. It returns the hidden state [n*NEmbd] or, with Output, the
+// logits [nOut*NVocab] (nOut = n with AllLogits, else 1).
+func (w *Window) EvalTokens(tokens []int32, pos int) ([]float32, error) {
+	if w.c == nil {
+		return nil, ErrClosed
+	}
+	if !w.p.Embed {
+		return nil, fmt.Errorf("%w: window [%d, %d) has no token embedding; use EvalHidden", ErrBadInput, w.p.First, w.p.Last)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= w.m.info.NVocab {
+			return nil, fmt.Errorf("%w: token %d at index %d is outside the vocabulary [0, %d)", ErrBadInput, t, i, w.m.info.NVocab)
+		}
+	}
+	return w.eval(tokens, nil, len(tokens), pos)
+}
+
+// EvalHidden evaluates the hidden state [n*NEmbd] F32 of n tokens at positions
+// pos..pos+n-1. The window must not have Embed.
+func (w *Window) EvalHidden(hidden []float32, pos int) ([]float32, error) {
+	if w.c == nil {
+		return nil, ErrClosed
+	}
+	if w.p.Embed {
+		return nil, fmt.Errorf("%w: window [%d, %d) starts with the token embedding; use EvalTokens", ErrBadInput, w.p.First, w.p.Last)
+	}
+	e := w.m.info.NEmbd
+	if len(hidden) == 0 || len(hidden)%e != 0 {
+		return nil, fmt.Errorf("%w: hidden state of %d values is not a positive multiple of n_embd %d", ErrBadInput, len(hidden), e)
+	}
+	return w.eval(nil, hidden, len(hidden)/e, pos)
+}
+
+// maxBatch bounds one evaluation; larger prompts go in several calls.
+const maxBatch = 4096
+
+func (w *Window) eval(tokens []int32, hidden []float32, n, pos int) ([]float32, error) {
+	if n <= 0 || n > maxBatch {
+		return nil, fmt.Errorf("%w: %d inputs; evaluate between 1 and %d at a time", ErrBadInput, n, maxBatch)
+	}
+	hasKV := w.p.Last > w.p.First
+	if pos < 0 || pos+n > w.p.NCtx {
+		return nil, fmt.Errorf("%w: positions [%d, %d) do not fit NCtx %d", ErrOutOfContext, pos, pos+n, w.p.NCtx)
+	}
+	if hasKV {
+		if used := w.KVLen(); pos != used {
+			return nil, fmt.Errorf("%w: position %d is not the next one (%d are cached); call KVTruncate(%d) to evaluate from there", ErrBadInput, pos, used, pos)
+		}
+	}
+	nOut := n
+	cols := w.m.info.NEmbd
+	if w.p.Output {
+		cols = w.m.info.NVocab
+		if !w.p.AllLogits {
+			nOut = 1
+		}
+	}
+	out := make([]float32, nOut*cols)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	var tp *C.int32_t
+	var hp *C.float
+	if tokens != nil {
+		pin.Pin(&tokens[0])
+		tp = (*C.int32_t)(unsafe.Pointer(&tokens[0]))
+	}
+	if hidden != nil {
+		pin.Pin(&hidden[0])
+		hp = (*C.float)(unsafe.Pointer(&hidden[0]))
+	}
+	pin.Pin(&out[0])
+
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.m.closed || w.c == nil {
+		return nil, ErrClosed
+	}
+	var errbuf [256]C.char
+	rc := C.hr_window_eval(w.c, tp, hp, C.int(n), C.int(pos), (*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &errbuf[0], C.size_t(len(errbuf)))
+	if rc != 0 {
+		return nil, fmt.Errorf("%w: window [%d, %d) at position %d: %s", ErrEval, w.p.First, w.p.Last, pos, C.GoString(&errbuf[0]))
+	}
+	return out, nil
+}
+
+// KVLen is the number of positions the KV cache holds ([0, KVLen)).
+func (w *Window) KVLen() int {
+	if w.c == nil {
+		return 0
+	}
+	return int(C.hr_window_kv_used(w.c))
+}
+
+// KVTruncate forgets positions >= pos; the next evaluation starts at pos.
+func (w *Window) KVTruncate(pos int) {
+	if w.c == nil {
+		return
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	C.hr_window_kv_truncate(w.c, C.int(max(pos, 0)))
+}
+
+// KVClear forgets every position.
+func (w *Window) KVClear() { w.KVTruncate(0) }
+
+// KVBytes is the size of the window's KV cache (all devices).
+func (w *Window) KVBytes() int64 {
+	if w.c == nil {
+		return 0
+	}
+	return int64(C.hr_window_kv_bytes(w.c))
+}
+
+// ComputeBytes is the size of the window's compute buffers after the largest
+// evaluation so far.
+func (w *Window) ComputeBytes() int64 {
+	if w.c == nil {
+		return 0
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return int64(C.hr_window_compute_bytes(w.c))
+}
+
+// WeightRanges returns the page-aligned file byte ranges of the weights this
+// window reads, merged and sorted; hand them to Prefetch and Release.
+func (w *Window) WeightRanges() []ByteRange { return w.m.ranges(w.p) }
