@@ -1,0 +1,327 @@
+package halda
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// memKind is the memory model a device follows (package doc, "Memory models").
+type memKind int
+
+const (
+	kindLinux      memKind = iota // Linux, Android: gradual reclaim, sequential reads (M3)
+	kindMacNoMetal                // macOS on the CPU: gradual reclaim, random reads (M1)
+	kindMetal                     // macOS with Metal: all-or-nothing reload (M2)
+	kindWindows                   // Windows: gradual reclaim, random reads (M5)
+)
+
+// dev is a Device with everything Halda derives from it and the model.
+type dev struct {
+	Device
+	kind memKind
+	gpu  GPU
+
+	// Seconds per layer per token.
+	cpuSec, gpuSec float64 // Σ_q f^q/s^{cpu,q}, Σ_q f^q/s^{gpu,q}
+	alpha, beta    float64 // eq. (A.3): CPU cost per layer, GPU minus CPU
+	copies         float64 // (t^{ram-vram} + t^{vram-ram})(1 - 𝕀_UMA), per window
+	outSec         float64 // head only: output layer compute + device loading
+
+	dAvail  int64   // d^avail capped by the budget
+	swap    int64   // Android: min(bytes_can_swap, swap_avail)
+	dMetal  int64   // Metal working set capped by RAM and the budget
+	dCUDA   int64   // free VRAM
+	disk    float64 // s^disk for this OS (bytes/s)
+	slowDsk bool    // disk below the threshold: never page (M4 only)
+}
+
+// prob is a validated Problem with derived quantities.
+type prob struct {
+	Problem
+	devs   []dev
+	L      int
+	b      int64   // weight bytes per layer
+	bp     int64   // b' = b + KV of one layer for n_kv tokens
+	kvL    int64   // KV bytes of one layer for n_kv tokens
+	bio    int64   // b_i/V + b_o: the head's input row and output layer
+	rowSec float64 // head: reading the embedding row per token, set per head disk
+	link   [][]float64
+	maxIt  int
+}
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Issue: fmt.Sprintf(format, args...)}
+}
+
+// prepare validates p and derives the per-device constants of A.3.
+func prepare(p Problem) (*prob, error) {
+	m := p.Model
+	if len(p.Devices) == 0 {
+		return nil, invalid("devices", "the list is empty; give at least the head device")
+	}
+	if m.Layers < 1 {
+		return nil, invalid("model.layers", "is %d; a model has at least one layer", m.Layers)
+	}
+	if m.Vocab < 1 {
+		return nil, invalid("model.vocab", "is %d; the vocabulary size must be positive", m.Vocab)
+	}
+	if m.ContextTokens < 0 || m.KVBytesPerToken < 0 || m.CPUBufferBytes < 0 || m.GPUBufferBytes < 0 ||
+		m.InputBytes < 0 || m.OutputBytes < 0 {
+		return nil, invalid("model", "has a negative size; sizes are bytes and token counts ≥ 0")
+	}
+	if len(m.LayerBytes) == 0 || len(m.LayerFlops) == 0 {
+		return nil, invalid("model.layer_bytes", "layer_bytes and layer_flops must list at least one weight type")
+	}
+	q := &prob{Problem: p, L: m.Layers}
+	for t, v := range m.LayerBytes {
+		if v < 0 {
+			return nil, invalid("model.layer_bytes."+t, "is negative")
+		}
+		q.b += v
+	}
+	if q.b <= 0 {
+		return nil, invalid("model.layer_bytes", "sums to 0; a layer has weights")
+	}
+	for t, v := range m.LayerFlops {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, invalid("model.layer_flops."+t, "is %v; FLOPs are finite and ≥ 0", v)
+		}
+	}
+	q.kvL = m.KVBytesPerToken * int64(m.ContextTokens)
+	q.bp = q.b + q.kvL
+	q.bio = m.InputBytes/int64(m.Vocab) + m.OutputBytes
+	if q.DiskThreshold == 0 {
+		q.DiskThreshold = DefaultDiskThreshold
+	}
+	q.maxIt = p.MaxIterations
+	if q.maxIt <= 0 {
+		q.maxIt = 2*len(p.Devices) + 4
+	}
+
+	names := map[string]int{}
+	for i, d := range p.Devices {
+		f := fmt.Sprintf("devices[%d]", i)
+		if d.Name == "" {
+			return nil, invalid(f+".name", "is empty; every device needs a unique name")
+		}
+		if _, dup := names[d.Name]; dup {
+			return nil, invalid(f+".name", "%q appears twice; device names must be unique", d.Name)
+		}
+		names[d.Name] = i
+		f = fmt.Sprintf("devices[%q]", d.Name)
+		x, err := q.derive(d, f, i == 0)
+		if err != nil {
+			return nil, err
+		}
+		q.devs = append(q.devs, x)
+	}
+	// Link times, directed: link[i][j] is i sending to j.
+	n := len(p.Devices)
+	q.link = make([][]float64, n)
+	for i, d := range p.Devices {
+		q.link[i] = make([]float64, n)
+		for j, e := range p.Devices {
+			if i == j {
+				continue
+			}
+			t, ok := d.LinkSec[e.Name]
+			if !ok {
+				if p.DefaultLinkSec <= 0 {
+					return nil, invalid(fmt.Sprintf("devices[%q].link_s", d.Name),
+						"has no time to %q; measure the link or set default_link_s", e.Name)
+				}
+				t = p.DefaultLinkSec
+			}
+			if t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
+				return nil, invalid(fmt.Sprintf("devices[%q].link_s.%s", d.Name, e.Name), "is %v; a time is finite and ≥ 0", t)
+			}
+			q.link[i][j] = t
+		}
+	}
+	h := q.devs[0]
+	q.rowSec = float64(m.InputBytes/int64(m.Vocab)) / h.disk
+	return q, nil
+}
+
+// flopsTime is Σ_q f^q / s^q, charging types missing from the profile at
+// its slowest measured rate.
+func flopsTime(f map[string]float64, s map[string]float64) (float64, bool) {
+	slowest := math.Inf(1)
+	for _, v := range s {
+		if v > 0 && v < slowest {
+			slowest = v
+		}
+	}
+	if math.IsInf(slowest, 1) {
+		return 0, false
+	}
+	// Sorted keys: float sums in a fixed order give the same bits every run.
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var t float64
+	for _, k := range keys {
+		r := s[k]
+		if r <= 0 {
+			r = slowest
+		}
+		t += f[k] / r
+	}
+	return t, true
+}
+
+func positive(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+func (q *prob) derive(d Device, f string, head bool) (dev, error) {
+	m := q.Model
+	x := dev{Device: d, gpu: d.GPU}
+	switch d.OS {
+	case Linux, Android:
+		x.kind = kindLinux
+	case Windows:
+		x.kind = kindWindows
+	case MacOS:
+		x.kind = kindMacNoMetal
+		if d.GPU == Metal {
+			x.kind = kindMetal
+		}
+	default:
+		return x, invalid(f+".os", "is %q; use linux, macos, windows or android", d.OS)
+	}
+	switch d.GPU {
+	case NoGPU, CUDA:
+	case Metal:
+		if d.OS != MacOS {
+			return x, invalid(f+".gpu", "is metal on %s; Metal exists only on macOS", d.OS)
+		}
+	default:
+		return x, invalid(f+".gpu", "is %q; use cuda, metal or leave it empty", d.GPU)
+	}
+	if d.OS == MacOS && d.GPU == CUDA {
+		return x, invalid(f+".gpu", "is cuda on macOS; use metal or leave it empty")
+	}
+	if d.RAMAvailable < 0 || d.VRAMAvailable < 0 || d.MetalBudget < 0 || d.MemoryBudget < 0 ||
+		d.SwapCanSwap < 0 || d.SwapAvailable < 0 {
+		return x, invalid(f, "has a negative memory size; sizes are bytes ≥ 0")
+	}
+	if !positive(d.CPUReadBytesPerSec) {
+		return x, invalid(f+".cpu_read_bytes_per_s", "is %v; profile the device's memory read throughput", d.CPUReadBytesPerSec)
+	}
+	x.disk = d.DiskSeqBytesPerSec
+	if x.kind != kindLinux {
+		x.disk = d.DiskRandBytesPerSec
+	}
+	if !positive(x.disk) {
+		return x, invalid(f+".disk_*_read_bytes_per_s", "the %s disk throughput is %v; profile the device's disk", d.OS, x.disk)
+	}
+	x.slowDsk = x.disk < q.DiskThreshold
+	var ok bool
+	if x.cpuSec, ok = flopsTime(m.LayerFlops, d.CPUFlops); !ok {
+		return x, invalid(f+".cpu_flops", "is empty; profile the CPU's FLOP/s for at least one weight type")
+	}
+	bp := float64(q.bp)
+	x.alpha = x.cpuSec + d.KVCopyCPUSec + bp/d.CPUReadBytesPerSec
+	if d.GPU != NoGPU {
+		if x.gpuSec, ok = flopsTime(m.LayerFlops, d.GPUFlops); !ok {
+			return x, invalid(f+".gpu_flops", "is empty for a %s device; profile the GPU or leave gpu empty", d.GPU)
+		}
+		if !positive(d.GPUReadBytesPerSec) {
+			return x, invalid(f+".gpu_read_bytes_per_s", "is %v for a %s device; profile the GPU's read throughput", d.GPUReadBytesPerSec, d.GPU)
+		}
+		x.beta = x.gpuSec - x.cpuSec + d.KVCopyGPUSec - d.KVCopyCPUSec + bp/d.GPUReadBytesPerSec - bp/d.CPUReadBytesPerSec
+	}
+	if !d.UMA {
+		x.copies = d.HostToGPUSec + d.GPUToHostSec
+	}
+	if head {
+		out, _ := flopsTime(m.OutputFlops, d.CPUFlops)
+		x.outSec = out + float64(q.bio)/d.CPUReadBytesPerSec
+	}
+	capB := func(v int64) int64 {
+		if d.MemoryBudget > 0 && d.MemoryBudget < v {
+			return d.MemoryBudget
+		}
+		return v
+	}
+	x.dAvail = capB(d.RAMAvailable)
+	if d.OS == Android {
+		x.swap = min(d.SwapCanSwap, d.SwapAvailable)
+	}
+	if x.kind == kindMetal {
+		if d.MetalBudget <= 0 {
+			return x, invalid(f+".metal_budget_bytes", "is 0 for a Metal device; read recommendedMaxWorkingSetSize")
+		}
+		x.dMetal = capB(min(d.MetalBudget, d.RAMAvailable))
+	}
+	if d.GPU == CUDA {
+		x.dCUDA = d.VRAMAvailable
+	}
+	return x, nil
+}
+
+// budget is the memory Algorithm 1 line 1 splits the first window by
+// (footnote 6 of 001 §3.3).
+func (x *dev) budget() int64 {
+	switch {
+	case x.kind == kindMetal:
+		return x.dMetal
+	case x.OS == Android:
+		return x.dAvail + x.swap
+	}
+	return x.dAvail
+}
+
+// cio is b_m^cio (eq. 33): the compute buffer plus, on the head, one
+// embedding row and the output layer.
+func (q *prob) cio(x *dev, head bool) int64 {
+	c := q.Model.CPUBufferBytes
+	if head {
+		c += q.bio
+	}
+	return c
+}
+
+// ramCap is the memory the RAM rows compare against: d^avail (+ swap-out on
+// Android), or the Metal working set.
+func (x *dev) ramCap() int64 {
+	if x.kind == kindMetal {
+		return x.dMetal
+	}
+	return x.dAvail + x.swap
+}
+
+// need is the memory the RAM row of this device's OS asks for at (l, g)
+// layers per token, in bytes: compared with ramCap it decides overload.
+func (q *prob) need(x *dev, head bool, l, g int) int64 {
+	if x.kind == kindMetal {
+		return int64(l)*q.bp + q.cio(x, head) + q.Model.GPUBufferBytes
+	}
+	return int64(l-g)*q.bp + q.cio(x, head)
+}
+
+// floorDiv and ceilDiv are integer division rounding down and up, also for
+// negative numerators (den > 0).
+func floorDiv(a, den int64) int64 {
+	q := a / den
+	if (a%den != 0) && (a < 0) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, den int64) int64 { return -floorDiv(-a, den) }
+
+// clampInt converts a bound to int, saturating at ±big.
+func clampInt(v int64) int {
+	const big = 1 << 30
+	if v > big {
+		return big
+	}
+	if v < -big {
+		return -big
+	}
+	return int(v)
+}
