@@ -55,7 +55,8 @@ type Model struct {
 	file    *ggufFile
 	info    ModelInfo
 	c       *C.hr_model
-	windows int
+	windows int // open windows
+	busy    int // Prefetch calls running without the lock
 	closed  bool
 	threads int
 }
@@ -155,8 +156,8 @@ func (m *Model) Close() error {
 	if m.closed {
 		return nil
 	}
-	if m.windows > 0 {
-		return fmt.Errorf("%w (%d open)", ErrInUse, m.windows)
+	if m.windows > 0 || m.busy > 0 {
+		return fmt.Errorf("%w (%d open, %d prefetches running)", ErrInUse, m.windows, m.busy)
 	}
 	m.closed = true
 	C.hr_model_free(m.c)
@@ -263,11 +264,11 @@ func (m *Model) Prefetch(rs []ByteRange) error {
 		m.mu.Unlock()
 		return ErrClosed
 	}
-	m.windows++ // keeps the mapping alive without holding the lock
+	m.busy++ // keeps the mapping alive without holding the lock
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
-		m.windows--
+		m.busy--
 		m.mu.Unlock()
 	}()
 	for _, r := range rs {
