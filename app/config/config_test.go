@@ -1,0 +1,85 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"port", func(c *Config) { c.LinkPort = 70000 }, "link_port 70000"},
+		{"api not loopback", func(c *Config) { c.APIAddr = "0.0.0.0:8080" }, "api_addr"},
+		{"ttl below two rounds", func(c *Config) { c.MDNSTTL = Duration(3 * time.Second) }, "mdns_ttl 3s"},
+		{"interval", func(c *Config) { c.BrowseInterval = Duration(time.Millisecond) }, "browse_interval 1ms"},
+		{"version", func(c *Config) { c.Version = 2 }, "version is 2"},
+		{"manual peer", func(c *Config) { c.ManualPeers = []string{"10.0.0.1"} }, `manual peer "10.0.0.1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.change(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate() = %v, want ErrInvalid mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadSave(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "home")
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Default(), c); diff != "" {
+		t.Fatalf("missing file (-want +got):\n%s", diff)
+	}
+	c.Contribute, c.Name, c.ManualPeers = true, "attic", []string{"10.1.2.3:47470"}
+	if err := Save(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, FileName))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config.json mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	got, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	os.WriteFile(filepath.Join(dir, FileName), []byte(`{"mdns_ttl": "six"}`), 0o600)
+	if _, err := Load(dir); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("bad file: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestDir(t *testing.T) {
+	got, err := Dir(func(k string) string {
+		if k == EnvHome {
+			return "/x/y"
+		}
+		return ""
+	})
+	if err != nil || got != "/x/y" {
+		t.Errorf("Dir with %s = %q, %v", EnvHome, got, err)
+	}
+}
