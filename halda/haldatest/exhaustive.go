@@ -1,6 +1,3 @@
-// Package haldatest holds what Halda's tests share: a solver that proves
-// optimality by enumeration, a seeded generator of random problems, and
-// loaders for the papers' testbeds in halda/testdata.
 package haldatest
 
 import (

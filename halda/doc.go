@@ -1,0 +1,137 @@
+// Package halda is Homering's layer-to-device scheduler: the Halda algorithm
+// of prima.cpp (000/001 §3.2-3.3 and appendix A.3; the equations are worked
+// out in ../shared/notes/papers-digest.md §1.1.2-1.1.5). Profiles in, plan
+// out:
+//
+//	plan, err := halda.Solve(problem, lpsolve.Solver{})
+//
+// It is a pure function: no I/O, no goroutines, no clock, no randomness, and
+// only the standard library. The ILP solver comes in through the Solver
+// interface (halda/lpsolve wraps lp_solve); nothing here imports it.
+//
+// # Model
+//
+// M devices d_1 (the head, Problem.Devices[0]) … d_M form a ring. A token
+// makes k rounds; in each round device m runs a window of w_m consecutive
+// layers, the first n_m of them on its GPU. W = Σ w_m = L/k, so device m runs
+// l_m = k·w_m layers per token, l_m^gpu = k·n_m on the GPU. Round r gives
+// device m layers [r·W + Σ_{j<m} w_j, … + w_m).
+//
+// The predicted time per token is the paper's worst-case sum (eq. 11, no
+// overlap between devices): T = Σ_m T_m^comp + T_m^mem + T_m^disk + T_m^comm.
+// Per layer, with b' = b + 2(h_k e_k + h_v e_v)·n_kv (weights plus KV cache):
+//
+//	α_m = Σ_q f^q/s_m^{cpu,q} + t_m^{kv,cpu} + b'/𝒯_m^cpu               CPU layer
+//	β_m = Σ_q f^q/s_m^{gpu,q} − Σ_q f^q/s_m^{cpu,q} + t^{kv,gpu} − t^{kv,cpu}
+//	      + b'/𝒯_m^gpu − b'/𝒯_m^cpu                                     GPU minus CPU
+//	ξ_m = (t^{ram→vram} + t^{vram→ram})(1 − 𝕀_UMA) + t_m^comm           per window
+//	κ   = head's output layer (compute and read) + one embedding row from disk
+//	      + Σ_{paging m} (b_m^cio − d_m)/s_m^disk
+//
+// where b_m^cio = c^cpu + 𝕀_head(b_i/V + b_o) (eq. 33). Each device is in one
+// memory case, which decides its disk term and its memory rows:
+//
+//	M1 macOS, no Metal, RAM short:   a = α + b'/s (random reads), rows l·b' + cio > d
+//	M2 macOS, Metal, memory short:   a = α + b/s, b = β (all weights re-read, eq. 16)
+//	M3 Linux/Android, RAM short:     a = α + b'/s (sequential), b = β − b'/s, (l−g)·b' + cio > d (+swap-out)
+//	M5 Windows, RAM short:           as M3 with random-read throughput (below)
+//	M4 memory enough or disk slower than s_threshold: a = α, b = β, memory rows "fits"
+//
+// For fixed k and cases, T = k·Σ(a_m w_m + b_m n_m) + constant is linear, and
+// every memory row of eqs. 27-35 is a bound on w, n or w − n: a LayerILP
+// (solver.go). The VRAM rows are n·k·b' ≤ d_cuda − c^gpu (CUDA) and
+// n·k·b' ≤ d_metal − c^gpu − 𝕀_head b_o (Metal).
+//
+// # Algorithm
+//
+// Solve enumerates k over the divisors of L whose window has room for every
+// device, solves one ILP per k, and searches the case assignment as
+// Algorithm 1 does: start from windows proportional to memory budgets (line
+// 1), re-assign cases from the best plan (line 6) until they repeat, with
+// the GPU-headroom step (lines 13-15: a GPU with free VRAM while a device
+// pages forces the slowest-disk pager into M4). The loop is capped at
+// Problem.MaxIterations (default 2M+4) and the best feasible plan seen is
+// kept (the papers' convergence claim is not a proof). Homering adds, all
+// keeping the best plan seen:
+//   - more starting assignments: all devices fitting, all fast-disk devices
+//     paging, and the cases of the MemSched and PerfSched splits at their
+//     best k — so Halda's ILPs contain the baselines' points and Halda is
+//     never worse than either;
+//   - a repair step: a device whose own rows admit no point under its case
+//     for any k is flipped to a case that does (one such device would make
+//     every ILP infeasible and freeze the loop);
+//   - forcing pagers into M4 one at a time, largest disk time first, while
+//     that improves the plan (the headroom step without its VRAM condition:
+//     the loop alone cannot leave, e.g., a Metal head re-reading everything).
+//
+// Device selection (001 §3.3): a non-head device holding one layer (w = 1,
+// CPU or GPU: either costs a hop per round) is dropped when the plan without
+// it is faster; all such devices together first, then each alone; repeat.
+// Devices that cannot hold even one layer (KV cache and buffers exceed their
+// memory, or a too-slow disk and no room) are left out before solving, and
+// with more devices than layers the slowest are left out. Every left-out
+// device is listed in Plan.Dropped with a reason.
+//
+// Ring order: each device sends one hidden state per window, so a token
+// costs k × (the ring's cycle time) in links whatever w is; the order is the
+// shortest directed cycle through the devices, the head first. All orders
+// for up to 7 devices; beyond, nearest neighbour from the head, then 2-opt.
+// The link times are charged in the objective (ξ), so they also drive device
+// selection: a device that adds more link time than it saves is dropped, as
+// in 001 A.19.2.
+//
+// # Decisions the papers leave open
+//
+//   - Strict rows. The paper's M1-M3 rows are strict (>). w and n are
+//     integers, so w > x is exactly w ≥ ⌊x⌋+1: Halda rounds in integer
+//     arithmetic and the Solver sees exact integer bounds, no epsilon. The
+//     M4 rows use ≤ (the paper writes <): memory filled exactly pages
+//     nothing, so it belongs to M4.
+//   - Prefetch-release (000 A.1, A.2, 001 A.14.2). The paper's eq. 15
+//     charges only the overflow, which holds when one window's CPU layers fit
+//     in memory (the next window is prefetched into what the last one
+//     frees). Halda adds that window row, (w−n)·b' + c^cpu ≤ d, to the paging
+//     cases; a device paging with a larger window re-reads all its CPU
+//     layers per token (internal cases M1t/M3t/M5t, reported as M1/M3/M5).
+//     This row is why a model larger than the cluster's memory gets k > 1:
+//     in the paper's own objective k only multiplies link time.
+//   - Non-evictable memory. The KV cache and compute buffers cannot be paged:
+//     (l−g)·KV + c^cpu ≤ d (Metal: l·KV + c^cpu + c^gpu ≤ d_metal) on every
+//     device, paging or not. The paper counts KV inside the paged overflow.
+//   - The head may hold zero layers: it still embeds, runs the output layer
+//     and samples (a relay with input and output, as 001's zero-load relay).
+//     The embedding row b_i/V is charged once per token on the head's disk.
+//   - Metal budget: d_metal = min(recommendedMaxWorkingSetSize, d_avail):
+//     the working-set size is a fixed property of the Mac, while other apps
+//     may have taken the RAM. Device.MemoryBudget caps both.
+//   - Windows (M5). Windows keeps mapped file pages on the standby list and
+//     repurposes them under pressure page by page (working-set trimming), so
+//     it reclaims gradually like Linux, not all at once like Metal; but a
+//     mapped-view page fault reads small clusters without Linux's
+//     MADV_SEQUENTIAL read-ahead, so the disk term uses the random-read
+//     throughput. d_avail is GlobalMemoryStatusEx's ullAvailPhys (standby +
+//     free + zeroed); there is no swap-out credit (file-backed pages are not
+//     swapped). CUDA VRAM is treated as on Linux: Halda never plans beyond
+//     free VRAM, so WDDM has nothing to page.
+//   - s_threshold^disk defaults to 100 MB/s (DefaultDiskThreshold).
+//   - n_kv is the configured context (Model.ContextTokens), so a plan stays
+//     valid as a conversation grows.
+//   - GPU layers are the first n of each window (the paper's l^gpu formula).
+//   - Rounds. Halda considers only k dividing L (Assumption 1, and prima.cpp's
+//     code): with a partial last round l_m = ⌊L/W⌋·w_m + min(w_m, …) depends
+//     on the order and is not linear in w. The cost is small for real
+//     models: the depths in use (22-126 layers, e.g. 32, 40, 48, 60, 64, 80)
+//     all have several divisors, and a prime L still gets k = 1. A windowed
+//     engine could later run windows that differ per round instead.
+//   - Ties between k keep the smallest k (fewer hops).
+//
+// # Invariants
+//
+// A Plan from Solve satisfies: Σ w = Window, K·Window = L; 0 ≤ n ≤ w; every
+// layer appears in exactly one range of one device; the head is Ring[0];
+// ResidentBytes ≤ the device's memory and VRAMBytes ≤ its free VRAM;
+// PredictedMs = ComputeMs + DiskMs + NetworkMs is the full (max-form) model
+// of the plan, equal to the ILP objective plus constant. Errors wrap
+// ErrInvalidProblem (*ValidationError), ErrNoFeasiblePlan
+// (*NoFeasiblePlanError with needed and available bytes) or ErrNoSolver.
+package halda
