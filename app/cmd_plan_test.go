@@ -1,0 +1,100 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"homering/halda"
+)
+
+func runPlan(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := mainWith(append([]string{"plan"}, args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+const (
+	testbed = "../halda/testdata/devices.json"
+	shape70 = "../halda/testdata/llama3-70b-q4k.json"
+	shape8  = "../halda/testdata/llama3-8b-q4k.json"
+)
+
+func TestPlanTable(t *testing.T) {
+	code, out, errs := runPlan(t, "--devices", testbed, "--shape", shape70, "--baselines")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"k=2 round(s) of 40 layers", "D1 (head)", "DEVICE", "LAYERS PER ROUND", "M3", "MemSched:", "PerfSched:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPlanJSON(t *testing.T) {
+	code, out, errs := runPlan(t, "--devices", testbed, "--shape", shape8, "--head", "D3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var p halda.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("not a plan: %v\n%s", err, out)
+	}
+	if len(p.Ring) != 1 || p.Ring[0].Device != "D3" || p.Ring[0].W != 32 || len(p.Dropped) != 3 {
+		t.Errorf("8B on D1-D4 with head D3: ring %+v dropped %+v, want D3 alone with 32 layers", p.Ring, p.Dropped)
+	}
+}
+
+// TestPlanDeviceFiles: a profile file with one device (what `homering
+// profile --json` writes) combines with others; unknown fields are refused.
+func TestPlanDeviceFiles(t *testing.T) {
+	b, err := os.ReadFile(testbed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []halda.Device
+	if err := json.Unmarshal(b, &ds); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var files []string
+	for _, d := range ds {
+		f := filepath.Join(dir, d.Name+".json")
+		b, _ := json.Marshal(d)
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	code, out, errs := runPlan(t, "--devices", strings.Join(files[:2], ","), "--devices", strings.Join(files[2:], ","), "--shape", shape70)
+	if code != 0 || !strings.Contains(out, "k=2") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"name":"x","os":"linux","ram_avail_bytes":1}`), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"misspelt field", []string{"--devices", bad, "--shape", shape8}, 1, "unknown field"},
+		{"no model", []string{"--devices", testbed}, 2, "exactly one of --model or --shape"},
+		{"unknown head", []string{"--devices", testbed, "--shape", shape8, "--head", "D9"}, 1, `--head "D9" names no device`},
+		{"missing file", []string{"--devices", filepath.Join(dir, "none.json"), "--shape", shape8}, 1, "read the devices file"},
+		{"infeasible", []string{"--devices", files[3], "--shape", shape70, "--context", "1000000"}, 1, "no feasible plan"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := runPlan(t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.msg) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errs, tt.code, tt.msg)
+			}
+		})
+	}
+}
