@@ -1,0 +1,143 @@
+package gguf
+
+import "fmt"
+
+// Supported reports whether Homering's engine runs architecture arch
+// (general.architecture). Mistral models say "llama".
+func Supported(arch string) bool {
+	switch arch {
+	case "llama", "qwen2", "qwen3":
+		return true
+	}
+	return false
+}
+
+type tensorRule struct {
+	name     string
+	shape    []int64
+	optional bool
+}
+
+// expectedTensors lists the tensors llama.cpp's loader creates for s
+// (llama-model.cpp load_tensors at the pinned version), dense models only.
+func expectedTensors(s ModelShape) []tensorRule {
+	e, v, ff := int64(s.NEmbd), int64(s.NVocab), int64(s.NFF)
+	q := int64(s.HeadDimK * s.NHead)
+	kGQA := int64(s.HeadDimK * s.NHeadKV)
+	vGQA := int64(s.HeadDimV * s.NHeadKV)
+	rules := []tensorRule{
+		{"token_embd.weight", []int64{e, v}, false},
+		{"output_norm.weight", []int64{e}, false},
+		{"output.weight", []int64{e, v}, true},
+	}
+	if s.Arch == "qwen2" {
+		rules = append(rules, tensorRule{"output.bias", []int64{v}, true})
+	}
+	if s.Arch == "llama" {
+		rules = append(rules, tensorRule{"rope_freqs.weight", []int64{int64(s.NRot / 2)}, true})
+	}
+	for i := range s.NLayer {
+		b := func(n string) string { return fmt.Sprintf("blk.%d.%s", i, n) }
+		oIn := q
+		if s.Arch == "qwen2" {
+			q, oIn = e, e
+		}
+		rules = append(rules,
+			tensorRule{b("attn_norm.weight"), []int64{e}, false},
+			tensorRule{b("attn_q.weight"), []int64{e, q}, false},
+			tensorRule{b("attn_k.weight"), []int64{e, kGQA}, false},
+			tensorRule{b("attn_v.weight"), []int64{e, vGQA}, false},
+			tensorRule{b("attn_output.weight"), []int64{oIn, e}, false},
+			tensorRule{b("ffn_norm.weight"), []int64{e}, false},
+			tensorRule{b("ffn_gate.weight"), []int64{e, ff}, false},
+			tensorRule{b("ffn_down.weight"), []int64{ff, e}, false},
+			tensorRule{b("ffn_up.weight"), []int64{e, ff}, false},
+		)
+		switch s.Arch {
+		case "llama":
+			rules = append(rules,
+				tensorRule{b("attn_q.bias"), []int64{e}, true},
+				tensorRule{b("attn_k.bias"), []int64{kGQA}, true},
+				tensorRule{b("attn_v.bias"), []int64{vGQA}, true},
+				tensorRule{b("attn_output.bias"), []int64{e}, true},
+				tensorRule{b("ffn_gate.bias"), []int64{ff}, true},
+				tensorRule{b("ffn_down.bias"), []int64{e}, true},
+				tensorRule{b("ffn_up.bias"), []int64{ff}, true},
+			)
+		case "qwen2":
+			rules = append(rules,
+				tensorRule{b("attn_q.bias"), []int64{e}, true},
+				tensorRule{b("attn_k.bias"), []int64{kGQA}, true},
+				tensorRule{b("attn_v.bias"), []int64{vGQA}, true},
+			)
+		case "qwen3":
+			rules = append(rules,
+				tensorRule{b("attn_q_norm.weight"), []int64{int64(s.HeadDimK)}, false},
+				tensorRule{b("attn_k_norm.weight"), []int64{int64(s.HeadDimK)}, false},
+			)
+		}
+	}
+	return rules
+}
+
+// sameShape compares as llama.cpp's check_tensor_dims: missing trailing
+// dimensions count as 1.
+func sameShape(got, want []int64) bool {
+	for i := range maxDims {
+		g, w := int64(1), int64(1)
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckTensors checks that the file is a model Homering's engine can run and
+// that llama.cpp would load: a supported dense architecture, every required
+// tensor present with the shape llama.cpp expects for s, and no tensor the
+// loader would not use. Call it (after Shape) before handing the file to any
+// C code: it turns what would be a C abort or a wrong result into a
+// *FormatError.
+func (f *File) CheckTensors(s ModelShape) error {
+	if !Supported(s.Arch) {
+		return f.metaErr(ErrUnsupported, "uses architecture %s", s.Arch)
+	}
+	if n, ok := f.Int(s.Arch + ".expert_count"); ok && n > 0 {
+		return f.metaErr(ErrUnsupported, "is a mixture-of-experts model (%d experts)", n)
+	}
+	if s.NLayer == 0 || s.NFF == 0 || s.NVocab == 0 {
+		return f.metaErr(ErrBadMetadata, "the model has %d layers, feed-forward length %d and %d tokens; none may be 0", s.NLayer, s.NFF, s.NVocab)
+	}
+	if s.Arch == "llama" && s.NRot != s.HeadDimK {
+		return f.metaErr(ErrBadMetadata, "rope.dimension_count is %d but the head dimension is %d; llama models rotate whole heads", s.NRot, s.HeadDimK)
+	}
+	if s.Arch == "qwen2" && s.HeadDimK*s.NHead != s.NEmbd {
+		return f.metaErr(ErrBadMetadata, "qwen2 needs heads x head dimension (%d x %d) to equal the embedding length %d", s.NHead, s.HeadDimK, s.NEmbd)
+	}
+	used := map[string]bool{}
+	for _, r := range expectedTensors(s) {
+		t, ok := f.Tensor(r.name)
+		if !ok {
+			if r.optional {
+				continue
+			}
+			return f.metaErr(ErrBadTensor, "tensor %s is missing", r.name)
+		}
+		if !sameShape(t.Shape, r.shape) {
+			return f.metaErr(ErrBadTensor, "tensor %s has shape %v where a %s model with these hyper-parameters has %v", r.name, t.Shape, s.Arch, r.shape)
+		}
+		used[r.name] = true
+	}
+	for _, t := range f.Tensors {
+		if !used[t.Name] {
+			return f.metaErr(ErrUnsupported, "has tensor %s, which a dense %s model does not have", t.Name, s.Arch)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package gguf
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const stories = "/work/shared/models/stories260K.gguf"
+
+func readBytes(t *testing.T, b []byte) (*File, error) {
+	t.Helper()
+	return Read(bytes.NewReader(b), int64(len(b)))
+}
+
+func TestStories260K(t *testing.T) {
+	f, err := Open(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 3 || len(f.KV) != 19 || len(f.Tensors) != 48 || f.Size != 1185376 || f.Alignment != 32 {
+		t.Errorf("version %d, %d keys, %d tensors, %d bytes, alignment %d; want 3, 19, 48, 1185376, 32",
+			f.Version, len(f.KV), len(f.Tensors), f.Size, f.Alignment)
+	}
+	s, err := f.Shape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ModelShape{
+		Arch: "llama", Name: "llama", NLayer: 5, NEmbd: 64, NFF: 172, NHead: 8, NHeadKV: 4,
+		HeadDimK: 8, HeadDimV: 8, NRot: 8, NVocab: 512, NCtxTrain: 2048,
+		RMSEps: float64(float32(1e-5)), RopeFreqBase: 10000, RopeScaling: "linear", RopeFreqScale: 1,
+		RopeOrigCtx: 2048, TokenizerModel: "llama",
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("Shape (-want +got):\n%s", diff)
+	}
+	if err := f.CheckTensors(s); err != nil {
+		t.Errorf("CheckTensors: %v", err)
+	}
+	if bos, ok := f.Int("tokenizer.ggml.bos_token_id"); !ok || bos != 1 {
+		t.Errorf("bos = %d, %v; want 1", bos, ok)
+	}
+	toks, ok := f.Strings("tokenizer.ggml.tokens")
+	if !ok || len(toks) != 512 || toks[1] != "<s>" {
+		t.Errorf("tokens: %d, ok %v", len(toks), ok)
+	}
+	if sc, ok := f.Floats("tokenizer.ggml.scores"); !ok || len(sc) != 512 {
+		t.Errorf("scores: %d, ok %v", len(sc), ok)
+	}
+	if _, ok := f.Float("general.architecture"); ok {
+		t.Error("Float accepted a string key")
+	}
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok || emb.Type != TypeF32 || !cmp.Equal(emb.Shape, []int64{64, 512}) || emb.Size != 64*512*4 || emb.Offset != f.DataOffset {
+		t.Errorf("token_embd.weight = %+v (data offset %d)", emb, f.DataOffset)
+	}
+	l, err := f.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, p := range append([]Part{l.Input, l.Output, l.Other}, l.Layers...) {
+		total += p.Bytes
+	}
+	if len(l.Layers) != 5 || l.Input.Bytes != 131072 || total != l.ByType[TypeF32].Bytes || l.ByType[TypeF32].Count != 48 {
+		t.Errorf("layout: %d layers, input %d, total %d, F32 %+v", len(l.Layers), l.Input.Bytes, total, l.ByType[TypeF32])
+	}
+	for i, p := range l.Layers {
+		if len(p.Tensors) != 9 || len(p.Ranges) != 1 {
+			t.Errorf("layer %d: %d tensors in %d ranges, want 9 in 1", i, len(p.Tensors), len(p.Ranges))
+		}
+	}
+	if got := s.KVBytesPerToken(2); got != 2*8*4*2 {
+		t.Errorf("KVBytesPerToken(2) = %d, want %d", got, 2*8*4*2)
+	}
+}
+
+// TestTruncatedStories cuts the model at 20 offsets in every part of the file.
+func TestTruncatedStories(t *testing.T) {
+	full, err := os.ReadFile(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := readBytes(t, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tableStart := f.DataOffset - int64(48*40)
+	last := f.Tensors[len(f.Tensors)-1]
+	cuts := []struct {
+		name string
+		at   int64
+		kind error
+	}{
+		{"empty", 0, ErrNotGGUF},
+		{"in magic", 3, ErrNotGGUF},
+		{"after magic", 4, ErrTruncated},
+		{"in version", 6, ErrTruncated},
+		{"in tensor count", 10, ErrTruncated},
+		{"in kv count", 20, ErrTruncated},
+		{"first key length", 27, ErrTruncated},
+		{"first key", 40, ErrTruncated},
+		{"in token array", 200, ErrTruncated},
+		{"later tokens", 3000, ErrTruncated},
+		{"in scores", 6000, ErrTruncated},
+		{"in token types", 9000, ErrTruncated},
+		{"near end of metadata", tableStart - 50, ErrTruncated},
+		{"in tensor table", tableStart + 100, ErrTruncated},
+		{"end of tensor table", f.DataOffset - 20, ErrTruncated},
+		{"at data start", f.DataOffset, ErrTruncated},
+		{"first tensor's data", f.DataOffset + 1000, ErrTruncated},
+		{"middle of data", f.Size / 2, ErrTruncated},
+		{"last tensor's data", last.Offset + 10, ErrTruncated},
+		{"one byte short", f.Size - 1, ErrTruncated},
+	}
+	for _, c := range cuts {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := readBytes(t, full[:c.at])
+			var fe *FormatError
+			if !errors.As(err, &fe) || !errors.Is(err, c.kind) {
+				t.Fatalf("cut at %d: err = %v, want a *FormatError of kind %v", c.at, err, c.kind)
+			}
+			msg := err.Error()
+			if strings.Count(msg, ". ") > 1 || !strings.HasSuffix(msg, ".") {
+				t.Errorf("message is not one sentence plus advice: %q", msg)
+			}
+			if c.kind == ErrTruncated && (fe.Need <= c.at || !strings.Contains(msg, "Download it again")) {
+				t.Errorf("cut at %d: need %d, message %q", c.at, fe.Need, msg)
+			}
+		})
+	}
+}
+
+func TestTruncatedMessage(t *testing.T) {
+	full, err := os.ReadFile(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cut.gguf")
+	if err := os.WriteFile(path, full[:1000000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path)
+	want := path + " is incomplete: it ends at 1.0 MB but its tensor data needs 1.2 MB. Download it again."
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+func TestOpenNonFiles(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.gguf")
+	text := filepath.Join(dir, "notes.txt")
+	fifo := filepath.Join(dir, "fifo")
+	os.WriteFile(empty, nil, 0o644)
+	os.WriteFile(text, []byte("hello, this is not a model\n"), 0o644)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		kind       error
+		msg        string
+	}{
+		{"missing", filepath.Join(dir, "nope.gguf"), ErrNotFound, filepath.Join(dir, "nope.gguf") + " does not exist. Check the path."},
+		{"directory", dir, ErrNotRegular, dir + " is a directory, not a model file. Give the path of a .gguf file."},
+		{"fifo", fifo, ErrNotRegular, fifo + " is a device, pipe or socket, not a model file. Give the path of a .gguf file."},
+		{"empty", empty, ErrNotGGUF, empty + " is not a GGUF model: it is empty (0 bytes). Give the path of a .gguf file."},
+		{"text", text, ErrNotGGUF, text + ` is not a GGUF model: it starts with "hell" instead of "GGUF". Give the path of a .gguf file.`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Open(tt.path)
+			if !errors.Is(err, tt.kind) {
+				t.Fatalf("err = %v, want kind %v", err, tt.kind)
+			}
+			if err.Error() != tt.msg {
+				t.Errorf("message\n got %q\nwant %q", err.Error(), tt.msg)
+			}
+		})
+	}
+}
+
+func TestTinyModelParses(t *testing.T) {
+	f, err := readBytes(t, tinyModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tensors) != 2 || f.Tensors[1].Offset != f.DataOffset+32 || f.Tensors[1].Size != 16 {
+		t.Errorf("tensors %+v, data offset %d", f.Tensors, f.DataOffset)
+	}
+	if eps, ok := f.Float("llama.attention.layer_norm_rms_epsilon"); !ok || float32(eps) != 1e-5 {
+		t.Errorf("eps %v %v", eps, ok)
+	}
+}
+
+// TestBadHeaders breaks one field at a time of hand-built files.
+func TestBadHeaders(t *testing.T) {
+	kvOnly := func(kv func(b *builder)) []byte {
+		b := (&builder{}).header(3, 0, 1)
+		kv(b)
+		return b.Bytes()
+	}
+	oneTensor := func(name string, typ Type, offset uint64, dataBytes int, shape ...uint64) []byte {
+		b := (&builder{}).header(3, 1, 0)
+		b.tensor(name, typ, offset, shape...)
+		return b.pad().zeros(dataBytes).Bytes()
+	}
+	tests := []struct {
+		name string
+		data []byte
+		kind error
+		msg  string // substring of the message
+	}{
+		{"version 1", (&builder{}).header(1, 0, 0).Bytes(), ErrBadVersion, "version 1"},
+		{"version 4", (&builder{}).header(4, 0, 0).Bytes(), ErrBadVersion, "version 4"},
+		{"version 0", (&builder{}).header(0, 0, 0).Bytes(), ErrBadVersion, "version 0"},
+		{"big endian", (&builder{}).header(3<<24, 0, 0).Bytes(), ErrBadVersion, "big-endian"},
+		{"kv count too high", (&builder{}).header(3, 0, 2).kvU32("a", 1).Bytes(), ErrTruncated, "its metadata"},
+		{"kv count absurd", (&builder{}).header(3, 0, 1<<60).Bytes(), ErrBadMetadata, "metadata count"},
+		{"tensor count absurd", (&builder{}).header(3, 1<<62, 0).Bytes(), ErrBadTensor, "tensor count"},
+		{"tensor count too high", (&builder{}).header(3, 3, 0).tensor("a", TypeF32, 0, 8).Bytes(), ErrTruncated, "tensor table"},
+		{"unknown value type", kvOnly(func(b *builder) { b.str("k").u32(13).u32(0) }), ErrBadMetadata, "unknown value type 13"},
+		{"array of arrays", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Array)).u64(1) }), ErrBadMetadata, "array of arrays"},
+		{"array of unknown", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(77).u64(1) }), ErrBadMetadata, "unknown type 77"},
+		{"huge array", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint64)).u64(1 << 61) }), ErrBadMetadata, `key "k" claims 2305843009213693952 entries`},
+		{"huge string array", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(String)).u64(1 << 40) }), ErrBadMetadata, "claims"},
+		{"array overflowing int64", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint64)).u64(1<<63 + 5) }), ErrBadMetadata, "more than any file"},
+		{"array cut", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint32)).u64(100).u32(1) }), ErrTruncated, "metadata"},
+		{"huge key", (&builder{}).header(3, 0, 1).u64(1 << 50).zeros(20).Bytes(), ErrBadMetadata, "key 0's name"},
+		{"huge string value", kvOnly(func(b *builder) { b.str("k").u32(uint32(String)).u64(1 << 45) }), ErrBadMetadata, `key "k"`},
+		{"duplicate key", (&builder{}).header(3, 0, 2).kvU32("a", 1).kvU32("a", 2).Bytes(), ErrBadMetadata, `key "a" appears twice`},
+		{"alignment not u32", kvOnly(func(b *builder) { b.kvF32("general.alignment", 32) }), ErrBadMetadata, "general.alignment is a float32"},
+		{"alignment not power of 2", kvOnly(func(b *builder) { b.kvU32("general.alignment", 24) }), ErrBadMetadata, "not a power of two"},
+		{"alignment zero", kvOnly(func(b *builder) { b.kvU32("general.alignment", 0) }), ErrBadMetadata, "not a power of two"},
+		{"five dims", oneTensor("t", TypeF32, 0, 4, 1, 1, 1, 1, 1), ErrBadTensor, "5 dimensions"},
+		{"negative dim", oneTensor("t", TypeF32, 0, 4, 1<<63+1), ErrBadTensor, "negative dimension"},
+		{"element overflow", oneTensor("t", TypeF32, 0, 4, 1<<40, 1<<40), ErrBadTensor, "64-bit"},
+		{"size overflow", oneTensor("t", Type(28), 0, 4, 1<<61, 2), ErrBadTensor, "64-bit"},
+		{"removed type", oneTensor("t", 4, 0, 32, 32), ErrBadTensor, "unknown type number 4"},
+		{"type beyond count", oneTensor("t", 99, 0, 32, 32), ErrBadTensor, "unknown type number 99"},
+		{"row not multiple of block", oneTensor("t", TypeQ4_K, 0, 1000, 100, 4), ErrBadTensor, "not a multiple of Q4_K's block of 256"},
+		{"misaligned offset", oneTensor("t", TypeF32, 8, 64, 4), ErrBadTensor, "not a multiple of the alignment 32"},
+		{"offset gap", oneTensor("t", TypeF32, 64, 128, 4), ErrBadTensor, "where 0 was expected"},
+		{"data beyond end", oneTensor("t", TypeF32, 0, 10, 4, 4), ErrTruncated, "its tensor data needs"},
+		{"offset far beyond", (&builder{}).header(3, 2, 0).tensor("a", TypeF32, 0, 4).tensor("b", TypeF32, 1<<40, 4).pad().zeros(64).Bytes(), ErrBadTensor, "where 32 was expected"},
+		{"duplicate tensor", (&builder{}).header(3, 2, 0).tensor("a", TypeF32, 0, 4).tensor("a", TypeF32, 32, 4).pad().zeros(64).Bytes(), ErrBadTensor, `tensor "a" appears twice`},
+		{"long tensor name", oneTensor(strings.Repeat("x", 64), TypeF32, 0, 16, 4), ErrBadTensor, "64 bytes long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readBytes(t, tt.data)
+			var fe *FormatError
+			if !errors.As(err, &fe) || !errors.Is(err, tt.kind) {
+				t.Fatalf("err = %v, want a *FormatError of kind %v", err, tt.kind)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("message %q does not contain %q", err.Error(), tt.msg)
+			}
+		})
+	}
+}
+
+func TestShapeErrors(t *testing.T) {
+	build := func(kvs func(b *builder), n uint64) []byte {
+		b := (&builder{}).header(3, 0, n)
+		kvs(b)
+		return b.Bytes()
+	}
+	tests := []struct {
+		name string
+		data []byte
+		kind error
+		msg  string
+	}{
+		{"no arch", build(func(b *builder) {}, 0), ErrBadMetadata, "general.architecture is missing"},
+		{"no layers", build(func(b *builder) { b.kvStr("general.architecture", "llama") }, 1), ErrBadMetadata, "llama.block_count is missing"},
+		{"layers as string", build(func(b *builder) {
+			b.kvStr("general.architecture", "llama").kvStr("llama.block_count", "many")
+		}, 2), ErrBadMetadata, "llama.block_count is a string, not an integer"},
+		{"zero heads", build(func(b *builder) {
+			b.kvStr("general.architecture", "llama").kvU32("llama.block_count", 2).kvU32("llama.embedding_length", 64).kvU32("llama.attention.head_count", 0)
+		}, 4), ErrBadMetadata, "head_count is 0"},
+		{"kv heads not dividing", build(func(b *builder) {
+			b.kvStr("general.architecture", "llama").kvU32("llama.block_count", 2).kvU32("llama.embedding_length", 64).kvU32("llama.attention.head_count", 8).kvU32("llama.attention.head_count_kv", 3)
+		}, 5), ErrBadMetadata, "8 attention heads cannot be shared by 3"},
+		{"per-layer heads", build(func(b *builder) {
+			b.kvStr("general.architecture", "llama").kvU32("llama.block_count", 2).kvU32("llama.embedding_length", 64)
+			b.str("llama.attention.head_count").u32(uint32(Array)).u32(uint32(Uint32)).u64(2).u32(8).u32(4)
+		}, 4), ErrUnsupported, "different llama.attention.head_count per layer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := readBytes(t, tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Shape()
+			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want kind %v containing %q", err, tt.kind, tt.msg)
+			}
+		})
+	}
+}
+
+func TestCheckTensorsRejects(t *testing.T) {
+	f, err := Open(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Shape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func(s *ModelShape)
+		kind   error
+		msg    string
+	}{
+		{"other arch", func(s *ModelShape) { s.Arch = "gemma2" }, ErrUnsupported, "uses architecture gemma2, which is not supported yet"},
+		{"wrong ff", func(s *ModelShape) { s.NFF = 128 }, ErrBadTensor, "blk.0.ffn_gate.weight has shape [64 172] where a llama model with these hyper-parameters has [64 128]"},
+		{"more layers", func(s *ModelShape) { s.NLayer = 6 }, ErrBadTensor, "tensor blk.5.attn_norm.weight is missing"},
+		{"fewer layers", func(s *ModelShape) { s.NLayer = 4 }, ErrUnsupported, "has tensor blk.4."},
+		{"rot mismatch", func(s *ModelShape) { s.NRot = 4 }, ErrBadMetadata, "rope.dimension_count is 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := s
+			tt.change(&bad)
+			err := f.CheckTensors(bad)
+			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want kind %v containing %q", err, tt.kind, tt.msg)
+			}
+		})
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{{0, "0 bytes"}, {9999, "9999 bytes"}, {10000, "10 KB"}, {812_000_000, "812 MB"}, {3_900_000_000, "3.9 GB"}, {1_185_376, "1.2 MB"}, {12_000_000_000_000, "12 TB"}}
+	for _, tt := range tests {
+		if got := humanBytes(tt.n); got != tt.want {
+			t.Errorf("humanBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
