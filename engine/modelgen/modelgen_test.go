@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/gguf"
 )
 
 func small(arch, typ string) Config {
@@ -208,6 +210,63 @@ func TestRopeFreqFactors(t *testing.T) {
 	for i := 1; i < len(f); i++ {
 		if f[i] < f[i-1] {
 			t.Errorf("factor %d = %v < factor %d = %v: must not fall", i, f[i], i-1, f[i-1])
+		}
+	}
+}
+
+// TestGeneratedModelsPassGGUFChecks: every family and type parses, has the
+// hyper-parameters asked for, and has exactly the tensors (names, shapes)
+// llama.cpp's loader expects (gguf.CheckTensors; llama.cpp itself loading
+// these files is tested by the reference engine's tests).
+func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
+	dir := t.TempDir()
+	for _, arch := range Arches() {
+		for _, typ := range Types() {
+			t.Run(arch+"-"+typ, func(t *testing.T) {
+				c := small(arch, typ)
+				if arch == "llama" {
+					c.RopeFreqs = true
+				}
+				path := filepath.Join(dir, arch+"-"+typ+".gguf")
+				if err := Generate(path, c); err != nil {
+					t.Fatal(err)
+				}
+				f, err := gguf.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := f.Shape()
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantArch := arch
+				if arch == "mistral" {
+					wantArch = "llama"
+				}
+				got := []int{s.NLayer, s.NEmbd, s.NFF, s.NHead, s.NHeadKV, s.HeadDimK, s.NRot, s.NVocab, s.NCtxTrain}
+				want := []int{2, 256, 512, c.Heads, 2, 256 / 4, 256 / 4, 400, 4096}
+				if arch == "qwen3" {
+					want[5], want[6] = 64, 64
+				}
+				if s.Arch != wantArch || !cmp.Equal(got, want) {
+					t.Errorf("shape %s %v, want %s %v", s.Arch, got, wantArch, want)
+				}
+				if err := f.CheckTensors(s); err != nil {
+					t.Error(err)
+				}
+				if s.HasRopeFreqs != (arch == "llama") || s.ChatTemplate != (arch != "llama") {
+					t.Errorf("rope freqs %v, chat template %v", s.HasRopeFreqs, s.ChatTemplate)
+				}
+				for _, ti := range f.Tensors {
+					wantType := gguf.TypeF32
+					if len(ti.Shape) == 2 {
+						wantType = map[string]gguf.Type{"F32": gguf.TypeF32, "F16": gguf.TypeF16, "Q8_0": gguf.TypeQ8_0, "Q4_0": gguf.TypeQ4_0, "Q4_K": gguf.TypeQ4_K, "Q6_K": gguf.TypeQ6_K}[typ]
+					}
+					if ti.Type != wantType {
+						t.Errorf("%s is %s, want %s", ti.Name, ti.Type, wantType)
+					}
+				}
+			})
 		}
 	}
 }
