@@ -1,0 +1,129 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/modelgen"
+)
+
+const storiesModel = "/work/shared/models/stories260K.gguf"
+
+func runInspect(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := mainWith(append([]string{"inspect"}, args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+// TestInspectGolden compares the whole text report of stories260K with
+// testdata/inspect/stories260K.txt.
+func TestInspectGolden(t *testing.T) {
+	code, out, errs := runInspect(t, storiesModel)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	want, err := os.ReadFile("testdata/inspect/stories260K.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("report (-want +got):\n%s\n(if the change is intended: bin/homering inspect %s > app/testdata/inspect/stories260K.txt)", diff, storiesModel)
+	}
+}
+
+func TestInspectJSON(t *testing.T) {
+	// The flag may come after the file.
+	code, out, errs := runInspect(t, storiesModel, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r inspectReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	got := []any{r.Architecture, r.Layers, r.Embd, r.FF, r.Heads, r.KVHeads, r.Vocab, r.Context, r.ChatTemplate, r.TensorCount, len(r.LayerParts), r.LayerParts[2].Bytes, r.Supported}
+	want := []any{"llama", 5, 64, 172, 8, 4, 512, 2048, false, 48, 5, int64(181760), true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("report fields (-want +got):\n%s", diff)
+	}
+	if len(r.Types) != 1 || r.Types[0] != (inspectType{Type: "F32", Tensors: 48, Bytes: 1171200}) {
+		t.Errorf("types %+v", r.Types)
+	}
+}
+
+func TestInspectGeneratedQwen3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q3.gguf")
+	c := modelgen.Config{Arch: "qwen3", Layers: 2, Embd: 256, FF: 512, Heads: 8, KVHeads: 2, HeadDim: 64, Vocab: 400, Type: "Q4_K"}
+	if err := modelgen.Generate(path, c); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runInspect(t, path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"architecture    qwen3", "supported       yes", "heads           8 (KV heads 2, head dim 64)", "chat template   yes", "  Q4_K ", "layers 0-1 (each)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInspectBadFiles: each failure is one sentence on stderr and exit 1.
+func TestInspectBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	full, err := os.ReadFile(storiesModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	missing := filepath.Join(dir, "missing.gguf")
+	notGGUF := write("readme.md", []byte("# not a model\n"))
+	cutHeader := write("cut-header.gguf", full[:5000])
+	cutData := write("cut-data.gguf", full[:800000])
+	empty := write("empty.gguf", nil)
+	tests := []struct {
+		name, path, want string
+	}{
+		{"missing", missing, missing + " does not exist. Check the path."},
+		{"directory", dir, dir + " is a directory, not a model file. Give the path of a .gguf file."},
+		{"not gguf", notGGUF, notGGUF + ` is not a GGUF model: it starts with "# no" instead of "GGUF". Give the path of a .gguf file.`},
+		{"empty", empty, empty + " is not a GGUF model: it is empty (0 bytes). Give the path of a .gguf file."},
+		{"cut in header", cutHeader, cutHeader + " is incomplete: it ends at 5000 bytes but its metadata needs 5004 bytes. Download it again."},
+		{"cut in data", cutData, cutData + " is incomplete: it ends at 800 KB but its tensor data needs 1.2 MB. Download it again."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runInspect(t, tt.path)
+			if code != 1 || out != "" {
+				t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
+			}
+			if want := "homering inspect: " + tt.want + "\n"; errs != want {
+				t.Errorf("stderr\n got %q\nwant %q", errs, want)
+			}
+		})
+	}
+}
+
+func TestInspectUsage(t *testing.T) {
+	code, _, errs := runInspect(t)
+	if code != 2 || !strings.Contains(errs, "give exactly one GGUF file") {
+		t.Errorf("no file: exit %d, stderr %q", code, errs)
+	}
+	code, _, _ = runInspect(t, storiesModel, storiesModel)
+	if code != 2 {
+		t.Errorf("two files: exit %d, want 2", code)
+	}
+}
