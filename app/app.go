@@ -34,11 +34,18 @@ type command struct {
 // commands lists every subcommand. Each lives in its own cmd_*.go file.
 func commands() map[string]command {
 	return map[string]command{
-		"run":       {"generate text from a GGUF on this machine alone", cmdRun},
-		"inspect":   {"print a GGUF's architecture, layers and tensor types", cmdInspect},
-		"gen-model": {"write a GGUF with random weights (tests, benchmarks)", cmdGenModel},
-		"plan":      {"print Halda's plan for device profiles and a model", cmdPlan},
-		"version":   {"print the version", cmdVersion},
+		"run":        {"generate text from a GGUF on this machine alone", cmdRun},
+		"inspect":    {"print a GGUF's architecture, layers and tensor types", cmdInspect},
+		"gen-model":  {"write a GGUF with random weights (tests, benchmarks)", cmdGenModel},
+		"plan":       {"print Halda's plan for device profiles and a model", cmdPlan},
+		"version":    {"print the version", cmdVersion},
+		"headless":   {"run the agent without tray or window until SIGTERM", cmdHeadless},
+		"peers":      {"list devices seen (mDNS, manual); peers add HOST[:PORT]", cmdPeers},
+		"doctor":     {"say what discovery tries and why a device may be invisible", cmdDoctor},
+		"pair":       {"show a pairing code, or enter one: pair DEVICE CODE", cmdPair},
+		"unpair":     {"forget a paired device on both sides", cmdUnpair},
+		"contribute": {"share this machine with paired devices: contribute on|off", cmdContribute},
+		"id":         {"print this device's ID", cmdID},
 	}
 }
 

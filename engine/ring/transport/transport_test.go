@@ -242,7 +242,7 @@ func TestLinkOverTLSWebsocket(t *testing.T) {
 		if !errors.Is(err, ErrRefused) {
 			t.Fatalf("error = %v, want ErrRefused", err)
 		}
-		if logs := srv.logs.String(); !strings.Contains(logs, "refused connection from an unpaired device") || !strings.Contains(logs, stranger.id.ID.String()) || !strings.Contains(logs, "127.0.0.1:") {
+		if logs := srv.logs.String(); !strings.Contains(logs, "refused connection from an unpaired device") || !strings.Contains(logs, "peer="+stranger.id.ID.String()) || !strings.Contains(logs, "127.0.0.1:") {
 			t.Errorf("server log lacks the refusal with address and device:\n%s", logs)
 		}
 	})

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"homering/app/api/apitype"
+	"homering/app/config"
+	"homering/app/node"
+	"homering/discovery/identity"
+	"homering/engine/ring/transport"
+)
+
+// Server is the loopback control API of one agent.
+type Server struct {
+	Node  *node.Node   // non-nil
+	Log   *slog.Logger // non-nil
+	Token string       // non-empty; required on every request
+}
+
+// Handler returns the routes.
+func (s *Server) Handler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Status(), nil) })
+	m.HandleFunc("GET /api/v1/peers", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Peers(), nil) })
+	m.HandleFunc("POST /api/v1/peers/add", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.AddPeerRequest
+		if decode(w, r, &req) {
+			p, err := s.Node.AddPeer(r.Context(), req.Addr)
+			reply(w, p, err)
+		}
+	})
+	m.HandleFunc("POST /api/v1/peers/remove", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PeerRequest
+		if decode(w, r, &req) {
+			reply(w, struct{}{}, s.Node.RemovePeer(req.Peer))
+		}
+	})
+	m.HandleFunc("POST /api/v1/peers/probe", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PeerRequest
+		if decode(w, r, &req) {
+			reply(w, s.Node.Probe(r.Context(), req.Peer), nil)
+		}
+	})
+	m.HandleFunc("GET /api/v1/pair", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.PairStatus(), nil) })
+	m.HandleFunc("POST /api/v1/pair/show", func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.Node.ShowCode()
+		reply(w, p, err)
+	})
+	m.HandleFunc("POST /api/v1/pair/enter", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PairEnterRequest
+		if decode(w, r, &req) {
+			p, err := s.Node.EnterCode(r.Context(), req.Peer, req.Code)
+			reply(w, p, err)
+		}
+	})
+	m.HandleFunc("POST /api/v1/unpair", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PeerRequest
+		if decode(w, r, &req) {
+			p, err := s.Node.Unpair(r.Context(), req.Peer)
+			reply(w, p, err)
+		}
+	})
+	m.HandleFunc("POST /api/v1/contribute", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.ContributeRequest
+		if decode(w, r, &req) {
+			if err := s.Node.SetContribute(req.On); err != nil {
+				reply(w, nil, err)
+				return
+			}
+			reply(w, s.Node.Status(), nil)
+		}
+	})
+	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
+	return s.auth(m)
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	want := []byte("Bearer " + s.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeJSON(w, http.StatusUnauthorized, apitype.Error{Error: "Missing or wrong API token; read it from api.json in the config directory."})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves h on ln until ctx ends.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(ln)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err == nil && len(b) > 0 {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apitype.Error{Error: "The request body is not valid JSON: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeJSON(w, statusOf(err), apitype.Error{Error: sentence(err)})
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, node.ErrUnknownPeer), errors.Is(err, node.ErrNoAddress):
+		return http.StatusNotFound
+	case errors.Is(err, node.ErrNotContributing), errors.Is(err, node.ErrNotPaired), errors.Is(err, node.ErrAmbiguousPeer), errors.Is(err, node.ErrSelf):
+		return http.StatusConflict
+	case errors.Is(err, identity.ErrCodeFormat), errors.Is(err, identity.ErrCodeTypo), errors.Is(err, config.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, identity.ErrPakeConfirm), errors.Is(err, transport.ErrRefused), errors.Is(err, transport.ErrWrongDevice):
+		return http.StatusForbidden
+	}
+	return http.StatusBadGateway
+}
+
+// sentence turns an error chain into one line starting with a capital letter.
+func sentence(err error) string {
+	s := err.Error()
+	for _, p := range []string{"node: ", "identity: ", "transport: ", "config: "} {
+		s = strings.ReplaceAll(s, p, "")
+	}
+	if s != "" {
+		s = strings.ToUpper(s[:1]) + s[1:]
+	}
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,25 @@
+// Package api serves the agent's control API over HTTP on loopback, for the
+// CLI, the tray and the window (all through app/api/client).
+//
+// Every endpoint is under /api/v1 and needs the per-run token written, with
+// the address, to api.json in the config directory (0600): "Authorization:
+// Bearer TOKEN". Bodies are JSON (app/api/apitype); errors are
+// apitype.Error{error: one sentence for a person} with a 4xx/5xx status.
+//
+//	GET  /api/v1/status          apitype.Status
+//	GET  /api/v1/peers           apitype.Peers
+//	POST /api/v1/peers/add       AddPeerRequest → Peer   (add by address)
+//	POST /api/v1/peers/remove    PeerRequest → {}
+//	POST /api/v1/peers/probe     PeerRequest → Probe     (try a link; doctor DEVICE)
+//	GET  /api/v1/pair            PairStatus
+//	POST /api/v1/pair/show       {} → PairShow           (on the device to trust)
+//	POST /api/v1/pair/enter      PairEnterRequest → Peer (on the head)
+//	POST /api/v1/unpair          PeerRequest → Peer
+//	POST /api/v1/contribute      ContributeRequest → Status
+//	GET  /api/v1/doctor          Doctor
+//
+// There is no separate "confirm" step: the code is checked by SPAKE2 on both
+// devices (see discovery/identity), so entering it on the head is the
+// confirmation, and the device that showed it reports the outcome in
+// GET /api/v1/pair.
+package api
