@@ -209,6 +209,11 @@ type crossSolver struct {
 func (c *crossSolver) SolveLayers(p halda.LayerILP) (halda.LayerSolution, error) {
 	got, err1 := lpsolve.Solver{}.SolveLayers(p)
 	want, err2 := haldatest.Exhaustive{}.SolveLayers(p)
+	for _, s := range []halda.Solver{haldatest.DP{}, haldatest.Greedy{}} {
+		if alt, err := s.SolveLayers(p); (err == nil) != (err2 == nil) || (err == nil && (math.Abs(alt.Objective-want.Objective) > 1e-9 || !p.Feasible(alt.W, alt.N))) {
+			c.t.Fatalf("%T says %v (%v), enumeration %v (%v)", s, alt.Objective, err, want.Objective, err2)
+		}
+	}
 	if errors.Is(err1, halda.ErrILPInfeasible) != errors.Is(err2, halda.ErrILPInfeasible) || (err1 == nil) != (err2 == nil) {
 		c.t.Fatalf("lp_solve says %v, enumeration says %v for %+v", err1, err2, p)
 	}

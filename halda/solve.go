@@ -113,6 +113,15 @@ func (q *prob) layerSec(i int) float64 {
 	return x.alpha
 }
 
+// maxSingleDrops bounds the one-at-a-time drops device selection tries:
+// each is a whole solve, and with many one-layer devices the all-at-once
+// drop is the one that matters (001 A.19.2).
+const maxSingleDrops = 3
+
+// maxForceTries bounds how many pagers forcePagers tries per round, largest
+// disk time first: each try is a run of the case loop.
+const maxForceTries = 3
+
 // selectDevices is 001 §3.3 "Device selection": a device whose best share is
 // one layer (w = 1; the papers say one CPU layer, but a device holding one
 // GPU layer costs a hop per round just the same) is dropped when the plan
@@ -130,18 +139,31 @@ func (q *prob) selectDevices(best *cand, active []int, dropped []Dropped, s Solv
 		if len(weak) == 0 {
 			break
 		}
-		// All weak devices at once first, then each alone (the paper drops
-		// them together; one alone can win when another weak one is a
-		// needed memory helper).
+		// All weak devices at once first (as the paper drops them); when
+		// that loses (a weak device can be a needed memory helper), the
+		// costlier half of them, then a quarter, … down to the single
+		// costliest; with few weak devices, each alone. O(log) solves.
+		costs, _ := q.evalRing(best.ring, best.k, best.w, best.n)
+		pos := map[int]int{}
+		for p, i := range best.ring {
+			pos[i] = p
+		}
+		sort.SliceStable(weak, func(a, b int) bool { return costs[pos[weak[a]]].total() > costs[pos[weak[b]]].total() })
 		tries := [][]int{weak}
-		if len(weak) > 1 {
-			for _, i := range weak {
+		for h := len(weak) / 2; h >= 1; h /= 2 {
+			tries = append(tries, weak[:h])
+		}
+		if len(weak) <= maxSingleDrops {
+			for _, i := range weak[1:] {
 				tries = append(tries, []int{i})
 			}
 		}
 		var win *cand
 		var winSet, winDrop []int
 		for _, drop := range tries {
+			if win != nil {
+				break // the first improvement is taken; the loop re-checks
+			}
 			set := slices.DeleteFunc(slices.Clone(active), func(i int) bool { return slices.Contains(drop, i) })
 			c, err := q.solveSubset(set, s, st)
 			if err != nil {
@@ -373,6 +395,9 @@ func (f *fixedPoint) forcePagers() error {
 		}
 		sort.SliceStable(pagers, func(i, j int) bool { return costs[pagers[i]].disk > costs[pagers[j]].disk })
 		improved := false
+		if len(pagers) > maxForceTries {
+			pagers = pagers[:maxForceTries]
+		}
 		for _, p := range pagers {
 			force := slices.Clone(b.force)
 			force[p] = true

@@ -2,9 +2,12 @@
 // with lp_solve 5.5 through github.com/draffensperger/golp. It is the only
 // package that imports golp (cgo); halda itself stays pure Go.
 //
-// Encoding: columns w_0..w_{M-1}, n_0..n_{M-1}, all integer; the bounds of
-// the LayerILP become column bounds; rows are Σ w = W, n_m − w_m ≤ 0 and, when
-// tighter than the bounds, CPUMin ≤ w_m − n_m ≤ CPUMax. lp_solve's statuses
+// Encoding: integer columns c_m = w_m − n_m (CPU layers) and n_m (GPU layers)
+// with the LayerILP's CPU and GPU bounds as column bounds, the row
+// Σ (c_m + n_m) = W, and WMin ≤ c_m + n_m ≤ WMax rows only where the column
+// bounds do not imply them. That matrix is totally unimodular (the incidence
+// matrix of a bipartite graph), so lp_solve's first LP relaxation is
+// already integral: no branching. lp_solve's statuses
 // map to typed errors: INFEASIBLE → ErrInfeasible (which wraps
 // halda.ErrILPInfeasible, so Halda skips that k), UNBOUNDED → ErrUnbounded,
 // NOMEMORY → ErrNoMemory, TIMEOUT and other incomplete stops → ErrTimeout,

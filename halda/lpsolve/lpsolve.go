@@ -64,10 +64,19 @@ type Solver struct {
 
 var _ halda.Solver = Solver{}
 
-// SolveLayers encodes the ILP as columns w_0..w_{M-1}, n_0..n_{M-1}, all
-// integer, with the bounds as column bounds and the coupling rows as rows:
+// SolveLayers encodes the ILP in CPU and GPU layers per device instead of
+// w and n: columns c_0..c_{M-1} (c_m = w_m − n_m) and n_0..n_{M-1}, so that
 //
-//	Σ w = W;  n_m − w_m ≤ 0;  CPUMin_m ≤ w_m − n_m ≤ CPUMax_m (only when tighter than the bounds).
+//	Σ_m (c_m + n_m) = W
+//	WMin_m ≤ c_m + n_m ≤ WMax_m          (a row only where the bounds below do not imply it)
+//	max(CPUMin_m, 0) ≤ c_m ≤ CPUMax_m,  0 ≤ n_m ≤ NMax_m   (column bounds)
+//
+// with objective Σ CostW·c + (CostW + CostN)·n. Every column has one 1 in
+// the Σ row and one in its device's row: the matrix is the incidence matrix
+// of a bipartite graph, totally unimodular, so with integer bounds the LP
+// relaxation's vertices are integral and lp_solve's branch and bound ends at
+// its root. The columns are still declared integer, so an answer is never
+// fractional.
 func (s Solver) SolveLayers(p halda.LayerILP) (halda.LayerSolution, error) {
 	m := len(p.Vars)
 	if m == 0 {
@@ -79,39 +88,35 @@ func (s Solver) SolveLayers(p halda.LayerILP) (halda.LayerSolution, error) {
 		lp.SetTimeout(s.TimeoutSec)
 	}
 	obj := make([]float64, 2*m)
-	sum := make([]golp.Entry, m)
+	sum := make([]golp.Entry, 0, 2*m)
 	for i, v := range p.Vars {
-		obj[i], obj[m+i] = v.CostW, v.CostN
-		sum[i] = golp.Entry{Col: i, Val: 1}
+		obj[i], obj[m+i] = v.CostW, v.CostW+v.CostN
+		sum = append(sum, golp.Entry{Col: i, Val: 1}, golp.Entry{Col: m + i, Val: 1})
 	}
 	if err := lp.AddConstraintSparse(sum, golp.EQ, float64(p.W)); err != nil {
 		return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window row: %w", err)
 	}
 	for i, v := range p.Vars {
-		wMax := min(v.WMax, p.W)
+		wMin, wMax := max(v.WMin, 0), min(v.WMax, p.W)
+		cMin, cMax := max(v.CPUMin, 0), min(v.CPUMax, wMax)
 		nMax := min(v.NMax, wMax)
-		if v.WMin > wMax || nMax < 0 {
+		if cMin > cMax || nMax < 0 || wMin > wMax {
 			return halda.LayerSolution{}, ErrInfeasible
 		}
-		if nMax > 0 {
-			if err := lp.AddConstraintSparse([]golp.Entry{{Col: m + i, Val: 1}, {Col: i, Val: -1}}, golp.LE, 0); err != nil {
-				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add n ≤ w for var %d: %w", i, err)
+		w := []golp.Entry{{Col: i, Val: 1}, {Col: m + i, Val: 1}}
+		if wMin > cMin {
+			if err := lp.AddConstraintSparse(w, golp.GE, float64(wMin)); err != nil {
+				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window floor for var %d: %w", i, err)
 			}
 		}
-		diff := []golp.Entry{{Col: i, Val: 1}, {Col: m + i, Val: -1}}
-		if v.CPUMin > max(v.WMin-nMax, 0) {
-			if err := lp.AddConstraintSparse(diff, golp.GE, float64(v.CPUMin)); err != nil {
-				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the CPU-layer floor for var %d: %w", i, err)
-			}
-		}
-		if v.CPUMax < wMax {
-			if err := lp.AddConstraintSparse(diff, golp.LE, float64(v.CPUMax)); err != nil {
-				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the CPU-layer cap for var %d: %w", i, err)
+		if wMax < cMax+nMax {
+			if err := lp.AddConstraintSparse(w, golp.LE, float64(wMax)); err != nil {
+				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window cap for var %d: %w", i, err)
 			}
 		}
 		lp.SetInt(i, true)
 		lp.SetInt(m+i, true)
-		lp.SetBounds(i, float64(max(v.WMin, 0)), float64(wMax))
+		lp.SetBounds(i, float64(cMin), float64(cMax))
 		lp.SetBounds(m+i, 0, float64(nMax))
 	}
 	lp.SetObjFn(obj)
@@ -121,8 +126,8 @@ func (s Solver) SolveLayers(p halda.LayerILP) (halda.LayerSolution, error) {
 	x := lp.Variables()
 	sol := halda.LayerSolution{W: make([]int, m), N: make([]int, m)}
 	for i := range m {
-		sol.W[i] = int(math.Round(x[i]))
-		sol.N[i] = int(math.Round(x[m+i]))
+		c, n := int(math.Round(x[i])), int(math.Round(x[m+i]))
+		sol.W[i], sol.N[i] = c+n, n
 	}
 	// Recompute the objective from the integers: lp_solve's is within its
 	// tolerances, and Halda compares objectives across k.
