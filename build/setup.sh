@@ -44,6 +44,11 @@ malgo_dir=$(go mod download -json github.com/gen2brain/malgo@v0.11.24 | sed -n '
 mkdir -p build/.cinclude/miniaudio
 cp -f "$malgo_dir/miniaudio.h" build/.cinclude/miniaudio/miniaudio.h
 chmod u+w build/.cinclude/miniaudio/miniaudio.h
+# --- engine/llama: llama.h for its own cgo shim (chat templates, vocab ids the
+# ollama wrapper does not expose). It includes ggml.h, found in engine/ggml/include.
+cp -f "$ollama_dir"/llama/llama.cpp/include/llama.h build/.cinclude/llama.h
+chmod u+w build/.cinclude/llama.h
+# --- end engine/llama
 
 log "building bin/homering (first build compiles ggml and llama.cpp: several minutes)"
 go build -o bin/homering .
