@@ -54,14 +54,25 @@ func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Issue: fmt.Sprintf(format, args...)}
 }
 
+// Limits on a Problem. They are far beyond real clusters and models and keep
+// Halda's integer arithmetic exact and its work bounded.
+const (
+	MaxLayers  = 4096
+	MaxDevices = 256
+	maxBytes   = 1 << 50
+)
+
 // prepare validates p and derives the per-device constants of A.3.
 func prepare(p Problem) (*prob, error) {
 	m := p.Model
 	if len(p.Devices) == 0 {
 		return nil, invalid("devices", "the list is empty; give at least the head device")
 	}
-	if m.Layers < 1 {
-		return nil, invalid("model.layers", "is %d; a model has at least one layer", m.Layers)
+	if m.Layers < 1 || m.Layers > MaxLayers {
+		return nil, invalid("model.layers", "is %d; Halda plans models of 1 to %d layers", m.Layers, MaxLayers)
+	}
+	if len(p.Devices) > MaxDevices {
+		return nil, invalid("devices", "lists %d devices; Halda plans rings of at most %d", len(p.Devices), MaxDevices)
 	}
 	if m.Vocab < 1 {
 		return nil, invalid("model.vocab", "is %d; the vocabulary size must be positive", m.Vocab)
@@ -70,15 +81,24 @@ func prepare(p Problem) (*prob, error) {
 		m.InputBytes < 0 || m.OutputBytes < 0 {
 		return nil, invalid("model", "has a negative size; sizes are bytes and token counts ≥ 0")
 	}
+	// Bounds that keep every byte count Halda forms (layers × bytes per
+	// layer, sums over devices) far inside int64.
+	if m.ContextTokens > 1<<24 || m.KVBytesPerToken > 1<<24 || m.CPUBufferBytes > maxBytes || m.GPUBufferBytes > maxBytes ||
+		m.InputBytes > maxBytes || m.OutputBytes > maxBytes {
+		return nil, invalid("model", "has a size beyond any real model (over 2^24 tokens or bytes per token, or a part over 1 PiB)")
+	}
 	if len(m.LayerBytes) == 0 || len(m.LayerFlops) == 0 {
 		return nil, invalid("model.layer_bytes", "layer_bytes and layer_flops must list at least one weight type")
 	}
 	q := &prob{Problem: p, L: m.Layers}
 	for t, v := range m.LayerBytes {
-		if v < 0 {
-			return nil, invalid("model.layer_bytes."+t, "is negative")
+		if v < 0 || v > maxBytes {
+			return nil, invalid("model.layer_bytes."+t, "is %d; a layer's bytes are between 0 and 1 PiB", v)
 		}
 		q.b += v
+	}
+	if q.b > maxBytes {
+		return nil, invalid("model.layer_bytes", "sums to more than 1 PiB per layer")
 	}
 	if q.b <= 0 {
 		return nil, invalid("model.layer_bytes", "sums to 0; a layer has weights")
@@ -203,9 +223,10 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 	if d.OS == MacOS && d.GPU == CUDA {
 		return x, invalid(f+".gpu", "is cuda on macOS; use metal or leave it empty")
 	}
-	if d.RAMAvailable < 0 || d.VRAMAvailable < 0 || d.MetalBudget < 0 || d.MemoryBudget < 0 ||
-		d.SwapCanSwap < 0 || d.SwapAvailable < 0 {
-		return x, invalid(f, "has a negative memory size; sizes are bytes ≥ 0")
+	for _, v := range []int64{d.RAMAvailable, d.VRAMAvailable, d.MetalBudget, d.MemoryBudget, d.SwapCanSwap, d.SwapAvailable} {
+		if v < 0 || v > maxBytes {
+			return x, invalid(f, "has a memory size of %d; sizes are bytes between 0 and 1 PiB", v)
+		}
 	}
 	if !positive(d.CPUReadBytesPerSec) {
 		return x, invalid(f+".cpu_read_bytes_per_s", "is %v; profile the device's memory read throughput", d.CPUReadBytesPerSec)
