@@ -143,11 +143,24 @@ func (n *Node) Probe(ctx context.Context, peer string) apitype.Probe {
 		r.Advice = append(r.Advice, "It is not visible now: it may be off, not contributing, or on a network multicast does not reach. Try: homering peers add ADDRESS.")
 		return r
 	}
+	if id.IsZero() {
+		// Only an address: learn who is there from its certificate, so the
+		// link below is pinned like any other.
+		seen, err := n.ep.Probe(ctx, addrs[0])
+		if err != nil {
+			r.Tried = append(r.Tried, addrs[0]+": "+err.Error())
+			r.Error = err.Error()
+			r.Advice = append(r.Advice, "Nothing answers TLS there: Homering is not running on it, contribute is off, or a firewall drops the port.")
+			return r
+		}
+		r.Tried = append(r.Tried, fmt.Sprintf("%s: certificate of device %s", addrs[0], seen))
+		id = seen
+	}
 	n.mu.Lock()
-	paired := !id.IsZero() && n.paired.Has(id)
+	paired := n.paired.Has(id)
 	port := n.cfg.LinkPort
 	n.mu.Unlock()
-	if !id.IsZero() && !paired {
+	if !paired {
 		r.Advice = append(r.Advice, "This device is not paired with it, so it will refuse the link. Pair them: homering pair on it, then homering pair DEVICE CODE here.")
 	}
 	for _, a := range addrs {

@@ -1,0 +1,336 @@
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"homering/app/api/apitype"
+)
+
+// Env is one isolated network with a bridge and a router.
+type Env struct {
+	t      *testing.T
+	Bin    string // built homering binary
+	Prefix string // unique name prefix
+	br     string // bridge namespace
+	mu     sync.Mutex
+	nodes  []*Node
+	nextIP int
+}
+
+// NewEnv builds the binary and creates the bridge namespace.
+func NewEnv(t *testing.T) *Env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("apptest needs root to create network namespaces (CI runs as root): run go test as root")
+	}
+	var rnd [3]byte
+	rand.Read(rnd[:])
+	e := &Env{t: t, Prefix: "hr" + hex.EncodeToString(rnd[:]), nextIP: 1}
+	e.br = e.Prefix + "-br"
+	e.Bin = buildBinary(t)
+
+	t.Cleanup(e.cleanup)
+	e.ip("netns", "add", e.br)
+	e.ip("-n", e.br, "link", "set", "lo", "up")
+	e.ip("-n", e.br, "link", "add", "br0", "type", "bridge")
+	e.ip("-n", e.br, "addr", "add", "10.77.1.254/24", "dev", "br0")
+	e.ip("-n", e.br, "link", "set", "br0", "up")
+	e.run("ip", "netns", "exec", e.br, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+	return e
+}
+
+var buildOnce struct {
+	sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildBinary builds homering once per test process.
+func buildBinary(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "homering-apptest-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "homering")
+		cmd := exec.Command("go", "build", "-o", buildOnce.path, ".")
+		cmd.Dir = "../.." // module root, from app/apptest
+		buildOnce.out, buildOnce.err = cmd.CombinedOutput()
+	})
+	if buildOnce.err != nil {
+		t.Fatalf("go build homering: %v\n%s", buildOnce.err, buildOnce.out)
+	}
+	return buildOnce.path
+}
+
+func (e *Env) run(name string, args ...string) string {
+	e.t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (e *Env) ip(args ...string) { e.t.Helper(); e.run("ip", args...) }
+
+func (e *Env) cleanup() {
+	e.mu.Lock()
+	nodes := e.nodes
+	e.mu.Unlock()
+	for _, n := range nodes {
+		n.kill()
+		if e.t.Failed() {
+			e.t.Logf("--- log of node %s (%s):\n%s", n.Name, n.NS, n.Log())
+		}
+	}
+	for _, n := range nodes {
+		exec.Command("ip", "netns", "del", n.NS).Run()
+	}
+	exec.Command("ip", "netns", "del", e.br).Run()
+}
+
+// NodeOption changes how a node is attached.
+type NodeOption func(*nodeOpts)
+
+type nodeOpts struct {
+	remote bool
+	home   string
+}
+
+// Remote puts the node on the other side of the router, with no multicast route.
+func Remote() NodeOption { return func(o *nodeOpts) { o.remote = true } }
+
+// Home starts the node with a copy of another node's config directory.
+func Home(copyOf *Node) NodeOption { return func(o *nodeOpts) { o.home = copyOf.Home } }
+
+// Node is one device: a namespace, a config directory and maybe a process.
+type Node struct {
+	Name string
+	NS   string
+	Addr string // its IPv4 address
+	Home string // HOMERING_HOME
+	env  *Env
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  bytes.Buffer
+	done chan struct{}
+}
+
+// NewNode creates a namespace attached to the bridge (or router) and a
+// config directory. The agent is not started.
+func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
+	t.Helper()
+	var o nodeOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	e.mu.Lock()
+	idx := e.nextIP
+	e.nextIP++
+	e.mu.Unlock()
+	n := &Node{Name: name, NS: e.Prefix + "-" + name, Home: filepath.Join(t.TempDir(), name), env: e}
+	e.mu.Lock()
+	e.nodes = append(e.nodes, n)
+	e.mu.Unlock()
+	host := fmt.Sprintf("%sv%d", e.Prefix, idx) // ≤ 15 bytes
+	e.ip("netns", "add", n.NS)
+	e.ip("-n", n.NS, "link", "set", "lo", "up")
+	e.ip("link", "add", host, "type", "veth", "peer", "name", "lan0", "netns", n.NS)
+	e.ip("link", "set", host, "netns", e.br)
+	if o.remote {
+		n.Addr = fmt.Sprintf("10.77.2.%d", idx)
+		e.ip("-n", e.br, "addr", "add", fmt.Sprintf("10.77.2.254/32"), "dev", host)
+		e.ip("-n", e.br, "link", "set", host, "up")
+		e.ip("-n", e.br, "route", "add", n.Addr+"/32", "dev", host)
+		e.ip("-n", n.NS, "addr", "add", n.Addr+"/24", "dev", "lan0")
+		e.ip("-n", n.NS, "link", "set", "lan0", "up")
+		e.ip("-n", n.NS, "route", "add", "10.77.1.0/24", "via", "10.77.2.254")
+	} else {
+		n.Addr = fmt.Sprintf("10.77.1.%d", idx)
+		e.ip("-n", e.br, "link", "set", host, "master", "br0")
+		e.ip("-n", e.br, "link", "set", host, "up")
+		e.ip("-n", n.NS, "addr", "add", n.Addr+"/24", "dev", "lan0")
+		e.ip("-n", n.NS, "link", "set", "lan0", "up")
+		e.ip("-n", n.NS, "route", "add", "default", "via", "10.77.1.254")
+	}
+	if o.home != "" {
+		e.run("cp", "-a", o.home, n.Home)
+		os.Remove(filepath.Join(n.Home, apitype.InfoFile))
+	} else if err := os.MkdirAll(n.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// CLI runs homering with args in the node's namespace and home.
+func (n *Node) CLI(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.NS, n.env.Bin}, args...)...)
+	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("homering %s on %s: %v: %s%s", strings.Join(args, " "), n.Name, err, out.String(), errb.String())
+	}
+	return out.String(), nil
+}
+
+// MustCLI is CLI that fails the test on error.
+func (n *Node) MustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := n.CLI(context.Background(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Start runs `homering headless` and waits until its API answers.
+func (n *Node) Start(t *testing.T) {
+	t.Helper()
+	n.mu.Lock()
+	cmd := exec.Command("ip", "netns", "exec", n.NS, n.env.Bin, "headless")
+	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
+	cmd.Stdout, cmd.Stderr = &lockedWriter{n}, &lockedWriter{n}
+	if err := cmd.Start(); err != nil {
+		n.mu.Unlock()
+		t.Fatal(err)
+	}
+	n.cmd, n.done = cmd, make(chan struct{})
+	done := n.done
+	n.mu.Unlock()
+	go func() { cmd.Wait(); close(done) }()
+	WaitFor(t, 20*time.Second, "agent "+n.Name+" API", func() error {
+		select {
+		case <-done:
+			return fmt.Errorf("agent exited:\n%s", n.Log())
+		default:
+		}
+		_, err := n.CLI(context.Background(), "peers", "-json")
+		return err
+	})
+}
+
+type lockedWriter struct{ n *Node }
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.n.mu.Lock()
+	defer w.n.mu.Unlock()
+	return w.n.log.Write(p)
+}
+
+// Log returns everything the agent wrote so far.
+func (n *Node) Log() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.log.String()
+}
+
+// PID is the agent's process ID (ip netns exec execs the binary in place).
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL: no goodbye, no cleanup.
+func (n *Node) Kill(t *testing.T) {
+	t.Helper()
+	n.signal(syscall.SIGKILL)
+	n.wait(t)
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (n *Node) Stop(t *testing.T) {
+	t.Helper()
+	n.signal(syscall.SIGTERM)
+	n.wait(t)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if code := n.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("agent %s exited with %d after SIGTERM", n.Name, code)
+	}
+}
+
+func (n *Node) signal(s syscall.Signal) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && n.cmd.Process != nil {
+		n.cmd.Process.Signal(s)
+	}
+}
+
+func (n *Node) wait(t *testing.T) {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("agent %s did not exit", n.Name)
+	}
+}
+
+func (n *Node) kill() {
+	n.signal(syscall.SIGKILL)
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// Peers returns the node's peer list.
+func (n *Node) Peers(ctx context.Context) (apitype.Peers, error) {
+	out, err := n.CLI(ctx, "peers", "-json")
+	if err != nil {
+		return apitype.Peers{}, err
+	}
+	var ps apitype.Peers
+	if err := json.Unmarshal([]byte(out), &ps); err != nil {
+		return apitype.Peers{}, fmt.Errorf("decode peers of %s: %w: %s", n.Name, err, out)
+	}
+	return ps, nil
+}
+
+// ID returns the node's device ID.
+func (n *Node) ID(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(n.MustCLI(t, "id"))
+}
+
+// WaitFor polls cond until it returns nil or the deadline passes.
+func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < timeout {
+		if err = cond(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval, not a wait for an outcome
+	}
+	t.Fatalf("%s: not true after %s: %v", what, timeout, err)
+	return 0
+}
