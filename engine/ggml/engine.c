@@ -31,8 +31,17 @@ typedef struct {
 	int gpu;
 } hr_layer;
 
+typedef struct {
+	struct ggml_context *ctx; // graph metadata, in w->meta; NULL: no graph yet
+	struct ggml_cgraph *gf;
+	int n, n_out;
+	int64_t n_kv;
+	struct ggml_tensor *inp_tokens, *inp_embd, *inp_pos, *k_idxs, *v_idxs, *kq_mask, *out_ids, *out;
+} hr_graph;
+
 struct hr_window {
 	hr_model *m;
+	hr_graph g;
 	hr_window_params p;
 	int n_layers;
 	hr_layer *layers;
@@ -193,6 +202,9 @@ static struct ggml_tensor *gpu_dup(hr_window *w, struct ggml_tensor *t) {
 void hr_window_free(hr_window *w) {
 	if (!w) {
 		return;
+	}
+	if (w->g.ctx) {
+		ggml_free(w->g.ctx);
 	}
 	if (w->sched) {
 		ggml_backend_sched_free(w->sched);
@@ -451,25 +463,21 @@ static struct ggml_tensor *add_opt(struct ggml_context *ctx, struct ggml_tensor 
 	return b ? ggml_add(ctx, x, b) : x;
 }
 
-int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int n, int pos, float *out,
-		   size_t out_floats, char *err, size_t errlen) {
+// build_graph builds the window's graph for n inputs attending over n_kv
+// cells into w->g. The graph depends only on (n, n_kv): positions, cells and
+// the mask are inputs, so consecutive decode steps reuse it (as llama.cpp
+// reuses its graph) and skip the build and the scheduler's allocation.
+static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, size_t errlen) {
 	hr_model *m = w->m;
 	const hr_hparams *hp = &m->hp;
 	const int64_t hd = hp->n_embd_head;
 	const int64_t n_embd_gqa = hd * hp->n_head_kv;
 	const int64_t kv_size = w->p.n_ctx;
-	const int used_after = pos + n;
-	int64_t n_kv = 0;
-	if (w->n_layers > 0) {
-		n_kv = HR_PAD(used_after, HR_KV_PAD);
-		if (n_kv < HR_KV_PAD) {
-			n_kv = HR_KV_PAD;
-		}
-		if (n_kv > kv_size) {
-			n_kv = kv_size;
-		}
+	hr_graph *g = &w->g;
+	if (g->ctx) {
+		ggml_free(g->ctx);
 	}
-	const int n_out = w->p.output ? (w->p.all_logits ? n : 1) : n;
+	memset(g, 0, sizeof(*g));
 
 	struct ggml_init_params ip = {w->meta_size, w->meta, true};
 	struct ggml_context *ctx = ggml_init(ip);
@@ -477,18 +485,23 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 		seterr(err, errlen, "ggml_init failed");
 		return -1;
 	}
+	g->ctx = ctx;
 	struct ggml_cgraph *gf = ggml_new_graph_custom(ctx, w->graph_size, false);
+	g->gf = gf;
+	g->n = n;
+	g->n_kv = n_kv;
+	g->n_out = n_out;
 
 	// build_inp_embd
-	struct ggml_tensor *inp_tokens = NULL, *inp_embd = NULL, *cur;
+	struct ggml_tensor *cur;
 	if (w->p.embed) {
-		inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
-		ggml_set_input(inp_tokens);
-		cur = ggml_get_rows(ctx, w->tok_embd, inp_tokens);
+		g->inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+		ggml_set_input(g->inp_tokens);
+		cur = ggml_get_rows(ctx, w->tok_embd, g->inp_tokens);
 	} else {
-		inp_embd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp->n_embd, n);
-		ggml_set_input(inp_embd);
-		cur = inp_embd;
+		g->inp_embd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp->n_embd, n);
+		ggml_set_input(g->inp_embd);
+		cur = g->inp_embd;
 	}
 	struct ggml_tensor *inp_pos = NULL, *k_idxs = NULL, *v_idxs = NULL, *kq_mask = NULL, *out_ids = NULL;
 	if (w->n_layers > 0) {
@@ -506,6 +519,11 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 		out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out); // build_inp_out_ids
 		ggml_set_input(out_ids);
 	}
+	g->inp_pos = inp_pos;
+	g->k_idxs = k_idxs;
+	g->v_idxs = v_idxs;
+	g->kq_mask = kq_mask;
+	g->out_ids = out_ids;
 
 	struct ggml_tensor *inpL = cur;
 	for (int i = 0; i < w->n_layers; i++) {
@@ -599,25 +617,46 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 	ggml_set_output(cur);
 	ggml_build_forward_expand(gf, cur);
 
-	const size_t out_need = (size_t)ggml_nelements(cur);
-	if (out_need != out_floats) {
-		ggml_free(ctx);
-		seterr(err, errlen, "output size mismatch");
-		return -1;
-	}
+	g->out = cur;
 
 	ggml_backend_sched_reset(w->sched);
 	if (!ggml_backend_sched_alloc_graph(w->sched, gf)) {
 		ggml_free(ctx);
+		memset(g, 0, sizeof(*g));
 		seterr(err, errlen, "cannot allocate the compute graph (out of memory?)");
 		return -1;
 	}
+	return 0;
+}
 
-	if (inp_tokens) {
-		ggml_backend_tensor_set(inp_tokens, tokens, 0, (size_t)n * sizeof(int32_t));
+int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int n, int pos, float *out,
+		   size_t out_floats, char *err, size_t errlen) {
+	hr_model *m = w->m;
+	const hr_hparams *hp = &m->hp;
+	const int64_t n_embd_gqa = (int64_t)hp->n_embd_head * hp->n_head_kv;
+	const int64_t kv_size = w->p.n_ctx;
+	const int used_after = pos + n;
+	int64_t n_kv = 0;
+	if (w->n_layers > 0) {
+		n_kv = HR_PAD(used_after, HR_KV_PAD);
+		if (n_kv < HR_KV_PAD) {
+			n_kv = HR_KV_PAD;
+		}
+		if (n_kv > kv_size) {
+			n_kv = kv_size;
+		}
 	}
-	if (inp_embd) {
-		ggml_backend_tensor_set(inp_embd, hidden, 0, (size_t)n * hp->n_embd * sizeof(float));
+	const int n_out = w->p.output ? (w->p.all_logits ? n : 1) : n;
+	hr_graph *g = &w->g;
+	if (!g->ctx || g->n != n || g->n_kv != n_kv || g->n_out != n_out) {
+		if (build_graph(w, n, n_kv, n_out, err, errlen) != 0) {
+			return -1;
+		}
+	}
+	const size_t out_need = (size_t)ggml_nelements(g->out);
+	if (out_need != out_floats) {
+		seterr(err, errlen, "output size mismatch");
+		return -1;
 	}
 	int ok = grow((void **)&w->i32, &w->i32_cap, (size_t)n, sizeof(int32_t));
 	if (ok && w->n_layers > 0) {
@@ -625,25 +664,30 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 		     grow((void **)&w->mask, &w->mask_cap, (size_t)n_kv * n, sizeof(float));
 	}
 	if (!ok) {
-		ggml_free(ctx);
 		seterr(err, errlen, "out of memory");
 		return -1;
+	}
+	if (g->inp_tokens) {
+		ggml_backend_tensor_set(g->inp_tokens, tokens, 0, (size_t)n * sizeof(int32_t));
+	}
+	if (g->inp_embd) {
+		ggml_backend_tensor_set(g->inp_embd, hidden, 0, (size_t)n * hp->n_embd * sizeof(float));
 	}
 	if (w->n_layers > 0) {
 		for (int i = 0; i < n; i++) {
 			w->i32[i] = pos + i;
 		}
-		ggml_backend_tensor_set(inp_pos, w->i32, 0, (size_t)n * sizeof(int32_t));
+		ggml_backend_tensor_set(g->inp_pos, w->i32, 0, (size_t)n * sizeof(int32_t));
 		for (int i = 0; i < n; i++) { // cell = position
 			w->idx[i] = pos + i;
 		}
-		ggml_backend_tensor_set(k_idxs, w->idx, 0, (size_t)n * sizeof(int64_t));
+		ggml_backend_tensor_set(g->k_idxs, w->idx, 0, (size_t)n * sizeof(int64_t));
 		for (int i = 0; i < n; i++) { // llama_kv_cache::set_input_v_idxs, transposed V
 			for (int64_t j = 0; j < n_embd_gqa; j++) {
 				w->idx[(int64_t)i * n_embd_gqa + j] = j * kv_size + pos + i;
 			}
 		}
-		ggml_backend_tensor_set(v_idxs, w->idx, 0, (size_t)n * n_embd_gqa * sizeof(int64_t));
+		ggml_backend_tensor_set(g->v_idxs, w->idx, 0, (size_t)n * n_embd_gqa * sizeof(int64_t));
 		// llama_kv_cache::set_input_kq_mask: causal, cells [0, used_after) full.
 		for (int i = 0; i < n; i++) {
 			const int p1 = pos + i;
@@ -652,26 +696,24 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 				row[j] = (j < used_after && j <= p1) ? 0.0f : -INFINITY;
 			}
 		}
-		ggml_backend_tensor_set(kq_mask, w->mask, 0, (size_t)n_kv * n * sizeof(float));
+		ggml_backend_tensor_set(g->kq_mask, w->mask, 0, (size_t)n_kv * n * sizeof(float));
 	}
-	if (out_ids) {
+	if (g->out_ids) {
 		for (int i = 0; i < n_out; i++) {
 			w->i32[i] = n - n_out + i;
 		}
-		ggml_backend_tensor_set(out_ids, w->i32, 0, (size_t)n_out * sizeof(int32_t));
+		ggml_backend_tensor_set(g->out_ids, w->i32, 0, (size_t)n_out * sizeof(int32_t));
 	}
 
-	enum ggml_status st = ggml_backend_sched_graph_compute(w->sched, gf);
+	enum ggml_status st = ggml_backend_sched_graph_compute(w->sched, g->gf);
 	if (st != GGML_STATUS_SUCCESS) {
-		ggml_free(ctx);
 		seterr(err, errlen, "graph compute failed");
 		return -1;
 	}
-	ggml_backend_tensor_get(cur, out, 0, out_need * sizeof(float));
+	ggml_backend_tensor_get(g->out, out, 0, out_need * sizeof(float));
 	if (w->n_layers > 0) {
 		w->used = used_after;
 	}
-	ggml_free(ctx);
 	return 0;
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -106,7 +107,7 @@ func dropCache(t *testing.T, m *Model, path string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+	if err := fadviseDontNeed(f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -230,3 +231,7 @@ func TestWeightRanges(t *testing.T) {
 		t.Errorf("one layer's ranges cover %d of %d bytes", midTotal, total)
 	}
 }
+
+func fadviseDontNeed(f *os.File) error { return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) }
+
+func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }

@@ -1,0 +1,140 @@
+package ggml
+
+import (
+	"os"
+	"testing"
+)
+
+// Benchmarks report ms/token (decode: one token per evaluation on a filled
+// cache) with one thread, the stable setting on a shared 2-core machine.
+
+func benchDecode(b *testing.B, path string, split bool, threads int) {
+	m, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	info := m.Info()
+	var ws []*Window
+	bounds := [][2]int{{0, info.NLayer}}
+	if split {
+		bounds = [][2]int{{0, info.NLayer / 2}, {info.NLayer / 2, info.NLayer}}
+	}
+	for i, bd := range bounds {
+		w, err := m.NewWindow(WindowParams{First: bd[0], Last: bd[1], Embed: i == 0, Output: i == len(bounds)-1, NCtx: 512, Threads: threads})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	eval := chain(ws...)
+	p := prompt(info.NVocab)[:8]
+	if _, err := eval(p, 0); err != nil {
+		b.Fatal(err)
+	}
+	pos := len(p)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if pos >= 500 {
+			for _, w := range ws {
+				w.KVTruncate(len(p))
+			}
+			pos = len(p)
+		}
+		if _, err := eval([]int32{int32(3 + i%100)}, pos); err != nil {
+			b.Fatal(err)
+		}
+		pos++
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/token")
+}
+
+func BenchmarkDecodeStories(b *testing.B)      { benchDecode(b, stories, false, 1) }
+func BenchmarkDecodeStoriesSplit(b *testing.B) { benchDecode(b, stories, true, 1) }
+func BenchmarkDecode1GQ8(b *testing.B)         { benchDecode(b, bigModel, false, 1) }
+func BenchmarkDecode1GQ8Split(b *testing.B)    { benchDecode(b, bigModel, true, 1) }
+
+func BenchmarkPrefill128(b *testing.B) {
+	m, err := Open(bigModel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	info := m.Info()
+	w, err := m.NewWindow(WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: 256, Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	toks := make([]int32, 128)
+	for i := range toks {
+		toks[i] = int32(3 + i)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w.KVClear()
+		if _, err := w.EvalTokens(toks, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/128, "ms/token")
+}
+
+// BenchmarkColdWindow compares, for the second half of the 1 GB model's
+// layers after dropping it from the page cache: evaluating cold (demand
+// faults), Prefetch alone, and evaluating right after Prefetch.
+func BenchmarkColdWindow(b *testing.B) {
+	path := bigModel
+	m, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	info := m.Info()
+	w, err := m.NewWindow(WindowParams{First: info.NLayer / 2, Last: info.NLayer, NCtx: 16, Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	hidden := make([]float32, info.NEmbd)
+	drop := func() {
+		if err := m.Release([]ByteRange{{0, info.FileSize}}); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := fadviseDontNeed(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var cold, pre, warm float64
+	for i := 0; i < b.N; i++ {
+		drop()
+		w.KVClear()
+		t0 := nowMs()
+		if _, err := w.EvalHidden(hidden, 0); err != nil {
+			b.Fatal(err)
+		}
+		cold += nowMs() - t0
+		drop()
+		w.KVClear()
+		t0 = nowMs()
+		if err := m.Prefetch(w.WeightRanges()); err != nil {
+			b.Fatal(err)
+		}
+		t1 := nowMs()
+		if _, err := w.EvalHidden(hidden, 0); err != nil {
+			b.Fatal(err)
+		}
+		pre += t1 - t0
+		warm += nowMs() - t1
+	}
+	n := float64(b.N)
+	b.ReportMetric(cold/n, "cold-eval-ms")
+	b.ReportMetric(pre/n, "prefetch-ms")
+	b.ReportMetric(warm/n, "eval-after-prefetch-ms")
+}
