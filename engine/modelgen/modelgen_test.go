@@ -21,35 +21,6 @@ func small(arch, typ string) Config {
 	return c
 }
 
-func TestFileSizeMatchesWrittenFile(t *testing.T) {
-	dir := t.TempDir()
-	for _, arch := range Arches() {
-		for _, typ := range Types() {
-			t.Run(arch+"-"+typ, func(t *testing.T) {
-				c := small(arch, typ)
-				if arch == "llama" && typ == "F32" {
-					c.RopeFreqs, c.RopeScaleLinear = true, 4
-				}
-				path := filepath.Join(dir, arch+"-"+typ+".gguf")
-				if err := Generate(path, c); err != nil {
-					t.Fatal(err)
-				}
-				st, err := os.Stat(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := FileSize(c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st.Size() != want {
-					t.Errorf("FileSize = %d, file has %d bytes", want, st.Size())
-				}
-			})
-		}
-	}
-}
-
 func TestGenerateIsDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	gen := func(name string, c Config) []byte {
@@ -214,7 +185,8 @@ func TestRopeFreqFactors(t *testing.T) {
 	}
 }
 
-// TestGeneratedModelsPassGGUFChecks: every family and type parses, has the
+// TestGeneratedModelsPassGGUFChecks: every family and type has the size
+// FileSize predicts (what gen-model --keep relies on), parses, has the
 // hyper-parameters asked for, and has exactly the tensors (names, shapes)
 // llama.cpp's loader expects (gguf.CheckTensors; llama.cpp itself loading
 // these files is tested by the reference engine's tests).
@@ -227,9 +199,19 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				if arch == "llama" {
 					c.RopeFreqs = true
 				}
+				if arch == "llama" && typ == "F32" {
+					c.RopeScaleLinear = 4
+				}
 				path := filepath.Join(dir, arch+"-"+typ+".gguf")
 				if err := Generate(path, c); err != nil {
 					t.Fatal(err)
+				}
+				size, err := FileSize(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st, err := os.Stat(path); err != nil || st.Size() != size {
+					t.Errorf("FileSize = %d, file: %v %v", size, st, err)
 				}
 				f, err := gguf.Open(path)
 				if err != nil {
@@ -253,6 +235,9 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				}
 				if err := f.CheckTensors(s); err != nil {
 					t.Error(err)
+				}
+				if wantScale := map[bool]float64{true: 0.25, false: 1}[c.RopeScaleLinear == 4]; s.RopeFreqScale != wantScale || s.RopeScaling != "linear" {
+					t.Errorf("rope scaling %s x%v, want linear x%v", s.RopeScaling, s.RopeFreqScale, wantScale)
 				}
 				if s.HasRopeFreqs != (arch == "llama") || s.ChatTemplate != (arch != "llama") {
 					t.Errorf("rope freqs %v, chat template %v", s.HasRopeFreqs, s.ChatTemplate)
