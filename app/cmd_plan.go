@@ -207,8 +207,8 @@ func printPlan(w io.Writer, p halda.Problem, pl halda.Plan) {
 	if name == "" {
 		name = "the model"
 	}
-	fmt.Fprintf(w, "%s: %d layers, k=%d round(s) of %d layers, predicted %.1f ms/token (compute %.1f, disk %.1f, network %.1f)\n\n",
-		name, p.Model.Layers, pl.K, pl.Window, pl.PredictedMs, pl.ComputeMs, pl.DiskMs, pl.NetworkMs)
+	fmt.Fprintf(w, "%s: %d layers, k=%d round(s) of %d layers, predicted %s ms/token (compute %s, disk %s, network %s)\n\n",
+		name, p.Model.Layers, pl.K, pl.Window, ms(pl.PredictedMs), ms(pl.ComputeMs), ms(pl.DiskMs), ms(pl.NetworkMs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEVICE\tOS\tCASE\tW\tN\tLAYERS PER ROUND\tPREDICTED ms\tCOMPUTE\tDISK\tNETWORK")
 	for i, a := range pl.Ring {
@@ -216,8 +216,8 @@ func printPlan(w io.Writer, p halda.Problem, pl halda.Plan) {
 		if i == 0 {
 			dev += " (head)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.1f\n",
-			dev, a.OS, a.Case, a.W, a.N, layerRanges(a.Layers), a.PredictedMs, a.ComputeMs, a.DiskMs, a.NetworkMs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
+			dev, a.OS, a.Case, a.W, a.N, layerRanges(a.Layers), ms(a.PredictedMs), ms(a.ComputeMs), ms(a.DiskMs), ms(a.NetworkMs))
 	}
 	tw.Flush()
 	for _, d := range pl.Dropped {
@@ -226,6 +226,14 @@ func printPlan(w io.Writer, p halda.Problem, pl halda.Plan) {
 	if len(pl.Dropped) > 0 {
 		fmt.Fprintln(w)
 	}
+}
+
+// ms formats milliseconds: one decimal, more below 1 ms (tiny models).
+func ms(v float64) string {
+	if v != 0 && v < 1 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 // layerRanges writes [0,10) [40,50) as "0-9 40-49", or "-" for none.

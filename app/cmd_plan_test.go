@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"homering/engine/gguf"
 	"homering/halda"
 )
 
@@ -96,5 +97,46 @@ func TestPlanDeviceFiles(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errs, tt.code, tt.msg)
 			}
 		})
+	}
+}
+
+// planStories is a real trained GGUF shared by the team's tests.
+const planStories = "/work/shared/models/stories260K.gguf"
+
+// TestPlanFromGGUF: --model reads the shape and per-layer bytes through
+// engine/gguf, and the bytes add up to the file's tensors.
+func TestPlanFromGGUF(t *testing.T) {
+	m, err := modelFromGGUF(planStories, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(planStories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors int64
+	for _, ti := range f.Tensors {
+		tensors += ti.Size
+	}
+	var layer int64
+	for _, b := range m.LayerBytes {
+		layer += b
+	}
+	got := layer*int64(m.Layers) + m.InputBytes + m.OutputBytes
+	// Rounding the per-layer average up adds < 1 byte per type and layer;
+	// a tied output counts the embedding twice; rope_freqs are left out.
+	if got < tensors-1<<16 || got > tensors+m.InputBytes+int64(len(m.LayerBytes)*m.Layers) {
+		t.Errorf("model bytes %d, file tensors %d", got, tensors)
+	}
+	if m.Layers < 1 || m.Vocab < 1 || m.KVBytesPerToken <= 0 || m.LayerFlops["f16"] <= 0 {
+		t.Errorf("shape %+v", m)
+	}
+	code, out, errs := runPlan(t, "--devices", testbed, "--model", planStories, "--head", "D3")
+	if code != 0 || !strings.Contains(out, "D3 (head)") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	code, _, errs = runPlan(t, "--devices", testbed, "--model", filepath.Join(t.TempDir(), "none.gguf"))
+	if code != 1 || errs == "" {
+		t.Errorf("missing GGUF: exit %d, %q", code, errs)
 	}
 }

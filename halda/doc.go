@@ -66,7 +66,11 @@
 //
 // Device selection (001 §3.3): a non-head device holding one layer (w = 1,
 // CPU or GPU: either costs a hop per round) is dropped when the plan without
-// it is faster; all such devices together first, then each alone; repeat.
+// it is faster: all such devices together first, then the costlier half of
+// them, a quarter, … (each alone when there are at most three), taking the
+// first improvement and repeating. Then the head alone is tried: a small
+// model may run fastest with no hop at all ("reducing prima.cpp to
+// llama.cpp"), which the one-layer rule misses when the head held none.
 // Devices that cannot hold even one layer (KV cache and buffers exceed their
 // memory, or a too-slow disk and no room) are left out before solving, and
 // with more devices than layers the slowest are left out. Every left-out

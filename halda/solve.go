@@ -71,6 +71,22 @@ func Solve(p Problem, s Solver) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
+		// A small model may run fastest on the head alone, with no hop at
+		// all (001 §3.3: Halda "reduces prima.cpp to llama.cpp"); the
+		// one-layer rule cannot find that when the head held no layers.
+		if len(active) > 1 {
+			solo, err := q.solveSubset(active[:1], s, &st)
+			if err != nil {
+				return Plan{}, err
+			}
+			if solo != nil && solo.cost < best.cost {
+				for _, i := range active[1:] {
+					dropped = append(dropped, Dropped{q.devs[i].Name, fmt.Sprintf(
+						"the head alone predicts %.1f ms per token, faster than %.1f ms with a ring", solo.cost*1e3, best.cost*1e3)})
+				}
+				best, active = solo, active[:1]
+			}
+		}
 	}
 	return q.plan(best, dropped, st), nil
 }
