@@ -354,3 +354,25 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestVersion2(t *testing.T) {
+	b := (&builder{}).header(2, 1, 1).kvStr("general.architecture", "llama").tensor("a", TypeQ8_0, 0, 64)
+	data := b.pad().zeros(68).Bytes()
+	f, err := readBytes(t, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || f.Tensors[0].Size != 68 || f.Tensors[0].Offset != f.DataOffset {
+		t.Errorf("version %d, tensor %+v, data offset %d", f.Version, f.Tensors[0], f.DataOffset)
+	}
+}
+
+// BenchmarkOpenStories260K measures a full header parse and check of a real
+// file with a 512-token vocabulary.
+func BenchmarkOpenStories260K(b *testing.B) {
+	for b.Loop() {
+		if _, err := Open(stories); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
