@@ -40,6 +40,16 @@ func cpu(name string, ram int64, disk float64, links map[string]float64) halda.D
 	}
 }
 
+func withOS(d halda.Device, os halda.OS, randRead float64) halda.Device {
+	d.OS, d.DiskRandBytesPerSec = os, randRead
+	return d
+}
+
+func withSwap(d halda.Device, canSwap, avail int64) halda.Device {
+	d.SwapCanSwap, d.SwapAvailable = canSwap, avail
+	return d
+}
+
 type row struct {
 	Device string
 	Case   halda.Case
@@ -102,6 +112,32 @@ func TestHandSolved(t *testing.T) {
 		want:     []row{{"a", halda.M3, 2, 0}},
 		wantMs:   4*20 + 500,
 		wantDisk: 500,
+	}, {
+		name: "macOS without Metal short of RAM pages in case M1 at random-read speed",
+		cite: "000 A.3 Case 1 and eq. (15) with random reads: 0.5 GB over at 0.5 GB/s random (the 4 GB/s sequential figure is not used)",
+		p: halda.Problem{Model: handModel(4), Devices: []halda.Device{
+			withOS(cpu("mac", 3*gb+gb/2, 4e9, nil), halda.MacOS, 0.5e9)}},
+		wantK:    2,
+		want:     []row{{"mac", halda.M1, 2, 0}},
+		wantMs:   4*20 + 1000,
+		wantDisk: 1000,
+	}, {
+		name: "Windows short of RAM pages in case M5 at random-read speed",
+		cite: "package doc, Windows: gradual reclaim as eq. (15), no sequential read-ahead: 0.5 GB at 1 GB/s random",
+		p: halda.Problem{Model: handModel(4), Devices: []halda.Device{
+			withOS(cpu("win", 3*gb+gb/2, 4e9, nil), halda.Windows, 1e9)}},
+		wantK:    2,
+		want:     []row{{"win", halda.M5, 2, 0}},
+		wantMs:   4*20 + 500,
+		wantDisk: 500,
+	}, {
+		name: "Android's swap-out makes room: no paging",
+		cite: "000 A.3 eq. (17): d^swapout = min(bytes_can_swap, swap_avail) = 0.5 GB lifts 3.5 GB to 4 GB, enough for 4 layers",
+		p: halda.Problem{Model: handModel(4), Devices: []halda.Device{
+			withSwap(withOS(cpu("phone", 3*gb+gb/2, 1e9, nil), halda.Android, 1e9), gb/2, gb)}},
+		wantK:  1,
+		want:   []row{{"phone", halda.M4, 4, 0}},
+		wantMs: 4 * 20,
 	}, {
 		name:   "Metal device under its working-set budget",
 		cite:   "000 A.3 Case 4 with row (31) and the Metal row (35): 4 GB fit in the 6 GB budget, every layer on the GPU at 2 ms",
