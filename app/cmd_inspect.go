@@ -145,7 +145,7 @@ func inspectFile(path string) (inspectReport, error) {
 		ChatTemplate: s.ChatTemplate, TiedOutput: s.TiedOutput, KVBytesToken: s.KVBytesPerToken(2),
 		Input: partOf(l.Input), Output: partOf(l.Output), Other: partOf(l.Other),
 	}
-	if err := f.CheckTensors(s); err != nil {
+	if _, err := f.Check(); err != nil {
 		r.Supported = false
 		r.Problem = err.Error()
 	}

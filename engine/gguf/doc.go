@@ -44,7 +44,13 @@
 //	File.CheckTensors(shape): the architecture is supported (llama — also
 //	    Mistral —, qwen2, qwen3; dense only) and every tensor llama.cpp's
 //	    loader requires is there with its shape, with no tensor it would not
-//	    use. Call Open, Shape and CheckTensors before any cgo call.
+//	    use.
+//	File.CheckVocab(): the tokenizer arrays have the types and lengths
+//	    llama.cpp's vocabulary loader indexes without checking (else a C
+//	    abort or an out-of-bounds read), no duplicate tokens, and as many
+//	    tokens as token_embd has rows.
+//	File.Check(): Shape + CheckTensors + CheckVocab, the one call the engine
+//	    makes after Open and before any cgo call.
 //	File.Layout() → bytes, bytes by type and merged file byte ranges per
 //	    layer ("blk.N.*"), for the input (token_embd), the output
 //	    (output_norm, output) and the rest (rope_freqs); for planning and

@@ -376,3 +376,76 @@ func BenchmarkOpenStories260K(b *testing.B) {
 		}
 	}
 }
+
+func TestCheckVocab(t *testing.T) {
+	strArr := func(b *builder, key string, xs ...string) {
+		b.str(key).u32(uint32(Array)).u32(uint32(String)).u64(uint64(len(xs)))
+		for _, x := range xs {
+			b.str(x)
+		}
+	}
+	f32Arr := func(b *builder, key string, n int) {
+		b.str(key).u32(uint32(Array)).u32(uint32(Float32)).u64(uint64(n)).zeros(4 * n)
+	}
+	build := func(n uint64, kvs func(b *builder)) []byte {
+		b := (&builder{}).header(3, 0, n)
+		kvs(b)
+		return b.Bytes()
+	}
+	tests := []struct {
+		name string
+		data []byte
+		msg  string // "" for a valid vocabulary
+	}{
+		{"valid", build(3, func(b *builder) {
+			strArr(b, "tokenizer.ggml.tokens", "a", "b", "")
+			f32Arr(b, "tokenizer.ggml.scores", 3)
+			b.str("tokenizer.ggml.token_type").u32(uint32(Array)).u32(uint32(Int32)).u64(3).zeros(12)
+		}), ""},
+		{"no tokens", build(0, func(b *builder) {}), "has no tokenizer.ggml.tokens"},
+		{"tokens not strings", build(1, func(b *builder) { f32Arr(b, "tokenizer.ggml.tokens", 2) }), "tokenizer.ggml.tokens is an array of float32, not an array of strings"},
+		{"duplicate token", build(1, func(b *builder) { strArr(b, "tokenizer.ggml.tokens", "a", "b", "a") }), `token 0 and token 2 are both "a"`},
+		{"empty collides", build(1, func(b *builder) { strArr(b, "tokenizer.ggml.tokens", "[EMPTY_1]", "") }), `both "[EMPTY_1]"`},
+		{"short scores", build(2, func(b *builder) {
+			strArr(b, "tokenizer.ggml.tokens", "a", "b", "c")
+			f32Arr(b, "tokenizer.ggml.scores", 2)
+		}), "tokenizer.ggml.scores has 2 entries for 3 tokens"},
+		{"scores as strings", build(2, func(b *builder) {
+			strArr(b, "tokenizer.ggml.tokens", "a")
+			strArr(b, "tokenizer.ggml.scores", "1")
+		}), "scores is an array of string, not an array of float32"},
+		{"scalar token types", build(2, func(b *builder) {
+			strArr(b, "tokenizer.ggml.tokens", "a")
+			b.kvU32("tokenizer.ggml.token_type", 1)
+		}), "token_type is a uint32, not an array of int32"},
+		{"merges not strings", build(2, func(b *builder) {
+			strArr(b, "tokenizer.ggml.tokens", "a")
+			b.kvU32("tokenizer.ggml.merges", 1)
+		}), "merges is a uint32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := readBytes(t, tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = f.CheckVocab()
+			if tt.msg == "" {
+				if err != nil {
+					t.Errorf("valid vocabulary rejected: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadMetadata) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want ErrBadMetadata containing %q", err, tt.msg)
+			}
+		})
+	}
+	g, err := Open(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Check(); err != nil {
+		t.Errorf("stories260K: %v", err)
+	}
+}

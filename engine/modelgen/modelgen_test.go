@@ -233,7 +233,7 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				if s.Arch != wantArch || !cmp.Equal(got, want) {
 					t.Errorf("shape %s %v, want %s %v", s.Arch, got, wantArch, want)
 				}
-				if err := f.CheckTensors(s); err != nil {
+				if _, err := f.Check(); err != nil {
 					t.Error(err)
 				}
 				if wantScale := map[bool]float64{true: 0.25, false: 1}[c.RopeScaleLinear == 4]; s.RopeFreqScale != wantScale || s.RopeScaling != "linear" {
