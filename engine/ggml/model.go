@@ -9,6 +9,7 @@ package ggml
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+
+	"homering/engine/gguf"
 
 	// ggml core and its CPU backend, compiled by cgo from the pinned ollama
 	// module; our C calls its symbols.
@@ -77,6 +80,12 @@ func typeName(t int) string { return C.GoString(C.hr_type_name(C.int(t))) }
 // file, the architecture's tensor shapes) and maps it read-only. Nothing in C
 // sees the file before it has passed these checks.
 func Open(path string) (*Model, error) {
+	// engine/gguf checks the header and tensor table against the file size
+	// and the architecture's tensor list (one human sentence per problem);
+	// parseGGUF and checkTensors below add what ggml's ops need on top.
+	if err := checkWithGGUF(path); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ggml: open model: %w", err)
@@ -302,6 +311,54 @@ func (m *Model) Release(rs []ByteRange) error {
 		}
 	}
 	return nil
+}
+
+// fileError keeps engine/gguf's sentence and matches both its kind and ours.
+type fileError struct {
+	kind error // one of our sentinels
+	err  error // a *gguf.FormatError
+}
+
+func (e *fileError) Error() string   { return "ggml: " + e.err.Error() }
+func (e *fileError) Unwrap() []error { return []error{e.kind, e.err} }
+
+func checkWithGGUF(path string) error {
+	g, err := gguf.Open(path)
+	if err != nil {
+		return ggufError(err, ErrCorrupt)
+	}
+	arch, _ := g.String("general.architecture")
+	if arch != "" && !gguf.Supported(arch) {
+		return &UnsupportedError{Arch: arch}
+	}
+	if n, ok := g.Int(arch + ".expert_count"); ok && n > 0 {
+		return &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
+	}
+	shape, err := g.Shape()
+	if err != nil {
+		return ggufError(err, ErrCorrupt)
+	}
+	if err := g.CheckTensors(shape); err != nil {
+		return ggufError(err, ErrBadModel)
+	}
+	return nil
+}
+
+// ggufError maps an engine/gguf error to our sentinels; other is the kind
+// of damaged metadata or tensors at this stage.
+func ggufError(err, other error) error {
+	kind := other
+	switch {
+	case errors.Is(err, gguf.ErrNotFound):
+		return fmt.Errorf("ggml: open model: %w", err) // matches fs.ErrNotExist
+	case errors.Is(err, gguf.ErrNotRegular), errors.Is(err, gguf.ErrNotGGUF):
+		kind = ErrNotGGUF
+	case errors.Is(err, gguf.ErrTruncated):
+		kind = ErrTruncated
+	case errors.Is(err, gguf.ErrUnsupported):
+		kind = ErrUnsupported
+	}
+	return &fileError{kind: kind, err: err}
 }
 
 // rope scaling types as llama.cpp names them.
