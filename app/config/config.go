@@ -49,7 +49,8 @@ func Default() Config {
 		Contribute: false,
 		// The link (transport) port while contributing. Fixed rather than
 		// random so a manual "add by address" and firewall rules stay valid
-		// across restarts; 47470 is unassigned by IANA.
+		// across restarts; 47470 is unassigned by IANA. 0 picks a free port
+		// at each start (tests; mDNS still advertises the real one).
 		LinkPort: 47470,
 		// Empty: every suitable interface (not loopback, not container or VM
 		// bridges, up, multicast). Set a name to use only that one.
@@ -82,8 +83,8 @@ func (c Config) Validate() error {
 	if len(c.Name) > 63 {
 		errs = append(errs, "name is longer than 63 bytes; choose a shorter one.")
 	}
-	if c.LinkPort < 1 || c.LinkPort > 65535 {
-		errs = append(errs, fmt.Sprintf("link_port %d is not a TCP port; use 1-65535 (default 47470).", c.LinkPort))
+	if c.LinkPort < 0 || c.LinkPort > 65535 {
+		errs = append(errs, fmt.Sprintf("link_port %d is not a TCP port; use 1-65535 (default 47470), or 0 for any free port.", c.LinkPort))
 	}
 	if c.BrowseInterval.D() < 100*time.Millisecond || c.BrowseInterval.D() > time.Minute {
 		errs = append(errs, fmt.Sprintf("browse_interval %s is outside 100ms-1m; use 2s.", c.BrowseInterval))

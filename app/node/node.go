@@ -69,7 +69,8 @@ type Node struct {
 	paired      identity.Paired
 	window      *pairWindow
 	lastPair    *apitype.PairResult
-	listening   string
+	listening   string // link listener address; "" while not contributing
+	linkPort    uint16 // its port, for the TXT record (config may say 0)
 	advertising bool
 	problems    map[string]apitype.Problem
 }
@@ -134,7 +135,7 @@ func (n *Node) record() discovery.Record {
 	defer n.mu.Unlock()
 	return discovery.Record{
 		Version: discovery.TXTVersion, ID: n.o.Identity.ID, Name: n.nameLocked(), App: n.o.App,
-		ProtoMin: ProtoMin, ProtoMax: ProtoMax, Contribute: n.cfg.Contribute, Port: uint16(n.cfg.LinkPort), Run: n.o.Run,
+		ProtoMin: ProtoMin, ProtoMax: ProtoMax, Contribute: n.cfg.Contribute, Port: n.linkPort, Run: n.o.Run,
 	}
 }
 
@@ -146,8 +147,11 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	n.mu.Lock()
+	interval := n.cfg.BrowseInterval.D()
+	n.mu.Unlock()
 	b := &mdns.Browser{
-		Interval: n.cfg.BrowseInterval.D(),
+		Interval: interval,
 		Ifaces: func() ([]mdns.Iface, error) {
 			n.mu.Lock()
 			pin := n.cfg.Interface
@@ -221,6 +225,7 @@ func (n *Node) startContributing(ctx context.Context) func() {
 		n.clearProblem("link_port")
 		n.mu.Lock()
 		n.listening = ln.Addr().String()
+		n.linkPort = uint16(ln.Addr().(*net.TCPAddr).Port)
 		n.mu.Unlock()
 		n.log.Info("listening for paired devices", "addr", ln.Addr().String())
 		wg.Add(1)
@@ -463,12 +468,12 @@ func (n *Node) resolve(s string) (identity.DeviceID, []string, error) {
 		return matches[0], n.addrsLocked(matches[0]), nil
 	case 0:
 	default:
-		return identity.DeviceID{}, nil, fmt.Errorf("%q: %w", s, ErrAmbiguousPeer)
+		return identity.DeviceID{}, nil, fmt.Errorf("%w: %q", ErrAmbiguousPeer, s)
 	}
 	if addr, ok := n.hostPortLocked(s); ok {
 		return identity.DeviceID{}, []string{addr}, nil
 	}
-	return identity.DeviceID{}, nil, fmt.Errorf("%q: %w", s, ErrUnknownPeer)
+	return identity.DeviceID{}, nil, fmt.Errorf("%w: %q", ErrUnknownPeer, s)
 }
 
 func (n *Node) hostPortLocked(s string) (string, bool) {

@@ -148,7 +148,7 @@ func (n *Node) Unpair(ctx context.Context, peer string) (apitype.Peer, error) {
 	paired := n.paired.Has(id)
 	n.mu.Unlock()
 	if !paired {
-		return apitype.Peer{}, fmt.Errorf("%s: %w", peer, ErrNotPaired)
+		return apitype.Peer{}, fmt.Errorf("%w: %s", ErrNotPaired, peer)
 	}
 	view := n.peerView(id)
 	if c, err := n.dial(ctx, id, addrs, transport.PurposeLink, nil); err == nil {
