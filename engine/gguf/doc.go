@@ -54,7 +54,9 @@
 //	File.Layout() → bytes, bytes by type and merged file byte ranges per
 //	    layer ("blk.N.*"), for the input (token_embd), the output
 //	    (output_norm, output) and the rest (rope_freqs); for planning and
-//	    prefetching. ModelShape.KVBytesPerToken gives the KV cache cost.
+//	    prefetching; Layout.WindowRanges(a, b, input, output) merges the
+//	    ranges a window [a,b) reads. ModelShape.KVBytesPerToken gives the KV
+//	    cache cost.
 //	Type: ggml_type numbers with ggml's block and type sizes for every type
 //	    (K-quants, IQ types, TQ, MXFP4).
 //

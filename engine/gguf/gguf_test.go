@@ -449,3 +449,35 @@ func TestCheckVocab(t *testing.T) {
 		t.Errorf("stories260K: %v", err)
 	}
 }
+
+func TestWindowRanges(t *testing.T) {
+	f, err := Open(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(rs []Range) (n int64) {
+		for i, r := range rs {
+			if r.End <= r.Start || (i > 0 && r.Start <= rs[i-1].End) {
+				t.Errorf("ranges not sorted and disjoint: %v", rs)
+			}
+			n += r.End - r.Start
+		}
+		return n
+	}
+	// Layers are stored in order, so [1,3) is one run of two layers' bytes.
+	if rs := l.WindowRanges(1, 3, false, false); len(rs) != 1 || sum(rs) != l.Layers[1].Bytes+l.Layers[2].Bytes {
+		t.Errorf("[1,3): %v, want one range of %d bytes", rs, l.Layers[1].Bytes+l.Layers[2].Bytes)
+	}
+	all := l.WindowRanges(0, 5, true, true)
+	last := f.Tensors[len(f.Tensors)-1]
+	if len(all) != 1 || all[0].Start != f.DataOffset || all[0].End != last.Offset+last.Size {
+		t.Errorf("whole model: %v, want [%d,%d)", all, f.DataOffset, last.Offset+last.Size)
+	}
+	if rs := l.WindowRanges(3, 99, false, true); sum(rs) != l.Layers[3].Bytes+l.Layers[4].Bytes+l.Output.Bytes {
+		t.Errorf("[3,5)+output: %v", rs)
+	}
+}

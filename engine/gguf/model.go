@@ -265,3 +265,33 @@ func TypesSorted(m map[Type]TypeStat) []Type {
 	})
 	return ts
 }
+
+// WindowRanges returns the merged, sorted file byte ranges a window of layers
+// [a, b) reads, plus the input part (token_embd) if withInput and the output
+// part (output_norm, output) if withOutput. The "other" part (rope_freqs) is
+// always included when present: every layer may read it. Used to prefetch or
+// release a window's weights.
+func (l Layout) WindowRanges(a, b int, withInput, withOutput bool) []Range {
+	var rs []Range
+	a, b = max(a, 0), min(b, len(l.Layers))
+	for i := a; i < b; i++ {
+		rs = append(rs, l.Layers[i].Ranges...)
+	}
+	if withInput {
+		rs = append(rs, l.Input.Ranges...)
+	}
+	if withOutput {
+		rs = append(rs, l.Output.Ranges...)
+	}
+	rs = append(rs, l.Other.Ranges...)
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
+	var out []Range
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Start <= out[n-1].End {
+			out[n-1].End = max(out[n-1].End, r.End)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
