@@ -5,10 +5,11 @@
 // Encoding: integer columns c_m = w_m − n_m (CPU layers) and n_m (GPU layers)
 // with the LayerILP's CPU and GPU bounds as column bounds, the row
 // Σ (c_m + n_m) = W, and WMin ≤ c_m + n_m ≤ WMax rows only where the column
-// bounds do not imply them. That matrix is totally unimodular (the incidence
-// matrix of a bipartite graph), so lp_solve's first LP relaxation is
-// already integral: no branching. lp_solve's statuses
-// map to typed errors: INFEASIBLE → ErrInfeasible (which wraps
+// bounds do not imply them; a column exists only where its variable can be
+// non-zero (a CPU-only device has no n column). That matrix is totally
+// unimodular (the incidence matrix of a bipartite graph), so lp_solve's
+// first LP relaxation is already integral: no branching. lp_solve's
+// statuses map to typed errors: INFEASIBLE → ErrInfeasible (which wraps
 // halda.ErrILPInfeasible, so Halda skips that k), UNBOUNDED → ErrUnbounded,
 // NOMEMORY → ErrNoMemory, TIMEOUT and other incomplete stops → ErrTimeout,
 // anything else → ErrFailed; each comes as a *StatusError naming the status.

@@ -82,51 +82,98 @@ func (s Solver) SolveLayers(p halda.LayerILP) (halda.LayerSolution, error) {
 	if m == 0 {
 		return halda.LayerSolution{}, fmt.Errorf("lpsolve: the program has no devices: %w", ErrFailed)
 	}
-	lp := golp.NewLP(0, 2*m)
+	// A column only where the variable can be non-zero: a CPU-only device
+	// has no n column, a device whose layers must all be on its GPU no c
+	// column. lp_solve's time grows with the columns.
+	ds := make([]devCols, m)
+	cols := 0
+	for i, v := range p.Vars {
+		d := devCols{wMin: max(v.WMin, 0), wMax: min(v.WMax, p.W), cCol: -1, nCol: -1}
+		d.cMin, d.cMax = max(v.CPUMin, 0), min(v.CPUMax, d.wMax)
+		d.nMax = min(v.NMax, d.wMax)
+		if d.cMin > d.cMax || d.nMax < 0 || d.wMin > d.wMax {
+			return halda.LayerSolution{}, ErrInfeasible
+		}
+		if d.cMax > 0 {
+			d.cCol, cols = cols, cols+1
+		}
+		if d.nMax > 0 {
+			d.nCol, cols = cols, cols+1
+		}
+		ds[i] = d
+	}
+	if cols == 0 {
+		if p.W == 0 {
+			return answer(p, nil, ds)
+		}
+		return halda.LayerSolution{}, ErrInfeasible
+	}
+	lp := golp.NewLP(0, cols)
 	lp.SetVerboseLevel(golp.NEUTRAL)
 	if s.TimeoutSec > 0 {
 		lp.SetTimeout(s.TimeoutSec)
 	}
-	obj := make([]float64, 2*m)
-	sum := make([]golp.Entry, 0, 2*m)
+	obj := make([]float64, cols)
+	sum := make([]golp.Entry, 0, cols)
 	for i, v := range p.Vars {
-		obj[i], obj[m+i] = v.CostW, v.CostW+v.CostN
-		sum = append(sum, golp.Entry{Col: i, Val: 1}, golp.Entry{Col: m + i, Val: 1})
-	}
-	if err := lp.AddConstraintSparse(sum, golp.EQ, float64(p.W)); err != nil {
-		return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window row: %w", err)
-	}
-	for i, v := range p.Vars {
-		wMin, wMax := max(v.WMin, 0), min(v.WMax, p.W)
-		cMin, cMax := max(v.CPUMin, 0), min(v.CPUMax, wMax)
-		nMax := min(v.NMax, wMax)
-		if cMin > cMax || nMax < 0 || wMin > wMax {
-			return halda.LayerSolution{}, ErrInfeasible
+		d := ds[i]
+		var w []golp.Entry
+		if d.cCol >= 0 {
+			obj[d.cCol] = v.CostW
+			w = append(w, golp.Entry{Col: d.cCol, Val: 1})
 		}
-		w := []golp.Entry{{Col: i, Val: 1}, {Col: m + i, Val: 1}}
-		if wMin > cMin {
-			if err := lp.AddConstraintSparse(w, golp.GE, float64(wMin)); err != nil {
+		if d.nCol >= 0 {
+			obj[d.nCol] = v.CostW + v.CostN
+			w = append(w, golp.Entry{Col: d.nCol, Val: 1})
+		}
+		sum = append(sum, w...)
+		hi := max(d.cMax, 0) + max(d.nMax, 0)
+		if d.wMin > d.cMin && len(w) > 0 {
+			if err := lp.AddConstraintSparse(w, golp.GE, float64(d.wMin)); err != nil {
 				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window floor for var %d: %w", i, err)
 			}
+		} else if d.wMin > hi {
+			return halda.LayerSolution{}, ErrInfeasible
 		}
-		if wMax < cMax+nMax {
-			if err := lp.AddConstraintSparse(w, golp.LE, float64(wMax)); err != nil {
+		if d.wMax < hi && len(w) > 0 {
+			if err := lp.AddConstraintSparse(w, golp.LE, float64(d.wMax)); err != nil {
 				return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window cap for var %d: %w", i, err)
 			}
 		}
-		lp.SetInt(i, true)
-		lp.SetInt(m+i, true)
-		lp.SetBounds(i, float64(cMin), float64(cMax))
-		lp.SetBounds(m+i, 0, float64(nMax))
+		if d.cCol >= 0 {
+			lp.SetInt(d.cCol, true)
+			lp.SetBounds(d.cCol, float64(d.cMin), float64(d.cMax))
+		}
+		if d.nCol >= 0 {
+			lp.SetInt(d.nCol, true)
+			lp.SetBounds(d.nCol, 0, float64(d.nMax))
+		}
+	}
+	if err := lp.AddConstraintSparse(sum, golp.EQ, float64(p.W)); err != nil {
+		return halda.LayerSolution{}, fmt.Errorf("lpsolve: add the window row: %w", err)
 	}
 	lp.SetObjFn(obj)
 	if err := statusErr(lp.Solve()); err != nil {
 		return halda.LayerSolution{}, err
 	}
-	x := lp.Variables()
+	return answer(p, lp.Variables(), ds)
+}
+
+// devCols is one device's bounds and its columns (-1: none).
+type devCols struct{ cMin, cMax, nMax, wMin, wMax, cCol, nCol int }
+
+// answer reads the columns back into w and n.
+func answer(p halda.LayerILP, x []float64, ds []devCols) (halda.LayerSolution, error) {
+	m := len(p.Vars)
 	sol := halda.LayerSolution{W: make([]int, m), N: make([]int, m)}
-	for i := range m {
-		c, n := int(math.Round(x[i])), int(math.Round(x[m+i]))
+	for i, d := range ds {
+		var c, n int
+		if d.cCol >= 0 {
+			c = int(math.Round(x[d.cCol]))
+		}
+		if d.nCol >= 0 {
+			n = int(math.Round(x[d.nCol]))
+		}
 		sol.W[i], sol.N[i] = c+n, n
 	}
 	// Recompute the objective from the integers: lp_solve's is within its
