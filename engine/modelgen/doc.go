@@ -33,7 +33,16 @@
 // deviation ~2, so that greedy decoding has clear winners); norm weights
 // 1 + N(0, 0.1²); biases N(0, 0.1²). Quantization uses ggml's own quantizers
 // (ollama's ml/backend/ggml.Quantize, cgo) so that the bytes are exactly what
-// llama-quantize would write for the same F32 values.
+// llama-quantize would write for the same F32 values. Quantized tensors of
+// more than 2^18 values (only the ~1 GB benchmark models have them) are
+// assembled instead from blocks drawn at random from a pool of 2^22 values
+// quantized once per distribution: ggml's K-quantizers take ~130 ns per value
+// here, minutes for a 1 GB Q4_K model, and every block is self-contained, so
+// the result is an equally valid random tensor in seconds.
+//
+// FileSize predicts the exact size Generate writes (GGUF v3 as ollama's
+// fs/ggml.WriteGGUF lays it out: keys sorted, tensors ordered by block then
+// name, data padded to 32 bytes), so set-up can keep complete files.
 //
 // Vocabulary (tokenizer.ggml.model=llama): 0 <unk>, 1 <s>, 2 </s>, 3
 // <|im_start|>, 4 <|im_end|> (control), then the 256 byte tokens <0x00>..<0xFF>,
