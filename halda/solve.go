@@ -59,7 +59,7 @@ func Solve(p Problem, s Solver) (Plan, error) {
 		}
 		return false
 	})
-	best, err := q.solveSubset(active, s, &st)
+	best, err := q.solveSubset(active, s, &st, nil)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -75,7 +75,7 @@ func Solve(p Problem, s Solver) (Plan, error) {
 		// all (001 §3.3: Halda "reduces prima.cpp to llama.cpp"); the
 		// one-layer rule cannot find that when the head held no layers.
 		if len(active) > 1 {
-			solo, err := q.solveSubset(active[:1], s, &st)
+			solo, err := q.solveSubset(active[:1], s, &st, nil)
 			if err != nil {
 				return Plan{}, err
 			}
@@ -181,7 +181,7 @@ func (q *prob) selectDevices(best *cand, active []int, dropped []Dropped, s Solv
 				break // the first improvement is taken; the loop re-checks
 			}
 			set := slices.DeleteFunc(slices.Clone(active), func(i int) bool { return slices.Contains(drop, i) })
-			c, err := q.solveSubset(set, s, st)
+			c, err := q.solveSubset(set, s, st, best)
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -217,8 +217,11 @@ func (q *prob) validK(ringLen int) []int {
 }
 
 // solveSubset runs Algorithm 1 on one set of devices. It returns nil (and no
-// error) when no feasible plan exists for the set.
-func (q *prob) solveSubset(set []int, s Solver, st *Stats) (*cand, error) {
+// error) when no feasible plan exists for the set. from, when not nil, is
+// the plan of a larger set this one was cut from (device selection): its
+// devices' cases are the first start, and the robustness starts are skipped
+// (they already ran on the larger set; a subset is only taken if it wins).
+func (q *prob) solveSubset(set []int, s Solver, st *Stats, from *cand) (*cand, error) {
 	st.Subsets++
 	ring, ringSec := q.order(set)
 	ks := q.validK(len(ring))
@@ -226,10 +229,26 @@ func (q *prob) solveSubset(set []int, s Solver, st *Stats) (*cand, error) {
 		return nil, nil
 	}
 	f := &fixedPoint{q: q, ring: ring, ringSec: ringSec, ks: ks, s: s, st: st}
+	if from != nil {
+		at := map[int]int{}
+		for p, i := range from.ring {
+			at[i] = p
+		}
+		w, n := make([]int, len(ring)), make([]int, len(ring))
+		for p, i := range ring {
+			w[p], n[p] = from.w[at[i]], from.n[at[i]]
+		}
+		if err := f.run(f.assign(from.k, w, n, nil), nil); err != nil {
+			return nil, err
+		}
+	}
 	// Algorithm 1 line 1: windows in proportion to memory, n = 0, k = 1.
 	w0 := q.memShare(ring, q.L)
 	if err := f.run(f.assign(1, w0, make([]int, len(ring)), nil), nil); err != nil {
 		return nil, err
+	}
+	if from != nil {
+		return f.best, f.forcePagers()
 	}
 	// The loop can stall on an assignment whose ILPs are all infeasible, or
 	// settle in a poor fixed point (001 §3.3 concedes the assignment is a
