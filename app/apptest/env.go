@@ -127,10 +127,11 @@ type Node struct {
 	Home string // HOMERING_HOME
 	env  *Env
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	log  bytes.Buffer
-	done chan struct{}
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	log     bytes.Buffer
+	done    chan struct{}
+	started time.Time
 }
 
 // NewNode creates a namespace attached to the bridge (or router) and a
@@ -209,6 +210,7 @@ func (n *Node) Start(t *testing.T) {
 	cmd := exec.Command("ip", "netns", "exec", n.NS, n.env.Bin, "headless")
 	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
 	cmd.Stdout, cmd.Stderr = &lockedWriter{n}, &lockedWriter{n}
+	n.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		n.mu.Unlock()
 		t.Fatal(err)
@@ -333,4 +335,40 @@ func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() error
 	}
 	t.Fatalf("%s: not true after %s: %v", what, timeout, err)
 	return 0
+}
+
+// Event finds the first log line of the agent with msg="msg" about peer (its
+// device ID) logged at or after since, and returns the time the agent
+// stamped on it. Timing assertions use these stamps rather than when a
+// polling CLI call happened to notice, so a loaded machine slows the
+// polling, not the measurement.
+// Lines must also contain every string in also.
+func (n *Node) Event(msg, peer string, since time.Time, also ...string) (time.Time, bool) {
+lines:
+	for _, line := range strings.Split(n.Log(), "\n") {
+		if !strings.Contains(line, `msg="`+msg+`"`) || (peer != "" && !strings.Contains(line, "peer="+peer)) {
+			continue
+		}
+		for _, a := range also {
+			if !strings.Contains(line, a) {
+				continue lines
+			}
+		}
+		ts, _, ok := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err == nil && !at.Before(since.Truncate(time.Millisecond)) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Started is when the agent's process was last started.
+func (n *Node) Started() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.started
 }

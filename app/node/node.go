@@ -331,6 +331,7 @@ func (n *Node) SetContribute(on bool) error {
 	}
 	n.cfg = c
 	n.mu.Unlock()
+	n.log.Info("contribute set", "on", on)
 	n.wake()
 	return nil
 }

@@ -18,7 +18,10 @@ import (
 
 type tWriter struct{ t *testing.T }
 
-func (w tWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 // testNode runs a Node on loopback with a free link port. mDNS is off (no
 // interface is offered); the real mDNS path is tested in app/apptest.
