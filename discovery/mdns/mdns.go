@@ -87,9 +87,9 @@ func (a *Advertiser) Stop() { a.srv.Shutdown() }
 
 // Browser finds advertisers. Fields are read once by Run.
 type Browser struct {
-	Interval time.Duration             // time between resolver starts; non-zero
-	Ifaces   func() ([]Iface, error)   // non-nil; re-read each round so new links are used
-	Log      *slog.Logger              // non-nil
+	Interval time.Duration           // time between resolver starts; non-zero
+	Ifaces   func() ([]Iface, error) // non-nil; re-read each round so new links are used
+	Log      *slog.Logger            // non-nil
 }
 
 // Run browses until ctx ends. sight gets every answer, bye every goodbye;

@@ -102,7 +102,9 @@ type RemoteError struct {
 	Text string
 }
 
-func (e *RemoteError) Error() string { return fmt.Sprintf("peer reports: %s (code %d)", e.Text, e.Code) }
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("peer reports: %s (code %d)", e.Text, e.Code)
+}
 
 // SendError tells the peer why the connection ends.
 func (c *Conn) SendError(code uint16, text string) error {

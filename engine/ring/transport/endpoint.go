@@ -38,11 +38,11 @@ var (
 
 // Config configures an Endpoint.
 type Config struct {
-	Identity  *identity.Identity                   // non-nil
-	Hello     func() Hello                         // non-nil; this device's Hello (Purpose is set per connection)
-	Authorize func(identity.DeviceID) Decision     // non-nil; asked during every server-side TLS handshake
-	Log       *slog.Logger                         // non-nil
-	Timeout   time.Duration                        // for TLS + websocket + Hello; 0 means 10 s
+	Identity  *identity.Identity                                                // non-nil
+	Hello     func() Hello                                                      // non-nil; this device's Hello (Purpose is set per connection)
+	Authorize func(identity.DeviceID) Decision                                  // non-nil; asked during every server-side TLS handshake
+	Log       *slog.Logger                                                      // non-nil
+	Timeout   time.Duration                                                     // for TLS + websocket + Hello; 0 means 10 s
 	Dial      func(ctx context.Context, network, addr string) (net.Conn, error) // nil: net.Dialer
 }
 

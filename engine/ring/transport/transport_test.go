@@ -180,7 +180,10 @@ func newNode(t *testing.T, name string) *node {
 
 type tWriter struct{ t *testing.T }
 
-func (w tWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func (n *node) serve(t *testing.T, handle func(context.Context, *Conn)) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
