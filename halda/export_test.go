@@ -41,3 +41,33 @@ func CheckConsistency(p Problem, s Solver) (int, float64, error) {
 	}
 	return n, worst, nil
 }
+
+// PaperLoopForTest runs only Algorithm 1 as the paper writes it (the
+// memory-proportional start, the case loop and the GPU-headroom step) on all
+// devices, and returns the devices the headroom step forced into M4, in the
+// order forced, with the best plan the loop found.
+func PaperLoopForTest(p Problem, s Solver) ([]string, Plan, error) {
+	q, err := prepare(p)
+	if err != nil {
+		return nil, Plan{}, err
+	}
+	set := make([]int, len(q.devs))
+	for i := range set {
+		set[i] = i
+	}
+	ring, rs := q.order(set)
+	st := &Stats{}
+	f := &fixedPoint{q: q, ring: ring, ringSec: rs, ks: q.validK(len(ring)), s: s, st: st}
+	f.forceLog = []int{}
+	if err := f.run(f.assign(1, q.memShare(ring, q.L), make([]int, len(ring)), nil), nil); err != nil {
+		return nil, Plan{}, err
+	}
+	if f.best == nil {
+		return nil, Plan{}, q.infeasible(set)
+	}
+	var forced []string
+	for _, p := range f.forceLog {
+		forced = append(forced, q.devs[ring[p]].Name)
+	}
+	return forced, q.plan(f.best, nil, *st), nil
+}

@@ -192,6 +192,43 @@ func TestHandSolved(t *testing.T) {
 	}
 }
 
+// TestGPUHeadroom: the paper's calibration step (001 §3.3, Algorithm 1
+// lines 13-15). The memory-proportional start gives the 3.5 GB CPU device
+// most layers and puts both devices in M3, so the ILP keeps CPU layers on
+// the GPU device; with VRAM free and devices paging, the loop forces the
+// slowest-disk pager (cpu, 1 GB/s) into M4, then the GPU device, whose GPU
+// then takes the model.
+func TestGPUHeadroom(t *testing.T) {
+	gpu := halda.Device{
+		Name: "gpu", OS: halda.Linux, GPU: halda.CUDA,
+		CPUFlops: map[string]float64{"f16": 100e9}, CPUReadBytesPerSec: 100e9,
+		GPUFlops: map[string]float64{"f16": 1e12}, GPUReadBytesPerSec: 1e12,
+		RAMAvailable: 2 * gb, VRAMAvailable: 16 * gb,
+		DiskSeqBytesPerSec: 3e9, DiskRandBytesPerSec: 3e9,
+		LinkSec: map[string]float64{"cpu": 1e-3},
+	}
+	p := halda.Problem{Model: handModel(8), Devices: []halda.Device{gpu,
+		cpu("cpu", 3*gb+gb/2, 1e9, map[string]float64{"gpu": 1e-3})}}
+	forced, pl, err := halda.PaperLoopForTest(p, lpsolve.Solver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forced) == 0 || forced[0] != "cpu" {
+		t.Errorf("forced %v, want the slow-disk cpu first", forced)
+	}
+	want := []row{{"gpu", halda.M4, 7, 7}, {"cpu", halda.M4, 1, 0}}
+	if diff := cmp.Diff(want, rows(pl)); diff != "" {
+		t.Errorf("plan after calibration (-want +got):\n%s", diff)
+	}
+	full, err := halda.Solve(p, lpsolve.Solver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.PredictedMs > pl.PredictedMs {
+		t.Errorf("Solve predicts %.3f ms, worse than the paper's loop alone (%.3f)", full.PredictedMs, pl.PredictedMs)
+	}
+}
+
 // checkLayers: the rounds cover layers 0..L-1 exactly once, in ring order.
 func checkLayers(t *testing.T, L int, pl halda.Plan) {
 	t.Helper()

@@ -285,6 +285,9 @@ type fixedPoint struct {
 	st      *Stats
 	best    *cand
 	tried   map[string]bool // case assignments already solved (any start)
+	// forceLog, when not nil, records the ring positions the headroom step
+	// forces, in order (tests).
+	forceLog []int
 }
 
 func casesKey(cs []Case, force []bool) string {
@@ -398,6 +401,9 @@ func (f *fixedPoint) run(cases []Case, force []bool) error {
 		// sets were initialised badly; force the slowest-disk pager into M4.
 		if ms := f.headroom(iter, force); ms >= 0 {
 			force[ms] = true
+			if f.forceLog != nil {
+				f.forceLog = append(f.forceLog, ms)
+			}
 			cases = slices.Clone(cases)
 			cases[ms] = M4
 			continue
