@@ -65,12 +65,20 @@ func TestReadFrameErrors(t *testing.T) {
 
 func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, 1, 0, 1})
+	var seed bytes.Buffer
+	WriteFrame(&seed, Frame{MsgHello, Hello{ProtoMin: 1, ProtoMax: 2, Purpose: PurposeLink, App: "0.1", Name: "desk"}.encode()})
+	f.Add(seed.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := ReadFrame(bytes.NewReader(b), 1<<16)
-		if err == nil {
-			if _, err := decodeHello(fr.Payload); err == nil && len(fr.Payload) < 6 {
-				t.Fatal("short hello accepted")
-			}
+		if err != nil {
+			return
+		}
+		if len(fr.Payload)+5 > len(b) {
+			t.Fatalf("frame of %d bytes from %d input bytes", len(fr.Payload), len(b))
+		}
+		// Whatever decodes as a Hello must encode back to the same bytes.
+		if h, err := decodeHello(fr.Payload); err == nil && !bytes.Equal(h.encode(), fr.Payload) {
+			t.Fatalf("hello %+v re-encodes differently", h)
 		}
 	})
 }
