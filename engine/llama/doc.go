@@ -26,6 +26,8 @@
 // Files are not validated here: callers check a GGUF with engine/gguf (or
 // engine/ggml.Open) first.
 //
-// llama.cpp's INFO and WARN logs are silenced once a Vocab or Reference is
-// loaded (the wrapper prints them to stderr); errors still reach stderr.
+// Loading initialises llama.cpp with its compiled-in CPU backend only (the
+// wrapper's BackendInit would also look for GPU backend libraries) and
+// silences llama.cpp's INFO and WARN logs, which the wrapper prints to stderr;
+// errors still reach stderr.
 package llama

@@ -15,7 +15,13 @@ static void hr_log(enum ggml_log_level level, const char *text, void *ud) {
 	}
 }
 
-static void hr_quiet_logs(void) { llama_log_set(hr_log, NULL); }
+// hr_init initialises llama.cpp (idempotent). The wrapper's BackendInit would
+// also scan for GPU backend libraries and log the CPU features through slog;
+// the reference runs on the CPU backend, which is compiled in.
+static void hr_init(void) {
+	llama_backend_init();
+	llama_log_set(hr_log, NULL);
+}
 
 static const struct llama_vocab *hr_vocab(const struct llama_model *m) {
 	return llama_model_get_vocab(m);
@@ -44,4 +50,4 @@ func contextHandle(c *llama.Context) *C.struct_llama_context {
 	return *(**C.struct_llama_context)(unsafe.Pointer(c))
 }
 
-func quietLogs() { C.hr_quiet_logs() }
+func initLlama() { C.hr_init() }

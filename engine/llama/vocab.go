@@ -49,8 +49,7 @@ func LoadVocab(path string) (*Vocab, error) {
 }
 
 func load(path string, p llama.ModelParams) (*llama.Model, error) {
-	llama.BackendInit() // idempotent: ggml's backend registry loads once
-	quietLogs()
+	initLlama()
 	m, err := llama.LoadModelFromFile(path, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrLoad, path)

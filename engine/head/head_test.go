@@ -1,0 +1,205 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/chat"
+	"homering/engine/ggml"
+	"homering/engine/sample"
+)
+
+const stories260K = "../../../shared/models/stories260K.gguf"
+
+func open(t *testing.T) *Head {
+	t.Helper()
+	h, err := Open(Config{ModelPath: stories260K, NCtx: 256, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return h
+}
+
+type run struct {
+	IDs   []int32
+	Text  string
+	EOG   bool
+	Stats Stats
+}
+
+func generate(t *testing.T, h *Head, req Request) run {
+	t.Helper()
+	var r run
+	err := h.Generate(context.Background(), req, func(tok Token) error {
+		r.IDs = append(r.IDs, tok.ID)
+		r.Text += tok.Text
+		r.EOG = r.EOG || tok.EOG
+		r.Stats = tok.Stats
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGreedyIsDeterministicAndReusesTheCache(t *testing.T) {
+	h := open(t)
+	req := Request{Prompt: "Once upon a time", MaxTokens: 24}
+	first := generate(t, h, req)
+	if len(first.IDs) != 24 || first.EOG {
+		t.Fatalf("got %d tokens (EOG %v), want 24", len(first.IDs), first.EOG)
+	}
+	if !strings.Contains(first.Text, " ") || strings.TrimSpace(first.Text) == "" {
+		t.Errorf("generated text %q is not words", first.Text)
+	}
+	if first.Stats.PromptTokens != 5 || first.Stats.CachedTokens != 0 || first.Stats.DecodeTokens != 23 {
+		t.Errorf("stats %+v: want 5 prompt tokens, none cached, 23 decoded", first.Stats)
+	}
+	// The same prompt again: everything but the last prompt token is reused,
+	// and the tokens are the same.
+	second := generate(t, h, req)
+	if second.Stats.CachedTokens != 4 {
+		t.Errorf("second run reused %d cached tokens, want 4", second.Stats.CachedTokens)
+	}
+	if diff := cmp.Diff(first.IDs, second.IDs); diff != "" {
+		t.Errorf("greedy runs differ (-first +second):\n%s", diff)
+	}
+	// A prompt that extends the first generation continues it exactly.
+	third := generate(t, h, Request{Prompt: "Once upon a time" + first.Text[:len(first.Text)/2], MaxTokens: 4})
+	if third.Stats.CachedTokens == 0 {
+		t.Error("an extended prompt reused nothing from the cache")
+	}
+}
+
+func TestSeededSampling(t *testing.T) {
+	h := open(t)
+	req := Request{Prompt: "Once upon a time", MaxTokens: 32, Sampling: sample.Params{Temperature: 1}, Seed: 7}
+	a := generate(t, h, req)
+	b := generate(t, h, req)
+	if diff := cmp.Diff(a.IDs, b.IDs); diff != "" {
+		t.Errorf("same seed, different tokens (-a +b):\n%s", diff)
+	}
+	req.Seed = 8
+	if c := generate(t, h, req); cmp.Equal(a.IDs, c.IDs) {
+		t.Error("seeds 7 and 8 gave the same 32 tokens at temperature 1")
+	}
+}
+
+func TestStops(t *testing.T) {
+	h := open(t)
+	// stories260K ends stories with </s> well within 400 tokens of greedy text.
+	long := generate(t, h, Request{Prompt: "Once upon a time", MaxTokens: 0})
+	if !long.EOG && len(long.IDs)+5 < h.NCtx() {
+		t.Errorf("generation of %d tokens stopped without EOG before the context end", len(long.IDs))
+	}
+	if long.EOG && !h.Vocab().IsEOG(long.IDs[len(long.IDs)-1]) {
+		t.Error("the last token is flagged EOG but is not an end-of-generation token")
+	}
+
+	boom := errors.New("stop here")
+	n := 0
+	err := h.Generate(context.Background(), Request{Prompt: "Once", MaxTokens: 50}, func(Token) error {
+		n++
+		if n == 3 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || n != 3 {
+		t.Errorf("emit error: Generate = %v after %d tokens, want %v after 3", err, n, boom)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	err = h.Generate(ctx, Request{Prompt: "Once", MaxTokens: 50}, func(Token) error { cancel(); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: Generate = %v", err)
+	}
+}
+
+func TestPromptErrors(t *testing.T) {
+	h := open(t)
+	noop := func(Token) error { return nil }
+	if err := h.Generate(context.Background(), Request{}, noop); !errors.Is(err, ErrEmptyPrompt) {
+		t.Errorf("empty prompt: %v", err)
+	}
+	if err := h.Generate(context.Background(), Request{Prompt: strings.Repeat("story ", 300)}, noop); !errors.Is(err, ErrTooLong) {
+		t.Errorf("prompt longer than the context: %v", err)
+	}
+	if err := h.Generate(context.Background(), Request{Prompt: "x", Sampling: sample.Params{Temperature: -1}}, noop); !errors.Is(err, sample.ErrParams) {
+		t.Errorf("bad sampling params: %v", err)
+	}
+}
+
+func TestChatUsesChatMLWithoutTemplate(t *testing.T) {
+	h := open(t)
+	msgs := []chat.Message{{Role: "user", Content: "Tell me a story."}}
+	toks, err := h.PromptTokens(Request{Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := h.Vocab().Tokenize("<|im_start|>user\nTell me a story.<|im_end|>\n<|im_start|>assistant\n", true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, toks); diff != "" {
+		t.Errorf("chat prompt tokens (-ChatML +got):\n%s", diff)
+	}
+	if r := generate(t, h, Request{Messages: msgs, MaxTokens: 8}); len(r.IDs) == 0 {
+		t.Error("chat generated nothing")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	for _, path := range []string{"testdata/missing.gguf", ".", "head.go"} {
+		if _, err := Open(Config{ModelPath: path}); err == nil {
+			t.Errorf("Open(%q) succeeded", path)
+		} else if path == "head.go" && !errors.Is(err, ggml.ErrNotGGUF) {
+			t.Errorf("Open(%q) = %v, want ErrNotGGUF", path, err)
+		}
+	}
+}
+
+func TestUTF8Buffer(t *testing.T) {
+	euro := "€" // E2 82 AC
+	tests := []struct {
+		name   string
+		pieces []string
+		want   []string
+	}{
+		{"ascii passes", []string{"a", "bc"}, []string{"a", "bc"}},
+		{"split character waits", []string{euro[:1], euro[1:2], euro[2:]}, []string{"", "", euro}},
+		{"text before a split character goes out", []string{"x" + euro[:2], euro[2:] + "y"}, []string{"x", euro + "y"}},
+		{"4-byte emoji", []string{"😀"[:3], "😀"[3:]}, []string{"", "😀"}},
+		{"invalid bytes are not held", []string{"\xff", "a\x80"}, []string{"\xff", "a\x80"}},
+		{"a lead byte then ASCII is invalid, not held", []string{"\xe2a"}, []string{"\xe2a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b utf8Buffer
+			var got []string
+			for _, p := range tt.pieces {
+				got = append(got, b.add(p, false))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if rest := b.flush(); rest != "" {
+				t.Errorf("left pending: %q", rest)
+			}
+		})
+	}
+	var b utf8Buffer
+	if got := b.add(euro[:1], true); got != euro[:1] {
+		t.Errorf("flush returned %q, want the pending byte", got)
+	}
+}
