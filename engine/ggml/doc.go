@@ -6,10 +6,11 @@
 //
 // # Model
 //
-// Open validates the file in pure Go (header, metadata, every tensor's type,
-// shape and byte range against the file size, the architecture's required
-// tensors) and only then maps it read-only and shared (mmap PROT_READ,
-// MAP_SHARED) and hands the tensor table to C. A malformed file is a Go error
+// Open validates the file in pure Go (engine/gguf: header, metadata, every
+// tensor's byte range against the file size, the architecture's tensors and
+// shapes; then this package's own checks of what ggml's kernels accept) and
+// only then maps it read-only and shared (mmap PROT_READ, MAP_SHARED) and
+// hands the tensor table to C. A malformed file is a Go error
 // (ErrNotGGUF, ErrTruncated, ErrCorrupt, ErrBadModel); an architecture other
 // than llama (incl. Mistral, which GGUF calls llama), qwen2 and qwen3 is an
 // *UnsupportedError ("architecture X is not supported yet"), never wrong
@@ -33,8 +34,20 @@
 // to 256 as llama.cpp does, the same rope parameters (NEOX for qwen, the
 // rope_freqs factors of Llama 3, linear and YaRN scaling), the same norm eps
 // and attention scale, and the output rows selected with get_rows at the last
-// layer. So the same ggml kernels see the same inputs, and a model split into
-// windows [0,s) + [s,L) gives bit-identical logits to the unsplit model.
+// layer. So the same ggml kernels see the same inputs: the logits equal
+// llama.cpp's bit for bit (checked by engine/llama's tests), and a model split
+// into windows [0,s) + [s,L), 0 <= s < L, gives bit-identical logits to the
+// unsplit model. The one exception is an output head alone in a window
+// [L,L): the unsplit graph runs the last layer's attention output and FFN on
+// the output rows only (get_rows, as llama.cpp), the split one on all rows,
+// and ggml's F32 matrix kernels round differently by batch size, so prompt
+// logits of F32 models may differ in the last bits (decode steps do not).
+// Keep the output head in the window that holds the last layer.
+//
+// Graphs depend only on the batch size and the padded KV length; positions,
+// cells and the mask are inputs. A window keeps its last graph and the
+// scheduler's allocation and reuses them when the shape repeats (every decode
+// step within a 256-token stretch), as llama.cpp does.
 //
 // # Invariants
 //
