@@ -68,7 +68,9 @@ func buildBinary(t *testing.T) string {
 			return
 		}
 		buildOnce.path = filepath.Join(dir, "homering")
-		cmd := exec.Command("go", "build", "-o", buildOnce.path, ".")
+		// build/env.sh sets the cgo flags every build of this module uses;
+		// with other flags the cgo packages would be rebuilt from scratch.
+		cmd := exec.Command("bash", "-c", `. build/env.sh && exec go build -o "$0" .`, buildOnce.path)
 		cmd.Dir = "../.." // module root, from app/apptest
 		buildOnce.out, buildOnce.err = cmd.CombinedOutput()
 	})
