@@ -21,8 +21,10 @@
 //   - Every count and length is checked against the bytes left in the file
 //     before anything is allocated: a claim within the file's size (plus
 //     1 MiB) that runs past its end is ErrTruncated, a larger one is
-//     corruption (ErrBadMetadata / ErrBadTensor). So parsing allocates at
-//     most a small multiple of the file's size.
+//     corruption (ErrBadMetadata / ErrBadTensor). Hard caps far above any
+//     real model bound the rest: 2^24 array elements, 2^26-byte strings,
+//     2^20 keys, 2^20 tensors. So a damaged count never makes the parser
+//     allocate more than a few hundred MB, whatever the file's size.
 //   - Keys and tensor names are unique; tensor names are at most 63 bytes;
 //     at most 4 dimensions, each < 2^63, with a product that fits in int64;
 //     the type is a valid ggml type and the row length a multiple of its

@@ -232,7 +232,7 @@ func TestBadHeaders(t *testing.T) {
 		{"array of unknown", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(77).u64(1) }), ErrBadMetadata, "unknown type 77"},
 		{"huge array", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint64)).u64(1 << 61) }), ErrBadMetadata, `key "k" claims 2305843009213693952 entries`},
 		{"huge string array", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(String)).u64(1 << 40) }), ErrBadMetadata, "claims"},
-		{"array overflowing int64", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint64)).u64(1<<63 + 5) }), ErrBadMetadata, "more than any file"},
+		{"array overflowing int64", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint64)).u64(1<<63 + 5) }), ErrBadMetadata, "no model has more than"},
 		{"array cut", kvOnly(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint32)).u64(100).u32(1) }), ErrTruncated, "metadata"},
 		{"huge key", (&builder{}).header(3, 0, 1).u64(1 << 50).zeros(20).Bytes(), ErrBadMetadata, "key 0's name"},
 		{"huge string value", kvOnly(func(b *builder) { b.str("k").u32(uint32(String)).u64(1 << 45) }), ErrBadMetadata, `key "k"`},
@@ -479,5 +479,50 @@ func TestWindowRanges(t *testing.T) {
 	}
 	if rs := l.WindowRanges(3, 99, false, true); sum(rs) != l.Layers[3].Bytes+l.Layers[4].Bytes+l.Output.Bytes {
 		t.Errorf("[3,5)+output: %v", rs)
+	}
+}
+
+// bigFile is a huge file of zeros after a given prefix, without the memory:
+// it lets tests put absurd but in-bounds counts into a "40 GB" file.
+type bigFile struct{ prefix []byte }
+
+func (b bigFile) ReadAt(p []byte, off int64) (int, error) {
+	for i := range p {
+		p[i] = 0
+		if j := off + int64(i); j < int64(len(b.prefix)) {
+			p[i] = b.prefix[j]
+		}
+	}
+	return len(p), nil
+}
+
+// TestCountsInBigFileAreCapped: counts that fit in a 40 GB file but no real
+// model has are rejected before allocating.
+func TestCountsInBigFileAreCapped(t *testing.T) {
+	const size = 40 << 30
+	kv := func(f func(b *builder)) []byte {
+		b := (&builder{}).header(3, 0, 1)
+		f(b)
+		return b.Bytes()
+	}
+	tests := []struct {
+		name string
+		data []byte
+		kind error
+		msg  string
+	}{
+		{"string array", kv(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(String)).u64(1 << 31) }), ErrBadMetadata, `key "k" claims 2147483648 entries; no model has more than 16777216`},
+		{"byte array", kv(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint8)).u64(1 << 34) }), ErrBadMetadata, "no model has more than 16777216"},
+		{"long string", kv(func(b *builder) { b.str("k").u32(uint32(String)).u64(1 << 33) }), ErrBadMetadata, "no model has more than 67108864"},
+		{"many keys", (&builder{}).header(3, 0, 1<<30).Bytes(), ErrBadMetadata, "the metadata count claims 1073741824"},
+		{"many tensors", (&builder{}).header(3, 1<<30, 0).Bytes(), ErrBadTensor, "the tensor count claims 1073741824"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Read(bigFile{tt.data}, size)
+			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want kind %v containing %q", err, tt.kind, tt.msg)
+			}
+		})
 	}
 }

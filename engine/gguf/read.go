@@ -56,6 +56,14 @@ const (
 	// A metadata array or string that claims more than the whole file (plus
 	// a margin) is corruption, not a cut download.
 	corruptionMargin = 1 << 20
+	// Hard caps, far above any real model (the largest vocabularies have
+	// ~260k tokens, BPE merge lists ~500k, MoE models ~10k tensors, the
+	// longest strings are embedded tokenizer JSON of a few MB). Without them
+	// a damaged count in a 40 GB file could ask for tens of GB of memory.
+	maxArrayLen  = 1 << 24
+	maxStringLen = 1 << 26
+	maxKV        = 1 << 20
+	maxTensors   = 1 << 20
 )
 
 // Open reads the GGUF header of the file at path and checks the whole tensor
@@ -173,9 +181,20 @@ func (p *parser) fits(n uint64, elem int64, kind error, what string) error {
 	return p.truncated(p.off + need)
 }
 
+// limit rejects a count above a hard cap before anything is allocated.
+func (p *parser) limit(n, max uint64, kind error, what string) error {
+	if n > max {
+		return p.bad(kind, "%s claims %d entries; no model has more than %d", what, n, max)
+	}
+	return nil
+}
+
 func (p *parser) str(kind error, what string) (string, error) {
 	n, err := p.u64()
 	if err != nil {
+		return "", err
+	}
+	if err := p.limit(n, maxStringLen, kind, what); err != nil {
 		return "", err
 	}
 	if err := p.fits(n, 1, kind, what); err != nil {
@@ -227,6 +246,9 @@ func (p *parser) parse() (*File, error) {
 		return nil, err
 	}
 	p.what = "its metadata"
+	if err := p.limit(nKV, maxKV, ErrBadMetadata, "the metadata count"); err != nil {
+		return nil, err
+	}
 	if err := p.fits(nKV, minKVBytes, ErrBadMetadata, "the metadata count"); err != nil {
 		return nil, err
 	}
@@ -261,6 +283,9 @@ func (p *parser) parse() (*File, error) {
 	}
 
 	p.what = "its tensor table"
+	if err := p.limit(nTensors, maxTensors, ErrBadTensor, "the tensor count"); err != nil {
+		return nil, err
+	}
 	if err := p.fits(nTensors, minTIBytes, ErrBadTensor, "the tensor count"); err != nil {
 		return nil, err
 	}
@@ -302,6 +327,9 @@ func (p *parser) value(key string) (Value, error) {
 		}
 		if elem.scalarSize() == 0 {
 			return Value{}, p.bad(ErrBadMetadata, "key %q is an array of unknown type %d", key, et)
+		}
+		if err := p.limit(n, maxArrayLen, ErrBadMetadata, fmt.Sprintf("key %q", key)); err != nil {
+			return Value{}, err
 		}
 		if err := p.fits(n, elem.scalarSize(), ErrBadMetadata, fmt.Sprintf("key %q", key)); err != nil {
 			return Value{}, err
