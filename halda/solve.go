@@ -382,7 +382,11 @@ func (f *fixedPoint) run(cases []Case, force []bool) error {
 		f.st.Iterations++
 		var iter *cand
 		for _, k := range f.ks {
-			c, err := f.solveK(cases, k)
+			cutoff := math.Inf(1)
+			if iter != nil {
+				cutoff = iter.cost
+			}
+			c, err := f.solveK(cases, k, cutoff)
 			if err != nil {
 				return err
 			}
@@ -638,9 +642,18 @@ func (q *prob) kvBound(room int64, k int) int {
 }
 
 // solveK solves one ILP and scores its answer with the full model.
-func (f *fixedPoint) solveK(cases []Case, k int) (*cand, error) {
-	ilp, _ := f.build(cases, k)
+//
+// It skips the solver when a lower bound on the ILP's optimum (plus its
+// constant) cannot beat cutoff, the best plan of this iteration so far: the
+// iteration's best, and so the whole search, is the same with or without
+// the skip.
+func (f *fixedPoint) solveK(cases []Case, k int, cutoff float64) (*cand, error) {
+	ilp, konst := f.build(cases, k)
 	if ilp.triviallyInfeasible() {
+		return nil, nil
+	}
+	if lb := ilp.lowerBound() + konst; lb > cutoff*(1+1e-12) {
+		f.st.Pruned++
 		return nil, nil
 	}
 	f.st.ILPs++

@@ -1,5 +1,7 @@
 package halda
 
+import "math"
+
 // LayerILP is the per-k integer program of eqs. 6-10 after Halda has fixed k
 // and the case of every device: minimise Σ_m CostW_m·w_m + CostN_m·n_m over
 // integers subject to
@@ -83,4 +85,28 @@ func (p LayerILP) triviallyInfeasible() bool {
 		hi += whi
 	}
 	return p.W < lo || p.W > hi
+}
+
+// lowerBound is a cheap bound below the ILP's optimum: every device holds at
+// least max(WMin, CPUMin) layers and every layer costs at least its
+// device's cheaper per-layer cost (CPU: CostW, GPU: CostW+CostN); the layers
+// left over cost at least the cheapest layer anywhere.
+func (p LayerILP) lowerBound() float64 {
+	var lb float64
+	cheapest := math.Inf(1)
+	left := p.W
+	for _, v := range p.Vars {
+		c := v.CostW
+		if v.NMax > 0 {
+			c = min(c, v.CostW+v.CostN)
+		}
+		floor := max(v.WMin, v.CPUMin, 0)
+		lb += c * float64(floor)
+		left -= floor
+		cheapest = min(cheapest, c)
+	}
+	if left > 0 {
+		lb += cheapest * float64(left)
+	}
+	return lb
 }
