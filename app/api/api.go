@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -79,6 +80,7 @@ func (s *Server) Handler() http.Handler {
 			reply(w, s.Node.Status(), nil)
 		}
 	})
+	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
 	return s.auth(m)
 }
@@ -92,6 +94,36 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// watch streams node events as server-sent events until the client goes.
+func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: "Streaming is not supported here."})
+		return
+	}
+	events, cancel := s.Node.Watch()
+	defer cancel()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			b, _ := json.Marshal(e)
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	}
 }
 
 // Serve serves h on ln until ctx ends.

@@ -76,6 +76,28 @@ func TestAPI(t *testing.T) {
 		})
 	}
 
+	wctx, wcancel := context.WithCancel(ctx)
+	got := make(chan apitype.Event, 8)
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- c.Watch(wctx, func(e apitype.Event) { got <- e }) }()
+	// The subscription is in place once the server has flushed its headers;
+	// retry the change until an event arrives.
+	var ev apitype.Event
+	for ev.Kind == "" {
+		if _, err := c.SetContribute(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev = <-got:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if ev.Kind != "contribute" || ev.On == nil || !*ev.On {
+		t.Errorf("watch event = %+v, want contribute on", ev)
+	}
+	wcancel()
+	<-watchDone
+
 	st, err = c.SetContribute(ctx, true)
 	if err != nil || !st.Contribute {
 		t.Fatalf("SetContribute = %+v, %v", st, err)

@@ -17,6 +17,7 @@
 //	POST /api/v1/unpair          PeerRequest → Peer
 //	POST /api/v1/contribute      ContributeRequest → Status
 //	GET  /api/v1/doctor          Doctor
+//	GET  /api/v1/watch           text/event-stream of Event, one "data: {json}" per event
 //
 // There is no separate "confirm" step: the code is checked by SPAKE2 on both
 // devices (see discovery/identity), so entering it on the head is the

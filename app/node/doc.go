@@ -26,6 +26,10 @@
 // PairWindow. Unpair removes the peer locally and tells it over a link when it
 // is reachable, so both sides forget each other.
 //
+// Watch streams events (peer joined/updated/left/conflict, contribute,
+// paired, pair_failed, unpaired) for the tray and window; Status and Peers
+// are snapshots to re-read after a gap.
+//
 // Errors returned to the API are facts (wrapped sentinels); the API turns
 // them into one sentence for a person.
 package node

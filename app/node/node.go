@@ -73,6 +73,7 @@ type Node struct {
 	linkPort    uint16 // its port, for the TXT record (config may say 0)
 	advertising bool
 	problems    map[string]apitype.Problem
+	watchers    map[chan apitype.Event]struct{}
 }
 
 type pairWindow struct {
@@ -289,6 +290,10 @@ func (n *Node) expire() {
 func (n *Node) logEvents(evs []discovery.Event) {
 	for _, e := range evs {
 		p := e.Peer
+		n.mu.Lock()
+		view := n.peerLocked(p)
+		n.publishLocked(apitype.Event{Kind: eventKind(e), Peer: &view, Reason: e.Reason})
+		n.mu.Unlock()
 		attrs := []any{"peer", p.Record.ID.String(), "name", p.Record.Name, "addrs", fmt.Sprint(p.Addrs), "ifaces", p.Ifaces, "reason", e.Reason}
 		switch {
 		case e.Kind == discovery.Conflict && e.Self:
@@ -332,6 +337,7 @@ func (n *Node) SetContribute(on bool) error {
 	n.cfg = c
 	n.mu.Unlock()
 	n.log.Info("contribute set", "on", on)
+	n.publish(apitype.Event{Kind: "contribute", On: &on})
 	n.wake()
 	return nil
 }
@@ -565,6 +571,9 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 			n.mu.Lock()
 			removed := n.paired.Remove(c.Peer)
 			err := identity.SavePaired(n.o.Dir, n.paired)
+			if removed {
+				n.publishLocked(apitype.Event{Kind: "unpaired", Peer: &apitype.Peer{ID: c.Peer.String(), Short: c.Peer.Short(), Name: c.Hello.Name}, Reason: "the other device unpaired"})
+			}
 			n.mu.Unlock()
 			if err != nil {
 				log.Error("save paired set", "err", err)

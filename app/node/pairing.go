@@ -70,7 +70,16 @@ func (n *Node) servePairing(c *transport.Conn, log *slog.Logger) {
 	}
 	n.mu.Lock()
 	n.lastPair = &res
+	n.publishLocked(pairEvent(res))
 	n.mu.Unlock()
+}
+
+func pairEvent(r apitype.PairResult) apitype.Event {
+	e := apitype.Event{Kind: "paired", At: r.At, Peer: &apitype.Peer{ID: r.Peer, Name: r.Name, Paired: r.OK}, Reason: r.Error}
+	if !r.OK {
+		e.Kind = "pair_failed"
+	}
+	return e
 }
 
 func (n *Node) pin(id identity.DeviceID, name string) error {
@@ -121,6 +130,7 @@ func (n *Node) EnterCode(ctx context.Context, peer, codeText string) (apitype.Pe
 	}
 	n.mu.Lock()
 	n.lastPair = &res
+	n.publishLocked(pairEvent(res))
 	n.mu.Unlock()
 	if err != nil {
 		return apitype.Peer{}, err
@@ -169,6 +179,7 @@ func (n *Node) Unpair(ctx context.Context, peer string) (apitype.Peer, error) {
 	}
 	n.paired = p
 	view.Paired, view.PairedAt = false, nil
+	n.publishLocked(apitype.Event{Kind: "unpaired", Peer: &view})
 	n.log.Info("unpaired", "peer", id.String())
 	return view, nil
 }

@@ -154,3 +154,15 @@ type Info struct {
 	Token string `json:"token"` // per run; send as "Authorization: Bearer TOKEN"
 	PID   int    `json:"pid"`
 }
+
+// Event is one line of GET /api/v1/watch (server-sent events, one JSON
+// object per "data:" line). Kind is one of: peer_joined, peer_updated,
+// peer_left, peer_conflict, self_copy, contribute, paired, pair_failed,
+// unpaired. Peer is set for peer and pairing events.
+type Event struct {
+	Kind   string    `json:"kind"`
+	At     time.Time `json:"at"`
+	Peer   *Peer     `json:"peer,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	On     *bool     `json:"on,omitempty"` // contribute events
+}

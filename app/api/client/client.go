@@ -4,6 +4,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"homering/app/api/apitype"
 )
@@ -154,4 +156,38 @@ func (c *Client) SetContribute(ctx context.Context, on bool) (apitype.Status, er
 // Doctor returns the agent's diagnostics.
 func (c *Client) Doctor(ctx context.Context) (apitype.Doctor, error) {
 	return get[apitype.Doctor](ctx, c, "/api/v1/doctor")
+}
+
+// Watch calls fn for every event until ctx ends or the agent goes away.
+func (c *Client) Watch(ctx context.Context, fn func(apitype.Event)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Info.URL+"/api/v1/watch", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Info.Token)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrNoAgent, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &APIError{Status: resp.StatusCode, Text: resp.Status}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var e apitype.Event
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			return fmt.Errorf("client: bad event %q: %w", data, err)
+		}
+		fn(e)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return sc.Err()
 }
