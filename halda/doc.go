@@ -64,6 +64,13 @@
 //     that improves the plan (the headroom step without its VRAM condition:
 //     the loop alone cannot leave, e.g., a Metal head re-reading everything).
 //
+// Each ILP is skipped when a lower bound on its optimum (every device's
+// floor of layers at its cheaper per-layer cost, the rest at the cheapest)
+// cannot beat the best plan of its iteration; that leaves every iteration's
+// result, and so the search, unchanged. A subset tried by device selection
+// starts from the cases its devices had in the larger plan, plus the
+// paper's start.
+//
 // Device selection (001 §3.3): a non-head device holding one layer (w = 1,
 // CPU or GPU: either costs a hop per round) is dropped when the plan without
 // it is faster: all such devices together first, then the costlier half of
@@ -128,6 +135,16 @@
 //     all have several divisors, and a prime L still gets k = 1. A windowed
 //     engine could later run windows that differ per round instead.
 //   - Ties between k keep the smallest k (fewer hops).
+//
+// # JSON
+//
+// Device, Model, Problem and Plan carry json tags in snake_case with units
+// in the name where they are not obvious (ram_available_bytes,
+// disk_seq_read_bytes_per_s, link_s, kv_copy_cpu_s). The profiler writes a
+// Device (`homering profile --json`), `homering plan --devices` reads one
+// device, a list, or {"devices": [...]}, and `--shape` reads a Model.
+// FLOPS and byte maps are keyed by ggml's type names in lower case ("q4_k",
+// "q6_k", "q8_0", "f16", "f32"), as app's GGUF converter writes them.
 //
 // # Invariants
 //

@@ -38,7 +38,8 @@ type Device struct {
 	UMA bool `json:"uma,omitempty"`
 
 	// CPUFlops and GPUFlops are the measured FLOP/s per weight type
-	// (s_m^{cpu,q}, s_m^{gpu,q}; keys as in Model.LayerFlops, e.g. "q4_k").
+	// (s_m^{cpu,q}, s_m^{gpu,q}), keyed as Model.LayerFlops: ggml type names
+	// in lower case ("q4_k", "q6_k", "q8_0", "f16", "f32").
 	// A type the model uses but the profile lacks is charged at the slowest
 	// rate the profile has (the profiler measures the common types only).
 	CPUFlops map[string]float64 `json:"cpu_flops"`
