@@ -513,7 +513,7 @@ func TestCountsInBigFileAreCapped(t *testing.T) {
 	}{
 		{"string array", kv(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(String)).u64(1 << 31) }), ErrBadMetadata, `key "k" claims 2147483648 entries; no model has more than 16777216`},
 		{"byte array", kv(func(b *builder) { b.str("k").u32(uint32(Array)).u32(uint32(Uint8)).u64(1 << 34) }), ErrBadMetadata, "no model has more than 16777216"},
-		{"long string", kv(func(b *builder) { b.str("k").u32(uint32(String)).u64(1 << 33) }), ErrBadMetadata, "no model has more than 67108864"},
+		{"long string", kv(func(b *builder) { b.str("k").u32(uint32(String)).u64(1 << 33) }), ErrBadMetadata, "is 8589934592 bytes long; the limit is 67108864"},
 		{"many keys", (&builder{}).header(3, 0, 1<<30).Bytes(), ErrBadMetadata, "the metadata count claims 1073741824"},
 		{"many tensors", (&builder{}).header(3, 1<<30, 0).Bytes(), ErrBadTensor, "the tensor count claims 1073741824"},
 	}

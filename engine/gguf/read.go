@@ -189,13 +189,16 @@ func (p *parser) limit(n, max uint64, kind error, what string) error {
 	return nil
 }
 
-func (p *parser) str(kind error, what string) (string, error) {
+// str reads a string of at most maxLen bytes.
+func (p *parser) str(kind error, what string, maxLen uint64) (string, error) {
+	at := p.off
 	n, err := p.u64()
 	if err != nil {
 		return "", err
 	}
-	if err := p.limit(n, maxStringLen, kind, what); err != nil {
-		return "", err
+	if n > maxLen {
+		p.off = at
+		return "", p.bad(kind, "%s is %d bytes long; the limit is %d", what, n, maxLen)
 	}
 	if err := p.fits(n, 1, kind, what); err != nil {
 		return "", err
@@ -256,7 +259,7 @@ func (p *parser) parse() (*File, error) {
 	f.kvIndex = make(map[string]int, nKV)
 	for i := uint64(0); i < nKV; i++ {
 		at := p.off
-		key, err := p.str(ErrBadMetadata, fmt.Sprintf("key %d's name", i))
+		key, err := p.str(ErrBadMetadata, fmt.Sprintf("key %d's name", i), maxStringLen)
 		if err != nil {
 			return nil, err
 		}
@@ -376,7 +379,7 @@ func (p *parser) scalar(t ValueType, key string) (any, error) {
 		x, err := p.u64()
 		return math.Float64frombits(x), err
 	case String:
-		return p.str(ErrBadMetadata, fmt.Sprintf("key %q", key))
+		return p.str(ErrBadMetadata, fmt.Sprintf("the string of key %q", key), maxStringLen)
 	}
 	return nil, p.bad(ErrBadMetadata, "key %q has unknown value type %d", key, uint32(t))
 }
@@ -386,7 +389,7 @@ func (p *parser) array(t ValueType, n int, key string) (any, error) {
 	if t == String {
 		out := make([]string, n)
 		for i := range out {
-			s, err := p.str(ErrBadMetadata, fmt.Sprintf("element %d of key %q", i, key))
+			s, err := p.str(ErrBadMetadata, fmt.Sprintf("element %d of key %q", i, key), maxStringLen)
 			if err != nil {
 				return nil, err
 			}
@@ -469,13 +472,9 @@ func (p *parser) array(t ValueType, n int, key string) (any, error) {
 // tensorInfo reads entry i of the tensor table with gguf.cpp's checks.
 func (p *parser) tensorInfo(i uint64, seen map[string]int) (TensorInfo, uint64, error) {
 	at := p.off
-	name, err := p.str(ErrBadTensor, fmt.Sprintf("tensor %d's name", i))
+	name, err := p.str(ErrBadTensor, fmt.Sprintf("tensor %d's name", i), maxNameLen)
 	if err != nil {
 		return TensorInfo{}, 0, err
-	}
-	if len(name) > maxNameLen {
-		p.off = at
-		return TensorInfo{}, 0, p.bad(ErrBadTensor, "tensor %d's name is %d bytes long; ggml allows %d", i, len(name), maxNameLen)
 	}
 	if _, dup := seen[name]; dup {
 		p.off = at
