@@ -94,6 +94,11 @@ func TestDiscoveryAndPairing(t *testing.T) {
 	for _, n := range lan {
 		n.MustCLI(t, "contribute", "on") // saved in config.json before start
 	}
+	// a also has a container bridge, as many desktops do: discovery must not
+	// advertise or browse there (peers.md §10, request 1).
+	env.ip("-n", a.NS, "link", "add", "docker0", "type", "bridge")
+	env.ip("-n", a.NS, "addr", "add", "172.17.0.1/16", "dev", "docker0")
+	env.ip("-n", a.NS, "link", "set", "docker0", "up")
 	ids := map[*Node]string{}
 	for _, n := range append(lan, far) {
 		ids[n] = n.ID(t)
@@ -170,6 +175,14 @@ func TestDiscoveryAndPairing(t *testing.T) {
 		p, _ := find(ps, ids[b])
 		if !slices.Contains(p.Interfaces, "lan0") || !slices.Contains(p.Addrs, b.Addr+":47470") || !p.Contribute {
 			t.Errorf("a's view of b lacks interface, address or contribute state: %+v", p)
+		}
+		ps, _ = b.Peers(context.Background())
+		p, _ = find(ps, ids[a])
+		if want := []string{a.Addr + ":47470"}; !slices.Equal(p.Addrs, want) {
+			t.Errorf("b sees a at %v, want only %v (never the docker0 address)", p.Addrs, want)
+		}
+		if out, _ := a.CLI(context.Background(), "doctor"); !strings.Contains(out, "interface docker0: skipped: container or VM bridge") {
+			t.Errorf("doctor on a does not explain skipping docker0:\n%s", out)
 		}
 	})
 
