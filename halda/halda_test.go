@@ -351,6 +351,58 @@ func TestLPSolveMatchesEnumeration(t *testing.T) {
 		plans, infeasible, cs.checked, cs.worst, cs.infeasible, consistency, worstGap)
 }
 
+// pairSolver answers with lp_solve and checks every answer against the
+// exact greedy solver, for problems too large to enumerate.
+type pairSolver struct {
+	t       *testing.T
+	checked int
+}
+
+func (c *pairSolver) SolveLayers(p halda.LayerILP) (halda.LayerSolution, error) {
+	got, err1 := lpsolve.Solver{}.SolveLayers(p)
+	want, err2 := haldatest.Greedy{}.SolveLayers(p)
+	if (err1 == nil) != (err2 == nil) {
+		c.t.Fatalf("lp_solve says %v, greedy says %v, for %+v", err1, err2, p)
+	}
+	if err1 == nil {
+		c.checked++
+		if math.Abs(got.Objective-want.Objective) > 1e-9*max(1, math.Abs(want.Objective)) || !p.Feasible(got.W, got.N) {
+			c.t.Fatalf("lp_solve optimum %.15g, greedy %.15g, for %+v", got.Objective, want.Objective, p)
+		}
+	}
+	return got, err1
+}
+
+// TestLPSolveMatchesGreedyOnClusters: on 40 random clusters of 5-40
+// devices and an 80-layer model, every ILP's lp_solve optimum equals the
+// exact greedy solver's (within 1e-9 relative), and Halda beats both
+// baselines.
+func TestLPSolveMatchesGreedyOnClusters(t *testing.T) {
+	m, err := haldatest.Model("llama3-70b-q4k.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(80, 40))
+	c := &pairSolver{t: t}
+	for i := range 40 {
+		n := 5 + r.IntN(36)
+		p := halda.Problem{Devices: haldatest.Cluster(r, n, 80*512e6*(0.5+r.Float64())), Model: m}
+		pl, err := halda.Solve(p, c)
+		if err != nil {
+			if errors.Is(err, halda.ErrNoFeasiblePlan) {
+				continue
+			}
+			t.Fatalf("cluster %d: %v", i, err)
+		}
+		checkLayers(t, 80, pl)
+		checkBaselines(t, p, pl)
+	}
+	if c.checked < 200 {
+		t.Errorf("only %d ILPs compared", c.checked)
+	}
+	t.Logf("%d ILPs compared", c.checked)
+}
+
 func testbed(t *testing.T, devices, model, head string) halda.Problem {
 	t.Helper()
 	ds, err := haldatest.Devices(devices)
