@@ -228,3 +228,17 @@ func TestPake(t *testing.T) {
 		t.Errorf("Finish(garbage) = %v, want ErrPakePoint", err)
 	}
 }
+
+// BenchmarkPairing is one full SPAKE2 exchange, both sides: what a person
+// waits for after typing the code, minus the network.
+func BenchmarkPairing(b *testing.B) {
+	head, worker := IDFromCert([]byte("head")), IDFromCert([]byte("worker"))
+	code := Code("796428019")
+	for b.Loop() {
+		a, sa, _ := NewPake(RoleHead, code, head, worker, rand.Reader)
+		w, sw, _ := NewPake(RoleWorker, code, worker, head, rand.Reader)
+		if a.Finish(sw) != nil || w.Finish(sa) != nil || a.Verify(w.Confirmation()) != nil {
+			b.Fatal("pairing failed")
+		}
+	}
+}

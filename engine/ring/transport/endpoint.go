@@ -128,7 +128,9 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 	go func() {
 		defer close(done)
 		<-ctx.Done()
-		srv.Close() // also closes hijacked websockets? no: handlers own those and watch ctx
+		// Close stops accepting; hijacked websockets are not its business:
+		// each handler closes its link when ctx ends.
+		srv.Close()
 	}()
 	err := srv.ServeTLS(ln, "", "")
 	<-done
