@@ -32,6 +32,7 @@ func cmdGenModel(_ context.Context, e env) int {
 	fs.IntVar(&c.Ctx, "ctx", 4096, "context_length written to the file")
 	fs.BoolVar(&c.RopeFreqs, "rope-freqs", false, "add a Llama 3.1 style rope_freqs.weight tensor (llama, mistral)")
 	fs.Float64Var(&c.RopeScaleLinear, "rope-scale-linear", 0, "write linear rope scaling with this factor")
+	fs.BoolVar(&c.TiedOutput, "tied", false, "no output.weight: the output head reuses token_embd.weight")
 	fs.StringVar(&out, "o", "", "output file (required)")
 	keep := fs.Bool("keep", false, "leave FILE alone if it exists with the size this configuration produces")
 	if err := fs.Parse(e.args); err != nil {

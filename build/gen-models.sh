@@ -17,6 +17,9 @@
 # Rope variants (llama, F32, otherwise as llama-F32):
 #   llama-rope-freqs-F32.gguf   rope_freqs.weight [32] (Llama 3.1 factors), base 500000
 #   llama-rope-linear-F32.gguf  rope.scaling.type=linear, rope.scaling.factor=4
+# Other variants:
+#   llama-mha-F32.gguf    4 heads / 4 KV heads (no GQA), otherwise as llama-F32
+#   qwen2-tied-Q8_0.gguf  no output.weight: the head reuses token_embd (as Qwen2.5 0.5B)
 # About 1 GB models for benchmarks (llama, n_embd 2048, 16 heads / 4 KV heads,
 # ff 5632, vocab 32000):
 #   llama-1g-Q8_0.gguf   16 layers   906,751,200 bytes (~4 s to generate)
@@ -50,6 +53,8 @@ for t in F32 F16 Q8_0 Q4_0 Q4_K Q6_K; do
 done
 gen llama-rope-freqs-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-freqs
 gen llama-rope-linear-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-scale-linear 4
+gen llama-mha-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 4 --vocab 1000 --type F32
+gen qwen2-tied-Q8_0.gguf --arch qwen2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type Q8_0 --tied
 gen llama-1g-Q8_0.gguf --arch llama --layers 16 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 --vocab 32000 --type Q8_0
 gen llama-1g-Q4_K.gguf --arch llama --layers 36 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 --vocab 32000 --type Q4_K
 printf 'gen-models: %s ready in %ds\n' "$out" $(($(date +%s) - start)) >&2

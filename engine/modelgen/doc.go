@@ -19,6 +19,9 @@
 //	         [head_dim] F32; head_dim may differ from embd/heads (the
 //	         attention.key_length and value_length keys are always written).
 //
+// Variants: Config.TiedOutput leaves out output.weight (the head reuses
+// token_embd.weight, as small Llama 3.2 and Qwen2.5 models do).
+//
 // Tensor types: every 2-D weight (token_embd, output and all projection
 // matrices) has the requested type; 1-D tensors (norms, biases, rope_freqs)
 // are F32, as llama.cpp's converter writes them. K-quants need rows that are
@@ -29,7 +32,8 @@
 // FNV-1a of the tensor name), so a file is a pure function of its Config and
 // tensors may be written in parallel in any order. Linear weights are
 // N(0, 1/fan_in) so that activations keep unit scale through the layers;
-// token embeddings N(0, 1); the output head N(0, 4/embd) (logits of standard
+// token embeddings N(0, 1) (N(0, 4/embd) when tied to the head); the output
+// head N(0, 4/embd) (logits of standard
 // deviation ~2, so that greedy decoding has clear winners); norm weights
 // 1 + N(0, 0.1²); biases N(0, 0.1²). Quantization uses ggml's own quantizers
 // (ollama's ml/backend/ggml.Quantize, cgo) so that the bytes are exactly what

@@ -37,6 +37,9 @@ type Config struct {
 	// RopeScaleLinear > 0 writes rope.scaling.type=linear and
 	// rope.scaling.factor (llama.cpp then divides positions by it).
 	RopeScaleLinear float64
+	// TiedOutput leaves out output.weight: the output head reuses
+	// token_embd.weight, as Llama 3.2 1B and Qwen2.5 0.5B do.
+	TiedOutput bool
 }
 
 // ErrConfig is wrapped by every error about a Config that cannot be generated.
@@ -153,10 +156,18 @@ func (c Config) Tensors() []TensorSpec {
 	q := uint64(c.Heads * c.HeadDim)
 	kv := uint64(c.KVHeads * c.HeadDim)
 	v := uint64(c.Vocab)
+	// A tied head multiplies by token_embd: give it the output head's scale,
+	// or logits grow with sqrt(embd) and favour repeating the input token.
+	embInit := initEmbed
+	if c.TiedOutput {
+		embInit = initOutput
+	}
 	ts := []TensorSpec{
-		{"token_embd.weight", []uint64{e, v}, initEmbed},
+		{"token_embd.weight", []uint64{e, v}, embInit},
 		{"output_norm.weight", []uint64{e}, initNorm},
-		{"output.weight", []uint64{e, v}, initOutput},
+	}
+	if !c.TiedOutput {
+		ts = append(ts, TensorSpec{"output.weight", []uint64{e, v}, initOutput})
 	}
 	if c.RopeFreqs {
 		ts = append(ts, TensorSpec{"rope_freqs.weight", []uint64{uint64(c.HeadDim / 2)}, initRopeFreqs})

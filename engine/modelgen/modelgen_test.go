@@ -202,6 +202,9 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				if arch == "llama" && typ == "F32" {
 					c.RopeScaleLinear = 4
 				}
+				if arch == "qwen2" && typ == "Q8_0" {
+					c.TiedOutput = true
+				}
 				path := filepath.Join(dir, arch+"-"+typ+".gguf")
 				if err := Generate(path, c); err != nil {
 					t.Fatal(err)
@@ -238,6 +241,9 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				}
 				if wantScale := map[bool]float64{true: 0.25, false: 1}[c.RopeScaleLinear == 4]; s.RopeFreqScale != wantScale || s.RopeScaling != "linear" {
 					t.Errorf("rope scaling %s x%v, want linear x%v", s.RopeScaling, s.RopeFreqScale, wantScale)
+				}
+				if s.TiedOutput != c.TiedOutput {
+					t.Errorf("tied output %v, want %v", s.TiedOutput, c.TiedOutput)
 				}
 				if s.HasRopeFreqs != (arch == "llama") || s.ChatTemplate != (arch != "llama") {
 					t.Errorf("rope freqs %v, chat template %v", s.HasRopeFreqs, s.ChatTemplate)
