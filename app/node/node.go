@@ -180,24 +180,26 @@ func (n *Node) Run(ctx context.Context) error {
 		}()
 	}
 
-	var stop func()
+	var contrib *contribution
 	defer func() {
-		if stop != nil {
-			stop()
+		if contrib != nil {
+			contrib.stop()
 		}
 	}()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	netCheck := time.NewTicker(5 * time.Second)
+	defer netCheck.Stop()
 	for {
 		n.mu.Lock()
 		want := n.cfg.Contribute
 		n.mu.Unlock()
 		switch {
-		case want && stop == nil:
-			stop = n.startContributing(ctx)
-		case !want && stop != nil:
-			stop()
-			stop = nil
+		case want && contrib == nil:
+			contrib = n.startContributing(ctx)
+		case !want && contrib != nil:
+			contrib.stop()
+			contrib = nil
 		}
 		select {
 		case <-ctx.Done():
@@ -205,18 +207,33 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-n.changed:
 		case <-tick.C:
 			n.expire()
+		case <-netCheck.C:
+			if contrib != nil {
+				contrib.advertise()
+			}
 		}
 	}
 }
 
-// startContributing listens on the link port and advertises; the returned
-// func undoes both (goodbye first, so peers drop us before the port closes).
-func (n *Node) startContributing(ctx context.Context) func() {
+// contribution is what runs while contributing: the link listener and the
+// mDNS advertisement. Only Run's goroutine touches it.
+type contribution struct {
+	n      *Node
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	pin    string
+	ttl    time.Duration
+	adv    *mdns.Advertiser // nil when advertising failed
+	fp     string           // interfaces and addresses adv was made for
+}
+
+// startContributing listens on the link port and advertises.
+func (n *Node) startContributing(ctx context.Context) *contribution {
 	n.mu.Lock()
 	port, pin, ttl := n.cfg.LinkPort, n.cfg.Interface, n.cfg.MDNSTTL.D()
 	n.mu.Unlock()
 	sctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	c := &contribution{n: n, cancel: cancel, pin: pin, ttl: ttl}
 	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
 	if err != nil {
 		n.setProblem(apitype.Problem{Code: "link_port", Title: "Cannot accept connections.",
@@ -229,18 +246,41 @@ func (n *Node) startContributing(ctx context.Context) func() {
 		n.linkPort = uint16(ln.Addr().(*net.TCPAddr).Port)
 		n.mu.Unlock()
 		n.log.Info("listening for paired devices", "addr", ln.Addr().String())
-		wg.Add(1)
+		c.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer c.wg.Done()
 			if err := n.ep.Serve(sctx, ln, n.handleLink); err != nil {
 				n.log.Error("link listener stopped", "err", err)
 			}
 		}()
 	}
-	var adv *mdns.Advertiser
-	ifaces, err := n.o.Interfaces(pin)
+	c.advertise()
+	return c
+}
+
+// advertise (re)registers the advertisement when the usable interfaces or
+// their addresses changed since the last time: zeroconf fixes both at
+// registration, and a laptop changes networks.
+func (c *contribution) advertise() {
+	n := c.n
+	ifaces, err := n.o.Interfaces(c.pin)
+	fp := fmt.Sprint(err)
+	for _, f := range ifaces {
+		if f.Use {
+			fp += fmt.Sprint(f.Name, f.Prefixes)
+		}
+	}
+	if fp == c.fp {
+		return
+	}
+	if c.adv != nil {
+		c.adv.Stop()
+		c.adv = nil
+		n.log.Info("network changed: advertising again")
+	}
+	c.fp = fp
 	if err == nil {
-		adv, err = mdns.Advertise(n.record(), ifaces, ttl)
+		c.adv, err = mdns.Advertise(n.record(), ifaces, c.ttl)
 	}
 	if err != nil {
 		n.setProblem(apitype.Problem{Code: "advertise", Title: "Other devices cannot find this one by themselves.",
@@ -248,22 +288,25 @@ func (n *Node) startContributing(ctx context.Context) func() {
 		n.log.Warn("mdns advertise", "err", err)
 	} else {
 		n.clearProblem("advertise")
-		n.mu.Lock()
-		n.advertising = true
-		n.mu.Unlock()
-		n.log.Info("advertising", "service", mdns.Service, "ttl", ttl)
+		n.log.Info("advertising", "service", mdns.Service, "ttl", c.ttl)
 	}
-	return func() {
-		if adv != nil {
-			adv.Stop()
-		}
-		cancel()
-		wg.Wait()
-		n.mu.Lock()
-		n.listening, n.advertising = "", false
-		n.mu.Unlock()
-		n.log.Info("stopped contributing: no longer listening or advertising")
+	n.mu.Lock()
+	n.advertising = c.adv != nil
+	n.mu.Unlock()
+}
+
+// stop sends the goodbye first, so peers drop this device before its port
+// closes, then closes the listener and every link.
+func (c *contribution) stop() {
+	if c.adv != nil {
+		c.adv.Stop()
 	}
+	c.cancel()
+	c.wg.Wait()
+	c.n.mu.Lock()
+	c.n.listening, c.n.advertising = "", false
+	c.n.mu.Unlock()
+	c.n.log.Info("stopped contributing: no longer listening or advertising")
 }
 
 func (n *Node) onSighting(s discovery.Sighting) {
