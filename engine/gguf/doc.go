@@ -66,7 +66,7 @@
 //
 // Every error is a *FormatError whose Kind is one of ErrNotFound,
 // ErrNotRegular, ErrNotGGUF, ErrTruncated, ErrBadVersion, ErrBadMetadata,
-// ErrBadTensor, ErrUnsupported (errors.Is works), with Offset where known. Its
+// ErrBadTensor, ErrUnsupported, ErrIO (errors.Is works), with Offset where known. Its
 // Error() names the file, says what is wrong and what to do, e.g.
 // "m.gguf is incomplete: it ends at 812 MB but tensor blk.30.ffn_down.weight
 // needs 3.9 GB. Download it again."

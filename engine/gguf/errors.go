@@ -5,7 +5,8 @@ import (
 	"fmt"
 )
 
-// Kinds of FormatError. Test with errors.Is(err, gguf.ErrTruncated).
+// Kinds of FormatError. Test with errors.Is(err, gguf.ErrTruncated). Each
+// maps to one piece of advice in FormatError.Error.
 var (
 	ErrNotFound    = errors.New("gguf: file not found")
 	ErrNotRegular  = errors.New("gguf: not a regular file")
@@ -15,6 +16,7 @@ var (
 	ErrBadMetadata = errors.New("gguf: bad metadata")
 	ErrBadTensor   = errors.New("gguf: bad tensor table")
 	ErrUnsupported = errors.New("gguf: unsupported model feature")
+	ErrIO          = errors.New("gguf: file cannot be read")
 )
 
 // FormatError says what is wrong with a file, where, and what to do. Its
@@ -44,6 +46,8 @@ func (e *FormatError) Error() string {
 			name, have, e.Detail, need)
 	case ErrNotFound:
 		return fmt.Sprintf("%s does not exist. Check the path.", name)
+	case ErrIO:
+		return fmt.Sprintf("%s cannot be read (%s). Check its permissions and the disk, or copy it again.", name, e.Detail)
 	case ErrNotRegular:
 		return fmt.Sprintf("%s %s, not a model file. Give the path of a .gguf file.", name, e.Detail)
 	case ErrNotGGUF:

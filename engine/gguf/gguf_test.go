@@ -526,3 +526,32 @@ func TestCountsInBigFileAreCapped(t *testing.T) {
 		})
 	}
 }
+
+// failingReader fails every read after the first n bytes with an I/O error.
+type failingReader struct {
+	data []byte
+	n    int64
+}
+
+func (r failingReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > r.n {
+		k := max(0, int(r.n-off))
+		copy(p, r.data[off:off+int64(k)])
+		return k, syscall.EIO
+	}
+	return copy(p, r.data[off:]), nil
+}
+
+func TestIOErrors(t *testing.T) {
+	full, err := os.ReadFile(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Read(failingReader{full, 5000}, int64(len(full)))
+	if !errors.Is(err, ErrIO) || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "cannot be read (at byte") {
+		t.Errorf("EIO: %v", err)
+	}
+	if _, err := Read(bytes.NewReader(nil), -1); !errors.Is(err, ErrIO) {
+		t.Errorf("negative size: %v", err)
+	}
+}

@@ -74,7 +74,7 @@ func Open(path string) (*File, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &FormatError{Path: path, Kind: ErrNotFound, Offset: -1, Err: err}
 		}
-		return nil, &FormatError{Path: path, Kind: ErrNotRegular, Offset: -1, Detail: "cannot be read (" + err.Error() + ")", Err: err}
+		return nil, &FormatError{Path: path, Kind: ErrIO, Offset: -1, Detail: ioDetail(err), Err: err}
 	}
 	if st.IsDir() {
 		return nil, &FormatError{Path: path, Kind: ErrNotRegular, Offset: -1, Detail: "is a directory"}
@@ -84,7 +84,7 @@ func Open(path string) (*File, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &FormatError{Path: path, Kind: ErrNotRegular, Offset: -1, Detail: "cannot be opened (" + err.Error() + ")", Err: err}
+		return nil, &FormatError{Path: path, Kind: ErrIO, Offset: -1, Detail: ioDetail(err), Err: err}
 	}
 	defer f.Close()
 	g, err := Read(f, st.Size())
@@ -99,8 +99,21 @@ func Open(path string) (*File, error) {
 	return g, nil
 }
 
+// ioDetail is the cause of an I/O error without the path (the message
+// names the file already): "permission denied".
+func ioDetail(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
 // Read parses the GGUF header from r, which holds size bytes.
 func Read(r io.ReaderAt, size int64) (*File, error) {
+	if size < 0 {
+		return nil, &FormatError{Kind: ErrIO, Offset: -1, Detail: fmt.Sprintf("its size %d is negative", size)}
+	}
 	p := &parser{
 		br:   bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<16),
 		size: size,
@@ -139,7 +152,7 @@ func (p *parser) read(b []byte) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return p.truncated(p.off - int64(n) + int64(len(b)))
 		}
-		return &FormatError{Kind: ErrTruncated, Offset: p.off, Detail: p.what, Size: p.size, Need: p.off + int64(len(b)-n), Err: err}
+		return &FormatError{Kind: ErrIO, Offset: p.off, Detail: fmt.Sprintf("at byte %d: %s", p.off, ioDetail(err)), Err: err}
 	}
 	return nil
 }
