@@ -555,3 +555,27 @@ func TestIOErrors(t *testing.T) {
 		t.Errorf("negative size: %v", err)
 	}
 }
+
+// TestEveryKindHasAdvice: each error kind reads as what is wrong plus what
+// to do.
+func TestEveryKindHasAdvice(t *testing.T) {
+	kinds := []error{ErrNotFound, ErrNotRegular, ErrNotGGUF, ErrTruncated, ErrBadVersion, ErrBadMetadata, ErrBadTensor, ErrUnsupported, ErrIO}
+	for _, k := range kinds {
+		t.Run(k.Error(), func(t *testing.T) {
+			msg := (&FormatError{Path: "m.gguf", Kind: k, Offset: 10, Detail: "is odd", Size: 5, Need: 10}).Error()
+			if !strings.HasPrefix(msg, "m.gguf ") || !strings.HasSuffix(msg, ".") {
+				t.Errorf("%q does not name the file or end a sentence", msg)
+			}
+			i := strings.LastIndex(strings.TrimSuffix(msg, "."), ". ")
+			if i < 0 {
+				t.Fatalf("%q has no advice sentence", msg)
+			}
+			if adv := msg[i+2:]; len(adv) < 10 {
+				t.Errorf("advice %q is too short to help", adv)
+			}
+			if !errors.Is(&FormatError{Kind: k}, k) {
+				t.Errorf("errors.Is fails for %v", k)
+			}
+		})
+	}
+}
