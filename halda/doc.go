@@ -66,8 +66,8 @@
 //
 // Each ILP is skipped when a lower bound on its optimum (every device's
 // floor of layers at its cheaper per-layer cost, the rest at the cheapest)
-// cannot beat the best plan of its iteration; that leaves every iteration's
-// result, and so the search, unchanged. A subset tried by device selection
+// cannot beat the best plan so far: such an ILP could not have become the
+// best, and a case assignment whose every k is skipped ends its run. A subset tried by device selection
 // starts from the cases its devices had in the larger plan, plus the
 // paper's start.
 //

@@ -386,6 +386,9 @@ func (f *fixedPoint) run(cases []Case, force []bool) error {
 			if iter != nil {
 				cutoff = iter.cost
 			}
+			if f.best != nil {
+				cutoff = min(cutoff, f.best.cost)
+			}
 			c, err := f.solveK(cases, k, cutoff)
 			if err != nil {
 				return err
@@ -644,9 +647,10 @@ func (q *prob) kvBound(room int64, k int) int {
 // solveK solves one ILP and scores its answer with the full model.
 //
 // It skips the solver when a lower bound on the ILP's optimum (plus its
-// constant) cannot beat cutoff, the best plan of this iteration so far: the
-// iteration's best, and so the whole search, is the same with or without
-// the skip.
+// constant) cannot beat cutoff, the best plan so far. The best plan found
+// is the same with or without the skip; a case assignment whose every k is
+// skipped ends its run (it could not improve the plan, and the headroom
+// step then has nothing to act on).
 func (f *fixedPoint) solveK(cases []Case, k int, cutoff float64) (*cand, error) {
 	ilp, konst := f.build(cases, k)
 	if ilp.triviallyInfeasible() {

@@ -212,7 +212,7 @@ type Dropped struct {
 // Stats counts the work of one Solve.
 type Stats struct {
 	ILPs       int `json:"ilps"`       // ILPs handed to the Solver
-	Pruned     int `json:"pruned"`     // ILPs skipped: their lower bound could not beat the iteration's best
+	Pruned     int `json:"pruned"`     // ILPs skipped: their lower bound could not beat the best plan so far
 	Iterations int `json:"iterations"` // case-assignment iterations over all subsets tried
 	Subsets    int `json:"subsets"`    // device subsets solved (device selection)
 }
