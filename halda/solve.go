@@ -647,10 +647,10 @@ func (q *prob) kvBound(room int64, k int) int {
 // solveK solves one ILP and scores its answer with the full model.
 //
 // It skips the solver when a lower bound on the ILP's optimum (plus its
-// constant) cannot beat cutoff, the best plan so far. The best plan found
-// is the same with or without the skip; a case assignment whose every k is
-// skipped ends its run (it could not improve the plan, and the headroom
-// step then has nothing to act on).
+// constant) cannot beat cutoff, the best plan so far: a skipped ILP could
+// not have become the best plan. A case assignment whose every k is
+// skipped ends its run, so the iterations that would have followed it are
+// not explored (a heuristic cut, like the iteration cap).
 func (f *fixedPoint) solveK(cases []Case, k int, cutoff float64) (*cand, error) {
 	ilp, konst := f.build(cases, k)
 	if ilp.triviallyInfeasible() {
