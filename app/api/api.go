@@ -82,13 +82,15 @@ func (s *Server) Handler() http.Handler {
 	})
 	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
+	s.registerUI(m) // web UI: app/api/ui.go
 	return s.auth(m)
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {
 	want := []byte("Bearer " + s.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 &&
+			subtle.ConstantTimeCompare([]byte(cookieToken(r)), []byte(s.Token)) != 1 && !publicPath(r) { // cookie and static UI: ui.go
 			writeJSON(w, http.StatusUnauthorized, apitype.Error{Error: "Missing or wrong API token; read it from api.json in the config directory."})
 			return
 		}

@@ -1,0 +1,128 @@
+package apitype
+
+import "time"
+
+// Types of the web UI's endpoints (app/api ui.go, settings.go, models.go,
+// plan.go, conversations.go, live.go).
+
+// Settings is GET/POST /api/v1/settings: what the Settings page edits.
+type Settings struct {
+	Name          string `json:"name"`           // device name; "" means the host name
+	ModelDir      string `json:"model_dir"`      // folder scanned for GGUFs; "" means none
+	Model         string `json:"model"`          // path of the selected GGUF; "" means none chosen
+	ContextTokens int    `json:"context_tokens"` // KV cache to plan and run for
+	MemoryBudget  int64  `json:"memory_budget"`  // bytes of RAM Homering may use here; 0: no cap
+	Expose        bool   `json:"expose"`         // serve the chat APIs on the LAN (then APIKey is required)
+	APIKey        string `json:"api_key"`        // required from LAN clients when Expose is on
+}
+
+// Model is one GGUF on disk, in GET /api/v1/models.
+type Model struct {
+	Path   string `json:"path"`
+	Name   string `json:"name"`   // short display name
+	Source string `json:"source"` // "folder", "ollama", "lmstudio", "huggingface"
+	Size   int64  `json:"size"`   // bytes
+	Arch   string `json:"arch"`   // general.architecture
+	Quant  string `json:"quant"`  // dominant weight type of the layers, e.g. "q4_k"
+	Layers int    `json:"layers"`
+	Fit    string `json:"fit"` // "fits", "tight", "too big", or "unknown" when unreadable
+	Why    string `json:"why"` // one sentence behind Fit
+	Error  string `json:"error,omitempty"`
+}
+
+// Models is GET /api/v1/models.
+type Models struct {
+	Models   []Model  `json:"models"`
+	Selected string   `json:"selected"`
+	Scanned  []string `json:"scanned"` // folders looked at
+	Devices  int      `json:"devices"` // devices the fit labels assume
+}
+
+// MemSample is one reading of memory pressure.
+type MemSample struct {
+	At        time.Time `json:"at"`
+	Available int64     `json:"available"` // MemAvailable
+	Total     int64     `json:"total"`     // MemTotal
+	// Pressure is (first MemAvailable of the history − now) / MemTotal:
+	// how much of the machine's memory this run has taken, clamped to [0,1].
+	Pressure float64 `json:"pressure"`
+}
+
+// Window is one round's layers on a device: [Start,End), the first GPU of
+// them on the GPU.
+type Window struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+	GPU   int `json:"gpu"`
+}
+
+// MapDevice is one device on the device map.
+type MapDevice struct {
+	ID          string      `json:"id"`
+	Short       string      `json:"short"`
+	Name        string      `json:"name"`
+	Self        bool        `json:"self"`
+	Paired      bool        `json:"paired"`
+	Visible     bool        `json:"visible"`
+	Contribute  bool        `json:"contribute"`
+	InRing      bool        `json:"in_ring"`
+	RingIndex   int         `json:"ring_index"` // position in the ring; -1 when not in it
+	Role        string      `json:"role"`       // "head", "worker", "idle", "left out"
+	Why         string      `json:"why,omitempty"`
+	Case        string      `json:"case,omitempty"`
+	Windows     []Window    `json:"windows"`
+	PredictedMs float64     `json:"predicted_ms"`
+	MeasuredMs  *float64    `json:"measured_ms"` // nil until the ring runs
+	RTTMs       *float64    `json:"rtt_ms"`      // nil until measured
+	Profile     string      `json:"profile"`     // "measured" or "default"
+	RAMBytes    int64       `json:"ram_bytes"`
+	VRAMBytes   int64       `json:"vram_bytes"`
+	Memory      []MemSample `json:"memory"` // history, oldest first; empty for peers until they report it
+}
+
+// Plan is GET /api/v1/plan: the device map.
+type Plan struct {
+	Model       string      `json:"model"` // display name; "" when none is selected
+	ModelPath   string      `json:"model_path"`
+	Layers      int         `json:"layers"`
+	K           int         `json:"k"`
+	PredictedMs float64     `json:"predicted_ms"`
+	Devices     []MapDevice `json:"devices"` // ring order first, then the rest
+	Problem     *Problem    `json:"problem,omitempty"`
+	At          time.Time   `json:"at"`
+}
+
+// Live is one event of GET /api/v1/live (server-sent events named "live"):
+// everything the UI draws, sent when something changed and every few
+// seconds as a heartbeat with fresh memory readings.
+type Live struct {
+	Status Status `json:"status"`
+	Peers  Peers  `json:"peers"`
+	Plan   Plan   `json:"plan"`
+}
+
+// ChatMessage is one message of a conversation.
+type ChatMessage struct {
+	Role    string         `json:"role"` // "user", "assistant"
+	Content string         `json:"content"`
+	Stats   map[string]any `json:"stats,omitempty"`
+}
+
+// Conversation is one saved chat.
+type Conversation struct {
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	System   string        `json:"system"`
+	Model    string        `json:"model"`
+	Created  time.Time     `json:"created"`
+	Updated  time.Time     `json:"updated"`
+	Messages []ChatMessage `json:"messages"`
+}
+
+// ConversationSummary is one row of GET /api/v1/conversations.
+type ConversationSummary struct {
+	ID       string    `json:"id"`
+	Title    string    `json:"title"`
+	Updated  time.Time `json:"updated"`
+	Messages int       `json:"messages"`
+}

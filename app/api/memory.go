@@ -1,0 +1,84 @@
+package api
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"homering/app/api/apitype"
+)
+
+// memSampler keeps a short history of this device's memory. Sampling is
+// driven by readers (the live stream, the plan), at most once a second, so
+// nothing runs while no UI is open.
+type memSampler struct {
+	read func() (avail, total int64, err error)
+	keep int
+
+	mu   sync.Mutex // guards hist
+	hist []apitype.MemSample
+}
+
+func newMemSampler(read func() (int64, int64, error), keep int) *memSampler {
+	return &memSampler{read: read, keep: keep}
+}
+
+// sample takes a reading if the last is older than a second, and returns
+// the history, oldest first.
+func (m *memSampler) sample(now time.Time) []apitype.MemSample {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := len(m.hist); n == 0 || now.Sub(m.hist[n-1].At) >= time.Second {
+		if avail, total, err := m.read(); err == nil && total > 0 {
+			s := apitype.MemSample{At: now, Available: avail, Total: total}
+			base := avail
+			if len(m.hist) > 0 {
+				base = m.hist[0].Available
+			}
+			s.Pressure = min(max(float64(base-avail)/float64(total), 0), 1)
+			m.hist = append(m.hist, s)
+			if len(m.hist) > m.keep {
+				m.hist = m.hist[len(m.hist)-m.keep:]
+			}
+		}
+	}
+	return append([]apitype.MemSample(nil), m.hist...)
+}
+
+// readMeminfo reads MemAvailable and MemTotal from /proc/meminfo (Linux).
+func readMeminfo() (avail, total int64, err error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, 0, fmt.Errorf("read memory: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fs := strings.Fields(v)
+		if len(fs) == 0 {
+			continue
+		}
+		n, perr := strconv.ParseInt(fs[0], 10, 64)
+		if perr != nil {
+			continue
+		}
+		switch k {
+		case "MemAvailable":
+			avail = n * 1024
+		case "MemTotal":
+			total = n * 1024
+		}
+	}
+	if total == 0 {
+		return 0, 0, fmt.Errorf("read memory: no MemTotal in /proc/meminfo")
+	}
+	return avail, total, sc.Err()
+}

@@ -1,0 +1,239 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"homering/app/api/apitype"
+	"homering/engine/gguf"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+// modelSource is one place GGUFs are found.
+type modelSource struct {
+	name string
+	root string
+	scan func(root string) []string // GGUF paths under root
+}
+
+// modelSources lists where GGUFs on this machine live: the configured
+// folder, then the stores of other apps the person may already use.
+func modelSources(home, modelDir string) []modelSource {
+	var out []modelSource
+	if modelDir != "" {
+		out = append(out, modelSource{"folder", modelDir, walkGGUF})
+	}
+	if home != "" {
+		out = append(out,
+			modelSource{"ollama", filepath.Join(home, ".ollama", "models"), ollamaModels},
+			modelSource{"lmstudio", filepath.Join(home, ".lmstudio", "models"), walkGGUF},
+			modelSource{"lmstudio", filepath.Join(home, ".cache", "lm-studio", "models"), walkGGUF},
+			modelSource{"huggingface", filepath.Join(home, ".cache", "huggingface", "hub"), walkGGUF},
+		)
+	}
+	return out
+}
+
+// walkGGUF finds *.gguf files under root (symlinks followed at the leaves,
+// as the Hugging Face cache links snapshots to blobs). It stops after 2000
+// entries deep in a huge tree.
+func walkGGUF(root string) []string {
+	var out []string
+	seen := 0
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		seen++
+		if err != nil || seen > 20000 {
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".gguf") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// ollamaModels reads Ollama's manifests (manifests/HOST/NS/NAME/TAG, JSON
+// with layers) and returns the blob of each model layer.
+func ollamaModels(root string) []string {
+	var out []string
+	filepath.WalkDir(filepath.Join(root, "manifests"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) > 1<<20 {
+			return nil
+		}
+		var m struct {
+			Layers []struct {
+				MediaType string `json:"mediaType"`
+				Digest    string `json:"digest"`
+			} `json:"layers"`
+		}
+		if json.Unmarshal(b, &m) != nil {
+			return nil
+		}
+		for _, l := range m.Layers {
+			if l.MediaType == "application/vnd.ollama.image.model" && strings.HasPrefix(l.Digest, "sha256:") {
+				blob := filepath.Join(root, "blobs", strings.Replace(l.Digest, ":", "-", 1))
+				if _, err := os.Stat(blob); err == nil && !slices.Contains(out, blob) {
+					out = append(out, blob)
+				}
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// ollamaName turns a manifest path into "name:tag"; used for display only.
+func displayName(source, root, path string) string {
+	if source == "ollama" {
+		return "ollama " + filepath.Base(path)[:min(len(filepath.Base(path)), 19)]
+	}
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+// describeModel reads a GGUF's header: architecture, layers and dominant
+// layer weight type.
+func describeModel(path string) (apitype.Model, halda.Model, error) {
+	m := apitype.Model{Path: path}
+	st, err := os.Stat(path)
+	if err != nil {
+		return m, halda.Model{}, err
+	}
+	m.Size = st.Size()
+	f, err := gguf.Open(path)
+	if err != nil {
+		return m, halda.Model{}, err
+	}
+	s, err := f.Shape()
+	if err != nil {
+		return m, halda.Model{}, err
+	}
+	l, err := f.Layout()
+	if err != nil {
+		return m, halda.Model{}, err
+	}
+	m.Arch, m.Layers = s.Arch, s.NLayer
+	bytes := map[gguf.Type]int64{}
+	for _, p := range l.Layers {
+		for t, b := range p.ByType {
+			bytes[t] += b
+		}
+	}
+	var best gguf.Type
+	var bestB int64 = -1
+	for t, b := range bytes {
+		if b > bestB || (b == bestB && t < best) {
+			best, bestB = t, b
+		}
+	}
+	if bestB >= 0 {
+		m.Quant = typeKey(best)
+	}
+	hm, err := haldaModel(s, l, 0)
+	return m, hm, err
+}
+
+// fitLabel asks Halda whether a model fits the devices: "too big" when no
+// plan exists, "tight" when the plan pages weights from disk on some device
+// or uses over 80% of the memory it may, else "fits".
+func fitLabel(devs []halda.Device, m halda.Model, ctxTokens int) (string, string) {
+	if len(devs) == 0 {
+		return "unknown", "No device profile is known yet."
+	}
+	m.ContextTokens = ctxTokens
+	p := halda.Problem{Devices: devs, Model: m, DefaultLinkSec: defaultLinkSec}
+	plan, err := halda.Solve(p, lpsolve.Solver{})
+	if err != nil {
+		if errors.Is(err, halda.ErrOutOfMemory) {
+			return "too big", "The devices together do not have the memory for it."
+		}
+		return "too big", sentence(err)
+	}
+	var use, avail int64
+	for _, d := range devs {
+		avail += usable(d)
+	}
+	for _, a := range plan.Ring {
+		use += a.RAMBytes + a.VRAMBytes
+		if a.Case != halda.M4 {
+			return "tight", fmt.Sprintf("It runs, but %s reads weights from disk for every token.", a.Device)
+		}
+	}
+	if float64(use) > 0.8*float64(avail) {
+		return "tight", fmt.Sprintf("It needs %s of the %s free on %d device(s).", humanBytes(use), humanBytes(avail), len(devs))
+	}
+	return "fits", fmt.Sprintf("%.0f ms per token predicted on %d device(s).", plan.PredictedMs, len(plan.Ring))
+}
+
+func usable(d halda.Device) int64 {
+	a := d.RAMAvailable
+	if d.MemoryBudget > 0 && d.MemoryBudget < a {
+		a = d.MemoryBudget
+	}
+	return a + d.VRAMAvailable
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func (u *ui) models(w http.ResponseWriter, r *http.Request) {
+	set, err := u.current()
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: sentence(err)})
+		return
+	}
+	home, _ := os.UserHomeDir()
+	devs, _ := u.devices(set)
+	out := apitype.Models{Models: []apitype.Model{}, Selected: set.Model, Scanned: []string{}, Devices: len(devs)}
+	seen := map[string]bool{}
+	for _, src := range modelSources(home, set.ModelDir) {
+		if _, err := os.Stat(src.root); err != nil {
+			continue
+		}
+		out.Scanned = append(out.Scanned, src.root)
+		for _, p := range src.scan(src.root) {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil || seen[real] {
+				continue
+			}
+			seen[real] = true
+			m, hm, err := describeModel(p)
+			m.Source, m.Name = src.name, displayName(src.name, src.root, p)
+			if err != nil {
+				m.Fit, m.Error = "unknown", sentence(err)
+				m.Why = "This file cannot be used: " + m.Error
+			} else {
+				m.Fit, m.Why = fitLabel(devs, hm, set.ContextTokens)
+			}
+			out.Models = append(out.Models, m)
+			if len(out.Models) >= 200 {
+				break
+			}
+		}
+	}
+	reply(w, out, nil)
+}

@@ -1,0 +1,252 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"homering/app/api/apitype"
+	"homering/engine/gguf"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+// defaultLinkSec is charged for a link not measured yet: one hidden state
+// over a home LAN (about 1 ms).
+const defaultLinkSec = 1e-3
+
+// defaultProfile is the profile used for a device until the profiler has
+// measured it: a modest 4-core laptop CPU (no GPU), with the memory this
+// device reads from /proc/meminfo (peers are assumed alike until they
+// report their own).
+func defaultProfile(name string, avail, total, budget int64) halda.Device {
+	cores := float64(max(runtime.NumCPU(), 1))
+	flops := 5e9 * cores // per core, quantized matmul-vector on AVX2
+	return halda.Device{
+		Name: name, OS: halda.Linux,
+		CPUFlops: map[string]float64{"f32": flops / 2, "f16": flops / 2, "bf16": flops / 2, "q8_0": flops, "q4_0": flops,
+			"q4_k": flops, "q5_k": flops, "q6_k": flops},
+		CPUReadBytesPerSec:  10e9,
+		RAMAvailable:        avail,
+		RAMTotal:            total,
+		MemoryBudget:        budget,
+		DiskSeqBytesPerSec:  1e9,
+		DiskRandBytesPerSec: 200e6,
+	}
+}
+
+// planMemo caches the last plan; Solve runs again only when its inputs
+// change (devices, model, context, budget), not on every heartbeat.
+type planMemo struct {
+	key  string
+	plan halda.Plan
+	m    halda.Model
+	err  error
+}
+
+// member is a device the plan may use, with its API identity.
+type member struct {
+	id, short, name string
+	self            bool
+}
+
+// devices returns the profiles of this device and of every visible,
+// contributing, paired peer, in that order, named by short ID.
+func (u *ui) devices(set *settingsFile) ([]halda.Device, []member) {
+	hist := u.mem.sample(time.Now())
+	var avail, total int64 = 8 << 30, 16 << 30
+	if n := len(hist); n > 0 {
+		avail, total = hist[n-1].Available, hist[n-1].Total
+	}
+	st := u.s.Node.Status()
+	ms := []member{{id: st.Device.ID, short: st.Device.Short, name: st.Device.Name, self: true}}
+	for _, p := range u.s.Node.Peers().Peers {
+		if p.Visible && p.Contribute && p.Paired && !p.Conflict {
+			ms = append(ms, member{id: p.ID, short: p.Short, name: p.Name})
+		}
+	}
+	devs := make([]halda.Device, len(ms))
+	for i, m := range ms {
+		devs[i] = defaultProfile(m.short, avail, total, set.MemoryBudget)
+	}
+	return devs, ms
+}
+
+func (u *ui) plan(w http.ResponseWriter, r *http.Request) {
+	p, err := u.buildPlan()
+	reply(w, p, err)
+}
+
+// buildPlan is the device map: Halda's plan for the devices seen and the
+// selected model, with every device, paired or not.
+func (u *ui) buildPlan() (apitype.Plan, error) {
+	set, err := u.current()
+	if err != nil {
+		return apitype.Plan{}, err
+	}
+	devs, ms := u.devices(set)
+	out := apitype.Plan{ModelPath: set.Model, Devices: []apitype.MapDevice{}, At: time.Now()}
+	byShort := map[string]int{}
+	st := u.s.Node.Status()
+	self := apitype.MapDevice{ID: st.Device.ID, Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
+		Visible: true, Contribute: st.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{},
+		Memory: u.mem.sample(time.Now())}
+	all := []apitype.MapDevice{self}
+	for _, p := range u.s.Node.Peers().Peers {
+		all = append(all, apitype.MapDevice{ID: p.ID, Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
+			Contribute: p.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{}, Memory: []apitype.MemSample{}})
+	}
+	for i, d := range all {
+		byShort[d.Short] = i
+		switch {
+		case d.Self:
+		case !d.Visible:
+			all[i].Why = "Not seen on the network now."
+		case !d.Paired:
+			all[i].Why = "Not paired: pair it in Settings to let it take layers."
+		case !d.Contribute:
+			all[i].Why = "Contribute is off on that device."
+		}
+	}
+	if set.Model == "" {
+		out.Problem = &apitype.Problem{Code: "no_model", Title: "No model chosen.", Text: "The device map shows where a model's layers would run.", Fix: "Pick a model in Models."}
+		out.Devices = all
+		return out, nil
+	}
+	key := fmt.Sprint(set.Model, set.ContextTokens, set.MemoryBudget, len(devs), ms)
+	u.mu.Lock()
+	memo := u.planMemo
+	u.mu.Unlock()
+	if memo.key != key {
+		memo = planMemo{key: key}
+		memo.m, memo.err = modelFromGGUF(set.Model, set.ContextTokens)
+		if memo.err == nil {
+			memo.plan, memo.err = halda.Solve(halda.Problem{Devices: devs, Model: memo.m, DefaultLinkSec: defaultLinkSec}, lpsolve.Solver{})
+		}
+		u.mu.Lock()
+		u.planMemo = memo
+		u.mu.Unlock()
+	}
+	out.Model = strings.TrimSuffix(filepath.Base(set.Model), filepath.Ext(set.Model))
+	if memo.m.Name != "" {
+		out.Model = memo.m.Name
+	}
+	out.Layers = memo.m.Layers
+	if memo.err != nil {
+		out.Problem = &apitype.Problem{Code: "plan", Title: "No plan for this model on these devices.", Text: sentence(memo.err),
+			Fix: "Pick a smaller model, pair and turn on more devices, or raise the memory budget."}
+		out.Devices = all
+		return out, nil
+	}
+	out.K, out.PredictedMs = memo.plan.K, memo.plan.PredictedMs
+	var ordered []apitype.MapDevice
+	for ri, a := range memo.plan.Ring {
+		i, ok := byShort[a.Device]
+		if !ok {
+			continue
+		}
+		d := all[i]
+		d.InRing, d.RingIndex, d.Case = true, ri, string(a.Case)
+		d.Role = "worker"
+		if ri == 0 {
+			d.Role = "head"
+		}
+		d.PredictedMs, d.RAMBytes, d.VRAMBytes = a.PredictedMs, a.RAMBytes, a.VRAMBytes
+		for _, l := range a.Layers {
+			d.Windows = append(d.Windows, apitype.Window{Start: l.Start, End: l.End, GPU: min(a.N, l.End-l.Start)})
+		}
+		all[i].Short = "" // taken
+		ordered = append(ordered, d)
+	}
+	for _, dr := range memo.plan.Dropped {
+		if i, ok := byShort[dr.Device]; ok && all[i].Short != "" {
+			all[i].Role, all[i].Why = "left out", dr.Reason
+		}
+	}
+	for _, d := range all {
+		if d.Short != "" {
+			ordered = append(ordered, d)
+		}
+	}
+	out.Devices = ordered
+	return out, nil
+}
+
+// modelFromGGUF reads a GGUF's shape into halda's Model.
+func modelFromGGUF(path string, ctxTokens int) (halda.Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return halda.Model{}, err
+	}
+	s, err := f.Shape()
+	if err != nil {
+		return halda.Model{}, err
+	}
+	l, err := f.Layout()
+	if err != nil {
+		return halda.Model{}, err
+	}
+	return haldaModel(s, l, ctxTokens)
+}
+
+// The rest of this file mirrors app/plan_gguf.go (package app, which this
+// package cannot import); the two should move into one shared package.
+
+const planBatch = 512
+
+func typeKey(t gguf.Type) string { return strings.ToLower(t.String()) }
+
+func elements(t gguf.Type, bytes int64) float64 {
+	if t.TypeSize() == 0 {
+		return 0
+	}
+	return float64(bytes) / float64(t.TypeSize()) * float64(t.BlockSize())
+}
+
+func haldaModel(s gguf.ModelShape, l gguf.Layout, ctxTokens int) (halda.Model, error) {
+	if len(l.Layers) != s.NLayer || s.NLayer == 0 {
+		return halda.Model{}, fmt.Errorf("the file has tensors for %d layers but its metadata says %d", len(l.Layers), s.NLayer)
+	}
+	if ctxTokens <= 0 {
+		ctxTokens = DefaultContextTokens
+	}
+	if s.NCtxTrain > 0 && s.NCtxTrain < ctxTokens {
+		ctxTokens = s.NCtxTrain
+	}
+	L := int64(s.NLayer)
+	m := halda.Model{
+		Name: s.Name, Layers: s.NLayer,
+		LayerBytes: map[string]int64{}, LayerFlops: map[string]float64{}, OutputFlops: map[string]float64{},
+		InputBytes: l.Input.Bytes, OutputBytes: l.Output.Bytes, Vocab: s.NVocab, Embedding: s.NEmbd,
+		KVBytesPerToken: s.KVBytesPerToken(2), ContextTokens: ctxTokens,
+		CPUBufferBytes: 4 * int64(s.NVocab+4*s.NEmbd+2*s.NFF) * planBatch,
+		GPUBufferBytes: 4 * int64(4*s.NEmbd+2*s.NFF) * planBatch,
+	}
+	if m.Name == "" {
+		m.Name = s.Arch
+	}
+	total := map[gguf.Type]int64{}
+	for _, p := range l.Layers {
+		for t, b := range p.ByType {
+			total[t] += b
+		}
+	}
+	for t, b := range total {
+		k := typeKey(t)
+		m.LayerBytes[k] = (b + L - 1) / L
+		m.LayerFlops[k] += 2 * elements(t, b) / float64(L)
+	}
+	m.LayerFlops["f16"] += 2 * float64(ctxTokens) * float64(s.HeadDimK+s.HeadDimV) * float64(s.NHead)
+	out := l.Output.ByType
+	if s.TiedOutput {
+		out = l.Input.ByType
+		m.OutputBytes += l.Input.Bytes
+	}
+	for t, b := range out {
+		m.OutputFlops[typeKey(t)] += 2 * elements(t, b)
+	}
+	return m, nil
+}
