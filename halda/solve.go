@@ -734,7 +734,7 @@ func (q *prob) infeasible(set []int) error {
 	m := q.Model
 	var hardNeed, hardHave, allHave int64
 	fast := false
-	for p, i := range set {
+	for _, i := range set {
 		x := &q.devs[i]
 		hardNeed += m.CPUBufferBytes
 		if x.kind == kindMetal {
@@ -745,7 +745,6 @@ func (q *prob) infeasible(set []int) error {
 		if !x.slowDsk {
 			fast = true
 		}
-		_ = p
 	}
 	hardNeed += int64(q.L) * q.kvL
 	allNeed := int64(q.L)*q.bp + q.bio + int64(len(set))*m.CPUBufferBytes
