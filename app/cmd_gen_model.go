@@ -34,7 +34,7 @@ func cmdGenModel(_ context.Context, e env) int {
 	fs.Float64Var(&c.RopeScaleLinear, "rope-scale-linear", 0, "write linear rope scaling with this factor")
 	fs.BoolVar(&c.TiedOutput, "tied", false, "no output.weight: the output head reuses token_embd.weight")
 	fs.StringVar(&out, "o", "", "output file (required)")
-	keep := fs.Bool("keep", false, "leave FILE alone if it exists with the size this configuration produces")
+	keep := fs.Bool("keep", false, "leave FILE alone if it is complete and from this generator version and seed")
 	if err := fs.Parse(e.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -46,13 +46,13 @@ func cmdGenModel(_ context.Context, e env) int {
 		return 2
 	}
 	if *keep {
-		want, err := modelgen.FileSize(c)
+		current, err := modelgen.Current(out, c)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "homering gen-model: %v\n", err)
 			return 1
 		}
-		if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() && st.Size() == want {
-			fmt.Fprintf(e.stdout, "kept %s (%d bytes)\n", out, want)
+		if current {
+			fmt.Fprintf(e.stdout, "kept %s\n", out)
 			return 0
 		}
 	}

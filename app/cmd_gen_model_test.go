@@ -41,6 +41,11 @@ func TestGenModelWritesAndKeeps(t *testing.T) {
 	if st2, err := os.Stat(path); err != nil || st2.Size() != st.Size() {
 		t.Errorf("regenerated file: %v, %v bytes, want %d", err, st2, st.Size())
 	}
+	// Another seed: same size, different file, so it is regenerated too.
+	code, out, _ = runGenModel(t, append([]string{"--keep", "--seed", "9"}, args...)...)
+	if code != 0 || !strings.HasPrefix(out, "wrote "+path) {
+		t.Errorf("--keep with another seed: exit %d, stdout %q", code, out)
+	}
 }
 
 func TestGenModelRejects(t *testing.T) {

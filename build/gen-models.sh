@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Generates the random-weight GGUF test models into testdata/models/ (ignored
 # by git) with `bin/homering gen-model` (engine/modelgen). Idempotent: a file
-# that exists with the size its configuration produces is kept (--keep), so a
-# second run takes about a second. Same flags, same seed: same bytes.
+# that exists with the size its configuration produces and the current
+# generator version and seed in its header is kept (--keep), so a second run
+# takes about a second. Same flags, same seed: same bytes.
 #
 # Small models, one per family x type (F32 F16 Q8_0 Q4_0 Q4_K Q6_K), all with
 # 4 layers, n_embd 256, vocab 1000, context_length 4096, seed 1:
@@ -22,8 +23,8 @@
 #   qwen2-tied-Q8_0.gguf  no output.weight: the head reuses token_embd (as Qwen2.5 0.5B)
 # About 1 GB models for benchmarks (llama, n_embd 2048, 16 heads / 4 KV heads,
 # ff 5632, vocab 32000):
-#   llama-1g-Q8_0.gguf   16 layers   906,751,200 bytes (~4 s to generate)
-#   llama-1g-Q4_K.gguf   36 layers   988,092,128 bytes (~8 s to generate)
+#   llama-1g-Q8_0.gguf   16 layers   906,751,264 bytes (~4-6 s to generate)
+#   llama-1g-Q4_K.gguf   36 layers   988,092,224 bytes (~7-8 s to generate)
 # Every 2-D weight (token_embd and output too) has the file's type; norms,
 # biases and rope_freqs are F32. The llama vocabulary is SentencePiece
 # (tokenizer.ggml.model=llama): 0 <unk>, 1 <s> (bos), 2 </s> (eos),

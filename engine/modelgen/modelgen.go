@@ -14,6 +14,8 @@ import (
 
 	fsggml "github.com/ollama/ollama/fs/ggml"
 	mlggml "github.com/ollama/ollama/ml/backend/ggml"
+
+	"homering/engine/gguf"
 )
 
 // Config says what model to generate. Zero fields take the defaults that
@@ -41,6 +43,11 @@ type Config struct {
 	// token_embd.weight, as Llama 3.2 1B and Qwen2.5 0.5B do.
 	TiedOutput bool
 }
+
+// GeneratorVersion is written to general.description with the seed; bump it
+// whenever the same Config would give different bytes, so that set-up
+// (gen-model --keep, see Current) regenerates old files.
+const GeneratorVersion = 2
 
 // ErrConfig is wrapped by every error about a Config that cannot be generated.
 var ErrConfig = errors.New("modelgen: bad model configuration")
@@ -226,6 +233,7 @@ func (c Config) KV(v Vocab) fsggml.KV {
 	kv := fsggml.KV{
 		"general.architecture":             c.ggufArch(),
 		"general.name":                     fmt.Sprintf("homering-random-%s-%s", c.Arch, c.Type),
+		"general.description":              c.description(),
 		"general.file_type":                types[c.Type].fileType,
 		"general.quantization_version":     uint32(2),
 		"general.alignment":                uint32(32),
@@ -271,6 +279,32 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		kv["rope.scaling.factor"] = float32(c.RopeScaleLinear)
 	}
 	return kv
+}
+
+// description identifies the generator version and seed that made a file.
+func (c Config) description() string {
+	return fmt.Sprintf("random weights, homering modelgen v%d, seed %d", GeneratorVersion, c.Seed)
+}
+
+// Current reports whether path holds the file Generate would write for c:
+// the exact size FileSize predicts and the same generator version and seed
+// in general.description (the header is parsed, the data not read).
+func Current(path string, c Config) (bool, error) {
+	want, err := FileSize(c)
+	if err != nil {
+		return false, err
+	}
+	c, _ = c.Normalize()
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() != want {
+		return false, nil
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return false, nil
+	}
+	desc, _ := f.String("general.description")
+	return desc == c.description(), nil
 }
 
 const chatMLTemplate = `{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
