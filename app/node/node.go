@@ -378,9 +378,10 @@ func (n *Node) SetContribute(on bool) error {
 		return err
 	}
 	n.cfg = c
-	n.mu.Unlock()
+	// Logged before Run can act on it: tests time the reaction from here.
 	n.log.Info("contribute set", "on", on)
-	n.publish(apitype.Event{Kind: "contribute", On: &on})
+	n.publishLocked(apitype.Event{Kind: "contribute", On: &on})
+	n.mu.Unlock()
 	n.wake()
 	return nil
 }
