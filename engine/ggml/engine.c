@@ -412,7 +412,12 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		return NULL;
 	}
 	ggml_backend_cpu_set_n_threads(w->cpu, p->n_threads);
-	ggml_backend_cpu_set_threadpool(w->cpu, m->tp);
+	// One thread needs no pool: ggml computes in the calling thread. A pool
+	// would only have its idle workers poll for work beside it (measured:
+	// ~1 ms per evaluation on a busy 2-core machine).
+	if (p->n_threads > 1) {
+		ggml_backend_cpu_set_threadpool(w->cpu, m->tp);
+	}
 
 	w->graph_size = (size_t)(w->n_layers * 96 + 256);
 	w->meta_size = ggml_tensor_overhead() * w->graph_size + ggml_graph_overhead_custom(w->graph_size, false);
