@@ -1,0 +1,16 @@
+package apptest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestMain removes the binary built for this test process.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.path != "" {
+		os.RemoveAll(filepath.Dir(buildOnce.path))
+	}
+	os.Exit(code)
+}
