@@ -177,7 +177,7 @@ func fitLabel(devs []halda.Device, m halda.Model, ctxTokens int) (string, string
 	if float64(use) > 0.8*float64(avail) {
 		return "tight", fmt.Sprintf("It needs %s of the %s free on %d device(s).", humanBytes(use), humanBytes(avail), len(devs))
 	}
-	return "fits", fmt.Sprintf("%.0f ms per token predicted on %d device(s).", plan.PredictedMs, len(plan.Ring))
+	return "fits", fmt.Sprintf("Predicted %s ms per token on %d device(s).", fmtMs(plan.PredictedMs), len(plan.Ring))
 }
 
 func usable(d halda.Device) int64 {
@@ -236,4 +236,11 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, out, nil)
+}
+
+func fmtMs(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }

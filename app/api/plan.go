@@ -70,7 +70,11 @@ func (u *ui) devices(set *settingsFile) ([]halda.Device, []member) {
 	}
 	devs := make([]halda.Device, len(ms))
 	for i, m := range ms {
-		devs[i] = defaultProfile(m.short, avail, total, set.MemoryBudget)
+		budget := int64(0)
+		if m.self {
+			budget = set.MemoryBudget // the budget is this device's own setting
+		}
+		devs[i] = defaultProfile(m.short, avail, total, budget)
 	}
 	return devs, ms
 }
@@ -131,9 +135,6 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		u.mu.Unlock()
 	}
 	out.Model = strings.TrimSuffix(filepath.Base(set.Model), filepath.Ext(set.Model))
-	if memo.m.Name != "" {
-		out.Model = memo.m.Name
-	}
 	out.Layers = memo.m.Layers
 	if memo.err != nil {
 		out.Problem = &apitype.Problem{Code: "plan", Title: "No plan for this model on these devices.", Text: sentence(memo.err),

@@ -1,0 +1,22 @@
+import type { Live } from './types'
+
+// One shared subscription to GET /api/v1/live: the agent pushes a snapshot
+// when something changes and a heartbeat every few seconds; EventSource
+// reconnects by itself after a drop.
+export const live = $state<{ data: Live | null; connected: boolean; lost: boolean }>({ data: null, connected: false, lost: false })
+
+let source: EventSource | null = null
+
+export function connectLive() {
+  if (source) return
+  source = new EventSource('api/v1/live', { withCredentials: true })
+  source.addEventListener('live', (e) => {
+    live.data = JSON.parse((e as MessageEvent).data)
+    live.connected = true
+    live.lost = false
+  })
+  source.onerror = () => {
+    live.connected = false
+    live.lost = true
+  }
+}

@@ -1,0 +1,151 @@
+// End-to-end check of the web UI against a running `homering headless`,
+// driving Debian's chromium with playwright-core. Run by
+// app/apptest/webui_test.go (inside the head's network namespace) as:
+//
+//   HOMERING_URL=http://127.0.0.1:PORT HOMERING_TOKEN=... OUT=dir \
+//   EXPECT_DEVICES=3 node frontend/tests/e2e.mjs
+//
+// It opens the app with the token link, sends a chat message and checks that
+// the reply streams in (several distinct partial lengths seen before it is
+// done), opens the device map and checks every device, the ring order, the
+// layer windows and the memory gauge, then visits Models and Settings. Each
+// step saves a screenshot under OUT and appends to OUT/result.json. Exit
+// status 0 only when every check passed.
+import { chromium } from 'playwright-core'
+import { mkdtempSync, writeFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const url = process.env.HOMERING_URL
+const token = process.env.HOMERING_TOKEN
+const out = process.env.OUT
+const expectDevices = Number(process.env.EXPECT_DEVICES || '1')
+const prompt = process.env.PROMPT || 'Once upon a time'
+if (!url || !token || !out) {
+  console.error('e2e: set HOMERING_URL, HOMERING_TOKEN and OUT')
+  process.exit(2)
+}
+
+const result = { checks: [], screenshots: [], streamed_lengths: [] }
+let failed = false
+function check(name, ok, detail = '') {
+  result.checks.push({ name, ok: !!ok, detail: String(detail) })
+  if (!ok) failed = true
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`)
+}
+
+const profile = mkdtempSync(join(tmpdir(), 'homering-chromium-'))
+// A fresh profile per run (playwright passes it as --user-data-dir).
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1280, height: 820 },
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+})
+
+async function shot(page, name) {
+  const file = join(out, name)
+  await page.screenshot({ path: file, fullPage: false })
+  const size = statSync(file).size
+  check(`screenshot ${name} written`, size > 5000, `${size} bytes`)
+  result.screenshots.push(file)
+}
+
+try {
+  const page = await context.newPage()
+  const consoleErrors = []
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()) })
+  page.on('pageerror', (e) => consoleErrors.push(String(e)))
+
+  // 1. Token link → cookie → app. The token must not stay in the URL or be
+  // readable by scripts.
+  const resp = await page.goto(`${url}/?token=${token}`)
+  check('token link opens the app', resp && resp.ok(), resp && resp.status())
+  check('token dropped from the address bar', !page.url().includes('token='), page.url())
+  const cookies = await context.cookies()
+  const c = cookies.find((x) => x.name === 'homering_token')
+  check('token cookie is HttpOnly and SameSite=Strict', c && c.httpOnly && c.sameSite === 'Strict', JSON.stringify(c && { httpOnly: c.httpOnly, sameSite: c.sameSite }))
+  check('scripts cannot read the token', !(await page.evaluate(() => document.cookie)).includes('homering_token'))
+  await page.waitForSelector('nav .foot .dot', { timeout: 15000 })
+  check('live stream connected', true)
+
+  // 2. Chat: send, watch the reply grow token by token.
+  await page.waitForSelector('[data-testid=model-picker] option[value$=".gguf"]', { state: 'attached', timeout: 20000 })
+  const picked = await page.$eval('[data-testid=model-picker]', (s) => s.value)
+  check('model picker has the selected model', picked.endsWith('.gguf'), picked)
+  await page.evaluate(() => {
+    // Record every distinct length of the streaming reply.
+    window.__lengths = []
+    new MutationObserver(() => {
+      const all = document.querySelectorAll('[data-role=assistant] .md')
+      const last = all[all.length - 1]
+      if (!last) return
+      const n = last.textContent.length
+      if (n && window.__lengths[window.__lengths.length - 1] !== n) window.__lengths.push(n)
+    }).observe(document.body, { subtree: true, childList: true, characterData: true })
+  })
+  await page.fill('[data-testid=composer]', prompt)
+  await page.click('[data-testid=send]')
+  await page.waitForSelector('[data-testid=stop]', { timeout: 5000 }).then(
+    () => check('stop button shown while generating', true),
+    () => check('stop button shown while generating', false))
+  await page.waitForSelector('[data-testid=regenerate], [data-testid=chat-error]', { timeout: 120000 })
+  const err = await page.$('[data-testid=chat-error]')
+  check('chat finished without an error', !err, err ? await err.textContent() : '')
+  const reply = await page.$$eval('[data-role=assistant] .md', (els) => els.map((e) => e.textContent).pop() || '')
+  const lengths = await page.evaluate(() => window.__lengths)
+  result.streamed_lengths = lengths
+  result.reply = reply
+  check('reply has text', reply.trim().length > 0, JSON.stringify(reply.slice(0, 80)))
+  check('reply streamed in pieces', lengths.length >= 3, `distinct lengths seen: ${lengths.length}`)
+  check('user message shown', (await page.$$eval('[data-role=user]', (e) => e.map((x) => x.textContent))).some((t) => t.includes(prompt)))
+  await page.waitForSelector('[data-testid=history] li button.title', { timeout: 5000 })
+  check('conversation saved in history', (await page.$$('[data-testid=history] li button.title')).length >= 1)
+  await shot(page, 'chat.png')
+
+  // 3. Device map.
+  await page.click('button[data-page=devices]')
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid=device]').length >= n, expectDevices, { timeout: 30000 }).catch(() => {})
+  const devices = await page.$$eval('[data-testid=device]', (els) => els.map((e) => ({
+    short: e.dataset.device,
+    text: e.textContent.replace(/\s+/g, ' '),
+    role: e.querySelector('[data-testid=role]')?.textContent,
+    windows: e.querySelectorAll('[data-testid=window], [data-testid=window-gpu]').length,
+    memory: !!e.querySelector('.gauge'),
+  })))
+  result.devices = devices
+  check(`device map shows ${expectDevices} devices`, devices.length === expectDevices, devices.map((d) => `${d.short}:${d.role}`).join(' '))
+  check('this device is marked', devices.some((d) => d.text.includes('this device')))
+  check('a head is planned', devices.some((d) => d.role === 'head'))
+  check('layer windows drawn', devices.some((d) => d.windows > 0))
+  check('ring order shown', !!(await page.$('[data-testid=ring-order]')))
+  check('memory gauge for this device', devices.some((d) => d.memory))
+  if (expectDevices > 1) check('peers shown as paired', devices.filter((d) => d.text.includes('paired') && !d.text.includes('not paired')).length >= expectDevices - 1)
+  // Live: the memory history grows from heartbeats without a reload.
+  const before = await page.$eval('.spark polyline', (p) => p.getAttribute('points')?.split(' ').length || 0).catch(() => 0)
+  await page.waitForFunction((b) => (document.querySelector('.spark polyline')?.getAttribute('points')?.split(' ').length || 0) > b, before, { timeout: 10000 }).then(
+    () => check('device map updates live', true),
+    () => check('device map updates live', false, `points stayed ${before}`))
+  await shot(page, 'devices.png')
+
+  // 4. Models and Settings.
+  await page.click('button[data-page=models]')
+  await page.waitForSelector('[data-testid=model-row]', { timeout: 20000 })
+  const fits = await page.$$eval('[data-testid=fit]', (e) => e.map((x) => x.textContent))
+  check('models listed with fit labels', fits.length > 0 && fits.every((f) => ['fits', 'tight', 'too big', 'unknown'].includes(f)), fits.join(','))
+  await shot(page, 'models.png')
+  await page.click('button[data-page=settings]')
+  await page.waitForSelector('[data-testid=pairing]', { timeout: 10000 })
+  check('settings show the device name', (await page.inputValue('#name')).length > 0)
+  await shot(page, 'settings.png')
+
+  check('no script errors in the page', consoleErrors.length === 0, consoleErrors.join(' | '))
+} catch (e) {
+  check('e2e ran to the end', false, e && e.stack ? e.stack : e)
+} finally {
+  await context.close()
+  rmSync(profile, { recursive: true, force: true })
+  writeFileSync(join(out, 'result.json'), JSON.stringify(result, null, 2))
+}
+process.exit(failed ? 1 : 0)
