@@ -50,6 +50,15 @@ cp -f "$ollama_dir"/llama/llama.cpp/include/llama.h build/.cinclude/llama.h
 chmod u+w build/.cinclude/llama.h
 # --- end engine/llama
 
+# --- frontend (web UI, embedded by go:embed in frontend/assets.go, so it is
+# built before the binary): exact pins in package-lock.json; also installs
+# playwright-core for the UI test (it drives Debian's chromium).
+command -v node >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a==20&&b>=19)?0:1)' ||
+	{ log "the web UI needs Node.js >= 20.19 (vite 8); install it (nodesource node_20.x or newer) and run setup again"; exit 1; }
+log "building the web UI (frontend/dist)"
+(cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent) >&2
+# --- end frontend
+
 log "building bin/homering (first build compiles ggml and llama.cpp: several minutes)"
 go build -o bin/homering .
 
