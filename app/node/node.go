@@ -190,6 +190,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer tick.Stop()
 	netCheck := time.NewTicker(5 * time.Second)
 	defer netCheck.Stop()
+	name := n.name()
 	for {
 		n.mu.Lock()
 		want := n.cfg.Contribute
@@ -200,7 +201,13 @@ func (n *Node) Run(ctx context.Context) error {
 		case !want && contrib != nil:
 			contrib.stop()
 			contrib = nil
+		case contrib != nil && n.name() != name:
+			// The name is in the TXT record: register again. (zeroconf's
+			// SetText would race with its responder goroutine.)
+			contrib.fp = ""
+			contrib.advertise()
 		}
+		name = n.name()
 		select {
 		case <-ctx.Done():
 			return nil
