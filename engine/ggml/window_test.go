@@ -249,7 +249,7 @@ func TestThreeWindows(t *testing.T) {
 			}
 			w0 := newWindowT(t, m, WindowParams{First: 0, Last: a, Embed: true, NCtx: testNCtx, Threads: 1})
 			w1 := newWindowT(t, m, WindowParams{First: a, Last: b, NCtx: testNCtx, Threads: 1})
-			w2 := newWindowT(t, m, WindowParams{First: b, Last: info.NLayer, Output: true, NCtx: testNCtx, Threads: 2})
+			w2 := newWindowT(t, m, WindowParams{First: b, Last: info.NLayer, Output: true, NCtx: testNCtx, Threads: 1})
 			got := generate(t, chain(w0, w1, w2), info.NVocab, ref.tokens)
 			if n, d := diff(ref.logits, got.logits); n != 0 {
 				t.Errorf("[0,%d)+[%d,%d)+[%d,%d): %d logits differ, max |Δ| %g", a, a, b, b, info.NLayer, n, d)
@@ -415,5 +415,64 @@ func TestAllLogits(t *testing.T) {
 	row := lg[(len(p)-1)*info.NVocab:]
 	if n, d := diff([][]float32{want}, [][]float32{row}); n > 0 && d > 1e-4 {
 		t.Errorf("last row of AllLogits differs from last-only logits: %d values, max |Δ| %g", n, d)
+	}
+}
+
+// TestThreadsAgree: the model's thread pool (two threads) gives the same bits
+// as one thread; ggml splits work by rows, never a sum. (Short: two spinning
+// threads on a busy two-core machine are slow.)
+func TestThreadsAgree(t *testing.T) {
+	m := openT(t, stories)
+	info := m.Info()
+	ref := reference(t, m)
+	w0 := newWindowT(t, m, WindowParams{First: 0, Last: 2, Embed: true, NCtx: testNCtx, Threads: 2})
+	w1 := newWindowT(t, m, WindowParams{First: 2, Last: info.NLayer, Output: true, NCtx: testNCtx, Threads: 2})
+	eval := chain(w0, w1)
+	got := make([][]float32, 3)
+	var err error
+	if got[0], err = eval(prompt(info.NVocab), 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i], err = eval(ref.tokens[i-1:i], promptLen+i-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, d := diff(ref.logits[:len(got)], got); n != 0 {
+		t.Errorf("two threads: %d logits differ from one thread, max |Δ| %g", n, d)
+	}
+}
+
+// TestPastPadding crosses the 256-cell KV padding (n_kv 256 -> 512) in
+// chunks, split and unsplit: the same bits.
+func TestPastPadding(t *testing.T) {
+	m := openT(t, stories)
+	info := m.Info()
+	seq := make([]int32, 300)
+	for i := range seq {
+		seq[i] = int32(3 + (i*37)%(info.NVocab-3))
+	}
+	run := func(ws ...*Window) [][]float32 {
+		eval := chain(ws...)
+		var out [][]float32
+		for _, c := range [][2]int{{0, 200}, {200, 255}, {255, 256}, {256, 257}, {257, 300}} {
+			lg, err := eval(seq[c[0]:c[1]], c[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, lg)
+		}
+		return out
+	}
+	const nctx = 600 // rounded up to 768 cells
+	full := newWindowT(t, m, WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nctx, Threads: 1})
+	want := run(full)
+	w0 := newWindowT(t, m, WindowParams{First: 0, Last: 3, Embed: true, NCtx: nctx, Threads: 1})
+	w1 := newWindowT(t, m, WindowParams{First: 3, Last: info.NLayer, Output: true, NCtx: nctx, Threads: 1})
+	if n, d := diff(want, run(w0, w1)); n != 0 {
+		t.Errorf("past 256 cells: %d logits differ, max |Δ| %g", n, d)
+	}
+	if w0.KVBytes() != int64(2*3*768*info.NHeadKV*info.NEmbdHead*2) {
+		t.Errorf("KVBytes = %d, want 2 x 3 layers x 768 cells x %d x 2 bytes", w0.KVBytes(), info.NHeadKV*info.NEmbdHead)
 	}
 }
