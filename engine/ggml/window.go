@@ -164,12 +164,14 @@ func (w *Window) EvalHidden(hidden []float32, pos int) ([]float32, error) {
 	return w.eval(nil, hidden, len(hidden)/e, pos)
 }
 
-// maxBatch bounds one evaluation; larger prompts go in several calls.
-const maxBatch = 4096
+// MaxBatch bounds one evaluation, as llama.cpp's default n_ubatch does (and
+// its mask and KV index inputs grow with batch × context); evaluate longer
+// prompts in several calls.
+const MaxBatch = 512
 
 func (w *Window) eval(tokens []int32, hidden []float32, n, pos int) ([]float32, error) {
-	if n <= 0 || n > maxBatch {
-		return nil, fmt.Errorf("%w: %d inputs; evaluate between 1 and %d at a time", ErrBadInput, n, maxBatch)
+	if n <= 0 || n > MaxBatch {
+		return nil, fmt.Errorf("%w: %d inputs; evaluate between 1 and %d at a time", ErrBadInput, n, MaxBatch)
 	}
 	hasKV := w.p.Last > w.p.First
 	if pos < 0 || pos+n > w.p.NCtx {
