@@ -148,6 +148,7 @@ func TestBadEvalInputs(t *testing.T) {
 		{"token past vocab", func() ([]float32, error) { return head.EvalTokens([]int32{1, int32(info.NVocab)}, 0) }, ErrBadInput},
 		{"negative token", func() ([]float32, error) { return head.EvalTokens([]int32{-1}, 0) }, ErrBadInput},
 		{"no tokens", func() ([]float32, error) { return head.EvalTokens(nil, 0) }, ErrBadInput},
+		{"batch too large", func() ([]float32, error) { return head.EvalTokens(make([]int32, MaxBatch+1), 0) }, ErrBadInput},
 		{"hidden into embed window", func() ([]float32, error) { return head.EvalHidden(make([]float32, info.NEmbd), 0) }, ErrBadInput},
 		{"tokens into hidden window", func() ([]float32, error) { return tail.EvalTokens([]int32{1}, 0) }, ErrBadInput},
 		{"hidden of wrong length", func() ([]float32, error) { return tail.EvalHidden(make([]float32, info.NEmbd+1), 0) }, ErrBadInput},
