@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prefill and decode speed of Homering's window engine (engine/ggml, one
+# window [0, L) with embedding and output head) against llama.cpp itself
+# (engine/llama's Reference: the pinned ollama/llama, CPU, mmap, F16 KV,
+# flash attention off) on the same models, in one process built with the same
+# cgo flags (build/env.sh). Prints a table with medians and the ratio
+# ours/llama.cpp; the target is >= 1.0 for prefill and decode.
+#
+# Models: the generated ~1 GB llamas (16 layers, n_embd 2048) in Q8_0 and Q4_K,
+# prefill 128 tokens then 32 decode steps, 1 and 2 threads, 3 repetitions
+# (BENCH_REPS=N to change). BENCH_QUICK=1: stories260K, 1 thread, 1 repetition.
+# The machine is shared: read the 1-thread rows and the tok/cpu-s columns first;
+# 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. build/env.sh
+mkdir -p bench/out
+go build -o bench/out/enginebench ./bench/enginebench
+
+if [ -n "${BENCH_QUICK:-}" ]; then
+	models="$HOMERING_ROOT/../shared/models/stories260K.gguf"
+	args=(-threads 1 -reps 1 -prefill 128 -decode 16)
+else
+	models="testdata/models/llama-1g-Q8_0.gguf,testdata/models/llama-1g-Q4_K.gguf"
+	args=(-threads "${BENCH_THREADS:-1,2}" -reps "${BENCH_REPS:-3}" -prefill 128 -decode 32)
+fi
+for m in ${models//,/ }; do
+	[ -f "$m" ] || { echo "bench/engine.sh: $m is missing; run build/setup.sh to generate the test models." >&2; exit 1; }
+done
+
+echo "engine vs llama.cpp: CGO_CFLAGS='$CGO_CFLAGS', $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/out/enginebench -models "$models" "${args[@]}"

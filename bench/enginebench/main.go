@@ -1,0 +1,229 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"homering/engine/ggml"
+	"homering/engine/llama"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "enginebench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	models  []string
+	threads []int
+	reps    int
+	prefill int
+	decode  int
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("enginebench", flag.ContinueOnError)
+	models := fs.String("models", "", "comma-separated GGUF files")
+	threads := fs.String("threads", "1,2", "comma-separated thread counts")
+	reps := fs.Int("reps", 3, "timed repetitions per engine (the median is reported)")
+	prefill := fs.Int("prefill", 128, "prompt tokens evaluated as one batch")
+	decode := fs.Int("decode", 32, "single-token decode steps")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c := config{reps: *reps, prefill: *prefill, decode: *decode}
+	for _, m := range strings.Split(*models, ",") {
+		if m != "" {
+			c.models = append(c.models, m)
+		}
+	}
+	for _, t := range strings.Split(*threads, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(t))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad thread count %q", t)
+		}
+		c.threads = append(c.threads, n)
+	}
+	if len(c.models) == 0 || c.reps < 1 || c.prefill < 1 || c.decode < 1 {
+		return fmt.Errorf("need -models and positive -reps, -prefill, -decode")
+	}
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "model\tthreads\tphase\tours tok/s\tllama.cpp tok/s\tours/llama.cpp\tours tok/cpu-s\tllama.cpp tok/cpu-s\tours/llama.cpp\t\n")
+	for _, path := range c.models {
+		for _, th := range c.threads {
+			r, err := measure(path, th, c)
+			if err != nil {
+				return fmt.Errorf("%s, %d threads: %w", path, th, err)
+			}
+			name := filepath.Base(path)
+			fmt.Fprintf(os.Stderr, "enginebench: %s, %d threads: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s\n",
+				name, th, r.ours.prefill, r.ref.prefill, r.ours.decode, r.ref.decode)
+			fmt.Fprintf(tw, "%s\t%d\tprefill %d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2f\t\n", name, th, c.prefill,
+				r.ours.prefill, r.ref.prefill, r.ours.prefill/r.ref.prefill, r.oursCPU.prefill, r.refCPU.prefill, r.oursCPU.prefill/r.refCPU.prefill)
+			fmt.Fprintf(tw, "%s\t%d\tdecode %d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", name, th, c.decode,
+				r.ours.decode, r.ref.decode, r.ours.decode/r.ref.decode, r.oursCPU.decode, r.refCPU.decode, r.oursCPU.decode/r.refCPU.decode)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "(medians of %d runs each, engines alternating; tok/s = tokens / wall time of the phase;\n"+
+		" tok/cpu-s = tokens / CPU time of the whole process in the phase, which a busy machine disturbs less)\n", c.reps)
+	return nil
+}
+
+type speeds struct{ prefill, decode float64 } // tokens per second
+
+type result struct{ ours, ref, oursCPU, refCPU speeds }
+
+// engine is the part of each engine the benchmark drives.
+type engine interface {
+	clear()
+	eval(tokens []int32, pos int) ([]float32, error) // last token's logits
+}
+
+type ours struct{ w *ggml.Window }
+
+func (o ours) clear() { o.w.KVClear() }
+func (o ours) eval(t []int32, pos int) ([]float32, error) {
+	return o.w.EvalTokens(t, pos)
+}
+
+type ref struct{ r *llama.Reference }
+
+func (r ref) clear() { r.r.KVClear() }
+func (r ref) eval(t []int32, pos int) ([]float32, error) {
+	return r.r.LastLogits(t, pos)
+}
+
+const text = "Once upon a time, in a small village by the sea, there lived an old fisherman who counted the waves every morning. "
+
+func measure(path string, threads int, c config) (result, error) {
+	nCtx := c.prefill + c.decode + 1
+	r, err := llama.NewReference(path, llama.ReferenceParams{NCtx: nCtx, Threads: threads, Batch: max(c.prefill, 1)})
+	if err != nil {
+		return result{}, err
+	}
+	defer r.Close()
+	m, err := ggml.Open(path)
+	if err != nil {
+		return result{}, err
+	}
+	defer m.Close()
+	info := m.Info()
+	w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: threads})
+	if err != nil {
+		return result{}, err
+	}
+	defer w.Close()
+
+	var prompt []int32
+	for len(prompt) < c.prefill {
+		more, err := r.Vocab().Tokenize(strings.Repeat(text, 4), len(prompt) == 0, false)
+		if err != nil {
+			return result{}, err
+		}
+		prompt = append(prompt, more...)
+	}
+	prompt = prompt[:c.prefill]
+	// The decode tokens: llama.cpp's greedy continuation, so both engines
+	// see realistic, identical inputs.
+	decode, err := greedy(ref{r}, prompt, c.decode)
+	if err != nil {
+		return result{}, err
+	}
+
+	engines := []engine{ours{w}, ref{r}}
+	times := make([][2][]time.Duration, 2) // [engine][phase]
+	cpus := make([][2][]time.Duration, 2)
+	for rep := -1; rep < c.reps; rep++ { // rep -1 warms up
+		order := []int{0, 1}
+		if rep%2 == 1 {
+			order = []int{1, 0} // alternate, so drift in machine load hits both
+		}
+		for _, i := range order {
+			e := engines[i]
+			e.clear()
+			t0, c0 := time.Now(), cpuTime()
+			if _, err := e.eval(prompt, 0); err != nil {
+				return result{}, err
+			}
+			t1, c1 := time.Now(), cpuTime()
+			steps := decode
+			if rep < 0 {
+				steps = decode[:min(2, len(decode))] // warm-up: page the weights in, build graphs
+			}
+			for j, tok := range steps {
+				if _, err := e.eval([]int32{tok}, c.prefill+j); err != nil {
+					return result{}, err
+				}
+			}
+			t2, c2 := time.Now(), cpuTime()
+			if rep >= 0 {
+				times[i][0] = append(times[i][0], t1.Sub(t0))
+				times[i][1] = append(times[i][1], t2.Sub(t1))
+				cpus[i][0] = append(cpus[i][0], c1-c0)
+				cpus[i][1] = append(cpus[i][1], c2-c1)
+			}
+		}
+	}
+	tps := func(n int, ds []time.Duration) float64 { return float64(n) / median(ds).Seconds() }
+	return result{
+		ours:    speeds{tps(c.prefill, times[0][0]), tps(c.decode, times[0][1])},
+		ref:     speeds{tps(c.prefill, times[1][0]), tps(c.decode, times[1][1])},
+		oursCPU: speeds{tps(c.prefill, cpus[0][0]), tps(c.decode, cpus[0][1])},
+		refCPU:  speeds{tps(c.prefill, cpus[1][0]), tps(c.decode, cpus[1][1])},
+	}, nil
+}
+
+func greedy(e engine, prompt []int32, n int) ([]int32, error) {
+	e.clear()
+	logits, err := e.eval(prompt, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []int32
+	for len(out) < n {
+		best := 0
+		for i, v := range logits {
+			if v > logits[best] {
+				best = i
+			}
+		}
+		out = append(out, int32(best))
+		if logits, err = e.eval([]int32{int32(best)}, len(prompt)+len(out)-1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// cpuTime is the user+system CPU time of the whole process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
