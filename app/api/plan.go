@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -164,7 +165,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	}
 	for _, dr := range memo.plan.Dropped {
 		if i, ok := byShort[dr.Device]; ok && all[i].Short != "" {
-			all[i].Role, all[i].Why = "left out", dr.Reason
+			all[i].Role, all[i].Why = "left out", sentence(errors.New(dr.Reason))
 		}
 	}
 	for _, d := range all {

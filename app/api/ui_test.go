@@ -1,0 +1,324 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/app/api/apitype"
+	"homering/app/config"
+	"homering/app/node"
+	"homering/discovery/identity"
+	"homering/discovery/mdns"
+)
+
+// storiesModel is a real, trained GGUF (llama architecture, f32, 5 layers).
+const storiesModel = "/work/shared/models/stories260K.gguf"
+
+// uiServer runs a node and the API on loopback, with HOME pointed at a
+// fresh folder so model scanning sees only what a test puts there.
+func uiServer(t *testing.T) (*httptest.Server, string, string) {
+	t.Helper()
+	dir, home := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	cfg := config.Default()
+	cfg.LinkPort = 0
+	id, err := identity.LoadOrCreate(dir, time.Now(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(tWriter{t}, nil))
+	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
+		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	srv := httptest.NewServer((&Server{Node: n, Log: log, Token: "secret"}).Handler())
+	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	return srv, dir, home
+}
+
+// do sends a request with the token cookie (as the browser does) unless
+// noAuth, and decodes a JSON answer into out when non-nil.
+func do(t *testing.T, srv *httptest.Server, method, path string, body any, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = strings.NewReader(string(b))
+	}
+	req, _ := http.NewRequest(method, srv.URL+path, r)
+	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+	return res.StatusCode
+}
+
+func TestUIAuth(t *testing.T) {
+	srv, _, _ := uiServer(t)
+	noRedirect := *srv.Client()
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	get := func(path string, cookie string) *http.Response {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: TokenCookie, Value: cookie})
+		}
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	tests := []struct {
+		name, path, cookie string
+		want               int
+	}{
+		{"app shell needs no token", "/", "", http.StatusOK},
+		{"API without token", "/api/v1/status", "", http.StatusUnauthorized},
+		{"API with wrong cookie", "/api/v1/status", "guess", http.StatusUnauthorized},
+		{"API with cookie", "/api/v1/status", "secret", http.StatusOK},
+		{"unknown asset is not public", "/assets/nothing.js", "", http.StatusUnauthorized},
+		{"wrong token link", "/?token=guess", "", http.StatusUnauthorized},
+		{"token link", "/?token=secret", "", http.StatusSeeOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := get(tt.path, tt.cookie).StatusCode; got != tt.want {
+				t.Errorf("GET %s = %d, want %d", tt.path, got, tt.want)
+			}
+		})
+	}
+	res := get("/?token=secret", "")
+	var c *http.Cookie
+	for _, k := range res.Cookies() {
+		if k.Name == TokenCookie {
+			c = k
+		}
+	}
+	if c == nil || c.Value != "secret" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || res.Header.Get("Location") != "/" {
+		t.Errorf("token link: cookie %+v, Location %q; want HttpOnly SameSite=Strict cookie and a redirect to /", c, res.Header.Get("Location"))
+	}
+}
+
+func TestUISettings(t *testing.T) {
+	srv, dir, _ := uiServer(t)
+	var s apitype.Settings
+	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != DefaultContextTokens || s.Name != "box" {
+		t.Fatalf("defaults: %+v", s)
+	}
+	bad := []struct {
+		name string
+		s    apitype.Settings
+		want string
+	}{
+		{"tiny context", apitype.Settings{ContextTokens: 10}, "context length"},
+		{"missing folder", apitype.Settings{ContextTokens: 4096, ModelDir: "/does/not/exist"}, "does not exist"},
+		{"exposed without key", apitype.Settings{ContextTokens: 4096, Expose: true}, "API key"},
+		{"negative budget", apitype.Settings{ContextTokens: 4096, MemoryBudget: -1}, "negative"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			var e apitype.Error
+			if code := do(t, srv, "POST", "/api/v1/settings", tt.s, &e); code != 400 || !strings.Contains(e.Error, tt.want) {
+				t.Errorf("POST = %d %q, want 400 mentioning %q", code, e.Error, tt.want)
+			}
+		})
+	}
+	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0"}
+	var got apitype.Settings
+	if do(t, srv, "POST", "/api/v1/settings", want, &got) != 200 {
+		t.Fatalf("POST valid settings: %+v", got)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("saved settings (-want +got):\n%s", diff)
+	}
+	disk, err := LoadSettings(dir)
+	want.Name = ""
+	if err != nil || cmp.Diff(want, disk) != "" {
+		t.Errorf("settings.json (-want +got):\n%s (%v)", cmp.Diff(want, disk), err)
+	}
+	if cfg, err := config.Load(dir); err != nil || cfg.Name != "kitchen" {
+		t.Errorf("config.json name = %q, %v; want kitchen", cfg.Name, err)
+	}
+}
+
+func TestUIConversations(t *testing.T) {
+	srv, dir, _ := uiServer(t)
+	c := apitype.Conversation{System: "be brief", Messages: []apitype.ChatMessage{{Role: "user", Content: "Tell me   a story about a very small dragon who lives in a teapot"}, {Role: "assistant", Content: "Once"}}}
+	var saved apitype.Conversation
+	if do(t, srv, "PUT", "/api/v1/conversations/abc", c, &saved) != 200 || saved.Title != "Tell me a story about a very small dragon who…" {
+		t.Fatalf("PUT: %+v", saved)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ConversationsDir, "abc.json")); err != nil {
+		t.Errorf("not on disk: %v", err)
+	}
+	saved.Title = "Dragon"
+	do(t, srv, "PUT", "/api/v1/conversations/abc", saved, nil)
+	do(t, srv, "PUT", "/api/v1/conversations/def", apitype.Conversation{}, nil)
+	var list []apitype.ConversationSummary
+	do(t, srv, "GET", "/api/v1/conversations", nil, &list)
+	if len(list) != 2 || list[0].ID != "def" || list[1].Title != "Dragon" || list[1].Messages != 2 {
+		t.Errorf("list = %+v, want def (newest, New chat) then abc (Dragon, 2 messages)", list)
+	}
+	var e apitype.Error
+	if code := do(t, srv, "GET", "/api/v1/conversations/..%2Fconfig", nil, &e); code != 400 {
+		t.Errorf("path-like ID: %d %q, want 400", code, e.Error)
+	}
+	do(t, srv, "DELETE", "/api/v1/conversations/abc", nil, nil)
+	if code := do(t, srv, "GET", "/api/v1/conversations/abc", nil, &e); code != 404 || !strings.Contains(e.Error, "does not exist") {
+		t.Errorf("after delete: %d %q, want 404", code, e.Error)
+	}
+}
+
+// TestUIModels lays out the stores of Ollama (manifest → blob), LM Studio
+// and the Hugging Face cache (snapshot symlink → blob) with a real GGUF.
+func TestUIModels(t *testing.T) {
+	srv, _, home := uiServer(t)
+	data, err := os.ReadFile(storiesModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string, b []byte) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest := "sha256:0123abcd"
+	write(filepath.Join(home, ".ollama/models/blobs/sha256-0123abcd"), data)
+	write(filepath.Join(home, ".ollama/models/manifests/registry.ollama.ai/library/stories/260k"),
+		[]byte(`{"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"`+digest+`"},{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:ff"}]}`))
+	write(filepath.Join(home, ".lmstudio/models/me/tiny/tiny-f32.gguf"), data)
+	hfBlob := filepath.Join(home, ".cache/huggingface/hub/models--me--tiny/blobs/beef")
+	write(hfBlob, data)
+	link := filepath.Join(home, ".cache/huggingface/hub/models--me--tiny/snapshots/1/tiny.gguf")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	if err := os.Symlink(hfBlob, link); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(home, ".lmstudio/models/me/broken/broken.gguf"), []byte("GGUF not really"))
+
+	var m apitype.Models
+	if do(t, srv, "GET", "/api/v1/models", nil, &m) != 200 {
+		t.Fatalf("GET models: %+v", m)
+	}
+	got := map[string]apitype.Model{}
+	for _, x := range m.Models {
+		got[x.Source+" "+filepath.Base(x.Path)] = x
+	}
+	for _, k := range []string{"ollama sha256-0123abcd", "lmstudio tiny-f32.gguf", "huggingface tiny.gguf"} {
+		x, ok := got[k]
+		if !ok {
+			t.Errorf("%s not found in %+v", k, m.Models)
+			continue
+		}
+		if x.Arch != "llama" || x.Quant != "f32" || x.Layers != 5 || x.Size != int64(len(data)) || x.Fit != "fits" {
+			t.Errorf("%s = %+v, want llama f32 5 layers, %d bytes, fits", k, x, len(data))
+		}
+	}
+	if b := got["lmstudio broken.gguf"]; b.Fit != "unknown" || b.Error == "" {
+		t.Errorf("broken file = %+v, want fit unknown with an error sentence", b)
+	}
+}
+
+func TestUIPlanAndLive(t *testing.T) {
+	srv, _, _ := uiServer(t)
+	var p apitype.Plan
+	do(t, srv, "GET", "/api/v1/plan", nil, &p)
+	if p.Problem == nil || p.Problem.Code != "no_model" || len(p.Devices) != 1 || !p.Devices[0].Self {
+		t.Errorf("plan without a model = %+v, want only this device and a no_model problem", p)
+	}
+	do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", Model: storiesModel, ContextTokens: 256}, nil)
+	p = apitype.Plan{}
+	do(t, srv, "GET", "/api/v1/plan", nil, &p)
+	if p.Problem != nil || p.Layers != 5 || p.K < 1 || len(p.Devices) != 1 {
+		t.Fatalf("plan = %+v", p)
+	}
+	d := p.Devices[0]
+	covered := 0
+	for _, w := range d.Windows {
+		covered += w.End - w.Start
+	}
+	if d.Role != "head" || !d.InRing || covered != 5 || d.PredictedMs <= 0 || len(d.Memory) == 0 || d.MeasuredMs != nil {
+		t.Errorf("head = %+v, want the head running all 5 layers, a prediction, a memory reading, nothing measured", d)
+	}
+
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/live", nil)
+	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := srv.Client().Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	var events []apitype.Live
+	for sc.Scan() && len(events) < 2 {
+		if b, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var l apitype.Live
+			if err := json.Unmarshal([]byte(b), &l); err != nil {
+				t.Fatal(err)
+			}
+			events = append(events, l)
+		}
+	}
+	if len(events) < 2 || events[0].Plan.Layers != 5 || events[0].Status.Device.Name != "box" {
+		t.Fatalf("live: %d events (want a snapshot at once and a heartbeat): %+v", len(events), events)
+	}
+	if n0, n1 := len(events[0].Plan.Devices[0].Memory), len(events[1].Plan.Devices[0].Memory); n1 <= n0 {
+		t.Errorf("heartbeat memory history %d → %d, want it to grow", n0, n1)
+	}
+}
+
+func TestMemSampler(t *testing.T) {
+	const gib = 1 << 30
+	var avail int64
+	m := newMemSampler(func() (int64, int64, error) { return avail, 20 * gib, nil }, 2)
+	t0 := time.Unix(0, 0)
+	steps := []struct {
+		name     string
+		at       time.Duration
+		avail    int64
+		pressure float64 // of the newest sample
+		n        int     // history length
+	}{
+		{"first reading is the baseline", 0, 10 * gib, 0, 1},
+		{"within a second: no new reading", 500 * time.Millisecond, 9 * gib, 0, 1},
+		{"1 GiB of 20 taken", time.Second, 9 * gib, 0.05, 2},
+		{"more free than at the start clamps to 0; history keeps 2", 2 * time.Second, 12 * gib, 0, 2},
+		{"baseline is the oldest kept reading (9 GiB)", 3 * time.Second, 8 * gib, 0.05, 2},
+	}
+	for _, s := range steps {
+		avail = s.avail
+		h := m.sample(t0.Add(s.at))
+		if got := h[len(h)-1].Pressure; len(h) != s.n || got < s.pressure-1e-9 || got > s.pressure+1e-9 {
+			t.Errorf("%s: pressure %.4f with %d samples, want %.4f with %d", s.name, got, len(h), s.pressure, s.n)
+		}
+	}
+}

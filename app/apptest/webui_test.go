@@ -1,0 +1,153 @@
+package apptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"homering/app/api/apitype"
+)
+
+// webUIModel is the real, trained model the web UI chats with.
+const webUIModel = "/work/shared/models/stories260K.gguf"
+
+// TestWebUI drives the web UI of a real `homering headless` with Debian's
+// chromium (frontend/tests/e2e.mjs, playwright-core): three devices in
+// network namespaces, two of them paired with the head. The script chats
+// and sees the reply stream, then checks the device map, Models and
+// Settings, and saves screenshots; this test checks its verdicts and the
+// screenshot files. Screenshots stay in $HOMERING_UI_SHOTS when set.
+func TestWebUI(t *testing.T) {
+	if _, err := os.Stat("../../frontend/node_modules/playwright-core"); err != nil {
+		t.Fatal("frontend/node_modules is missing: run build/setup.sh (npm ci in frontend/)")
+	}
+	if _, err := os.Stat("../../frontend/dist/index.html"); err != nil {
+		t.Fatal("frontend/dist is not built: run build/setup.sh (npm run build in frontend/)")
+	}
+	e := NewEnv(t)
+	names := []string{"kitchen", "study", "attic"}
+	var nodes []*Node
+	for _, name := range names {
+		n := e.NewNode(t, name)
+		n.MustCLI(t, "contribute", "on")
+		setConfigName(t, n.Home, name)
+		nodes = append(nodes, n)
+	}
+	head := nodes[0]
+	settings, _ := json.Marshal(map[string]any{"model_dir": filepath.Dir(webUIModel), "model": webUIModel, "context_tokens": 256})
+	if err := os.WriteFile(filepath.Join(head.Home, "settings.json"), settings, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		n.Start(t)
+	}
+	for _, n := range nodes[1:] {
+		var show apitype.PairShow
+		if err := json.Unmarshal([]byte(n.MustCLI(t, "pair", "-no-wait", "-json")), &show); err != nil {
+			t.Fatal(err)
+		}
+		head.MustCLI(t, "pair", n.Addr, show.Code)
+	}
+	WaitFor(t, 20*time.Second, "the head sees both peers paired and contributing", func() error {
+		ps, err := head.Peers(context.Background())
+		if err != nil {
+			return err
+		}
+		ok := 0
+		for _, p := range ps.Peers {
+			if p.Paired && p.Visible && p.Contribute {
+				ok++
+			}
+		}
+		if ok != 2 {
+			return fmt.Errorf("%d of 2 peers paired, visible and contributing", ok)
+		}
+		return nil
+	})
+
+	b, err := os.ReadFile(filepath.Join(head.Home, apitype.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info apitype.Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv("HOMERING_UI_SHOTS")
+	if out == "" {
+		out = t.TempDir()
+	} else if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("../..")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// The browser runs in the head's namespace: the API listens on its loopback.
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", head.NS, "node", filepath.Join(root, "frontend/tests/e2e.mjs"))
+	cmd.Env = append(os.Environ(), "HOMERING_URL="+info.URL, "HOMERING_TOKEN="+info.Token, "OUT="+out,
+		"EXPECT_DEVICES="+strconv.Itoa(len(nodes)), "HOME="+t.TempDir())
+	cmd.Dir = root
+	log, err := cmd.CombinedOutput()
+	t.Logf("e2e.mjs:\n%s", log)
+	if err != nil {
+		t.Errorf("the web UI checks failed: %v", err)
+	}
+	var res struct {
+		Checks []struct {
+			Name string `json:"name"`
+			OK   bool   `json:"ok"`
+		} `json:"checks"`
+		Screenshots []string `json:"screenshots"`
+	}
+	rb, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatalf("e2e.mjs wrote no result: %v", err)
+	}
+	if err := json.Unmarshal(rb, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Checks {
+		if !c.OK {
+			t.Errorf("web UI check failed: %s", c.Name)
+		}
+	}
+	for _, want := range []string{"chat.png", "devices.png", "models.png", "settings.png"} {
+		st, err := os.Stat(filepath.Join(out, want))
+		if err != nil || st.Size() < 5000 {
+			t.Errorf("screenshot %s missing or nearly empty: %v", want, err)
+		}
+	}
+	if len(res.Checks) < 20 {
+		t.Errorf("only %d checks ran; the script stopped early", len(res.Checks))
+	}
+	if !strings.Contains(string(log), "device map shows 3 devices") {
+		t.Errorf("the device map check did not run")
+	}
+}
+
+// setConfigName sets the device name in config.json (written by
+// `contribute on`), so the map shows three different names.
+func setConfigName(t *testing.T, home, name string) {
+	t.Helper()
+	p := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["name"] = name
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
