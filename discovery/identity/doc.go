@@ -67,9 +67,10 @@
 //     service (an attacker can burn a shown code by trying it once; the user
 //     shows a new one).
 //
-// Unpairing removes the peer's hash from the local paired set; the other side
-// is told when it is reachable, and refuses this device from then on anyway,
-// since a pin works only in both directions.
+// Unpairing removes the peer's hash from the local paired set and tells the
+// other side over a link when it is reachable, so it forgets this device too.
+// When it is not reachable it keeps its pin until it is unpaired there, but no
+// link can form: this device refuses it and never dials it.
 //
 // The package is a leaf: stdlib only, no sockets, no goroutines. Randomness
 // comes in as an io.Reader and time as a time.Time.
