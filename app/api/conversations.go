@@ -64,7 +64,7 @@ func (c *convStore) Put(id string, v apitype.Conversation) (apitype.Conversation
 	}
 	v.ID = id
 	if v.Messages == nil {
-		v.Messages = []apitype.ChatMessage{}
+		v.Messages = []apitype.ConversationMessage{}
 	}
 	if v.Created.IsZero() {
 		v.Created = time.Now()

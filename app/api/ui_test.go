@@ -166,7 +166,7 @@ func TestUISettings(t *testing.T) {
 
 func TestUIConversations(t *testing.T) {
 	srv, dir, _ := uiServer(t)
-	c := apitype.Conversation{System: "be brief", Messages: []apitype.ChatMessage{{Role: "user", Content: "Tell me   a story about a very small dragon who lives in a teapot"}, {Role: "assistant", Content: "Once"}}}
+	c := apitype.Conversation{System: "be brief", Messages: []apitype.ConversationMessage{{Role: "user", Content: "Tell me   a story about a very small dragon who lives in a teapot"}, {Role: "assistant", Content: "Once"}}}
 	var saved apitype.Conversation
 	if do(t, srv, "PUT", "/api/v1/conversations/abc", c, &saved) != 200 || saved.Title != "Tell me a story about a very small dragon who…" {
 		t.Fatalf("PUT: %+v", saved)

@@ -101,8 +101,9 @@ type Live struct {
 	Plan   Plan   `json:"plan"`
 }
 
-// ChatMessage is one message of a conversation.
-type ChatMessage struct {
+// ConversationMessage is one saved message of a conversation (Stats from
+// the chat's done event).
+type ConversationMessage struct {
 	Role    string         `json:"role"` // "user", "assistant"
 	Content string         `json:"content"`
 	Stats   map[string]any `json:"stats,omitempty"`
@@ -116,7 +117,7 @@ type Conversation struct {
 	Model    string        `json:"model"`
 	Created  time.Time     `json:"created"`
 	Updated  time.Time     `json:"updated"`
-	Messages []ChatMessage `json:"messages"`
+	Messages []ConversationMessage `json:"messages"`
 }
 
 // ConversationSummary is one row of GET /api/v1/conversations.
