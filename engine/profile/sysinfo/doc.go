@@ -1,0 +1,30 @@
+// Package sysinfo reads what the operating system says about this machine's
+// memory, swap and disk, without cgo, so that it builds for every OS Homering
+// runs on (CI vets it for linux, darwin and windows).
+//
+// # Memory
+//
+// Memory.Available is d_m^avail of the Halda model: what can be given to the
+// model now without swapping.
+//   - Linux: /proc/meminfo MemAvailable, capped by every memory cgroup this
+//     process is in, v1 (memory.limit_in_bytes, memory.usage_in_bytes) and
+//     v2 (memory.max, memory.current), each level up to the root, detected
+//     at run time from /proc/self/cgroup and /proc/self/mountinfo. Inside a
+//     cgroup, available = limit − usage + file pages (memory.stat
+//     total_active_file+total_inactive_file on v1, active_file+inactive_file
+//     on v2): page cache, including our own mapped weights, is reclaimable
+//     and counts as available, as MemAvailable counts it.
+//   - macOS: sysctl hw.memsize; available = (free + speculative + purgeable +
+//     file-backed pageable pages) × page size; swap from vm.swapusage.
+//   - Windows: GlobalMemoryStatusEx (ullAvailPhys, ullTotalPageFile −
+//     ullTotalPhys for swap).
+//
+// # Disk
+//
+// ReadThroughput measures sequential (1 MiB requests) and random (64 KiB
+// requests at random aligned offsets, a mapped-view fault's cluster size)
+// read throughput of a file with our own reads that bypass the page cache:
+// O_DIRECT on Linux (posix_fadvise DONTNEED before each pass when the file
+// system refuses O_DIRECT), F_NOCACHE on macOS, FILE_FLAG_NO_BUFFERING on
+// Windows. Each pass is bounded in bytes and time.
+package sysinfo
