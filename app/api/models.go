@@ -175,9 +175,13 @@ func fitLabel(devs []halda.Device, m halda.Model, ctxTokens int) (string, string
 		}
 	}
 	if float64(use) > 0.8*float64(avail) {
-		return "tight", fmt.Sprintf("It needs %s of the %s free on %d device(s).", humanBytes(use), humanBytes(avail), len(devs))
+		return "tight", fmt.Sprintf("It needs %s of the %s free on the devices that can take part.", humanBytes(use), humanBytes(avail))
 	}
-	return "fits", fmt.Sprintf("Predicted %s ms per token on %d device(s).", fmtMs(plan.PredictedMs), len(plan.Ring))
+	on := "on this device alone"
+	if len(plan.Ring) > 1 {
+		on = fmt.Sprintf("on %d devices", len(plan.Ring))
+	}
+	return "fits", fmt.Sprintf("Predicted %s ms per token %s.", fmtMs(plan.PredictedMs), on)
 }
 
 func usable(d halda.Device) int64 {

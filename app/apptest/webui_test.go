@@ -41,7 +41,10 @@ func TestWebUI(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	head := nodes[0]
-	settings, _ := json.Marshal(map[string]any{"model_dir": filepath.Dir(webUIModel), "model": webUIModel, "context_tokens": 256})
+	// The model folder is the generated test models (build/gen-models.sh),
+	// so Models lists several with fit labels; the chat runs stories260K.
+	models, _ := filepath.Abs("../../testdata/models")
+	settings, _ := json.Marshal(map[string]any{"model_dir": models, "model": webUIModel, "context_tokens": 256})
 	if err := os.WriteFile(filepath.Join(head.Home, "settings.json"), settings, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -111,12 +111,12 @@ type ConversationMessage struct {
 
 // Conversation is one saved chat.
 type Conversation struct {
-	ID       string        `json:"id"`
-	Title    string        `json:"title"`
-	System   string        `json:"system"`
-	Model    string        `json:"model"`
-	Created  time.Time     `json:"created"`
-	Updated  time.Time     `json:"updated"`
+	ID       string                `json:"id"`
+	Title    string                `json:"title"`
+	System   string                `json:"system"`
+	Model    string                `json:"model"`
+	Created  time.Time             `json:"created"`
+	Updated  time.Time             `json:"updated"`
 	Messages []ConversationMessage `json:"messages"`
 }
 
