@@ -2,8 +2,21 @@ package ggml
 
 import (
 	"os"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuTime is the process's user+system CPU time: on a busy shared machine
+// the CPU time of a one-thread evaluation is a steadier number than its wall
+// time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // Benchmarks report ms/token (decode: one token per evaluation on a filled
 // cache) with one thread, the stable setting on a shared 2-core machine.
@@ -35,6 +48,7 @@ func benchDecode(b *testing.B, path string, split bool, threads int) {
 	}
 	pos := len(p)
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		if pos >= 500 {
 			for _, w := range ws {
@@ -47,7 +61,8 @@ func benchDecode(b *testing.B, path string, split bool, threads int) {
 		}
 		pos++
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/token")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/token")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/token")
 }
 
 func BenchmarkDecodeStories(b *testing.B)      { benchDecode(b, stories, false, 1) }
@@ -73,13 +88,15 @@ func BenchmarkPrefill32(b *testing.B) {
 		toks[i] = int32(3 + i)
 	}
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		w.KVClear()
 		if _, err := w.EvalTokens(toks, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/float64(len(toks)), "ms/token")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N)/float64(len(toks)), "ms/token")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N)/float64(len(toks)), "cpu-ms/token")
 }
 
 // BenchmarkColdWindow compares, for the second half of the 1 GB model's

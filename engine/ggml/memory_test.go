@@ -235,3 +235,25 @@ func TestWeightRanges(t *testing.T) {
 func fadviseDontNeed(f *os.File) error { return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) }
 
 func nowMs() float64 { return float64(time.Now().UnixNano()) / 1e6 }
+
+// TestWindowsShareOneMapping: three windows of one model, one mapping of the
+// file in the process.
+func TestWindowsShareOneMapping(t *testing.T) {
+	path := privateCopy(t, stories)
+	m := openT(t, path)
+	info := m.Info()
+	for _, p := range []WindowParams{
+		{First: 0, Last: 2, Embed: true, NCtx: 8},
+		{First: 2, Last: 4, NCtx: 8},
+		{First: 4, Last: info.NLayer, Output: true, NCtx: 8},
+	} {
+		newWindowT(t, m, p)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(maps), path); n != 1 {
+		t.Fatalf("%s is mapped %d times, want once", path, n)
+	}
+}
