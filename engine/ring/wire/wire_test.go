@@ -1,0 +1,204 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func plan2() *Plan {
+	return &Plan{ID: 7, K: 2, Layers: 8, NEmbd: 4, DType: F32, Devices: []Device{
+		{ID: "a", Windows: []Range{{0, 3}, {4, 7}}},
+		{ID: "b", Release: true, Windows: []Range{{3, 4}, {7, 8}}},
+	}}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var model [32]byte
+	model[0], model[31] = 1, 2
+	tests := []struct {
+		name string
+		msg  Msg
+	}{
+		{"plan", plan2()},
+		{"plan one device", &Plan{ID: 1, K: 1, Layers: 2, NEmbd: 8, DType: F16, Devices: []Device{{ID: "solo", Windows: []Range{{0, 2}}}}}},
+		{"ack", &PlanAck{Plan: 7, Code: CodeNoSpace, Text: "disk full"}},
+		{"ack ok", &PlanAck{Plan: 7}},
+		{"commit", &Commit{Plan: 9}},
+		{"activation f32", &Activation{Plan: 7, Seq: 3, Round: 1, Layers: Range{4, 7}, Pos: 12, Rows: 2, NEmbd: 2, DType: F32, Data: F32Data([]float32{1, -2, 3.5, 0})}},
+		{"activation f16", &Activation{Plan: 7, Seq: 0, Round: 0, Layers: Range{0, 3}, Rows: 1, NEmbd: 3, DType: F16, Data: []byte{1, 2, 3, 4, 5, 6}}},
+		{"token", &Token{Plan: 7, Seq: 4, Token: -1}},
+		{"goodbye", &Goodbye{Code: CodeHeadGone, Text: "head went away"}},
+		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
+		{"slice chunk", &SliceChunk{Model: model, Name: "blk.3.attn_q.weight", Offset: 2, Total: 5, Data: []byte{9, 8, 7}}},
+		{"slice list", &SliceList{Model: model, Tensors: []SliceTensor{{Name: "x", Size: 10, SHA256: model}, {Name: "y", Size: 0}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, p, err := Encode(tt.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Decode(typ, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.msg, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+			// Every strict prefix is refused, never a panic.
+			for i := range p {
+				if _, err := Decode(typ, p[:i]); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
+					t.Fatalf("prefix of %d bytes: err %v, want malformed", i, err)
+				}
+			}
+			if _, err := Decode(typ, append(p, 0)); !errors.Is(err, ErrMalformed) {
+				t.Errorf("trailing byte: err %v, want malformed", err)
+			}
+		})
+	}
+}
+
+// TestTypeNumbers pins the wire constants: changing one breaks old peers.
+func TestTypeNumbers(t *testing.T) {
+	got := []Type{TypePlanInstall, TypePlanAck, TypeCommit, TypeActivation, TypeToken, TypeGoodbye, TypeSliceRequest, TypeSliceChunk, TypeSliceList}
+	want := []Type{64, 65, 66, 67, 68, 69, 70, 71, 72}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if F32 != 1 || F16 != 2 {
+		t.Errorf("dtypes renumbered: f32 %d f16 %d", F32, F16)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	act := func(rows, nEmbd uint32, dt byte, data int) []byte {
+		b := be.AppendUint64(nil, 1)
+		b = be.AppendUint64(b, 0)
+		b = be.AppendUint16(b, 0)
+		b = be.AppendUint32(be.AppendUint32(b, 0), 1)
+		b = be.AppendUint32(b, 0)
+		b = be.AppendUint32(be.AppendUint32(b, rows), nEmbd)
+		return append(append(b, dt), make([]byte, data)...)
+	}
+	_, good, _ := Encode(plan2())
+	gap := *plan2()
+	gap.Devices = []Device{gap.Devices[0], {ID: "b", Windows: []Range{{4, 5}, {7, 8}}}}
+	tests := []struct {
+		name string
+		typ  Type
+		p    []byte
+		want error
+	}{
+		{"unknown type", 200, nil, ErrUnknownType},
+		{"transport type", 1, nil, ErrUnknownType},
+		{"activation rows×n_embd past the limit", TypeActivation, act(1<<20, 1<<16, 1, 0), ErrTooLarge},
+		{"activation huge rows, no data", TypeActivation, act(0xffffffff, 0xffffffff, 1, 0), ErrTooLarge},
+		{"activation short data", TypeActivation, act(2, 2, 1, 15), ErrMalformed},
+		{"activation long data", TypeActivation, act(2, 2, 1, 17), ErrMalformed},
+		{"activation bad dtype", TypeActivation, act(1, 1, 9, 4), ErrTooLarge},
+		{"activation zero rows", TypeActivation, act(0, 4, 1, 0), ErrMalformed},
+		{"plan 255 devices claimed in few bytes", TypePlanInstall, append(good[:19:19], 255), ErrTooLarge},
+		{"plan 60 devices claimed in few bytes", TypePlanInstall, append(good[:19:19], 60), ErrMalformed},
+		{"plan with a gap", TypePlanInstall, gap.appendTo(nil), ErrMalformed},
+		{"slice list count past what remains", TypeSliceList, be.AppendUint16(make([]byte, 32), 100), ErrMalformed},
+		{"text too long", TypeGoodbye, append(be.AppendUint16([]byte{0, 1}, 5000), make([]byte, 5000)...), ErrTooLarge},
+		{"chunk past its total", TypeSliceChunk, (&SliceChunk{Name: "x", Offset: 4, Total: 5, Data: []byte{1, 2}}).appendTo(nil), ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Decode(tt.typ, tt.p)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Decode = %v, %v; want %v", m, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEncodeRefusesBadMessages(t *testing.T) {
+	bad := plan2()
+	bad.Devices[1].Windows = bad.Devices[1].Windows[:1]
+	for _, m := range []Msg{
+		bad,
+		&Activation{Plan: 1, Layers: Range{0, 1}, Rows: 1, NEmbd: 2, DType: F32, Data: make([]byte, 4)},
+		&Goodbye{Text: strings.Repeat("x", MaxText+1)},
+		&SliceRequest{Name: ""},
+	} {
+		if _, _, err := Encode(m); err == nil {
+			t.Errorf("Encode(%T) accepted a message that breaks its invariants", m)
+		}
+	}
+}
+
+func TestCheckActivation(t *testing.T) {
+	p := plan2()
+	ok := Activation{Plan: 7, Seq: 1, Round: 1, Layers: Range{4, 7}, Rows: 1, NEmbd: 4, DType: F32}
+	tests := []struct {
+		name   string
+		modify func(a *Activation)
+		ok     bool
+	}{
+		{"matches", func(*Activation) {}, true},
+		{"other plan", func(a *Activation) { a.Plan = 8 }, false},
+		{"n_embd", func(a *Activation) { a.NEmbd = 8 }, false},
+		{"dtype", func(a *Activation) { a.DType = F16 }, false},
+		{"round past k", func(a *Activation) { a.Round = 2 }, false},
+		{"layers of another round", func(a *Activation) { a.Layers = Range{0, 3} }, false},
+		{"layers no window", func(a *Activation) { a.Layers = Range{4, 6} }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := ok
+			tt.modify(&a)
+			err := p.CheckActivation(&a)
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrAgainstPlan)) {
+				t.Errorf("CheckActivation = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestF32Data(t *testing.T) {
+	v := []float32{1, -0.5, 3e38}
+	if diff := cmp.Diff(v, F32s(F32Data(v))); diff != "" {
+		t.Error(diff)
+	}
+	if got := binary.LittleEndian.Uint32(F32Data([]float32{1})); got != 0x3f800000 {
+		t.Errorf("F32Data is not little endian: %#x", got)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, m := range []Msg{plan2(), &PlanAck{Plan: 1, Text: "x"}, &Activation{Plan: 7, Layers: Range{0, 3}, Rows: 1, NEmbd: 1, DType: F32, Data: make([]byte, 4)},
+		&SliceList{Tensors: []SliceTensor{{Name: "t"}}}, &SliceChunk{Name: "t", Total: 1, Data: []byte{1}}} {
+		typ, p, _ := Encode(m)
+		f.Add(byte(typ), p)
+	}
+	f.Fuzz(func(t *testing.T, typ byte, p []byte) {
+		m, err := Decode(Type(typ), p)
+		if err != nil {
+			return
+		}
+		// What decodes re-encodes to the same bytes.
+		typ2, p2, err := Encode(m)
+		if err != nil || typ2 != Type(typ) || !bytes.Equal(p, p2) {
+			t.Fatalf("decoded %#v re-encodes to %d %x, %v", m, typ2, p2, err)
+		}
+	})
+}
+
+func TestPackageDoc(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "doc.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Doc == nil || len(strings.Fields(f.Doc.Text())) < 30 {
+		t.Error("doc.go: the package comment is missing or too short to be a spec")
+	}
+}
