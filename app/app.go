@@ -46,6 +46,7 @@ func commands() map[string]command {
 		"unpair":     {"forget a paired device on both sides", cmdUnpair},
 		"contribute": {"share this machine with paired devices: contribute on|off", cmdContribute},
 		"id":         {"print this device's ID", cmdID},
+		"runner":     {"the engine process the agent starts (not for people)", cmdRunner},
 	}
 }
 

@@ -31,6 +31,7 @@ func cmdHeadless(ctx context.Context, e env) int {
 	fs.SetOutput(e.stderr)
 	iface := fs.String("interface", os.Getenv("HOMERING_INTERFACE"), "use only this network interface for discovery (env HOMERING_INTERFACE)")
 	debug := fs.Bool("debug", os.Getenv("HOMERING_DEBUG") != "", "log debug messages (env HOMERING_DEBUG)")
+	model := fs.String("model", os.Getenv("HOMERING_MODEL"), "chat with this GGUF `file` instead of the one chosen in Settings (env HOMERING_MODEL)")
 	if err := fs.Parse(e.args); err != nil {
 		return 2
 	}
@@ -39,7 +40,7 @@ func cmdHeadless(ctx context.Context, e env) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	if err := runAgent(ctx, log, *iface); err != nil {
+	if err := runAgent(ctx, log, *iface, *model); err != nil {
 		log.Error("agent stopped", "err", err)
 		fmt.Fprintf(e.stderr, "homering: %v\n", err)
 		return 1
@@ -49,7 +50,7 @@ func cmdHeadless(ctx context.Context, e env) int {
 
 // runAgent is the composition root of the agent: config, identity, node,
 // API; shutdown in reverse order.
-func runAgent(ctx context.Context, log *slog.Logger, pin string) error {
+func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	dir, err := config.Dir(os.Getenv)
 	if err != nil {
 		return err
@@ -96,7 +97,9 @@ func runAgent(ctx context.Context, log *slog.Logger, pin string) error {
 	if _, err := rand.Read(token); err != nil {
 		return err
 	}
-	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token)}
+	chat := newChatBackend(dir, model, log) // engine child: app/chat.go
+	defer chat.Close()
+	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: chat}
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)

@@ -25,6 +25,10 @@ type Server struct {
 	Node  *node.Node   // non-nil
 	Log   *slog.Logger // non-nil
 	Token string       // non-empty; required on every request
+	Chat  Chatter      // nil: the chat endpoints answer 503 (app/api/chat.go)
+	// APIKey returns the key LAN clients of the compatible APIs must send;
+	// nil: read from the settings (chat.go compatAuth).
+	APIKey func() string
 }
 
 // Handler returns the routes.
@@ -82,8 +86,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
-	s.registerUI(m) // web UI: app/api/ui.go
-	return s.auth(m)
+	s.registerUI(m)                    // web UI: app/api/ui.go
+	s.registerChat(m)                  // chat: app/api/chat.go
+	return s.registerCompat(s.auth(m)) // OpenAI, Anthropic, Ollama: app/api/chat.go
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {

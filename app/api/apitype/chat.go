@@ -1,0 +1,70 @@
+package apitype
+
+// ChatMessage is one turn of a conversation.
+type ChatMessage struct {
+	Role    string `json:"role"` // system, user, assistant
+	Content string `json:"content"`
+}
+
+// ChatRequest is POST /api/v1/chat, and what the OpenAI, Anthropic and Ollama
+// endpoints translate their requests into. Nil sampling fields take the
+// engine's defaults (llama.cpp's).
+type ChatRequest struct {
+	ConversationID string        `json:"conversation_id,omitempty"` // names the generation for /api/v1/chat/stop
+	Messages       []ChatMessage `json:"messages,omitempty"`
+	System         string        `json:"system,omitempty"` // prepended as a system message when Messages has none
+	// Prompt is raw text sent as is, without the chat template (completion
+	// endpoints); used when Messages is empty.
+	Prompt      string   `json:"prompt,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	TopK        *int     `json:"top_k,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"` // 0: until the model stops or the context is full
+	NumCtx      int      `json:"num_ctx,omitempty"`    // 0: the configured context length
+	Seed        *int64   `json:"seed,omitempty"`
+	Model       string   `json:"model,omitempty"` // "" or the served model's name
+}
+
+// ChatToken is the SSE event `token` of /api/v1/chat.
+type ChatToken struct {
+	Text string `json:"text"`
+}
+
+// ChatStats describe a finished generation.
+type ChatStats struct {
+	PromptTokens     int     `json:"prompt_tokens"`
+	CachedTokens     int     `json:"cached_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	TokensPerSecond  float64 `json:"tokens_per_second"` // decode speed
+	PromptPerSecond  float64 `json:"prompt_per_second"`
+	PromptMS         float64 `json:"prompt_ms"`
+	TotalMS          float64 `json:"total_ms"`
+	// StopReason: "stop" (the model ended its turn), "length" (max_tokens or
+	// the context is full), "cancelled" (stopped).
+	StopReason string `json:"stop_reason"`
+	Model      string `json:"model"`
+}
+
+// ChatDone is the SSE event `done` of /api/v1/chat.
+type ChatDone struct {
+	Stats ChatStats `json:"stats"`
+}
+
+// ChatStopRequest is POST /api/v1/chat/stop. An empty ConversationID stops
+// every running generation.
+type ChatStopRequest struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+}
+
+// ChatStopped answers ChatStopRequest.
+type ChatStopped struct {
+	Stopped int `json:"stopped"` // generations told to stop
+}
+
+// ServedModel is the model the chat endpoints answer with.
+type ServedModel struct {
+	Name     string `json:"name"` // file name without .gguf
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+	Modified int64  `json:"modified"` // Unix seconds
+}

@@ -1,0 +1,545 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"homering/app/api/anthropic"
+	"homering/app/api/apitype"
+	"homering/app/api/ollama"
+	"homering/app/api/openai"
+)
+
+// Chatter runs generations for the chat endpoints. The agent wires the
+// engine's runner in (app/chat.go); tests may wire anything that streams.
+type Chatter interface {
+	// Chat streams the reply to req through emit (never with empty text)
+	// and returns its stats. A generation stopped by StopChat or by ctx
+	// returns its stats with StopReason "cancelled" and a nil error.
+	Chat(ctx context.Context, req apitype.ChatRequest, emit func(text string) error) (apitype.ChatStats, error)
+	// StopChat stops the generation of a conversation ("" : all) and says
+	// how many it stopped.
+	StopChat(conversationID string) int
+	// Served lists the model the chat endpoints answer with (none when no
+	// model is selected).
+	Served() []apitype.ServedModel
+}
+
+// ChatError is a chat failure worded for a person, with the HTTP status it
+// maps to.
+type ChatError struct {
+	Status int    // 400 the request, 503 no model, 500 the engine
+	Text   string // one sentence with what to do
+}
+
+func (e *ChatError) Error() string { return e.Text }
+
+// ErrNoChat answers chat requests on an agent built without a Chatter.
+var ErrNoChat = &ChatError{Status: http.StatusServiceUnavailable, Text: "Chat is not available in this agent; start it with `homering headless --model FILE.gguf` or the app."}
+
+func chatFailure(err error) (int, string) {
+	var ce *ChatError
+	if errors.As(err, &ce) {
+		return ce.Status, ce.Text
+	}
+	for _, bad := range []error{openai.ErrRequest, anthropic.ErrRequest, ollama.ErrRequest} {
+		if errors.Is(err, bad) {
+			s := err.Error()
+			s = s[strings.Index(s, ": ")+2:]
+			s = strings.TrimPrefix(s, "invalid request: ")
+			return http.StatusBadRequest, sentence(errors.New(s))
+		}
+	}
+	return http.StatusInternalServerError, sentence(err)
+}
+
+// registerChat adds POST /api/v1/chat and /api/v1/chat/stop (behind the
+// token) to m.
+func (s *Server) registerChat(m *http.ServeMux) {
+	m.HandleFunc("POST /api/v1/chat", s.chat)
+	m.HandleFunc("POST /api/v1/chat/stop", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.ChatStopRequest
+		if decode(w, r, &req) {
+			n := 0
+			if s.Chat != nil {
+				n = s.Chat.StopChat(req.ConversationID)
+			}
+			reply(w, apitype.ChatStopped{Stopped: n}, nil)
+		}
+	})
+}
+
+func (s *Server) chatter() (Chatter, error) {
+	if s.Chat == nil {
+		return nil, ErrNoChat
+	}
+	return s.Chat, nil
+}
+
+// sseWriter writes server-sent events and flushes each.
+type sseWriter struct {
+	w       http.ResponseWriter
+	fl      http.Flusher
+	started bool
+}
+
+func newSSE(w http.ResponseWriter) *sseWriter {
+	fl, _ := w.(http.Flusher)
+	return &sseWriter{w: w, fl: fl}
+}
+
+func (e *sseWriter) start() {
+	if !e.started {
+		e.started = true
+		e.w.Header().Set("Content-Type", "text/event-stream")
+		e.w.Header().Set("Cache-Control", "no-store")
+		e.w.Header().Set("X-Accel-Buffering", "no")
+		e.w.WriteHeader(http.StatusOK)
+	}
+}
+
+// send writes one event; an empty name writes a data-only event.
+func (e *sseWriter) send(name string, v any) error {
+	e.start()
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		if _, err := fmt.Fprintf(e.w, "event: %s\n", name); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	if e.fl != nil {
+		e.fl.Flush()
+	}
+	return nil
+}
+
+func (e *sseWriter) raw(line string) error {
+	e.start()
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", line); err != nil {
+		return err
+	}
+	if e.fl != nil {
+		e.fl.Flush()
+	}
+	return nil
+}
+
+// chat is POST /api/v1/chat: always a server-sent event stream of `token`
+// events, then `done` or `error`.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req apitype.ChatRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ev := newSSE(w)
+	c, err := s.chatter()
+	if err == nil {
+		ev.start() // the UI sees the stream open before the model loads
+		var st apitype.ChatStats
+		st, err = c.Chat(r.Context(), req, func(text string) error { return ev.send("token", apitype.ChatToken{Text: text}) })
+		if err == nil {
+			ev.send("done", apitype.ChatDone{Stats: st})
+			return
+		}
+	}
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	_, text := chatFailure(err)
+	s.Log.Warn("chat failed", "err", err)
+	ev.send("error", apitype.Error{Error: text})
+}
+
+// registerCompat wraps next (the token-protected API and UI) with the
+// OpenAI-, Anthropic- and Ollama-compatible endpoints, which local clients
+// call without our token (see compatAuth).
+func (s *Server) registerCompat(next http.Handler) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /v1/chat/completions", s.openaiChat)
+	m.HandleFunc("POST /v1/completions", s.openaiCompletion)
+	m.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, openai.Models(s.served()))
+	})
+	m.HandleFunc("POST /v1/messages", s.anthropicMessages)
+	m.HandleFunc("POST /api/chat", s.ollamaChat)
+	m.HandleFunc("POST /api/generate", s.ollamaGenerate)
+	m.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, ollama.TagsOf(s.served()))
+	})
+	m.Handle("/", next)
+	compat := s.compatAuth(m)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isCompatPath(r.URL.Path) {
+			compat.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isCompatPath(p string) bool {
+	switch p {
+	case "/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/messages", "/api/chat", "/api/generate", "/api/tags":
+		return true
+	}
+	return false
+}
+
+func (s *Server) served() []apitype.ServedModel {
+	if s.Chat == nil {
+		return nil
+	}
+	return s.Chat.Served()
+}
+
+// compatAuth guards the compatible APIs. From loopback they need no key, as
+// Ollama's do, but the Host and Origin headers must be local too, so a web
+// page cannot reach them through DNS rebinding or a cross-site fetch. From
+// any other address (only possible when the person exposes the API) they
+// need the API key of the settings (or the per-run token), as
+// "Authorization: Bearer KEY" or "x-api-key: KEY".
+func (s *Server) compatAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if msg := s.compatDenied(r); msg != "" {
+			writeJSON(w, http.StatusUnauthorized, apitype.Error{Error: msg})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) compatDenied(r *http.Request) string {
+	key := r.Header.Get("x-api-key")
+	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		key = b
+	}
+	if s.Token != "" && subtle.ConstantTimeCompare([]byte(key), []byte(s.Token)) == 1 {
+		return ""
+	}
+	if remoteIsLoopback(r.RemoteAddr) {
+		if !hostIsLocal(r.Host) {
+			return "Requests to this local API must name it as localhost or 127.0.0.1."
+		}
+		if o := r.Header.Get("Origin"); o != "" && o != "null" && !originIsLocal(o) {
+			return "Web pages from other sites may not call this local API."
+		}
+		return ""
+	}
+	want := s.apiKey()
+	if want == "" {
+		return "This API answers other devices only when Settings expose it with an API key."
+	}
+	if subtle.ConstantTimeCompare([]byte(key), []byte(want)) != 1 {
+		return "Missing or wrong API key; send it as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\"."
+	}
+	return ""
+}
+
+// apiKey is the key LAN clients must send: the settings' when the API is
+// exposed, else none (and they are refused).
+func (s *Server) apiKey() string {
+	if s.APIKey != nil {
+		return s.APIKey()
+	}
+	st, err := LoadSettings(s.Node.Status().ConfigDir)
+	if err != nil || !st.Expose {
+		return ""
+	}
+	return st.APIKey
+}
+
+func remoteIsLoopback(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+func hostIsLocal(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback()
+}
+
+func originIsLocal(origin string) bool {
+	for _, p := range []string{"http://", "https://", "wails://"} {
+		if rest, ok := strings.CutPrefix(origin, p); ok {
+			return hostIsLocal(rest)
+		}
+	}
+	return false
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// modelName is what responses call the model: the served one.
+func (s *Server) modelName(asked string) string {
+	if ms := s.served(); len(ms) > 0 {
+		return ms[0].Name
+	}
+	return asked
+}
+
+func decodeCompat(w http.ResponseWriter, r *http.Request, v any, fail func(int, string)) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
+	if err := dec.Decode(v); err != nil {
+		fail(http.StatusBadRequest, "The request body is not valid JSON: "+err.Error()+".")
+		return false
+	}
+	return true
+}
+
+// run calls the Chatter, or reports why there is none.
+func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+	c, err := s.chatter()
+	if err != nil {
+		return apitype.ChatStats{}, err
+	}
+	return c.Chat(ctx, req, emit)
+}
+
+func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, msg string) {
+		typ := "invalid_request_error"
+		if code >= 500 {
+			typ = "server_error"
+		}
+		writeJSON(w, code, openai.NewError(typ, msg))
+	}
+	var in openai.ChatCompletionRequest
+	if !decodeCompat(w, r, &in, fail) {
+		return
+	}
+	req, err := openai.FromChat(in)
+	if err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	id, created, model := newID("chatcmpl-"), time.Now().Unix(), s.modelName(in.Model)
+	if !in.Stream {
+		var b strings.Builder
+		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			fail(chatFailure(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, openai.NewChatCompletion(id, model, created, b.String(), st))
+		return
+	}
+	ev := newSSE(w)
+	first := true
+	st, err := s.run(r.Context(), req, func(t string) error {
+		c := openai.NewChunk(id, model, created, t, first)
+		first = false
+		return ev.send("", c)
+	})
+	if err != nil {
+		if !ev.started {
+			fail(chatFailure(err))
+			return
+		}
+		_, msg := chatFailure(err)
+		ev.send("", openai.NewError("server_error", msg))
+		return
+	}
+	ev.send("", openai.NewFinalChunk(id, model, created, st, in.StreamOptions != nil && in.StreamOptions.IncludeUsage))
+	ev.raw("[DONE]")
+}
+
+func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, msg string) {
+		typ := "invalid_request_error"
+		if code >= 500 {
+			typ = "server_error"
+		}
+		writeJSON(w, code, openai.NewError(typ, msg))
+	}
+	var in openai.CompletionRequest
+	if !decodeCompat(w, r, &in, fail) {
+		return
+	}
+	req, err := openai.FromCompletion(in)
+	if err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	id, created, model := newID("cmpl-"), time.Now().Unix(), s.modelName(in.Model)
+	if !in.Stream {
+		var b strings.Builder
+		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			fail(chatFailure(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, openai.NewCompletion(id, model, created, b.String(), &st))
+		return
+	}
+	ev := newSSE(w)
+	st, err := s.run(r.Context(), req, func(t string) error { return ev.send("", openai.NewCompletion(id, model, created, t, nil)) })
+	if err != nil {
+		if !ev.started {
+			fail(chatFailure(err))
+			return
+		}
+		_, msg := chatFailure(err)
+		ev.send("", openai.NewError("server_error", msg))
+		return
+	}
+	ev.send("", openai.NewCompletion(id, model, created, "", &st))
+	ev.raw("[DONE]")
+}
+
+func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, msg string) {
+		typ := "invalid_request_error"
+		if code >= 500 {
+			typ = "api_error"
+		}
+		writeJSON(w, code, anthropic.NewError(typ, msg))
+	}
+	var in anthropic.MessagesRequest
+	if !decodeCompat(w, r, &in, fail) {
+		return
+	}
+	req, err := anthropic.FromMessages(in)
+	if err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	id, model := newID("msg_"), s.modelName(in.Model)
+	if !in.Stream {
+		var b strings.Builder
+		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			fail(chatFailure(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, b.String(), st))
+		return
+	}
+	if _, err := s.chatter(); err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	ev := newSSE(w)
+	sendAll := func(evs []anthropic.Event) {
+		for _, e := range evs {
+			ev.send(e.Name, e.Data)
+		}
+	}
+	sendAll(anthropic.Start(id, model, 0))
+	st, err := s.run(r.Context(), req, func(t string) error {
+		d := anthropic.Delta(t)
+		return ev.send(d.Name, d.Data)
+	})
+	if err != nil {
+		_, msg := chatFailure(err)
+		ev.send("error", anthropic.NewError("api_error", msg))
+		return
+	}
+	sendAll(anthropic.Stop(st))
+}
+
+// ndjson writes newline-delimited JSON objects and flushes each.
+func ndjson(w http.ResponseWriter) func(v any) error {
+	fl, _ := w.(http.Flusher)
+	started := false
+	enc := json.NewEncoder(w)
+	return func(v any) error {
+		if !started {
+			started = true
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+		}
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	}
+}
+
+func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, msg string) { writeJSON(w, code, ollama.ErrorBody{Error: msg}) }
+	var in ollama.ChatRequest
+	if !decodeCompat(w, r, &in, fail) {
+		return
+	}
+	req, err := ollama.FromChat(in)
+	if err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), s.modelName(in.Model), fail,
+		func(m string, t string) any { return ollama.ChatPiece(m, time.Now(), t) },
+		func(m, t string, st apitype.ChatStats) any { return ollama.ChatDone(m, time.Now(), t, st) })
+}
+
+func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, msg string) { writeJSON(w, code, ollama.ErrorBody{Error: msg}) }
+	var in ollama.GenerateRequest
+	if !decodeCompat(w, r, &in, fail) {
+		return
+	}
+	req, err := ollama.FromGenerate(in)
+	if err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), s.modelName(in.Model), fail,
+		func(m string, t string) any { return ollama.GeneratePiece(m, time.Now(), t) },
+		func(m, t string, st apitype.ChatStats) any { return ollama.GenerateDone(m, time.Now(), t, st) })
+}
+
+func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, model string,
+	fail func(int, string), piece func(string, string) any, done func(string, string, apitype.ChatStats) any) {
+	if !stream {
+		var b strings.Builder
+		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			fail(chatFailure(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, done(model, b.String(), st))
+		return
+	}
+	if _, err := s.chatter(); err != nil {
+		fail(chatFailure(err))
+		return
+	}
+	send := ndjson(w)
+	st, err := s.run(r.Context(), req, func(t string) error { return send(piece(model, t)) })
+	if err != nil {
+		_, msg := chatFailure(err)
+		send(ollama.ErrorBody{Error: msg})
+		return
+	}
+	send(done(model, "", st))
+}

@@ -1,0 +1,340 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"homering/app/api/apitype"
+)
+
+// ErrRequest is wrapped by every refused request; the text after it is one
+// sentence for the caller.
+var ErrRequest = errors.New("openai: invalid request")
+
+// Message is a chat message. Content is a string or an array of parts.
+type Message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// StreamOptions of a streamed request.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// ChatCompletionRequest is POST /v1/chat/completions.
+type ChatCompletionRequest struct {
+	Model               string          `json:"model"`
+	Messages            []Message       `json:"messages"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top_p,omitempty"`
+	MaxTokens           *int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
+	Seed                *int64          `json:"seed,omitempty"`
+	N                   *int            `json:"n,omitempty"`
+	Tools               json.RawMessage `json:"tools,omitempty"`
+	Logprobs            *bool           `json:"logprobs,omitempty"`
+}
+
+// CompletionRequest is POST /v1/completions.
+type CompletionRequest struct {
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"` // a string or an array of one string
+	Stream        bool            `json:"stream"`
+	StreamOptions *StreamOptions  `json:"stream_options,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	TopP          *float64        `json:"top_p,omitempty"`
+	MaxTokens     *int            `json:"max_tokens,omitempty"`
+	Seed          *int64          `json:"seed,omitempty"`
+	N             *int            `json:"n,omitempty"`
+}
+
+func bad(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrRequest}, a...)...)
+}
+
+// content reads a string or an array of text parts.
+func content(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", bad("message content must be a string or an array of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", bad("content part type %q is not supported; send text parts only", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func checkCommon(n *int, temp, topP *float64, maxTok *int) error {
+	if n != nil && *n != 1 {
+		return bad("n=%d is not supported; ask for one choice", *n)
+	}
+	if temp != nil && (*temp < 0 || *temp > 2) {
+		return bad("temperature %g is outside 0-2", *temp)
+	}
+	if topP != nil && (*topP <= 0 || *topP > 1) {
+		return bad("top_p %g is outside (0, 1]", *topP)
+	}
+	if maxTok != nil && *maxTok < 0 {
+		return bad("max_tokens %d is negative", *maxTok)
+	}
+	return nil
+}
+
+// FromChat translates a chat completion request.
+func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
+	maxTok := r.MaxTokens
+	if r.MaxCompletionTokens != nil {
+		maxTok = r.MaxCompletionTokens
+	}
+	if err := checkCommon(r.N, r.Temperature, r.TopP, maxTok); err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	if len(r.Tools) > 0 && string(r.Tools) != "null" && string(r.Tools) != "[]" {
+		return apitype.ChatRequest{}, bad("tools are not supported yet")
+	}
+	if r.Logprobs != nil && *r.Logprobs {
+		return apitype.ChatRequest{}, bad("logprobs are not supported")
+	}
+	if len(r.Messages) == 0 {
+		return apitype.ChatRequest{}, bad("messages is empty; send at least one message")
+	}
+	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed}
+	if maxTok != nil {
+		out.MaxTokens = *maxTok
+	}
+	for i, m := range r.Messages {
+		role := m.Role
+		switch role {
+		case "developer":
+			role = "system" // OpenAI's newer name for the system role
+		case "system", "user", "assistant":
+		default:
+			return apitype.ChatRequest{}, bad("message %d has role %q; use system, user or assistant", i, m.Role)
+		}
+		c, err := content(m.Content)
+		if err != nil {
+			return apitype.ChatRequest{}, err
+		}
+		out.Messages = append(out.Messages, apitype.ChatMessage{Role: role, Content: c})
+	}
+	return out, nil
+}
+
+// FromCompletion translates a text completion request.
+func FromCompletion(r CompletionRequest) (apitype.ChatRequest, error) {
+	if err := checkCommon(r.N, r.Temperature, r.TopP, r.MaxTokens); err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	var prompt string
+	if json.Unmarshal(r.Prompt, &prompt) != nil {
+		var ps []string
+		if json.Unmarshal(r.Prompt, &ps) != nil || len(ps) != 1 {
+			return apitype.ChatRequest{}, bad("prompt must be a string or an array of one string")
+		}
+		prompt = ps[0]
+	}
+	if prompt == "" {
+		return apitype.ChatRequest{}, bad("prompt is empty")
+	}
+	out := apitype.ChatRequest{Model: r.Model, Prompt: prompt, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed}
+	if r.MaxTokens != nil {
+		out.MaxTokens = *r.MaxTokens
+	} else {
+		out.MaxTokens = 16 // OpenAI's documented default for completions
+	}
+	return out, nil
+}
+
+// FinishReason maps a stop reason to OpenAI's.
+func FinishReason(stopReason string) string {
+	if stopReason == "length" {
+		return "length"
+	}
+	return "stop"
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// UsageOf returns the usage of a finished generation.
+func UsageOf(st apitype.ChatStats) Usage {
+	return Usage{PromptTokens: st.PromptTokens, CompletionTokens: st.CompletionTokens, TotalTokens: st.PromptTokens + st.CompletionTokens}
+}
+
+// ResponseMessage is the assistant's message.
+type ResponseMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Choice is one answer.
+type Choice struct {
+	Index        int             `json:"index"`
+	Message      ResponseMessage `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+}
+
+// ChatCompletion is the answer of a non-streamed chat completion.
+type ChatCompletion struct {
+	ID                string   `json:"id"`
+	Object            string   `json:"object"`
+	Created           int64    `json:"created"`
+	Model             string   `json:"model"`
+	SystemFingerprint string   `json:"system_fingerprint"`
+	Choices           []Choice `json:"choices"`
+	Usage             Usage    `json:"usage"`
+}
+
+// NewChatCompletion builds a non-streamed answer.
+func NewChatCompletion(id, model string, created int64, text string, st apitype.ChatStats) ChatCompletion {
+	return ChatCompletion{
+		ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: "homering",
+		Choices: []Choice{{Index: 0, Message: ResponseMessage{Role: "assistant", Content: text}, FinishReason: FinishReason(st.StopReason)}},
+		Usage:   UsageOf(st),
+	}
+}
+
+// Delta is a streamed piece of the message.
+type Delta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+// ChunkChoice is a choice in a chunk; FinishReason is null until the last.
+type ChunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        Delta   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// ChatCompletionChunk is one streamed event.
+type ChatCompletionChunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []ChunkChoice `json:"choices"`
+	Usage             *Usage        `json:"usage,omitempty"`
+}
+
+// NewChunk builds the chunk of one token; the first chunk also carries the
+// role, as OpenAI's do.
+func NewChunk(id, model string, created int64, text string, first bool) ChatCompletionChunk {
+	d := Delta{Content: text}
+	if first {
+		d.Role = "assistant"
+	}
+	return ChatCompletionChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: "homering",
+		Choices: []ChunkChoice{{Index: 0, Delta: d}}}
+}
+
+// NewFinalChunk ends the stream: an empty delta with the finish reason.
+func NewFinalChunk(id, model string, created int64, st apitype.ChatStats, withUsage bool) ChatCompletionChunk {
+	fr := FinishReason(st.StopReason)
+	c := ChatCompletionChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: "homering",
+		Choices: []ChunkChoice{{Index: 0, Delta: Delta{}, FinishReason: &fr}}}
+	if withUsage {
+		u := UsageOf(st)
+		c.Usage = &u
+	}
+	return c
+}
+
+// CompletionChoice is one text completion.
+type CompletionChoice struct {
+	Index        int     `json:"index"`
+	Text         string  `json:"text"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// Completion is the answer (and, with Object "text_completion", each
+// streamed chunk) of /v1/completions.
+type Completion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []CompletionChoice `json:"choices"`
+	Usage   *Usage             `json:"usage,omitempty"`
+}
+
+// NewCompletion builds a completion answer or chunk. A nil st is a chunk
+// in the middle of a stream.
+func NewCompletion(id, model string, created int64, text string, st *apitype.ChatStats) Completion {
+	c := Completion{ID: id, Object: "text_completion", Created: created, Model: model,
+		Choices: []CompletionChoice{{Index: 0, Text: text}}}
+	if st != nil {
+		fr := FinishReason(st.StopReason)
+		c.Choices[0].FinishReason = &fr
+		u := UsageOf(*st)
+		c.Usage = &u
+	}
+	return c
+}
+
+// Model is an entry of /v1/models.
+type Model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// ModelList is GET /v1/models.
+type ModelList struct {
+	Object string  `json:"object"`
+	Data   []Model `json:"data"`
+}
+
+// Models lists the served models.
+func Models(ms []apitype.ServedModel) ModelList {
+	l := ModelList{Object: "list", Data: []Model{}}
+	for _, m := range ms {
+		l.Data = append(l.Data, Model{ID: m.Name, Object: "model", Created: m.Modified, OwnedBy: "homering"})
+	}
+	return l
+}
+
+// ErrorBody is OpenAI's error answer.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong.
+type ErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// NewError builds an error answer; typ is "invalid_request_error" for the
+// caller's mistakes and "server_error" for ours.
+func NewError(typ, message string) ErrorBody {
+	return ErrorBody{Error: ErrorDetail{Message: message, Type: typ}}
+}

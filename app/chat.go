@@ -1,0 +1,209 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"homering/app/api"
+	"homering/app/api/apitype"
+	"homering/engine/runner"
+)
+
+// chatBackend is the agent's api.Chatter: it runs every chat on the engine
+// child (engine/runner) with the selected model, on this device alone until
+// the ring lands.
+type chatBackend struct {
+	sup      *runner.Supervisor // non-nil
+	dir      string             // config directory (settings.json)
+	override string             // --model; "" reads the settings
+	threads  int
+	log      *slog.Logger
+
+	mu      sync.Mutex // guards running
+	running map[*chatRun]struct{}
+}
+
+type chatRun struct {
+	conv   string
+	cancel context.CancelFunc
+}
+
+// runnerCommand starts this binary as `homering runner`.
+func runnerCommand() *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return exec.Command(exe, "runner")
+}
+
+func newChatBackend(dir, override string, log *slog.Logger) *chatBackend {
+	return &chatBackend{
+		sup:      runner.New(runner.Options{Command: runnerCommand, Log: log.With("component", "runner")}),
+		dir:      dir,
+		override: override,
+		threads:  runtime.NumCPU(),
+		log:      log,
+		running:  map[*chatRun]struct{}{},
+	}
+}
+
+// model returns the selected model's path and the context to run it with.
+func (b *chatBackend) model() (string, int) {
+	st, err := api.LoadSettings(b.dir)
+	if err != nil {
+		b.log.Warn("settings unreadable; using defaults", "err", err)
+		st = apitype.Settings{ContextTokens: api.DefaultContextTokens}
+	}
+	if b.override != "" {
+		return b.override, st.ContextTokens
+	}
+	return st.Model, st.ContextTokens
+}
+
+// Served implements api.Chatter.
+func (b *chatBackend) Served() []apitype.ServedModel {
+	path, _ := b.model()
+	if path == "" {
+		return nil
+	}
+	m := apitype.ServedModel{Name: strings.TrimSuffix(filepath.Base(path), ".gguf"), Path: path}
+	if fi, err := os.Stat(path); err == nil {
+		m.Size, m.Modified = fi.Size(), fi.ModTime().Unix()
+	}
+	return []apitype.ServedModel{m}
+}
+
+// StopChat implements api.Chatter.
+func (b *chatBackend) StopChat(conv string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for r := range b.running {
+		if conv == "" || r.conv == conv {
+			r.cancel()
+			n++
+		}
+	}
+	return n
+}
+
+// Chat implements api.Chatter.
+func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+	path, nCtx := b.model()
+	if path == "" {
+		return apitype.ChatStats{}, &api.ChatError{Status: http.StatusServiceUnavailable,
+			Text: "No model is selected; choose one in Settings (or start the agent with --model FILE.gguf)."}
+	}
+	if req.NumCtx > 0 {
+		nCtx = req.NumCtx
+	}
+	g := runner.DefaultGenerate()
+	g.MaxTokens = req.MaxTokens
+	if req.Temperature != nil {
+		g.Temperature = float32(*req.Temperature)
+	}
+	if req.TopP != nil {
+		g.TopP = float32(*req.TopP)
+	}
+	if req.TopK != nil {
+		g.TopK = *req.TopK
+	}
+	if req.Seed != nil {
+		g.Seed = uint64(*req.Seed)
+	} else {
+		var s [8]byte
+		rand.Read(s[:])
+		g.Seed = binary.LittleEndian.Uint64(s[:])
+	}
+	hasSystem := len(req.Messages) > 0 && req.Messages[0].Role == "system"
+	if req.System != "" && !hasSystem {
+		g.Messages = append(g.Messages, runner.Message{Role: "system", Content: req.System})
+	}
+	for _, m := range req.Messages {
+		g.Messages = append(g.Messages, runner.Message{Role: m.Role, Content: m.Content})
+	}
+	g.Prompt = req.Prompt
+	if len(g.Messages) == 0 && g.Prompt == "" {
+		return apitype.ChatStats{}, &api.ChatError{Status: http.StatusBadRequest, Text: "The conversation is empty; send at least one message."}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	run := &chatRun{conv: req.ConversationID, cancel: cancel}
+	b.mu.Lock()
+	b.running[run] = struct{}{}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.running, run)
+		b.mu.Unlock()
+	}()
+
+	lp := runner.LoadParams{Model: path, NCtx: nCtx, Threads: b.threads}
+	st, err := b.sup.Generate(ctx, lp, g, func(t runner.Token) error {
+		if t.Text == "" {
+			return nil
+		}
+		return emit(t.Text)
+	})
+	out := chatStats(st, strings.TrimSuffix(filepath.Base(path), ".gguf"))
+	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		out.StopReason = runner.ReasonCancelled
+		return out, nil // stopped on purpose: the reply so far stands
+	}
+	if err != nil {
+		return out, b.problem(path, err)
+	}
+	return out, nil
+}
+
+// problem words an engine failure for a person.
+func (b *chatBackend) problem(path string, err error) error {
+	var died *runner.DiedError
+	var re *runner.RequestError
+	switch {
+	case errors.As(err, &died):
+		what := died.LastLine()
+		if what == "" {
+			what = died.State
+		}
+		return &api.ChatError{Status: http.StatusInternalServerError, Text: fmt.Sprintf(
+			"The engine stopped unexpectedly while %s (%s). It restarts with your next message; if this keeps happening, the model file may be damaged or too big for this machine.",
+			died.During, what)}
+	case errors.As(err, &re) && re.Code == runner.CodeLoad:
+		return &api.ChatError{Status: http.StatusUnprocessableEntity, Text: fmt.Sprintf(
+			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(re.Text, "."))}
+	case errors.As(err, &re):
+		return &api.ChatError{Status: http.StatusBadRequest, Text: strings.TrimSuffix(re.Text, ".") + "."}
+	}
+	return err
+}
+
+func chatStats(st runner.Stats, model string) apitype.ChatStats {
+	out := apitype.ChatStats{
+		PromptTokens: st.PromptTokens, CachedTokens: st.CachedTokens, CompletionTokens: st.CompletionTokens,
+		PromptMS: st.PromptMS, TotalMS: st.TotalMS, StopReason: st.Reason, Model: model,
+	}
+	if st.DecodeMS > 0 {
+		out.TokensPerSecond = float64(st.DecodeTokens) / st.DecodeMS * 1000
+	}
+	if st.PromptMS > 0 {
+		out.PromptPerSecond = float64(st.PromptTokens-st.CachedTokens) / st.PromptMS * 1000
+	}
+	return out
+}
+
+// Close ends the engine child.
+func (b *chatBackend) Close() error { return b.sup.Close() }

@@ -1,0 +1,233 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"homering/engine/head"
+)
+
+// Serve is the child's loop: it answers Requests read from in with Events
+// written to out until in ends or ctx is cancelled. It owns at most one
+// engine/head at a time and runs one generation at a time.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) error {
+	c := &child{out: json.NewEncoder(out), w: out, log: log}
+	defer c.unload()
+	if err := c.send(Event{Type: EvHello, Proto: Proto, PID: os.Getpid()}); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	lines := make(chan []byte)
+	scanErr := make(chan error, 1)
+	go func() {
+		defer close(lines)
+		for sc.Scan() {
+			b := append([]byte(nil), sc.Bytes()...)
+			select {
+			case lines <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+		scanErr <- sc.Err()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			c.stopAndWait()
+			return ctx.Err()
+		case line, ok := <-lines:
+			if !ok {
+				c.stopAndWait() // the parent closed our stdin: it is gone or done with us
+				select {
+				case err := <-scanErr:
+					return err
+				default:
+					return nil
+				}
+			}
+			c.handle(ctx, line)
+		}
+	}
+}
+
+type child struct {
+	mu  sync.Mutex // guards out
+	out *json.Encoder
+	w   io.Writer
+	log *slog.Logger
+
+	h    *head.Head // nil when no model is loaded; touched only when gen is nil
+	info ModelInfo
+
+	genMu  sync.Mutex // guards gen, genID, cancel
+	gen    chan struct{}
+	genID  uint64
+	cancel context.CancelFunc
+}
+
+func (c *child) send(ev Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Encode(ev) // Encode ends the line
+}
+
+func (c *child) fail(id uint64, code string, err error) {
+	c.send(Event{ID: id, Type: EvError, Code: code, Error: err.Error()})
+}
+
+// busy reports whether a generation runs.
+func (c *child) busy() bool {
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	return c.gen != nil
+}
+
+func (c *child) handle(ctx context.Context, line []byte) {
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		c.fail(0, CodeBadRequest, fmt.Errorf("runner: request is not JSON: %w", err))
+		return
+	}
+	if req.Op == OpStop {
+		c.genMu.Lock()
+		if c.gen != nil && (req.Target == 0 || req.Target == c.genID) {
+			c.cancel()
+		}
+		c.genMu.Unlock()
+		return
+	}
+	if c.busy() {
+		c.fail(req.ID, CodeBusy, errors.New("runner: a generation is running; stop it first"))
+		return
+	}
+	switch req.Op {
+	case OpLoad:
+		if req.Load == nil || req.Load.Model == "" {
+			c.fail(req.ID, CodeBadRequest, errors.New("runner: load needs a model path"))
+			return
+		}
+		c.unload()
+		start := time.Now()
+		h, err := head.Open(head.Config{ModelPath: req.Load.Model, NCtx: req.Load.NCtx, Threads: req.Load.Threads, Logger: c.log})
+		if err != nil {
+			c.fail(req.ID, CodeLoad, err)
+			return
+		}
+		c.h = h
+		mi := h.Info()
+		c.info = ModelInfo{Path: req.Load.Model, Arch: mi.Arch, Layers: mi.NLayer, NCtx: h.NCtx(), Vocab: mi.NVocab}
+		c.log.Info("model loaded", "path", req.Load.Model, "ctx", h.NCtx(), "took", time.Since(start).Round(time.Millisecond))
+		info := c.info
+		c.send(Event{ID: req.ID, Type: EvLoaded, Model: &info})
+	case OpUnload:
+		c.unload()
+		c.send(Event{ID: req.ID, Type: EvUnloaded})
+	case OpGenerate:
+		if c.h == nil {
+			c.fail(req.ID, CodeNotLoaded, errors.New("runner: no model is loaded; send load first"))
+			return
+		}
+		if req.Generate == nil {
+			c.fail(req.ID, CodeBadRequest, errors.New("runner: generate needs parameters"))
+			return
+		}
+		gctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		c.genMu.Lock()
+		c.gen, c.genID, c.cancel = done, req.ID, cancel
+		c.genMu.Unlock()
+		go func() {
+			defer close(done)
+			defer cancel()
+			final := c.generate(gctx, req.ID, *req.Generate)
+			// Idle before the last event goes out: the parent may send the
+			// next request the moment it reads it.
+			c.genMu.Lock()
+			c.gen, c.cancel = nil, nil
+			c.genMu.Unlock()
+			c.send(final)
+		}()
+	default:
+		c.fail(req.ID, CodeBadRequest, fmt.Errorf("runner: unknown op %q", req.Op))
+	}
+}
+
+// generate runs one generation, streaming token events, and returns the
+// event that ends it (done or error).
+func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event {
+	req := head.Request{Messages: g.messages(), Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
+	if err := req.Sampling.Validate(); err != nil {
+		return Event{ID: id, Type: EvError, Code: CodeBadRequest, Error: err.Error()}
+	}
+	start := time.Now()
+	var st Stats
+	var last head.Token
+	err := c.h.Generate(ctx, req, func(t head.Token) error {
+		last = t
+		if !t.EOG {
+			st.CompletionTokens++
+		}
+		return c.send(Event{ID: id, Type: EvToken, Token: &Token{ID: t.ID, Text: t.Text, EOG: t.EOG}})
+	})
+	s := last.Stats
+	st.PromptTokens, st.CachedTokens, st.DecodeTokens = s.PromptTokens, s.CachedTokens, s.DecodeTokens
+	st.PromptMS, st.DecodeMS = ms(s.PromptTime), ms(s.DecodeTime)
+	st.TotalMS = ms(time.Since(start))
+	switch {
+	case err == nil && last.EOG:
+		st.Reason = ReasonStop
+	case err == nil:
+		st.Reason = ReasonLength
+	case errors.Is(err, context.Canceled):
+		st.Reason = ReasonCancelled
+	default:
+		return Event{ID: id, Type: EvError, Code: CodeGenerate, Error: err.Error()}
+	}
+	return Event{ID: id, Type: EvDone, Stats: &st}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (c *child) stopAndWait() {
+	c.genMu.Lock()
+	done := c.gen
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.genMu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+func (c *child) unload() {
+	c.stopAndWait()
+	if c.h != nil {
+		if err := c.h.Close(); err != nil {
+			c.log.Warn("closing the model", "err", err)
+		}
+		c.h = nil
+	}
+}
+
+// Main is `homering runner`: it moves file descriptor 1 out of the engine's
+// reach (C code that prints goes to stderr) and serves the protocol on the
+// original stdout.
+func Main(ctx context.Context, stdin io.Reader, log *slog.Logger) error {
+	proto, err := protocolStdout()
+	if err != nil {
+		return fmt.Errorf("runner: set up stdout: %w", err)
+	}
+	defer proto.Close()
+	return Serve(ctx, stdin, proto, log)
+}

@@ -1,0 +1,150 @@
+package runner
+
+import (
+	"homering/engine/chat"
+	"homering/engine/sample"
+)
+
+// Proto is the protocol version the child announces in its hello.
+const Proto = 1
+
+// MaxLine is the longest protocol line either side accepts; a longer line is
+// a protocol error, not an allocation.
+const MaxLine = 16 << 20
+
+// Ops of a Request.
+const (
+	OpLoad     = "load"
+	OpGenerate = "generate"
+	OpStop     = "stop"
+	OpUnload   = "unload"
+)
+
+// Types of an Event.
+const (
+	EvHello    = "hello"
+	EvLoaded   = "loaded"
+	EvToken    = "token"
+	EvDone     = "done"
+	EvUnloaded = "unloaded"
+	EvError    = "error"
+)
+
+// Error codes of an error Event.
+const (
+	CodeBusy       = "busy"
+	CodeNotLoaded  = "not_loaded"
+	CodeBadRequest = "bad_request"
+	CodeLoad       = "load"
+	CodeGenerate   = "generate"
+)
+
+// Stop reasons in Stats.Reason.
+const (
+	ReasonStop      = "stop"      // the model ended its turn
+	ReasonLength    = "length"    // max_tokens or the end of the context
+	ReasonCancelled = "cancelled" // stop, or the caller went away
+)
+
+// Request is one line from the parent.
+type Request struct {
+	ID       uint64          `json:"id"`
+	Op       string          `json:"op"`
+	Target   uint64          `json:"target,omitempty"` // stop: the generate to end
+	Load     *LoadParams     `json:"load,omitempty"`
+	Generate *GenerateParams `json:"generate,omitempty"`
+}
+
+// LoadParams say which model to map and how big a context to give it.
+type LoadParams struct {
+	Model   string `json:"model"`
+	NCtx    int    `json:"n_ctx,omitempty"`   // 0: the model's, at most 4096
+	Threads int    `json:"threads,omitempty"` // 0: all cores
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// GenerateParams is one generation. Messages are formatted with the model's
+// chat template; Prompt is used as is when Messages is empty.
+type GenerateParams struct {
+	Messages      []Message `json:"messages,omitempty"`
+	Prompt        string    `json:"prompt,omitempty"`
+	MaxTokens     int       `json:"max_tokens,omitempty"` // 0: until the model stops or the context is full
+	Temperature   float32   `json:"temperature"`
+	TopK          int       `json:"top_k"`
+	TopP          float32   `json:"top_p"`
+	MinP          float32   `json:"min_p"`
+	RepeatPenalty float32   `json:"repeat_penalty"`
+	RepeatLastN   int       `json:"repeat_last_n"`
+	Seed          uint64    `json:"seed"`
+}
+
+// DefaultGenerate is llama.cpp's sampling (engine/sample.Defaults) with no
+// length limit.
+func DefaultGenerate() GenerateParams {
+	d := sample.Defaults()
+	return GenerateParams{
+		Temperature: d.Temperature, TopK: d.TopK, TopP: d.TopP, MinP: d.MinP,
+		RepeatPenalty: d.RepeatPenalty, RepeatLastN: d.RepeatLastN,
+	}
+}
+
+func (g GenerateParams) sampling() sample.Params {
+	return sample.Params{
+		Temperature: g.Temperature, TopK: g.TopK, TopP: g.TopP, MinP: g.MinP,
+		RepeatPenalty: g.RepeatPenalty, RepeatLastN: g.RepeatLastN,
+	}
+}
+
+func (g GenerateParams) messages() []chat.Message {
+	out := make([]chat.Message, len(g.Messages))
+	for i, m := range g.Messages {
+		out[i] = chat.Message{Role: m.Role, Content: m.Content}
+	}
+	return out
+}
+
+// ModelInfo describes the loaded model.
+type ModelInfo struct {
+	Path   string `json:"path"`
+	Arch   string `json:"arch"`
+	Layers int    `json:"layers"`
+	NCtx   int    `json:"n_ctx"`
+	Vocab  int    `json:"vocab"`
+}
+
+// Token is one generated piece of text.
+type Token struct {
+	ID   int32  `json:"id"`
+	Text string `json:"text"` // complete UTF-8; may be empty
+	EOG  bool   `json:"eog,omitempty"`
+}
+
+// Stats are the timings of one generation.
+type Stats struct {
+	PromptTokens     int     `json:"prompt_tokens"`
+	CachedTokens     int     `json:"cached_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	PromptMS         float64 `json:"prompt_ms"`
+	DecodeTokens     int     `json:"decode_tokens"`
+	DecodeMS         float64 `json:"decode_ms"`
+	TotalMS          float64 `json:"total_ms"`
+	Reason           string  `json:"reason"`
+}
+
+// Event is one line from the child.
+type Event struct {
+	ID    uint64     `json:"id"`
+	Type  string     `json:"type"`
+	Proto int        `json:"proto,omitempty"` // hello
+	PID   int        `json:"pid,omitempty"`   // hello
+	Model *ModelInfo `json:"model,omitempty"` // loaded
+	Token *Token     `json:"token,omitempty"` // token
+	Stats *Stats     `json:"stats,omitempty"` // done
+	Error string     `json:"error,omitempty"` // error
+	Code  string     `json:"code,omitempty"`  // error
+}
