@@ -106,6 +106,9 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	}
 	for i, d := range all {
 		byShort[d.Short] = i
+		if !d.Self && d.Paired && d.Visible && d.Contribute {
+			all[i].RTTMs = u.rtt.get(d.ID, time.Now())
+		}
 		switch {
 		case d.Self:
 		case !d.Visible:

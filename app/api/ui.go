@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"homering/app/api/apitype"
 	"homering/frontend"
@@ -21,6 +23,7 @@ type ui struct {
 	s    *Server
 	mem  *memSampler
 	conv *convStore
+	rtt  *rttCache
 
 	mu       sync.Mutex // guards settings and planMemo
 	settings *settingsFile
@@ -31,6 +34,7 @@ type ui struct {
 func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
 	u.conv = &convStore{dir: func() string { return s.Node.Status().ConfigDir }}
+	u.rtt = &rttCache{measure: func(ctx context.Context, peer string) (time.Duration, error) { return s.Node.LinkRTT(ctx, peer, 5) }}
 	static := http.FileServerFS(frontend.FS())
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if t := r.URL.Query().Get("token"); t != "" {

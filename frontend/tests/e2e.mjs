@@ -122,6 +122,17 @@ try {
   check('ring order shown', !!(await page.$('[data-testid=ring-order]')))
   check('memory gauge for this device', devices.some((d) => d.memory))
   if (expectDevices > 1) check('peers shown as paired', devices.filter((d) => d.text.includes('paired') && !d.text.includes('not paired')).length >= expectDevices - 1)
+  if (expectDevices > 1) {
+    // Link RTT is measured over a real link to each paired peer.
+    const rtts = await page.waitForFunction(() => {
+      const v = [...document.querySelectorAll('[data-testid=device]')]
+        .filter((e) => !e.textContent.includes('this device'))
+        .map((e) => e.querySelector('[data-testid=rtt]')?.textContent || '')
+      return v.every((t) => /^\d/.test(t)) ? v : null
+    }, null, { timeout: 15000 }).then((h) => h.jsonValue(), () => null)
+    result.rtt_ms = rtts
+    check('link RTT measured for every peer', rtts !== null, JSON.stringify(rtts))
+  }
   // Live: the memory history grows from heartbeats without a reload.
   const before = await page.$eval('.spark polyline', (p) => p.getAttribute('points')?.split(' ').length || 0).catch(() => 0)
   await page.waitForFunction((b) => (document.querySelector('.spark polyline')?.getAttribute('points')?.split(' ').length || 0) > b, before, { timeout: 10000 }).then(
