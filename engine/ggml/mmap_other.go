@@ -1,0 +1,17 @@
+//go:build !unix
+
+package ggml
+
+import "os"
+
+// Mapping, prefetch and release are written for Unix (mmap, madvise). On
+// other systems (Windows: MapViewOfFile, PrefetchVirtualMemory) Open fails
+// with ErrUnsupportedOS until that port exists.
+
+func mapFile(f *os.File, size int64) ([]byte, error) { return nil, ErrUnsupportedOS }
+
+func unmapFile(b []byte) error { return nil }
+
+func prefetch(b []byte) error { return ErrUnsupportedOS }
+
+func release(b []byte) error { return ErrUnsupportedOS }
