@@ -41,7 +41,7 @@ func (s *Server) registerUI(m *http.ServeMux) {
 			// Browser entry: trade the token in the URL for a cookie and
 			// drop it from the address bar and history.
 			if subtle.ConstantTimeCompare([]byte(t), []byte(s.Token)) != 1 {
-				writeJSON(w, http.StatusUnauthorized, apitype.Error{Error: "That link has an old or wrong token; open the UI again from the tray or from `homering ui --url`."})
+				writeJSON(w, http.StatusUnauthorized, apitype.Error{Error: "That link has an old or wrong token (the agent restarted?); open the chat again from the tray menu."})
 				return
 			}
 			http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})

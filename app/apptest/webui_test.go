@@ -127,7 +127,7 @@ func TestWebUI(t *testing.T) {
 			t.Errorf("screenshot %s missing or nearly empty: %v", want, err)
 		}
 	}
-	if len(res.Checks) < 20 {
+	if len(res.Checks) < 30 {
 		t.Errorf("only %d checks ran; the script stopped early", len(res.Checks))
 	}
 	if !strings.Contains(string(log), "device map shows 3 devices") {

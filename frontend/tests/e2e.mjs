@@ -104,6 +104,69 @@ try {
   check('conversation saved in history', (await page.$$('[data-testid=history] li button.title')).length >= 1)
   await shot(page, 'chat.png')
 
+  // Regenerate replaces the reply with a new stream.
+  const firstReply = reply
+  await page.click('[data-testid=regenerate]')
+  await page.waitForSelector('[data-testid=stop]', { timeout: 5000 }).catch(() => {})
+  await page.waitForSelector('[data-testid=regenerate], [data-testid=chat-error]', { timeout: 120000 })
+  const replies = await page.$$eval('[data-role=assistant] .md', (els) => els.map((e) => e.textContent))
+  check('regenerate streams one new reply in place', replies.length === 1 && replies[0].trim().length > 0 && !(await page.$('[data-testid=chat-error]')),
+    `${replies.length} replies; same as before: ${replies[0] === firstReply}`)
+
+  // Stop ends a long generation early.
+  await page.click('button.new')
+  await page.click('button[data-testid=params-toggle]')
+  await page.fill('#maxt', '100000')
+  await page.fill('[data-testid=composer]', 'Tell me a very long story')
+  await page.click('[data-testid=send]')
+  await page.waitForFunction(() => {
+    const all = document.querySelectorAll('[data-role=assistant] .md')
+    return (all.length === 1 && all[0].textContent.length > 20) || document.querySelector('[data-testid=chat-error]')
+  }, null, { timeout: 60000 })
+  const stopErr = await page.$('[data-testid=chat-error]')
+  if (stopErr) throw new Error('chat failed before stop: ' + (await stopErr.textContent()))
+  const t0 = Date.now()
+  await page.click('[data-testid=stop]')
+  await page.waitForSelector('[data-testid=send]', { timeout: 10000 })
+  const stopMs = Date.now() - t0
+  const lenAtStop = await page.$eval('[data-role=assistant] .md', (e) => e.textContent.length)
+  await page.waitForTimeout(1000)
+  const lenLater = await page.$eval('[data-role=assistant] .md', (e) => e.textContent.length)
+  result.stop_ms = stopMs
+  check('stop ends the stream', lenLater === lenAtStop && !(await page.$('[data-testid=chat-error]')), `${stopMs} ms to the Send button; ${lenAtStop} → ${lenLater} chars`)
+  await page.fill('#maxt', '256')
+
+  // Replies are rendered as Markdown with HTML escaped: a saved reply with
+  // markup and a script-bearing tag shows as text, formatting applied.
+  const evil = { title: 'Markdown check', system: '', model: '', messages: [
+    { role: 'user', content: 'format please' },
+    { role: 'assistant', content: '**bold** and `code`\n\n- one\n- two\n\n<img src=x onerror="window.__pwned=1"> [link](javascript:alert(1))' }] }
+  await page.evaluate((c) => fetch('api/v1/conversations/mdcheck', { method: 'PUT', body: JSON.stringify(c), headers: { 'Content-Type': 'application/json' } }), evil)
+  await page.click('button[data-page=devices]')
+  await page.click('button[data-page=chat]')
+  await page.click('[data-testid=history] li button.title >> text=Markdown check')
+  await page.waitForSelector('[data-role=assistant] .md strong', { timeout: 5000 }).catch(() => {})
+  const md = await page.$eval('[data-role=assistant] .md', (e) => ({
+    strong: e.querySelectorAll('strong').length, code: e.querySelectorAll('code').length, li: e.querySelectorAll('li').length,
+    img: e.querySelectorAll('img').length, a: e.querySelectorAll('a').length, text: e.textContent,
+  }))
+  check('markdown rendered (bold, code, list)', md.strong === 1 && md.code === 1 && md.li === 2, JSON.stringify(md))
+  check('HTML in replies is escaped, javascript: links dropped', md.img === 0 && md.a === 0 && md.text.includes('<img') &&
+    !(await page.evaluate(() => window.__pwned)), JSON.stringify(md))
+
+  // Rename and delete from the history list.
+  const item = page.locator('[data-testid=history] li', { hasText: 'Markdown check' })
+  await item.locator('button[title=Rename]').click()
+  await page.fill('[data-testid=history] li input', 'Renamed chat')
+  await page.press('[data-testid=history] li input', 'Enter')
+  await page.waitForSelector('[data-testid=history] li button.title >> text=Renamed chat', { timeout: 5000 }).then(
+    () => check('rename in history', true), () => check('rename in history', false))
+  await page.locator('[data-testid=history] li', { hasText: 'Renamed chat' }).locator('button[title=Delete]').click()
+  await page.waitForFunction(() => ![...document.querySelectorAll('[data-testid=history] li')].some((l) => l.textContent.includes('Renamed chat')), null, { timeout: 5000 }).then(
+    () => check('delete in history', true), () => check('delete in history', false))
+  const saved = await page.evaluate(() => fetch('api/v1/conversations').then((r) => r.json()))
+  check('history kept on disk by the agent', saved.length === 2 && saved.every((c) => c.messages >= 2), JSON.stringify(saved))
+
   // 3. Device map.
   await page.click('button[data-page=devices]')
   await page.waitForFunction((n) => document.querySelectorAll('[data-testid=device]').length >= n, expectDevices, { timeout: 30000 }).catch(() => {})
