@@ -59,6 +59,13 @@ log "building the web UI (frontend/dist)"
 (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent) >&2
 # --- end frontend
 
+# --- app/apptest/clients: the official openai and @anthropic-ai/sdk npm
+# packages (exact pins in package-lock.json) that clients_test.go drives
+# against a running agent.
+log "installing the API client SDKs for app/apptest"
+(cd app/apptest/clients && npm ci --no-audit --no-fund --loglevel=error) >&2
+# --- end app/apptest/clients
+
 log "building bin/homering (first build compiles ggml and llama.cpp: several minutes)"
 go build -o bin/homering .
 
