@@ -1,0 +1,213 @@
+package profile
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"homering/engine/profile/sysinfo"
+)
+
+// ErrCacheEntry is wrapped by every reason a cached profile is not used.
+var ErrCacheEntry = errors.New("profile: cached profile is unusable")
+
+// DefaultMaxAge is how old a cached profile may be before Get refreshes it
+// in the background: hardware does not change, but a new driver, thermal
+// paste or a BIOS setting does change the rates.
+const DefaultMaxAge = 7 * 24 * time.Hour
+
+// Cache keeps measured profiles in Dir (app/config's per-OS directory plus
+// "profiles"), one file per key (hardware fingerprint + what was measured).
+// A file holds the profile and the SHA-256 of its exact bytes; anything that
+// does not parse, fails the hash, names another key or version, or holds a
+// non-positive rate is measured again and overwritten: never trusted.
+type Cache struct {
+	Dir    string
+	MaxAge time.Duration // 0: DefaultMaxAge
+	Log    *slog.Logger  // non-nil
+	// measure is Measure; tests replace it to count calls.
+	measure func(context.Context, Options, *slog.Logger) (Profile, error)
+	now     func() time.Time
+
+	mu         sync.Mutex
+	refreshing map[string]bool // keys being re-measured in the background
+	wg         sync.WaitGroup
+}
+
+// NewCache returns a cache in dir.
+func NewCache(dir string, log *slog.Logger) *Cache {
+	return &Cache{Dir: dir, Log: log, measure: Measure, now: time.Now, refreshing: map[string]bool{}}
+}
+
+type entry struct {
+	SHA256  string          `json:"sha256"`
+	Profile json.RawMessage `json:"profile"`
+}
+
+// Get returns this device's profile for o: the cached one when it is valid
+// (refreshed in the background when older than MaxAge, never blocking the
+// caller), else a new measurement, which is cached. Memory is read fresh
+// either way. fresh reports whether it was measured by this call.
+func (c *Cache) Get(ctx context.Context, o Options) (p Profile, fresh bool, err error) {
+	k, err := c.keyFor(o)
+	if err != nil {
+		return Profile{}, false, err
+	}
+	p, err = c.load(k)
+	if err == nil {
+		mem, merr := sysinfo.ReadMemory()
+		if merr == nil {
+			p.Memory = mem
+		}
+		if c.now().Sub(p.MeasuredAt) > c.maxAge() {
+			c.refresh(ctx, k, o)
+		}
+		return p, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		c.Log.Warn("profile: measuring again", "key", k, "err", err)
+	}
+	p, err = c.measure(ctx, o, c.Log)
+	if err != nil {
+		return Profile{}, false, err
+	}
+	if err := c.store(p); err != nil {
+		c.Log.Warn("profile: could not cache the profile", "err", err)
+	}
+	return p, true, nil
+}
+
+// Wait waits for background refreshes started by Get.
+func (c *Cache) Wait() { c.wg.Wait() }
+
+func (c *Cache) maxAge() time.Duration {
+	if c.MaxAge > 0 {
+		return c.MaxAge
+	}
+	return DefaultMaxAge
+}
+
+// refresh re-measures key in a goroutine unless one is running.
+func (c *Cache) refresh(ctx context.Context, k string, o Options) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refreshing[k] {
+		return
+	}
+	c.refreshing[k] = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.refreshing, k)
+			c.mu.Unlock()
+		}()
+		p, err := c.measure(ctx, o, c.Log)
+		if err == nil {
+			err = c.store(p)
+		}
+		if err != nil {
+			c.Log.Warn("profile: background refresh failed", "key", k, "err", err)
+		}
+	}()
+}
+
+// keyFor is the key Measure would give: it needs the shapes and the
+// fingerprint, both cheap.
+func (c *Cache) keyFor(o Options) (string, error) {
+	o = o.withDefaults()
+	layer, output := defaultLayer, (*Shape)(nil)
+	if o.Model != "" {
+		var err error
+		if layer, output, err = LayerShapes(o.Model); err != nil {
+			return "", err
+		}
+	}
+	mem, err := sysinfo.ReadMemory()
+	if err != nil {
+		return "", err
+	}
+	return key(fingerprint(mem, gpus()), o.Threads, layer, output), nil
+}
+
+func (c *Cache) path(k string) string { return filepath.Join(c.Dir, k+".json") }
+
+func (c *Cache) load(k string) (Profile, error) {
+	b, err := os.ReadFile(c.path(k))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Profile{}, err
+		}
+		return Profile{}, fmt.Errorf("%w: %w", ErrCacheEntry, err)
+	}
+	var e entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Profile{}, fmt.Errorf("%w: %s does not parse: %w", ErrCacheEntry, c.path(k), err)
+	}
+	// Hash the compact form: the entry's indentation is not part of it.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, e.Profile); err != nil {
+		return Profile{}, fmt.Errorf("%w: %s: %w", ErrCacheEntry, c.path(k), err)
+	}
+	sum := sha256.Sum256(compact.Bytes())
+	if hex.EncodeToString(sum[:]) != e.SHA256 {
+		return Profile{}, fmt.Errorf("%w: %s fails its checksum", ErrCacheEntry, c.path(k))
+	}
+	var p Profile
+	dec := json.NewDecoder(bytes.NewReader(e.Profile))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Profile{}, fmt.Errorf("%w: %s: %w", ErrCacheEntry, c.path(k), err)
+	}
+	if p.Key != k {
+		return Profile{}, fmt.Errorf("%w: %s holds key %q", ErrCacheEntry, c.path(k), p.Key)
+	}
+	if err := p.validate(); err != nil {
+		return Profile{}, fmt.Errorf("%w: %s: %w", ErrCacheEntry, c.path(k), err)
+	}
+	return p, nil
+}
+
+// store writes atomically (temp file + rename): a crash mid-write leaves the
+// old entry or none, and a torn file would fail its checksum anyway.
+func (c *Cache) store(p Profile) error {
+	pb, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(pb)
+	b, err := json.MarshalIndent(entry{SHA256: hex.EncodeToString(sum[:]), Profile: pb}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("profile: cache dir: %w", err)
+	}
+	f, err := os.CreateTemp(c.Dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("profile: cache: %w", err)
+	}
+	if _, err = f.Write(b); err == nil {
+		err = f.Close()
+	} else {
+		f.Close()
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), c.path(p.Key))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("profile: cache: %w", err)
+	}
+	return nil
+}

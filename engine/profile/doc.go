@@ -1,0 +1,68 @@
+// Package profile measures this device for Halda (prima.cpp's device
+// profiler, 000/001 A.3; ../shared/notes/papers-digest.md §1.1.4) and the
+// links to its peers, and caches the result. It runs in the runner process:
+// it calls ggml through engine/ggml.
+//
+// # Device profile
+//
+// Measure returns a Profile; Profile.Device converts it to halda.Device, the
+// JSON `homering profile --json` prints and `homering plan --devices` reads.
+//
+//   - CPU FLOPS per weight type (s^{cpu,q}), with ggml's own mul_mat kernels
+//     on the CPU backend and the thread count windows will use
+//     (engine/ggml/profile.c). For each weight matrix shape of the model's
+//     first layer (q, k, v, o, gate, up, down) the product of the matrix by
+//     one F32 column — a decode step — is timed twice: hot (weights in L2;
+//     the per-row slope of two sizes, so the per-op barrier is left out) and
+//     cold (copies of the matrix cycled through 128 MiB, more than any
+//     last-level cache, so the weights stream from RAM as in a real token).
+//     s^q = the layer's FLOPs of type q / their hot time. Every type of the
+//     model plus F32, F16, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K is measured (hot,
+//     at the layer's width, when the layer does not hold it).
+//   - Memory read throughput 𝒯^cpu = the layer's weight bytes / (cold − hot
+//     time of its products): what reading the weights costs beyond computing
+//     on them, measured with ggml's kernel at the tensors' sizes as the
+//     paper asks ("with data volumes similar to the tensor sizes"). So
+//     Halda's per-layer time f/s + b/𝒯 is the measured decode-step time of
+//     the layer's products. The plain streaming read bandwidth
+//     (MemReadBytesPerSec) is reported beside it.
+//   - RAM total and available, swap, and the memory cgroup limit
+//     (engine/profile/sysinfo: Linux MemAvailable and cgroup v1/v2, macOS
+//     sysctl, Windows GlobalMemoryStatusEx). Read fresh on every Get.
+//   - GPUs and their free memory from ggml's backend registry (on a Mac the
+//     Metal device's memory is its recommended working set). GPU FLOPS are
+//     not measured yet, so Device leaves GPU empty: Halda plans the CPU.
+//   - Disk sequential and random read throughput of the disk holding the
+//     model, by our own reads that bypass the page cache (sysinfo). Without
+//     a model (or with one under 64 MiB) a scratch file on that disk is used.
+//   - OS, architecture, CPU model, backends.
+//
+// The whole measurement takes about 3-6 s on a 2-core machine (bounded:
+// per-shape matmul time, 256 MiB of memory reads, ≤ 0.8 s + 0.5 s of disk).
+//
+// # Cache
+//
+// Cache stores one file per key in a directory (app/config's directory plus
+// "profiles"). The key is a hardware fingerprint (OS, architecture, CPU
+// model and count, RAM, host name, GPUs; not a cgroup limit) plus a hash of
+// what was measured (thread count and layer shapes). Each file holds the
+// profile and the SHA-256 of its compact JSON; an entry that cannot be read,
+// does not parse, fails the checksum, names another key or version, or holds
+// a non-positive rate is measured again and overwritten, never trusted. An
+// entry older than MaxAge is served at once and re-measured in a background
+// goroutine (Wait waits for it): a chat is never blocked by profiling.
+//
+// # Links
+//
+// MeasureLink measures an established transport.Conn (mutual-TLS websocket)
+// with MsgPing frames the peer echoes as MsgPong: the idle RTT (median of 7
+// small pings) and the round trip of hidden-state-sized payloads, giving the
+// throughput 2·bytes/(RTT_hidden − RTT) and Halda's t^comm = RTT/2 +
+// bytes/throughput (halda.Device.LinkSec).
+//
+// # Calibration
+//
+// Subpackage calib turns measured per-token compute and link times into
+// calibrated coefficients (rolling medians) and recomputes the plan's
+// prediction with them.
+package profile

@@ -1,0 +1,457 @@
+package profile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"homering/engine/ggml"
+	"homering/engine/gguf"
+	"homering/engine/profile/sysinfo"
+	"homering/halda"
+)
+
+// Version is the format of a Profile; a cached profile of another version is
+// measured again.
+const Version = 1
+
+// RequiredTypes are measured on every device whatever the model holds, so a
+// cached profile can price the common models.
+var requiredTypes = []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
+
+// Shape is one weight matrix of a layer: Rows rows of K weights of Type.
+type Shape struct {
+	Type gguf.Type `json:"type"`
+	K    int       `json:"k"`
+	Rows int       `json:"rows"`
+	// Count is how many matrices of this shape one layer holds.
+	Count int `json:"count"`
+}
+
+func (s Shape) bytes() int64 { return s.Type.RowBytes(int64(s.K)) * int64(s.Rows) }
+
+// Matmul is the timing of one shape.
+type Matmul struct {
+	Shape
+	TypeName string  `json:"type_name"`
+	HotSec   float64 `json:"hot_s"`            // weights in cache: compute only
+	ColdSec  float64 `json:"cold_s,omitempty"` // weights from RAM: a decode step's real cost
+}
+
+// GPU is one GPU ggml's backend registry offers.
+type GPU struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Integrated  bool   `json:"integrated,omitempty"`
+	FreeBytes   int64  `json:"free_bytes"`
+	TotalBytes  int64  `json:"total_bytes"`
+}
+
+// Profile is one device's measured profile. The measured part is cached;
+// Memory is read again on every Get, since it changes by the second.
+type Profile struct {
+	Version     int       `json:"version"`
+	Fingerprint string    `json:"fingerprint"`
+	Key         string    `json:"key"` // fingerprint + what was measured (shapes, threads)
+	MeasuredAt  time.Time `json:"measured_at"`
+	TookSec     float64   `json:"took_s"`
+
+	OS       string   `json:"os"`
+	Arch     string   `json:"arch"`
+	CPU      string   `json:"cpu"`
+	CPUs     int      `json:"cpus"`
+	Threads  int      `json:"threads"`
+	Backends []string `json:"backends"`
+	GPUs     []GPU    `json:"gpus,omitempty"`
+
+	Matmuls []Matmul `json:"matmuls"`
+	// CPUFlops is s^{cpu,q}: FLOP/s of ggml's matmul kernels with the
+	// weights in cache, by lower-case ggml type name.
+	CPUFlops map[string]float64 `json:"cpu_flops"`
+	// CPUReadBytesPerSec is 𝒯^cpu: the layer's weight bytes over the time
+	// its products take beyond their in-cache time, so that compute plus
+	// read equals the measured decode-step time of the layer's products.
+	CPUReadBytesPerSec float64 `json:"cpu_read_bytes_per_s"`
+	// MemReadBytesPerSec is the plain streaming read bandwidth of RAM with
+	// Threads readers (informational).
+	MemReadBytesPerSec float64 `json:"mem_read_bytes_per_s"`
+
+	Disk   sysinfo.Disk   `json:"disk"`
+	Memory sysinfo.Memory `json:"memory"`
+}
+
+// Options say what to measure.
+type Options struct {
+	// Model, when set, is the GGUF whose layer shapes the matmuls are timed
+	// at and whose disk is measured. Without it a 4096-wide layer is used
+	// and the disk of ScratchDir.
+	Model string
+	// Threads is the thread count windows will use (default: all cores).
+	Threads int
+	// ScratchDir holds a temporary file to measure the disk when there is no
+	// model (default: the OS temp dir).
+	ScratchDir string
+	// MatmulTime is spent per shape (default 200 ms).
+	MatmulTime time.Duration
+	// Disk bounds the disk measurement.
+	Disk sysinfo.DiskLimits
+	// Seed seeds the random disk offsets.
+	Seed uint64
+}
+
+func (o Options) withDefaults() Options {
+	if o.Threads <= 0 {
+		o.Threads = runtime.NumCPU()
+	}
+	if o.MatmulTime <= 0 {
+		o.MatmulTime = 200 * time.Millisecond
+	}
+	if o.ScratchDir == "" {
+		o.ScratchDir = os.TempDir()
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// Sentinels.
+var (
+	ErrNoShapes = errors.New("profile: the model has no weight matrices in its first layer")
+)
+
+// LayerShapes lists the weight matrices of the model's first layer (the
+// layers of the models Homering runs are alike) and its output matrix.
+func LayerShapes(path string) (layer []Shape, output *Shape, err error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := f.Layout()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(l.Layers) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNoShapes, path)
+	}
+	byName := map[string]gguf.TensorInfo{}
+	for _, t := range f.Tensors {
+		byName[t.Name] = t
+	}
+	shape := func(name string) (Shape, bool) {
+		t, ok := byName[name]
+		if !ok || len(t.Shape) < 2 || t.Shape[1] <= 1 {
+			return Shape{}, false // norms and biases are vectors: no matmul
+		}
+		rows := int64(1)
+		for _, d := range t.Shape[1:] {
+			rows *= d
+		}
+		return Shape{Type: t.Type, K: int(t.Shape[0]), Rows: int(rows), Count: 1}, true
+	}
+	for _, n := range l.Layers[0].Tensors {
+		s, ok := shape(n)
+		if !ok {
+			continue
+		}
+		if i := slices.IndexFunc(layer, func(o Shape) bool { return o.Type == s.Type && o.K == s.K && o.Rows == s.Rows }); i >= 0 {
+			layer[i].Count++
+			continue
+		}
+		layer = append(layer, s)
+	}
+	if len(layer) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNoShapes, path)
+	}
+	name := "output.weight"
+	if _, ok := byName[name]; !ok {
+		name = "token_embd.weight"
+	}
+	if s, ok := shape(name); ok {
+		output = &s
+	}
+	return layer, output, nil
+}
+
+// defaultLayer stands in for a model: a 4096-wide Q4_K layer.
+var defaultLayer = []Shape{{Type: gguf.TypeQ4_K, K: 4096, Rows: 4096, Count: 4}, {Type: gguf.TypeQ4_K, K: 4096, Rows: 11008, Count: 3}}
+
+// Measure profiles this device now. It takes a few seconds (see the package
+// doc for the budget) and uses every thread it is told to.
+func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) {
+	o = o.withDefaults()
+	start := time.Now()
+	layer, output := defaultLayer, (*Shape)(nil)
+	if o.Model != "" {
+		var err error
+		if layer, output, err = LayerShapes(o.Model); err != nil {
+			return Profile{}, err
+		}
+	}
+	mem, err := sysinfo.ReadMemory()
+	if err != nil {
+		return Profile{}, err
+	}
+	p := Profile{
+		Version: Version, OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: sysinfo.CPUModel(),
+		CPUs: runtime.NumCPU(), Threads: o.Threads, Backends: []string{"cpu"}, Memory: mem,
+		CPUFlops: map[string]float64{},
+	}
+	p.GPUs = gpus()
+	for _, g := range p.GPUs {
+		if b := backendOf(g.Name); !slices.Contains(p.Backends, b) {
+			p.Backends = append(p.Backends, b)
+		}
+	}
+	p.Fingerprint = fingerprint(mem, p.GPUs)
+	p.Key = key(p.Fingerprint, o.Threads, layer, output)
+
+	// Matmuls: each layer shape hot and cold; the output's and each
+	// required type's hot rate at the layer's width.
+	var flops, hot, coldExtra float64
+	var bytes int64
+	rate := map[string][2]float64{} // type → (flops, hot seconds)
+	addRate := func(t gguf.Type, f, s float64) {
+		k := typeKey(t)
+		r := rate[k]
+		rate[k] = [2]float64{r[0] + f, r[1] + s}
+	}
+	for _, s := range layer {
+		if err := ctx.Err(); err != nil {
+			return Profile{}, err
+		}
+		if !ggml.CanProfileType(int(s.Type)) {
+			log.Warn("profile: weight type not measurable; Halda charges it at the slowest rate", "type", s.Type.String())
+			continue
+		}
+		m, err := timeShape(s, o, true)
+		if err != nil {
+			return Profile{}, err
+		}
+		p.Matmuls = append(p.Matmuls, m)
+		f := 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
+		flops += f
+		hot += m.HotSec * float64(s.Count)
+		coldExtra += (m.ColdSec - m.HotSec) * float64(s.Count)
+		bytes += s.bytes() * int64(s.Count)
+		addRate(s.Type, f, m.HotSec*float64(s.Count))
+	}
+	if bytes == 0 {
+		return Profile{}, fmt.Errorf("%w (none of its types can be timed)", ErrNoShapes)
+	}
+	// A compute-bound layer can show no read cost at all; keep 𝒯 finite.
+	coldExtra = max(coldExtra, 0.01*(hot+coldExtra))
+	p.CPUReadBytesPerSec = float64(bytes) / coldExtra
+	width := layer[0].K
+	extra := slices.Clone(requiredTypes)
+	if output != nil {
+		extra = append([]gguf.Type{output.Type}, extra...)
+	}
+	for _, t := range extra {
+		if _, done := rate[typeKey(t)]; done || !ggml.CanProfileType(int(t)) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return Profile{}, err
+		}
+		k := width
+		if b := int(t.BlockSize()); k%b != 0 {
+			k = (k + b - 1) / b * b
+		}
+		s := Shape{Type: t, K: k, Rows: 4096, Count: 1}
+		m, err := timeShape(s, o, false)
+		if err != nil {
+			return Profile{}, err
+		}
+		p.Matmuls = append(p.Matmuls, m)
+		addRate(t, 2*float64(s.K)*float64(s.Rows), m.HotSec)
+	}
+	for k, r := range rate {
+		if r[1] > 0 {
+			p.CPUFlops[k] = r[0] / r[1]
+		}
+	}
+	p.MemReadBytesPerSec = memBandwidth(o.Threads)
+
+	// Disk: the model's own file, else a scratch file in its place.
+	// A model file too small to time a disk on (a test model) is
+	// replaced by a scratch file next to it: same disk.
+	diskPath := o.Model
+	if st, err := os.Stat(diskPath); diskPath != "" && err == nil && st.Size() < 64<<20 {
+		o.ScratchDir, diskPath = filepath.Dir(diskPath), ""
+	}
+	if diskPath == "" {
+		name, err := sysinfo.ScratchFile(o.ScratchDir, 32<<20)
+		if err != nil {
+			return Profile{}, err
+		}
+		defer os.Remove(name)
+		diskPath = name
+	}
+	d, err := sysinfo.ReadThroughput(diskPath, o.Disk, rand.New(rand.NewPCG(o.Seed, 0x686f6d65)))
+	if err != nil {
+		return Profile{}, err
+	}
+	if diskPath != o.Model {
+		d.Path = filepath.Dir(diskPath)
+	}
+	p.Disk = d
+	p.MeasuredAt = time.Now().UTC()
+	p.TookSec = time.Since(start).Seconds()
+	log.Debug("profile: measured", "took", time.Since(start), "key", p.Key)
+	return p, nil
+}
+
+func gpus() []GPU {
+	var out []GPU
+	for _, g := range ggml.GPUDevices() {
+		out = append(out, GPU{Name: g.Name, Description: g.Description, Integrated: g.Integrated,
+			FreeBytes: int64(g.FreeBytes), TotalBytes: int64(g.TotalBytes)})
+	}
+	return out
+}
+
+func timeShape(s Shape, o Options, cold bool) (Matmul, error) {
+	t, err := ggml.TimeMatmul(int(s.Type), s.K, s.Rows, o.Threads, o.MatmulTime, cold)
+	if err != nil {
+		return Matmul{}, fmt.Errorf("profile: time %s %dx%d: %w", s.Type, s.K, s.Rows, err)
+	}
+	return Matmul{Shape: s, TypeName: typeKey(s.Type), HotSec: t.Hot.Seconds(), ColdSec: t.Cold.Seconds()}, nil
+}
+
+// memBandwidth reads a 256 MiB buffer with one reader per thread and returns
+// the best of three passes in bytes/s.
+func memBandwidth(threads int) float64 {
+	const size = 256 << 20
+	buf := make([]byte, size)
+	for i := 0; i < size; i += 4096 {
+		buf[i] = byte(i) // fault the pages in before timing
+	}
+	part := size / threads &^ 63
+	best := 0.0
+	for range 3 {
+		var wg sync.WaitGroup
+		t := time.Now()
+		for i := range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ggml.SumBytes(buf[i*part : (i+1)*part])
+			}()
+		}
+		wg.Wait()
+		best = max(best, float64(part*threads)/time.Since(t).Seconds())
+	}
+	return best
+}
+
+// typeKey is halda's key for a weight type: ggml's name in lower case, as
+// app's GGUF converter writes the model's maps.
+func typeKey(t gguf.Type) string { return strings.ToLower(t.String()) }
+
+func backendOf(dev string) string {
+	d := strings.ToLower(dev)
+	for _, b := range []string{"cuda", "metal", "vulkan", "rocm", "hip", "opencl", "sycl"} {
+		if strings.HasPrefix(d, b) {
+			return b
+		}
+	}
+	return strings.TrimRight(d, "0123456789")
+}
+
+func fingerprint(mem sysinfo.Memory, gpus []GPU) string {
+	total := mem.Total
+	if mem.Cgroup != nil {
+		// The machine, not the cgroup: a bench's memory limit must not
+		// invalidate the compute profile.
+		total = 0
+	}
+	var extra []string
+	for _, g := range gpus {
+		extra = append(extra, g.Name+"/"+g.Description+"/"+fmt.Sprint(g.TotalBytes>>28))
+	}
+	return sysinfo.Fingerprint(total, extra...)
+}
+
+// key names one measurement: the machine plus what was measured.
+func key(fp string, threads int, layer []Shape, output *Shape) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "v%d t%d", Version, threads)
+	for _, s := range layer {
+		fmt.Fprintf(&b, " %d:%dx%dx%d", s.Type, s.K, s.Rows, s.Count)
+	}
+	if output != nil {
+		fmt.Fprintf(&b, " out%d", output.Type)
+	}
+	h := sha256.Sum256([]byte(b.String()))
+	return fp + "-" + hex.EncodeToString(h[:4])
+}
+
+// Device converts the profile into Halda's device entry. name identifies the
+// device in a plan (empty: the host name).
+func (p Profile) Device(name string) halda.Device {
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	d := halda.Device{
+		Name:                name,
+		OS:                  haldaOS(p.OS),
+		CPUFlops:            p.CPUFlops,
+		CPUReadBytesPerSec:  p.CPUReadBytesPerSec,
+		RAMAvailable:        p.Memory.Available,
+		RAMTotal:            p.Memory.Total,
+		DiskSeqBytesPerSec:  p.Disk.SeqBytesPerSec,
+		DiskRandBytesPerSec: p.Disk.RandBytesPerSec,
+	}
+	if d.OS == halda.Android {
+		d.SwapAvailable = p.Memory.SwapFree
+	}
+	return d
+}
+
+func haldaOS(goos string) halda.OS {
+	switch goos {
+	case "darwin", "ios":
+		return halda.MacOS
+	case "windows":
+		return halda.Windows
+	case "android":
+		return halda.Android
+	}
+	return halda.Linux
+}
+
+// validate says why a profile cannot be trusted, or nil.
+func (p Profile) validate() error {
+	ok := func(v float64) bool { return v > 0 && !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case p.Version != Version:
+		return fmt.Errorf("version %d, want %d", p.Version, Version)
+	case len(p.CPUFlops) == 0:
+		return errors.New("no CPU FLOPS")
+	case !ok(p.CPUReadBytesPerSec) || !ok(p.MemReadBytesPerSec):
+		return errors.New("memory read throughput is not a positive number")
+	case !ok(p.Disk.SeqBytesPerSec) || !ok(p.Disk.RandBytesPerSec):
+		return errors.New("disk throughput is not a positive number")
+	case p.Threads < 1:
+		return errors.New("no thread count")
+	}
+	for k, v := range p.CPUFlops {
+		if !ok(v) {
+			return fmt.Errorf("CPU FLOPS of %s is %v", k, v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package profile
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"homering/discovery/identity"
+	"homering/engine/ring/transport"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+const smallModel = "../../testdata/models/llama-Q4_K.gguf"
+
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// quick keeps the real measurement short for CI.
+func quick(model string) Options {
+	return Options{Model: model, Threads: 1, MatmulTime: 20 * time.Millisecond,
+		Disk: sysDiskQuick}
+}
+
+func TestMeasureRealModel(t *testing.T) {
+	p, err := Measure(context.Background(), quick(smallModel), testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.validate(); err != nil {
+		t.Fatalf("measured profile is invalid: %v", err)
+	}
+	for _, k := range []string{"f32", "f16", "q4_0", "q8_0", "q4_k", "q5_k", "q6_k"} {
+		if p.CPUFlops[k] <= 0 {
+			t.Errorf("CPUFlops[%s] = %v, want > 0", k, p.CPUFlops[k])
+		}
+	}
+	if p.Memory.Available <= 0 || p.Disk.Path == "" || !strings.HasPrefix(p.Key, p.Fingerprint+"-") {
+		t.Errorf("profile lacks memory, disk or key: %+v", p)
+	}
+	// Its device entry is a valid Halda device: a plan comes out.
+	d := p.Device("me")
+	prob := halda.Problem{Devices: []halda.Device{d}, Model: halda.Model{
+		Layers: 2, LayerBytes: map[string]int64{"q4_k": 1 << 20}, LayerFlops: map[string]float64{"q4_k": 1e6},
+		Vocab: 100, KVBytesPerToken: 64, ContextTokens: 16,
+	}}
+	plan, err := halda.Solve(prob, lpsolve.Solver{})
+	if err != nil || plan.PredictedMs <= 0 {
+		t.Fatalf("Solve with the measured device: %v, %+v", err, plan)
+	}
+}
+
+func TestLayerShapes(t *testing.T) {
+	layer, out, err := LayerShapes(smallModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range layer {
+		n += s.Count
+	}
+	// q, k, v, o, gate, up, down.
+	if n != 7 || out == nil {
+		t.Errorf("LayerShapes = %+v, output %v; want 7 matrices and an output", layer, out)
+	}
+	if _, _, err := LayerShapes(filepath.Join(t.TempDir(), "none.gguf")); err == nil {
+		t.Error("LayerShapes(missing file) succeeded")
+	}
+}
+
+// fakeMeasure returns a fixed valid profile for key and counts calls.
+type fakeMeasure struct {
+	mu    sync.Mutex
+	calls int
+	c     *Cache
+}
+
+func (f *fakeMeasure) measure(_ context.Context, o Options, _ *slog.Logger) (Profile, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	k, err := f.c.keyFor(o)
+	if err != nil {
+		return Profile{}, err
+	}
+	return Profile{Version: Version, Key: k, Threads: 1, MeasuredAt: f.c.now(),
+		CPUFlops: map[string]float64{"q4_k": 1e10}, CPUReadBytesPerSec: 1e10, MemReadBytesPerSec: 1e10,
+		Disk: sysDiskFake}, nil
+}
+
+func (f *fakeMeasure) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func TestCacheEntries(t *testing.T) {
+	o := Options{Threads: 1}
+	corruptions := []struct {
+		name string
+		edit func(b []byte) []byte
+	}{
+		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"not JSON", func([]byte) []byte { return []byte("\x00\x01garbage") }},
+		{"a digit changed (checksum fails)", func(b []byte) []byte {
+			return []byte(strings.Replace(string(b), "10000000000", "90000000000", 1))
+		}},
+		{"empty", func([]byte) []byte { return nil }},
+	}
+	for _, tt := range corruptions {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCache(t.TempDir(), testLog(t))
+			f := &fakeMeasure{c: c}
+			c.measure = f.measure
+			if _, fresh, err := c.Get(context.Background(), o); err != nil || !fresh {
+				t.Fatalf("first Get: fresh=%v err=%v", fresh, err)
+			}
+			if _, fresh, err := c.Get(context.Background(), o); err != nil || fresh {
+				t.Fatalf("second Get was not served from the cache: fresh=%v err=%v", fresh, err)
+			}
+			k, _ := c.keyFor(o)
+			b, err := os.ReadFile(c.path(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.path(k), tt.edit(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.load(k); !errors.Is(err, ErrCacheEntry) {
+				t.Errorf("load of a corrupt entry = %v, want ErrCacheEntry", err)
+			}
+			p, fresh, err := c.Get(context.Background(), o)
+			if err != nil || !fresh || f.count() != 2 {
+				t.Fatalf("Get after corruption: fresh=%v calls=%d err=%v; want a new measurement", fresh, f.count(), err)
+			}
+			if p.CPUFlops["q4_k"] != 1e10 {
+				t.Errorf("re-measured profile = %+v", p)
+			}
+			if _, err := c.load(k); err != nil {
+				t.Errorf("the re-measured entry was not stored: %v", err)
+			}
+		})
+	}
+	t.Run("unreadable", func(t *testing.T) {
+		c := NewCache(t.TempDir(), testLog(t))
+		f := &fakeMeasure{c: c}
+		c.measure = f.measure
+		k, _ := c.keyFor(o)
+		// A directory where the file should be cannot be read as one.
+		if err := os.MkdirAll(c.path(k), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, fresh, err := c.Get(context.Background(), o); err != nil || !fresh {
+			t.Fatalf("Get with an unreadable entry: fresh=%v err=%v; want a measurement", fresh, err)
+		}
+	})
+	t.Run("invalid values are not trusted", func(t *testing.T) {
+		c := NewCache(t.TempDir(), testLog(t))
+		k, _ := c.keyFor(o)
+		bad := Profile{Version: Version, Key: k, Threads: 1, CPUFlops: map[string]float64{"q4_k": -1},
+			CPUReadBytesPerSec: 1, MemReadBytesPerSec: 1, Disk: sysDiskFake}
+		if err := c.store(bad); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.load(k); !errors.Is(err, ErrCacheEntry) {
+			t.Errorf("load of a negative rate = %v, want ErrCacheEntry", err)
+		}
+	})
+	t.Run("stale entry is served and refreshed in the background", func(t *testing.T) {
+		c := NewCache(t.TempDir(), testLog(t))
+		f := &fakeMeasure{c: c}
+		c.measure = f.measure
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		c.now = func() time.Time { return now }
+		if _, _, err := c.Get(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(DefaultMaxAge + time.Hour)
+		p, fresh, err := c.Get(context.Background(), o)
+		if err != nil || fresh || p.MeasuredAt.After(now.Add(-DefaultMaxAge)) {
+			t.Fatalf("stale Get: fresh=%v err=%v measured %v; want the old profile at once", fresh, err, p.MeasuredAt)
+		}
+		c.Wait()
+		if f.count() != 2 {
+			t.Errorf("measure calls = %d, want 2 (one background refresh)", f.count())
+		}
+		k, _ := c.keyFor(o)
+		q, err := c.load(k)
+		if err != nil || !q.MeasuredAt.Equal(now) {
+			t.Errorf("refreshed entry: %v, measured %v; want %v", err, q.MeasuredAt, now)
+		}
+	})
+}
+
+func TestMeasureLinkOverTransport(t *testing.T) {
+	mk := func(name string) (*identity.Identity, *transport.Endpoint) {
+		id, err := identity.LoadOrCreate(t.TempDir(), time.Now(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, transport.New(transport.Config{
+			Identity:  id,
+			Hello:     func() transport.Hello { return transport.Hello{ProtoMin: 1, ProtoMax: 1, App: "test", Name: name} },
+			Authorize: func(identity.DeviceID) transport.Decision { return transport.AllowLink },
+			Log:       testLog(t),
+		})
+	}
+	srvID, srv := mk("srv")
+	_, cli := mk("cli")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Serve(ctx, ln, func(_ context.Context, c *transport.Conn) {
+			defer c.Close()
+			for {
+				f, err := c.Recv()
+				if err != nil {
+					return
+				}
+				if f.Type == transport.MsgPing { // as app/node answers
+					c.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload})
+				}
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	c, err := cli.Dial(ctx, ln.Addr().String(), srvID.ID, transport.PurposeLink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := MeasureLink(ctx, c, "srv", LinkOptions{HiddenBytes: 4 * 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.RTTSec <= 0 || l.HiddenRTTSec <= 0 || l.BytesPerSec <= 0 || l.SendSec < l.RTTSec/2 || l.HiddenBytes != 8192 {
+		t.Errorf("MeasureLink = %+v", l)
+	}
+	t.Logf("loopback TLS websocket: RTT %.0f µs, %d B in %.0f µs, %.1f MB/s", l.RTTSec*1e6, l.HiddenBytes, l.HiddenRTTSec*1e6, l.BytesPerSec/1e6)
+}
