@@ -104,6 +104,8 @@ int hr_gpu_count(void) {
 	return n;
 }
 
+void hr_load_backends(const char *dir) { ggml_backend_load_all_from_path(dir); }
+
 float hr_yarn_attn_factor(float freq_scale) {
 	const float factor = 1.0f / freq_scale;
 	float a = factor <= 1.0f ? 1.0f : (0.1f * 1.0f * logf(factor) + 1.0f);

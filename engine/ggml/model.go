@@ -182,8 +182,20 @@ func (m *Model) Info() ModelInfo { return m.info }
 // Path returns the file the model was opened from.
 func (m *Model) Path() string { return m.path }
 
-// GPUCount is the number of GPU devices ggml can use in this process.
+// GPUCount is the number of GPU devices ggml can use in this process. The
+// cgo build compiles only ggml's CPU backend; GPUs come from backend
+// libraries (libggml-cuda.so, … built with CMake from the same pinned ggml)
+// loaded with LoadBackends.
 func GPUCount() int { return int(C.hr_gpu_count()) }
+
+// LoadBackends loads every ggml backend library in dir and returns the GPU
+// count afterwards. Untested here: no GPU library is built by `go build`.
+func LoadBackends(dir string) int {
+	cdir := C.CString(dir)
+	defer C.free(unsafe.Pointer(cdir))
+	C.hr_load_backends(cdir)
+	return GPUCount()
+}
 
 // LayerRanges returns the page-aligned byte ranges of layer il's weights.
 func (m *Model) LayerRanges(il int) []ByteRange {
