@@ -1,0 +1,219 @@
+package ring
+
+import (
+	"fmt"
+
+	"homering/engine/ring/wire"
+)
+
+// Event is something that happened to this device.
+type Event interface{ isEvent() }
+
+// FrameIn is a decoded message from a peer.
+type FrameIn struct {
+	From string
+	Msg  wire.Msg
+}
+
+// Tick is one period of the driver's timer; all timeouts count ticks.
+type Tick struct{}
+
+// Heard says a peer answered a ping; RTTMs is the measured round trip.
+type Heard struct {
+	From  string
+	RTTMs int
+}
+
+// PeerLost says the link to a peer closed.
+type PeerLost struct {
+	ID     string
+	Reason string
+}
+
+// PlanInstalled gives the head a new plan (from Halda, via the node). The
+// plan's first device must be this one.
+type PlanInstalled struct{ Plan *wire.Plan }
+
+// Prepared says this device's windows of a plan are loaded (Code OK) or
+// cannot be (another code, Text says why).
+type Prepared struct {
+	Plan uint64
+	Code wire.Code
+	Text string
+}
+
+// StartToken asks the head for one forward pass over Tokens at Pos (a
+// prefill batch or one generated token).
+type StartToken struct {
+	Tokens []int32
+	Pos    int
+}
+
+// ComputeDone is the result of a Compute action: Hidden after the window,
+// or the sampled Token when the action had Output set.
+type ComputeDone struct {
+	Seq    uint64
+	Round  int
+	Output bool
+	Hidden *wire.Activation // Rows, NEmbd, DType, Data filled; the rest is set by the session
+	Token  int32
+}
+
+// RequestDone says the head finished a request (a reply); a pending join
+// may now be adopted.
+type RequestDone struct{}
+
+// Joined says a device became available; CandidateMs is the predicted cost
+// per token of the best plan with it, CurrentMs that of the plan in use.
+type Joined struct {
+	ID                     string
+	CandidateMs, CurrentMs float64
+}
+
+func (FrameIn) isEvent()       {}
+func (Tick) isEvent()          {}
+func (Heard) isEvent()         {}
+func (PeerLost) isEvent()      {}
+func (PlanInstalled) isEvent() {}
+func (Prepared) isEvent()      {}
+func (StartToken) isEvent()    {}
+func (ComputeDone) isEvent()   {}
+func (RequestDone) isEvent()   {}
+func (Joined) isEvent()        {}
+
+// Action is something the driver must do.
+type Action interface {
+	isAction()
+	String() string
+}
+
+// Send a message to a peer.
+type Send struct {
+	To  string
+	Msg wire.Msg
+}
+
+// Prepare this device for a plan: fetch its weight slices, open its
+// windows; answer with Prepared.
+type Prepare struct{ Plan *wire.Plan }
+
+// Compute runs Window on Hidden (or, when Tokens is set, embeds Tokens at Pos
+// first); with Output it then runs the output head and samples (on the head,
+// Window may then be empty). Answer with ComputeDone carrying Seq and Round.
+type Compute struct {
+	Seq    uint64
+	Round  int
+	Window wire.Range
+	Tokens []int32
+	Pos    int
+	Hidden *wire.Activation
+	Output bool
+}
+
+// EmitToken streams a sampled token.
+type EmitToken struct {
+	Seq   uint64
+	Token int32
+}
+
+// Replan asks the node for a new plan without or with some devices.
+type Replan struct {
+	Without, With []string
+	Reason        string
+}
+
+// Ready says the plan is Up. On the head, Resume says a request was cut by a
+// re-plan and its conversation must be prefilled again.
+type Ready struct {
+	Plan   uint64
+	Resume bool
+}
+
+// Prefetch hints that a window will run soon; Release that its pages may go.
+type Prefetch struct{ Window wire.Range }
+type Release struct{ Window wire.Range }
+
+// EndJob drops the plan on a worker and frees its memory.
+type EndJob struct{ Reason string }
+
+// Disconnect closes the link to a peer that broke the protocol.
+type Disconnect struct {
+	ID     string
+	Reason string
+}
+
+// Dropped reports a frame ignored on purpose (duplicate, stale, early), for
+// debug logs and the scripts.
+type Dropped struct {
+	From   string
+	Reason string
+}
+
+func (Send) isAction()       {}
+func (Prepare) isAction()    {}
+func (Compute) isAction()    {}
+func (EmitToken) isAction()  {}
+func (Replan) isAction()     {}
+func (Ready) isAction()      {}
+func (Prefetch) isAction()   {}
+func (Release) isAction()    {}
+func (EndJob) isAction()     {}
+func (Disconnect) isAction() {}
+func (Dropped) isAction()    {}
+
+func (a Send) String() string { return "Send " + a.To + " " + MsgString(a.Msg) }
+func (a Prepare) String() string {
+	return fmt.Sprintf("Prepare plan=%d", a.Plan.ID)
+}
+func (a Compute) String() string {
+	s := fmt.Sprintf("Compute seq=%d r=%d", a.Seq, a.Round)
+	if a.Window.Len() > 0 {
+		s += " layers=" + a.Window.String()
+	}
+	if a.Tokens != nil {
+		s += fmt.Sprintf(" tokens=%v pos=%d", a.Tokens, a.Pos)
+	}
+	if a.Output {
+		s += " output"
+	}
+	return s
+}
+func (a EmitToken) String() string { return fmt.Sprintf("EmitToken seq=%d token=%d", a.Seq, a.Token) }
+func (a Replan) String() string {
+	return fmt.Sprintf("Replan without=%v with=%v reason=%q", a.Without, a.With, a.Reason)
+}
+func (a Ready) String() string      { return fmt.Sprintf("Ready plan=%d resume=%v", a.Plan, a.Resume) }
+func (a Prefetch) String() string   { return "Prefetch " + a.Window.String() }
+func (a Release) String() string    { return "Release " + a.Window.String() }
+func (a EndJob) String() string     { return fmt.Sprintf("EndJob reason=%q", a.Reason) }
+func (a Disconnect) String() string { return fmt.Sprintf("Disconnect %s reason=%q", a.ID, a.Reason) }
+func (a Dropped) String() string    { return fmt.Sprintf("Dropped from=%s reason=%q", a.From, a.Reason) }
+
+// MsgString is a one-line summary of a message, without its data.
+func MsgString(m wire.Msg) string {
+	switch m := m.(type) {
+	case *wire.Plan:
+		s := fmt.Sprintf("PlanInstall plan=%d k=%d", m.ID, m.K)
+		for _, d := range m.Devices {
+			s += " " + d.ID + "="
+			for i, w := range d.Windows {
+				if i > 0 {
+					s += ","
+				}
+				s += w.String()
+			}
+		}
+		return s
+	case *wire.PlanAck:
+		return fmt.Sprintf("PlanAck plan=%d code=%d", m.Plan, m.Code)
+	case *wire.Commit:
+		return fmt.Sprintf("Commit plan=%d", m.Plan)
+	case *wire.Activation:
+		return fmt.Sprintf("Activation plan=%d seq=%d r=%d layers=%s rows=%d bytes=%d", m.Plan, m.Seq, m.Round, m.Layers, m.Rows, len(m.Data))
+	case *wire.Token:
+		return fmt.Sprintf("Token seq=%d token=%d", m.Seq, m.Token)
+	case *wire.Goodbye:
+		return fmt.Sprintf("Goodbye code=%d", m.Code)
+	}
+	return fmt.Sprintf("%T", m)
+}

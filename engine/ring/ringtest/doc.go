@@ -1,0 +1,22 @@
+// Package ringtest is an in-memory multi-device ring for engine/ring's
+// scripts (engine/ring/testdata/*.txt), in the style of etcd-io/raft's
+// rafttest.InteractionEnv and its datadriven files.
+//
+// Env holds one ring.Session per device, joined by perfect ordered links
+// that pass every message through the wire codec, a fake compute (an
+// order-sensitive map per layer, so a token shows whether every layer ran
+// once and in order; Reference computes the same on one device), and a
+// tick counter that also answers pings on every live link. Every action a
+// session returns is printed one per line ("a->b Activation …",
+// "b: Compute …"), so a script's expected output is the protocol trace.
+//
+// Commands: devices IDS [tick=MS]; plan id=N k=K DEV=a-b,c-d … [release=IDS]
+// [nembd=N] (first device is the head); token IDS [pos=N]; tick [N];
+// slow DEV=TICKS; rtt DEV=MS; fail-prepare DEV TEXT; drop DEV [close];
+// dup A->B; capture A->B; replay; inject A->B seq=N r=N [layers=a-b]
+// [nembd=N] [plan=N]; join DEV candidate=MS current=MS; done; state.
+//
+// RunFile parses the format (command line, "----", expected output up to a
+// blank line; '#' comments) with the standard library and rewrites the
+// expected outputs in place when asked (-rewrite).
+package ringtest

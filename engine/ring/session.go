@@ -1,0 +1,405 @@
+package ring
+
+import (
+	"fmt"
+	"slices"
+
+	"homering/engine/ring/wire"
+)
+
+// State is a device's place in the plan lifecycle.
+type State int
+
+const (
+	Down       State = iota // no plan
+	Preparing               // fetching slices, opening windows
+	Committing              // ready, waiting for every device (worker: for Commit)
+	Up                      // serving the plan
+)
+
+func (s State) String() string {
+	return [...]string{"Down", "Preparing", "Committing", "Up"}[s]
+}
+
+// key orders a device's inputs: seq, then round.
+type key struct {
+	seq   uint64
+	round int
+}
+
+func (a key) less(b key) bool { return a.seq < b.seq || a.seq == b.seq && a.round < b.round }
+
+// Session is one device's state. It is not safe for concurrent use; the
+// driver steps it from one goroutine.
+type Session struct {
+	self   string
+	tickMs int // length of a Tick, for the RTT part of the silence limit
+
+	state State
+	plan  *wire.Plan // nil when Down
+	idx   int        // this device's position in plan.Devices
+	head  string     // plan.Devices[0].ID
+
+	now       int            // ticks since the session began
+	lastHeard map[string]int // tick of the last sign of life, per watched peer
+	rtt       map[string]int // ms, per peer; 0 until measured
+
+	expect key  // the next input this device accepts
+	busy   bool // a Compute is out
+
+	// head only
+	acks       map[string]bool
+	nextSeq    uint64
+	inflight   bool            // a forward pass is in the ring
+	inRequest  bool            // between the first StartToken and RequestDone
+	interrupt  bool            // a re-plan cut the current request
+	without    []string        // devices lost since the last installed plan
+	pendingJoin *Joined         // a join worth adopting after this request
+	lost       map[string]bool // devices already reported lost under this plan
+}
+
+// New returns a session for device self, Down; tickMs is the period of Tick.
+func New(self string, tickMs int) *Session {
+	return &Session{self: self, tickMs: tickMs, lastHeard: map[string]int{}, rtt: map[string]int{}}
+}
+
+// State returns the lifecycle state.
+func (s *Session) State() State { return s.state }
+
+// Plan returns the installed plan, nil when Down.
+func (s *Session) Plan() *wire.Plan { return s.plan }
+
+// SilenceTicks is how many silent ticks make a peer lost: max(3 ticks,
+// 4 × RTT), rounded up to whole ticks. A non-positive tick counts as 3.
+func SilenceTicks(tickMs, rttMs int) int {
+	if tickMs <= 0 || rttMs <= 0 {
+		return 3
+	}
+	return max(3, (4*rttMs+tickMs-1)/tickMs)
+}
+
+// Adopt reports whether a plan predicted to cost candidateMs per token is
+// worth switching to from one costing currentMs: the gain must be clear
+// (candidate < 0.95 × current, the thesis' τ) to pay for the re-prefill.
+func Adopt(currentMs, candidateMs float64) bool {
+	return candidateMs > 0 && currentMs > 0 && candidateMs < 0.95*currentMs
+}
+
+func (s *Session) isHead() bool { return s.plan != nil && s.idx == 0 }
+
+// Step advances the session by one event and returns what the driver must
+// do, in order. It never blocks.
+func (s *Session) Step(ev Event) []Action {
+	switch ev := ev.(type) {
+	case Tick:
+		return s.tick()
+	case Heard:
+		if _, ok := s.lastHeard[ev.From]; ok {
+			s.lastHeard[ev.From] = s.now
+		}
+		if ev.RTTMs > 0 {
+			s.rtt[ev.From] = ev.RTTMs
+		}
+	case PeerLost:
+		return s.peerLost(ev.ID, "link closed: "+ev.Reason)
+	case PlanInstalled:
+		return s.installHead(ev.Plan)
+	case Prepared:
+		return s.prepared(ev)
+	case StartToken:
+		return s.startToken(ev)
+	case ComputeDone:
+		return s.computeDone(ev)
+	case RequestDone:
+		s.inRequest, s.interrupt = false, false
+		if j := s.pendingJoin; j != nil {
+			s.pendingJoin = nil
+			return []Action{Replan{With: []string{j.ID}, Reason: "device joined"}}
+		}
+	case Joined:
+		return s.joined(ev)
+	case FrameIn:
+		if _, ok := s.lastHeard[ev.From]; ok {
+			s.lastHeard[ev.From] = s.now
+		}
+		return s.frameIn(ev.From, ev.Msg)
+	}
+	return nil
+}
+
+func (s *Session) tick() []Action {
+	s.now++
+	var out []Action
+	// Sorted, so that the actions do not depend on map order.
+	for _, id := range slices.Sorted(mapKeys(s.lastHeard)) {
+		silent := s.now - s.lastHeard[id]
+		if limit := SilenceTicks(s.tickMs, s.rtt[id]); silent >= limit {
+			out = append(out, s.peerLost(id, fmt.Sprintf("silent for %d ticks", silent))...)
+		}
+	}
+	return out
+}
+
+func mapKeys(m map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// watch restarts failure detection for the peers this device watches.
+func (s *Session) watch() {
+	clear(s.lastHeard)
+	for i, d := range s.plan.Devices {
+		if d.ID != s.self && (s.idx == 0 || i == 0) {
+			s.lastHeard[d.ID] = s.now
+		}
+	}
+}
+
+func (s *Session) install(p *wire.Plan, idx int) {
+	s.plan, s.idx, s.head = p, idx, p.Devices[0].ID
+	s.state = Preparing
+	s.expect, s.busy = key{}, false
+	s.watch()
+}
+
+func (s *Session) installHead(p *wire.Plan) []Action {
+	if p == nil || len(p.Devices) == 0 || p.Devices[0].ID != s.self {
+		return []Action{Dropped{From: s.self, Reason: "plan installed on a device that is not its head"}}
+	}
+	s.install(p, 0)
+	s.acks = map[string]bool{}
+	s.lost = map[string]bool{}
+	s.without = nil
+	s.nextSeq, s.inflight = 0, false
+	out := make([]Action, 0, len(p.Devices))
+	for _, d := range p.Devices[1:] {
+		out = append(out, Send{To: d.ID, Msg: p})
+	}
+	return append(out, Prepare{Plan: p})
+}
+
+func (s *Session) prepared(ev Prepared) []Action {
+	if s.plan == nil || ev.Plan != s.plan.ID || s.state != Preparing {
+		return nil
+	}
+	if s.isHead() {
+		if ev.Code != wire.CodeOK {
+			return s.dropPlan([]Action{Replan{Without: s.without, Reason: "head cannot serve the plan: " + ev.Text}})
+		}
+		s.acks[s.self] = true
+		s.state = Committing
+		return s.maybeCommit()
+	}
+	out := []Action{Send{To: s.head, Msg: &wire.PlanAck{Plan: ev.Plan, Code: ev.Code, Text: ev.Text}}}
+	if ev.Code != wire.CodeOK {
+		s.plan, s.state = nil, Down
+		clear(s.lastHeard)
+		return append(out, EndJob{Reason: "cannot serve the plan: " + ev.Text})
+	}
+	s.state = Committing
+	return out
+}
+
+func (s *Session) maybeCommit() []Action {
+	if len(s.acks) < len(s.plan.Devices) {
+		return nil
+	}
+	s.state = Up
+	var out []Action
+	for _, d := range s.plan.Devices[1:] {
+		out = append(out, Send{To: d.ID, Msg: &wire.Commit{Plan: s.plan.ID}})
+	}
+	out = append(out, Ready{Plan: s.plan.ID, Resume: s.interrupt})
+	s.interrupt = false
+	return append(out, Prefetch{Window: s.plan.Devices[0].Windows[0]})
+}
+
+func (s *Session) startToken(ev StartToken) []Action {
+	if !s.isHead() || s.state != Up || s.inflight || len(ev.Tokens) == 0 {
+		return []Action{Dropped{From: s.self, Reason: fmt.Sprintf("start token while %s (in flight %v)", s.state, s.inflight)}}
+	}
+	seq := s.nextSeq
+	s.nextSeq++
+	s.inflight, s.inRequest, s.busy = true, true, true
+	s.expect = key{seq, 0}
+	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: ev.Tokens, Pos: ev.Pos}}
+}
+
+func (s *Session) computeDone(ev ComputeDone) []Action {
+	if s.plan == nil || s.state != Up || !s.busy || ev.Seq != s.expect.seq || ev.Round != s.expect.round {
+		return []Action{Dropped{From: s.self, Reason: fmt.Sprintf("result of seq=%d r=%d not awaited", ev.Seq, ev.Round)}}
+	}
+	s.busy = false
+	if ev.Output {
+		s.inflight = false
+		return []Action{EmitToken{Seq: ev.Seq, Token: ev.Token}}
+	}
+	if ev.Hidden == nil {
+		return []Action{Dropped{From: s.self, Reason: "compute result without a hidden state"}}
+	}
+	me := s.plan.Devices[s.idx]
+	win := me.Windows[ev.Round]
+	a := *ev.Hidden
+	a.Plan, a.Seq, a.Round, a.Layers = s.plan.ID, ev.Seq, ev.Round, win
+	var out []Action
+	if k := s.plan.K; k > 1 {
+		out = append(out, Prefetch{Window: me.Windows[(ev.Round+1)%k]})
+	}
+	if me.Release && s.plan.K > 1 {
+		out = append(out, Release{Window: win})
+	}
+	// The next input this device accepts is the next round's.
+	s.expect = next(s.expect, s.plan.K)
+	if s.isHead() {
+		s.expect = key{ev.Seq, ev.Round} // the head awaits this round back from the last device
+	}
+	if len(s.plan.Devices) == 1 {
+		return append(out, s.afterRound(&a)...)
+	}
+	to := s.plan.Devices[(s.idx+1)%len(s.plan.Devices)].ID
+	return append(out, Send{To: to, Msg: &a})
+}
+
+func next(k key, rounds int) key {
+	if k.round+1 < rounds {
+		return key{k.seq, k.round + 1}
+	}
+	return key{k.seq + 1, 0}
+}
+
+// afterRound runs on the head when round a.Round has gone round the ring.
+func (s *Session) afterRound(a *wire.Activation) []Action {
+	s.busy = true
+	if a.Round+1 < s.plan.K {
+		s.expect = key{a.Seq, a.Round + 1}
+		return []Action{Compute{Seq: a.Seq, Round: a.Round + 1, Window: s.plan.Devices[0].Windows[a.Round+1], Hidden: a}}
+	}
+	s.expect = key{a.Seq, a.Round}
+	return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Hidden: a}}
+}
+
+func (s *Session) frameIn(from string, m wire.Msg) []Action {
+	switch m := m.(type) {
+	case *wire.Plan:
+		if s.plan != nil && s.isHead() {
+			return []Action{Dropped{From: from, Reason: "plan sent to a head"}}
+		}
+		idx := m.Index(s.self)
+		if m.Devices[0].ID != from || idx <= 0 {
+			return s.disconnect(from, "plan install from a device that is not its head, or without this device")
+		}
+		s.install(m, idx)
+		return []Action{Prepare{Plan: m}}
+	case *wire.PlanAck:
+		if !s.isHead() || m.Plan != s.plan.ID || s.state != Committing && s.state != Preparing {
+			return []Action{Dropped{From: from, Reason: "stale plan ack"}}
+		}
+		if m.Code != wire.CodeOK {
+			return s.peerLost(from, fmt.Sprintf("cannot serve the plan (code %d): %s", m.Code, m.Text))
+		}
+		s.acks[from] = true
+		if s.state == Committing {
+			return s.maybeCommit()
+		}
+		return nil
+	case *wire.Commit:
+		if s.plan == nil || s.isHead() || from != s.head || m.Plan != s.plan.ID || s.state != Committing {
+			return []Action{Dropped{From: from, Reason: "stale commit"}}
+		}
+		s.state = Up
+		return []Action{Ready{Plan: m.Plan}, Prefetch{Window: s.plan.Devices[s.idx].Windows[0]}}
+	case *wire.Activation:
+		return s.activation(from, m)
+	case *wire.Goodbye:
+		return s.peerLost(from, fmt.Sprintf("said goodbye (code %d): %s", m.Code, m.Text))
+	}
+	return []Action{Dropped{From: from, Reason: fmt.Sprintf("unexpected %T", m)}}
+}
+
+func (s *Session) activation(from string, a *wire.Activation) []Action {
+	if s.plan == nil || a.Plan != s.plan.ID || s.state != Up {
+		return []Action{Dropped{From: from, Reason: fmt.Sprintf("activation of plan %d, not serving it", a.Plan)}}
+	}
+	n := len(s.plan.Devices)
+	prev := (s.idx + n - 1) % n
+	if s.plan.Devices[prev].ID != from {
+		return s.disconnect(from, "activation from a device that is not the previous one in the ring")
+	}
+	if err := s.plan.CheckActivation(a); err != nil {
+		return s.disconnect(from, err.Error())
+	}
+	if a.Layers != s.plan.Devices[prev].Windows[a.Round] {
+		return s.disconnect(from, fmt.Sprintf("activation after layers %s, the sender's window is %s", a.Layers, s.plan.Devices[prev].Windows[a.Round]))
+	}
+	got := key{a.Seq, a.Round}
+	if s.busy || got != s.expect || (s.isHead() && !s.inflight) {
+		why := "out of order"
+		if got.less(s.expect) || s.busy {
+			why = "duplicate"
+		}
+		return []Action{Dropped{From: from, Reason: fmt.Sprintf("%s activation seq=%d r=%d, expecting seq=%d r=%d", why, a.Seq, a.Round, s.expect.seq, s.expect.round)}}
+	}
+	if s.isHead() {
+		return s.afterRound(a)
+	}
+	s.busy = true
+	return []Action{Compute{Seq: a.Seq, Round: a.Round, Window: s.plan.Devices[s.idx].Windows[a.Round], Hidden: a}}
+}
+
+// disconnect drops a peer that broke the protocol and treats it as lost.
+func (s *Session) disconnect(id, reason string) []Action {
+	return append([]Action{Disconnect{ID: id, Reason: reason}}, s.peerLost(id, "broke the protocol: "+reason)...)
+}
+
+func (s *Session) peerLost(id, reason string) []Action {
+	if s.plan == nil || s.plan.Index(id) < 0 {
+		return nil
+	}
+	if !s.isHead() {
+		if id != s.head {
+			return nil // the head watches everyone and re-plans
+		}
+		s.plan, s.state, s.busy = nil, Down, false
+		clear(s.lastHeard)
+		return []Action{EndJob{Reason: "head " + id + " lost: " + reason}}
+	}
+	if s.lost[id] {
+		return nil
+	}
+	s.lost[id] = true
+	s.without = append(s.without, id)
+	why := "peer " + id + " lost"
+	if s.inflight {
+		why += " mid-token"
+	}
+	return s.dropPlan([]Action{Replan{Without: slices.Clone(s.without), Reason: why + ": " + reason}})
+}
+
+// dropPlan stops serving on the head: the request in flight (if any) is
+// resumed by a re-prefill once the next plan is Up.
+func (s *Session) dropPlan(out []Action) []Action {
+	if s.inRequest {
+		s.interrupt = true
+	}
+	s.state, s.inflight, s.busy = Down, false, false
+	// Keep plan and lost so that later losses add to Without; only the
+	// next PlanInstalled clears them. Stop watching: a re-plan is coming.
+	clear(s.lastHeard)
+	return out
+}
+
+func (s *Session) joined(j Joined) []Action {
+	if !Adopt(j.CurrentMs, j.CandidateMs) {
+		return []Action{Dropped{From: j.ID, Reason: fmt.Sprintf("join not worth a re-plan: %.1f ms vs %.1f ms per token", j.CandidateMs, j.CurrentMs)}}
+	}
+	if s.inRequest {
+		s.pendingJoin = &j
+		return nil
+	}
+	return []Action{Replan{With: []string{j.ID}, Reason: "device joined"}}
+}
