@@ -48,14 +48,14 @@ type Session struct {
 	busy   bool // a Compute is out
 
 	// head only
-	acks       map[string]bool
-	nextSeq    uint64
-	inflight   bool            // a forward pass is in the ring
-	inRequest  bool            // between the first StartToken and RequestDone
-	interrupt  bool            // a re-plan cut the current request
-	without    []string        // devices lost since the last installed plan
+	acks        map[string]bool
+	nextSeq     uint64
+	inflight    bool            // a forward pass is in the ring
+	inRequest   bool            // between the first StartToken and RequestDone
+	interrupt   bool            // a re-plan cut the current request
+	without     []string        // devices lost since the last installed plan
 	pendingJoin *Joined         // a join worth adopting after this request
-	lost       map[string]bool // devices already reported lost under this plan
+	lost        map[string]bool // devices already reported lost under this plan
 }
 
 // New returns a session for device self, Down; tickMs is the period of Tick.
