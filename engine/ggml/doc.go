@@ -22,7 +22,8 @@
 // Otherwise input and output are hidden states, F32 [n × NEmbd], row-major by
 // token. Each window has its own KV cache (F16, one K and one transposed V
 // tensor per layer, on the layer's device); positions must be evaluated in
-// order (pos == KVLen()), and KVTruncate(pos) / KVClear forget the tail.
+// order (pos == KVLen()), at most MaxBatch (512, llama.cpp's n_ubatch) per
+// call, and KVTruncate(pos) / KVClear forget the tail.
 //
 // # Exactness
 //
@@ -58,8 +59,10 @@
 //     brings a window's ranges back (MADV_POPULATE_READ, else MADV_WILLNEED in
 //     4 MB chunks). A window touches only its own layers' pages.
 //   - Layers listed in GPULayers get copies of their weights in GPU memory;
-//     ggml_backend_sched runs each op where its weights live. On a machine
-//     without a GPU device a non-empty GPULayers is ErrNoGPU.
+//     ggml_backend_sched runs each op where its weights live. The cgo build
+//     has only ggml's CPU backend: GPU devices appear after LoadBackends(dir)
+//     loads a backend library; without one a non-empty GPULayers is ErrNoGPU.
+//     (The GPU path is written but has not run: no GPU machine was lent.)
 //   - All windows of a Model share its mapping, its tensor table and one
 //     persistent ggml thread pool (created by Open with one thread per CPU;
 //     a window's Threads picks how many of them it uses).
