@@ -155,6 +155,11 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		}
 		d := all[i]
 		d.InRing, d.RingIndex, d.Case = true, ri, string(a.Case)
+		if d.Self && len(memo.plan.Ring) == 1 {
+			// Until the ring runs, chat runs here alone: its speed is this
+			// plan's measurement.
+			d.MeasuredMs = u.chat.measured()
+		}
 		d.Role = "worker"
 		if ri == 0 {
 			d.Role = "head"

@@ -24,6 +24,7 @@ type ui struct {
 	mem  *memSampler
 	conv *convStore
 	rtt  *rttCache
+	chat *measuredChat // nil without a chat backend
 
 	mu       sync.Mutex // guards settings and planMemo
 	settings *settingsFile
@@ -35,6 +36,16 @@ func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
 	u.conv = &convStore{dir: func() string { return s.Node.Status().ConfigDir }}
 	u.rtt = &rttCache{measure: func(ctx context.Context, peer string) (time.Duration, error) { return s.Node.LinkRTT(ctx, peer, 5) }}
+	if s.Chat != nil {
+		// Wrap the chat backend (registerChat runs after this) so the
+		// device map can show measured speed: see measured.go.
+		mc, ok := s.Chat.(*measuredChat)
+		if !ok {
+			mc = &measuredChat{Chatter: s.Chat}
+			s.Chat = mc
+		}
+		u.chat = mc
+	}
 	static := http.FileServerFS(frontend.FS())
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if t := r.URL.Query().Get("token"); t != "" {

@@ -182,6 +182,10 @@ try {
   check('this device is marked', devices.some((d) => d.text.includes('this device')))
   check('a head is planned', devices.some((d) => d.role === 'head'))
   check('layer windows drawn', devices.some((d) => d.windows > 0))
+  const measured = await page.$eval('[data-testid=device] [data-testid=measured]', (e) => e.textContent).catch(() => '')
+  const predicted = await page.$eval('[data-testid=device] [data-testid=predicted]', (e) => e.textContent).catch(() => '')
+  result.head_ms = { predicted, measured }
+  check('head shows predicted and measured ms/token (from the chats above)', /^\d/.test(predicted) && /^\d/.test(measured), `predicted ${predicted}, measured ${measured}`)
   check('ring order shown', !!(await page.$('[data-testid=ring-order]')))
   check('memory gauge for this device', devices.some((d) => d.memory))
   if (expectDevices > 1) check('peers shown as paired', devices.filter((d) => d.text.includes('paired') && !d.text.includes('not paired')).length >= expectDevices - 1)
