@@ -38,6 +38,7 @@ func commands() map[string]command {
 		"inspect":    {"print a GGUF's architecture, layers and tensor types", cmdInspect},
 		"gen-model":  {"write a GGUF with random weights (tests, benchmarks)", cmdGenModel},
 		"plan":       {"print Halda's plan for device profiles and a model", cmdPlan},
+		"profile":    {"measure this device (and a model) for Halda, cached per hardware", cmdProfile},
 		"version":    {"print the version", cmdVersion},
 		"headless":   {"run the agent without tray or window until SIGTERM", cmdHeadless},
 		"peers":      {"list devices seen (mDNS, manual); peers add HOST[:PORT]", cmdPeers},

@@ -178,6 +178,9 @@ func (c *Cache) load(k string) (Profile, error) {
 	return p, nil
 }
 
+// Store caches p under its key (after a measurement made outside Get).
+func (c *Cache) Store(p Profile) error { return c.store(p) }
+
 // store writes atomically (temp file + rename): a crash mid-write leaves the
 // old entry or none, and a torn file would fail its checksum anyway.
 func (c *Cache) store(p Profile) error {
@@ -186,7 +189,7 @@ func (c *Cache) store(p Profile) error {
 		return err
 	}
 	sum := sha256.Sum256(pb)
-	b, err := json.MarshalIndent(entry{SHA256: hex.EncodeToString(sum[:]), Profile: pb}, "", "  ")
+	b, err := json.Marshal(entry{SHA256: hex.EncodeToString(sum[:]), Profile: pb})
 	if err != nil {
 		return err
 	}

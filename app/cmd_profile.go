@@ -1,0 +1,189 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"homering/app/config"
+	"homering/engine/profile"
+	"homering/halda"
+)
+
+const profileUsage = `Usage: homering profile [--model FILE.gguf] [--json] [flags]
+
+Measures this device for Halda: CPU FLOPS per weight type with ggml's own
+kernels (at the model's layer shapes with --model), memory read throughput,
+RAM and swap (and a cgroup limit), GPUs, disk read throughput on the model's
+disk, OS and backends; with --model also the model's profile from its GGUF.
+The measurement is cached in the config directory per hardware and refreshed
+in the background when old; --fresh measures again now.
+
+--json prints this device as one Halda device entry, so that
+  homering profile --json > me.json
+  homering plan --devices me.json,other.json --model FILE.gguf
+work together.
+
+Flags:
+`
+
+// cmdProfile is `homering profile`.
+func cmdProfile(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, profileUsage)
+		fs.PrintDefaults()
+	}
+	model := fs.String("model", "", "measure at this GGUF's layer shapes and on its disk, and print its profile")
+	asJSON := fs.Bool("json", false, "print the device as a Halda device entry (JSON)")
+	threads := fs.Int("threads", runtime.NumCPU(), "CPU threads the windows will use")
+	name := fs.String("name", "", "device name in the plan (default: the host name)")
+	fresh := fs.Bool("fresh", false, "measure now instead of using the cached profile")
+	ctxTokens := fs.Int("context", 0, "tokens of KV cache for the model profile (default: 4096 or the model's)")
+	if err := fs.Parse(e.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 || *threads < 1 {
+		fmt.Fprintln(e.stderr, "homering profile: unexpected arguments; give at most --model FILE and flags.")
+		fs.Usage()
+		return 2
+	}
+	dir, err := config.Dir(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "homering profile: %v\n", err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := profile.Options{Model: *model, Threads: *threads, ScratchDir: os.TempDir()}
+	var p profile.Profile
+	cache := profile.NewCache(filepath.Join(dir, "profiles"), log)
+	if *fresh {
+		p, err = profile.Measure(ctx, opts, log)
+		if err == nil {
+			err = cache.Store(p)
+		}
+	} else {
+		p, _, err = cache.Get(ctx, opts)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "homering profile: %v\n", err)
+		return 1
+	}
+	// A stale entry is refreshed in the background; a command must not exit
+	// in the middle of writing it.
+	defer cache.Wait()
+	dev := p.Device(*name)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(dev); err != nil {
+			fmt.Fprintf(e.stderr, "homering profile: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	printProfile(e.stdout, p, dev)
+	if *model != "" {
+		m, err := modelFromGGUF(*model, *ctxTokens)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "homering profile: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(e.stdout)
+		printModelProfile(e.stdout, m)
+	}
+	return 0
+}
+
+func gb(v float64) string { return fmt.Sprintf("%.2f GB/s", v/1e9) }
+
+func bytesStr(v int64) string {
+	switch {
+	case v >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(v)/(1<<30))
+	case v >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20))
+	}
+	return fmt.Sprintf("%d B", v)
+}
+
+func printProfile(w io.Writer, p profile.Profile, d halda.Device) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "device\t%s (%s/%s, %s)\n", d.Name, p.OS, p.Arch, p.CPU)
+	fmt.Fprintf(tw, "cpus\t%d, profiled with %d thread(s)\n", p.CPUs, p.Threads)
+	fmt.Fprintf(tw, "backends\t%s\n", strings.Join(p.Backends, ", "))
+	for _, g := range p.GPUs {
+		fmt.Fprintf(tw, "gpu\t%s (%s): %s free of %s\n", g.Name, g.Description, bytesStr(g.FreeBytes), bytesStr(g.TotalBytes))
+	}
+	fmt.Fprintf(tw, "ram\t%s available of %s\n", bytesStr(p.Memory.Available), bytesStr(p.Memory.Total))
+	if cg := p.Memory.Cgroup; cg != nil {
+		fmt.Fprintf(tw, "cgroup\tv%d %s: limit %s, using %s (%s page cache)\n", cg.Version, cg.Path, bytesStr(cg.Limit), bytesStr(cg.Usage), bytesStr(cg.File))
+	}
+	fmt.Fprintf(tw, "swap\t%s free of %s\n", bytesStr(p.Memory.SwapFree), bytesStr(p.Memory.SwapTotal))
+	fmt.Fprintf(tw, "memory read\t%s (weights through ggml's kernels), %s streaming\n", gb(p.CPUReadBytesPerSec), gb(p.MemReadBytesPerSec))
+	fmt.Fprintf(tw, "disk (%s)\t%s sequential, %s random (64 KiB), page cache bypassed: %v\n", p.Disk.Path, gb(p.Disk.SeqBytesPerSec), gb(p.Disk.RandBytesPerSec), p.Disk.Uncached)
+	fmt.Fprintf(tw, "measured\t%s in %.1f s (key %s)\n", p.MeasuredAt.Format("2006-01-02 15:04:05 MST"), p.TookSec, p.Key)
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TYPE\tSHAPE (k x rows)\tPER LAYER\tHOT ms\tCOLD ms\tGFLOPS")
+	for _, m := range p.Matmuls {
+		cold, per := "-", "-"
+		if m.ColdSec > 0 {
+			cold = fmt.Sprintf("%.3f", m.ColdSec*1e3)
+			per = fmt.Sprint(m.Count)
+		}
+		fmt.Fprintf(tw, "%s\t%d x %d\t%s\t%.3f\t%s\t%.1f\n", m.TypeName, m.K, m.Rows, per, m.HotSec*1e3, cold, 2*float64(m.K)*float64(m.Rows)/m.HotSec/1e9)
+	}
+	tw.Flush()
+	keys := make([]string, 0, len(p.CPUFlops))
+	for k := range p.CPUFlops {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.1f", k, p.CPUFlops[k]/1e9))
+	}
+	fmt.Fprintf(w, "cpu GFLOPS (hot, per type): %s\n", strings.Join(parts, ", "))
+}
+
+func printModelProfile(w io.Writer, m halda.Model) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s: %d layers, embedding %d, vocabulary %d\n", m.Name, m.Layers, m.Embedding, m.Vocab)
+	keys := make([]string, 0, len(m.LayerBytes))
+	var total int64
+	for k, v := range m.LayerBytes {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %s", k, bytesStr(m.LayerBytes[k])))
+	}
+	fmt.Fprintf(tw, "bytes per layer\t%s (%s)\n", bytesStr(total), strings.Join(parts, ", "))
+	var fl float64
+	for _, v := range m.LayerFlops {
+		fl += v
+	}
+	fmt.Fprintf(tw, "FLOPs per layer per token\t%.3g (attention over %d tokens included)\n", fl, m.ContextTokens)
+	fmt.Fprintf(tw, "input layer\t%s (one row of %s read per token)\n", bytesStr(m.InputBytes), bytesStr(m.InputBytes/int64(max(m.Vocab, 1))))
+	fmt.Fprintf(tw, "output layer\t%s\n", bytesStr(m.OutputBytes))
+	fmt.Fprintf(tw, "KV cache\t%d bytes per token per layer; planned for n_kv = %d tokens\n", m.KVBytesPerToken, m.ContextTokens)
+	tw.Flush()
+}
