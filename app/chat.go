@@ -85,6 +85,13 @@ func (b *chatBackend) Served() []apitype.ServedModel {
 	return []apitype.ServedModel{m}
 }
 
+// Running implements api.Chatter.
+func (b *chatBackend) Running() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.running)
+}
+
 // StopChat implements api.Chatter.
 func (b *chatBackend) StopChat(conv string) int {
 	b.mu.Lock()

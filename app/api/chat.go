@@ -33,6 +33,8 @@ type Chatter interface {
 	// Served lists the model the chat endpoints answer with (none when no
 	// model is selected).
 	Served() []apitype.ServedModel
+	// Running is how many generations run now (the tray's busy icon).
+	Running() int
 }
 
 // ChatError is a chat failure worded for a person, with the HTTP status it
@@ -67,6 +69,13 @@ func chatFailure(err error) (int, string) {
 // token) to m.
 func (s *Server) registerChat(m *http.ServeMux) {
 	m.HandleFunc("POST /api/v1/chat", s.chat)
+	m.HandleFunc("GET /api/v1/chat/active", func(w http.ResponseWriter, r *http.Request) {
+		a := apitype.ChatActive{Models: s.served()}
+		if s.Chat != nil {
+			a.Running = s.Chat.Running()
+		}
+		reply(w, a, nil)
+	})
 	m.HandleFunc("POST /api/v1/chat/stop", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.ChatStopRequest
 		if decode(w, r, &req) {

@@ -68,3 +68,9 @@ type ServedModel struct {
 	Size     int64  `json:"size"`
 	Modified int64  `json:"modified"` // Unix seconds
 }
+
+// ChatActive is GET /api/v1/chat/active.
+type ChatActive struct {
+	Running int           `json:"running"` // generations running now
+	Models  []ServedModel `json:"models"`  // what chat answers with
+}

@@ -1,0 +1,5 @@
+package tray
+
+import "runtime"
+
+func isLinux() bool { return runtime.GOOS == "linux" }
