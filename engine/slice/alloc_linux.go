@@ -1,0 +1,17 @@
+package slice
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// allocate reserves size bytes on disk, so that a full disk shows before the
+// download; filesystems without fallocate fall back to a sparse truncate.
+func allocate(f *os.File, size int64) error {
+	err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+		return f.Truncate(size)
+	}
+	return err
+}
