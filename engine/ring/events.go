@@ -209,7 +209,7 @@ func MsgString(m wire.Msg) string {
 	case *wire.Commit:
 		return fmt.Sprintf("Commit plan=%d", m.Plan)
 	case *wire.Activation:
-		return fmt.Sprintf("Activation plan=%d seq=%d r=%d layers=%s rows=%d bytes=%d", m.Plan, m.Seq, m.Round, m.Layers, m.Rows, len(m.Data))
+		return fmt.Sprintf("Activation plan=%d seq=%d r=%d layers=%s pos=%d rows=%d bytes=%d", m.Plan, m.Seq, m.Round, m.Layers, m.Pos, m.Rows, len(m.Data))
 	case *wire.Token:
 		return fmt.Sprintf("Token seq=%d token=%d", m.Seq, m.Token)
 	case *wire.Goodbye:

@@ -46,6 +46,7 @@ type Session struct {
 
 	expect key  // the next input this device accepts
 	busy   bool // a Compute is out
+	pos    int  // sequence position of row 0 of the pass being computed
 
 	// head only
 	acks        map[string]bool
@@ -226,7 +227,7 @@ func (s *Session) startToken(ev StartToken) []Action {
 	seq := s.nextSeq
 	s.nextSeq++
 	s.inflight, s.inRequest, s.busy = true, true, true
-	s.expect = key{seq, 0}
+	s.expect, s.pos = key{seq, 0}, ev.Pos
 	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: ev.Tokens, Pos: ev.Pos}}
 }
 
@@ -245,7 +246,7 @@ func (s *Session) computeDone(ev ComputeDone) []Action {
 	me := s.plan.Devices[s.idx]
 	win := me.Windows[ev.Round]
 	a := *ev.Hidden
-	a.Plan, a.Seq, a.Round, a.Layers = s.plan.ID, ev.Seq, ev.Round, win
+	a.Plan, a.Seq, a.Round, a.Layers, a.Pos = s.plan.ID, ev.Seq, ev.Round, win, s.pos
 	var out []Action
 	if k := s.plan.K; k > 1 {
 		out = append(out, Prefetch{Window: me.Windows[(ev.Round+1)%k]})
@@ -277,10 +278,10 @@ func (s *Session) afterRound(a *wire.Activation) []Action {
 	s.busy = true
 	if a.Round+1 < s.plan.K {
 		s.expect = key{a.Seq, a.Round + 1}
-		return []Action{Compute{Seq: a.Seq, Round: a.Round + 1, Window: s.plan.Devices[0].Windows[a.Round+1], Hidden: a}}
+		return []Action{Compute{Seq: a.Seq, Round: a.Round + 1, Window: s.plan.Devices[0].Windows[a.Round+1], Pos: a.Pos, Hidden: a}}
 	}
 	s.expect = key{a.Seq, a.Round}
-	return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Hidden: a}}
+	return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a}}
 }
 
 func (s *Session) frameIn(from string, m wire.Msg) []Action {
@@ -347,8 +348,8 @@ func (s *Session) activation(from string, a *wire.Activation) []Action {
 	if s.isHead() {
 		return s.afterRound(a)
 	}
-	s.busy = true
-	return []Action{Compute{Seq: a.Seq, Round: a.Round, Window: s.plan.Devices[s.idx].Windows[a.Round], Hidden: a}}
+	s.busy, s.pos = true, a.Pos
+	return []Action{Compute{Seq: a.Seq, Round: a.Round, Window: s.plan.Devices[s.idx].Windows[a.Round], Pos: a.Pos, Hidden: a}}
 }
 
 // disconnect drops a peer that broke the protocol and treats it as lost.
