@@ -48,6 +48,8 @@ func commands() map[string]command {
 		"contribute": {"share this machine with paired devices: contribute on|off", cmdContribute},
 		"id":         {"print this device's ID", cmdID},
 		"runner":     {"the engine process the agent starts (not for people)", cmdRunner},
+		"tray":       {"the agent with a tray icon (what `homering` alone runs)", cmdTray},
+		"ui":         {"open the chat and device-map window of the running agent", cmdUI},
 	}
 }
 
@@ -58,7 +60,10 @@ func Main(args []string) int {
 
 func mainWith(args []string, e env) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		args = []string{"tray"} // the app: agent with tray icon
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(e.stdout, cmds)
 		return 0
 	}

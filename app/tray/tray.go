@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fyne.io/systray"
+	"github.com/godbus/dbus/v5"
 
 	"homering/app/api/apitype"
 	"homering/app/api/client"
@@ -20,12 +21,35 @@ import (
 var ErrNoTray = errors.New("tray: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset), so no tray icon; the agent keeps running headless")
 
 // Available reports whether a tray icon can be shown. On Linux the tray is a
-// D-Bus StatusNotifierItem and needs a session bus; elsewhere the OS has one.
+// D-Bus StatusNotifierItem and needs a session bus that answers (checked
+// before systray touches it: v1.12.2 panics at exit without one); elsewhere
+// the OS has a tray.
 func Available(getenv func(string) string) error {
-	if runtime.GOOS == "linux" && getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	if getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
 		return ErrNoTray
 	}
-	return nil
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		return fmt.Errorf("tray: the D-Bus session bus does not answer (%v), so no tray icon; the agent keeps running headless", err)
+	}
+	return conn.Close()
+}
+
+// HostPresent reports whether a tray host (a StatusNotifierWatcher, such as
+// a desktop panel) runs on the session bus now. Without one the icon shows
+// as soon as a host starts.
+func HostPresent() bool {
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	var has bool
+	err = conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&has)
+	return err == nil && has
 }
 
 // Options wire the tray to the agent.

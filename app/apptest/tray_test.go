@@ -1,0 +1,113 @@
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"homering/app/api/apitype"
+)
+
+// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAppWithoutSessionBus starts `homering` with no command (the agent with
+// a tray) where no tray can exist: without a D-Bus session, and with a bus
+// address that leads nowhere. It keeps running headless, says so, serves its
+// API, refuses a second instance and stops cleanly, with no panic.
+func TestAppWithoutSessionBus(t *testing.T) {
+	e := NewEnv(t)
+	for _, tc := range []struct {
+		name string
+		bus  string
+	}{
+		{"no bus", ""},
+		{"dead bus", "unix:path=/nonexistent/homering-test-bus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := e.NewNode(t, strings.ReplaceAll(tc.name, " ", ""))
+			envv := []string{"HOMERING_HOME=" + n.Home}
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") {
+					envv = append(envv, kv)
+				}
+			}
+			if tc.bus != "" {
+				envv = append(envv, "DBUS_SESSION_BUS_ADDRESS="+tc.bus)
+			}
+			var log syncBuffer
+			cmd := n.inNS(context.Background(), n.env.Bin)
+			cmd.Env, cmd.Stdout, cmd.Stderr = envv, &log, &log
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			defer cmd.Process.Kill()
+			WaitFor(t, 20*time.Second, "the agent's API", func() error {
+				select {
+				case err := <-exited:
+					t.Fatalf("homering exited: %v\n%s", err, log.String())
+				default:
+				}
+				if _, err := os.Stat(filepath.Join(n.Home, apitype.InfoFile)); err != nil {
+					return err
+				}
+				_, err := n.CLI(context.Background(), "peers", "-json")
+				return err
+			})
+			if !strings.Contains(log.String(), "no tray icon") || !strings.Contains(log.String(), "headless") {
+				t.Errorf("the agent did not say it runs without a tray:\n%s", log.String())
+			}
+			// A second instance for the same user is refused.
+			second := n.inNS(context.Background(), n.env.Bin)
+			second.Env = envv
+			out, err := second.CombinedOutput()
+			var xe *exec.ExitError
+			if !errors.As(err, &xe) || !strings.Contains(string(out), "already runs") {
+				t.Errorf("second instance: %v\n%s", err, out)
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("exit after SIGTERM: %v\n%s", err, log.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no exit 20 s after SIGTERM:\n%s", log.String())
+			}
+			if s := log.String(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
+				t.Errorf("panic in the log:\n%s", s)
+			}
+			fmt.Fprint(testWriter{t}, log.String())
+		})
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }

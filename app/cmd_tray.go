@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+
+	"homering/app/api/client"
+	"homering/app/config"
+	"homering/app/tray"
+)
+
+// cmdTray is `homering` with no command (also `homering tray`): the agent
+// with a tray icon. The tray runs on this (the main) goroutine, the agent in
+// goroutines; without a tray (no D-Bus session on Linux) the agent runs on
+// headless and says so.
+func cmdTray(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("tray", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	iface := fs.String("interface", os.Getenv("HOMERING_INTERFACE"), "use only this network interface for discovery (env HOMERING_INTERFACE)")
+	debug := fs.Bool("debug", os.Getenv("HOMERING_DEBUG") != "", "log debug messages (env HOMERING_DEBUG)")
+	model := fs.String("model", os.Getenv("HOMERING_MODEL"), "chat with this GGUF `file` instead of the one chosen in Settings (env HOMERING_MODEL)")
+	if err := fs.Parse(e.args); err != nil {
+		return 2
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	dir, err := config.Dir(os.Getenv)
+	if err != nil {
+		return fail(e.stderr, err)
+	}
+	// One agent per user (per config directory): a second start says so.
+	unlock, err := lockAgent(dir)
+	if err != nil {
+		return fail(e.stderr, err)
+	}
+	defer unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	agentErr := make(chan error, 1)
+	go func() {
+		agentErr <- runAgent(ctx, log, *iface, *model)
+		cancel() // the agent ended: so does the tray
+	}()
+
+	if err := tray.Available(os.Getenv); err != nil {
+		log.Warn("no tray icon; running headless", "why", err.Error())
+		fmt.Fprintf(e.stderr, "homering: %v.\n", err)
+	} else {
+		if !tray.HostPresent() {
+			log.Warn("no tray host (StatusNotifierWatcher) on the session bus yet; the icon appears when one starts, the agent runs meanwhile")
+		}
+		exe, _ := os.Executable()
+		err := tray.Run(ctx, tray.Options{
+			Client: func() (*client.Client, error) { return client.FromDir(dir) },
+			Open: func(route string) error {
+				args := []string{"ui"}
+				if route != "" {
+					args = append(args, "--route", route)
+				}
+				cmd := exec.Command(exe, args...)
+				cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
+				if err := cmd.Start(); err != nil {
+					return err
+				}
+				go cmd.Wait() // the window lives on its own; closing it leaves the agent running
+				return nil
+			},
+			Quit: cancel,
+			Log:  log.With("component", "tray"),
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Warn("the tray stopped; the agent keeps running headless", "err", err)
+		}
+	}
+	if err := <-agentErr; err != nil && !errors.Is(err, context.Canceled) {
+		return fail(e.stderr, err)
+	}
+	return 0
+}

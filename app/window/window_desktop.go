@@ -1,0 +1,73 @@
+//go:build desktop
+
+package window
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+
+	"github.com/wailsapp/wails/v2"
+	"github.com/wailsapp/wails/v2/pkg/options"
+	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+
+	"homering/app/api/apitype"
+	"homering/app/api/client"
+)
+
+// Built reports whether this build has the Wails window.
+const Built = true
+
+// Run opens the window and blocks until it is closed. The webview starts on
+// a one-line page that moves to the agent's web UI (same origin as the API,
+// so its fetches and server-sent events go straight to the agent).
+func Run(ctx context.Context, o Options) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Status(ctx); err != nil {
+		return err
+	}
+	target := EntryURL(c.Info, o.Route)
+	page := fmt.Sprintf(`<!doctype html><meta charset="utf-8"><title>Homering</title>`+
+		`<body style="font:14px sans-serif;background:#111;color:#ddd">Opening Homering…`+
+		`<script>location.replace(%q)</script><noscript><a href="%s">Open</a></noscript>`, target, html.EscapeString(target))
+	b := &Bridge{c: c}
+	return wails.Run(&options.App{
+		Title:     "Homering",
+		Width:     1280,
+		Height:    820,
+		MinWidth:  720,
+		MinHeight: 480,
+		AssetServer: &assetserver.Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(page))
+		})},
+		OnStartup: b.startup,
+		Bind:      []any{b},
+	})
+}
+
+// Bridge is bound into the webview: one-line forwards to the agent's API.
+type Bridge struct {
+	c   *client.Client
+	ctx context.Context //nolint:containedctx // Wails hands its context to OnStartup; kept only here (STYLE lesson 7)
+}
+
+func (b *Bridge) startup(ctx context.Context) { b.ctx = ctx }
+
+// Status is GET /api/v1/status.
+func (b *Bridge) Status() (apitype.Status, error) { return b.c.Status(b.ctx) }
+
+// Peers is GET /api/v1/peers.
+func (b *Bridge) Peers() (apitype.Peers, error) { return b.c.Peers(b.ctx) }
+
+// SetContribute is POST /api/v1/contribute.
+func (b *Bridge) SetContribute(on bool) (apitype.Status, error) { return b.c.SetContribute(b.ctx, on) }
+
+// StopChat is POST /api/v1/chat/stop.
+func (b *Bridge) StopChat(conversationID string) (apitype.ChatStopped, error) {
+	return b.c.StopChat(b.ctx, conversationID)
+}
