@@ -64,6 +64,9 @@ func New(self string, tickMs int) *Session {
 	return &Session{self: self, tickMs: tickMs, lastHeard: map[string]int{}, rtt: map[string]int{}}
 }
 
+// Self returns this device's ID.
+func (s *Session) Self() string { return s.self }
+
 // State returns the lifecycle state.
 func (s *Session) State() State { return s.state }
 

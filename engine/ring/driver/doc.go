@@ -1,0 +1,28 @@
+// Package driver runs one device's ring.Session for real: it turns frames
+// from engine/ring/transport connections, a ticker and finished computations
+// into events, steps the session from a single goroutine, and carries out
+// the actions (send frames, compute on an Engine, prefetch or release
+// weights, report tokens and re-plans to the caller).
+//
+// # Model
+//
+// Run(ctx) owns the session; nothing else touches it. Inputs arrive on one
+// channel: Post (the caller: PlanInstalled, StartToken, RequestDone,
+// Joined), one reader goroutine per link (FrameIn, or PeerLost when the link
+// fails or a frame does not decode: a malformed or oversized frame closes
+// the link and counts as a lost peer), a ticker (Tick), and the compute
+// goroutine (ComputeDone). Computation runs off the loop, one at a time, so
+// ticks and frames are still handled while a window runs.
+//
+// Actions that concern the caller (EmitToken, Ready, Replan, EndJob) are
+// delivered on Out; the caller must keep reading it.
+//
+// # Engine
+//
+// GGML is the Engine over engine/ggml: one Window per round for this
+// device's windows (the head's round-0 window with the token embedding), and
+// on the head an output-only window [L, L) that turns the last hidden state
+// into logits, sampled greedily (argmax, lowest id on ties). Its KV caches
+// follow the positions the activations carry (KVTruncate when a pass starts
+// before the cache end, as after a re-prefill).
+package driver
