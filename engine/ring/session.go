@@ -64,6 +64,9 @@ func New(self string, tickMs int) *Session {
 	return &Session{self: self, tickMs: tickMs, lastHeard: map[string]int{}, rtt: map[string]int{}}
 }
 
+// Busy reports whether a Compute of this device is out.
+func (s *Session) Busy() bool { return s.busy }
+
 // Self returns this device's ID.
 func (s *Session) Self() string { return s.self }
 
