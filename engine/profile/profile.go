@@ -372,12 +372,9 @@ func backendOf(dev string) string {
 }
 
 func fingerprint(mem sysinfo.Memory, gpus []GPU) string {
+	// The machine's RAM, not a cgroup's limit: a memory limit must not
+	// invalidate the compute profile.
 	total := mem.Total
-	if mem.Cgroup != nil {
-		// The machine, not the cgroup: a bench's memory limit must not
-		// invalidate the compute profile.
-		total = 0
-	}
 	var extra []string
 	for _, g := range gpus {
 		extra = append(extra, g.Name+"/"+g.Description+"/"+fmt.Sprint(g.TotalBytes>>28))

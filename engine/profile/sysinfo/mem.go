@@ -3,7 +3,7 @@ package sysinfo
 // Memory is what the OS reports about RAM and swap. Byte counts; zero when
 // unknown.
 type Memory struct {
-	Total     int64 `json:"total_bytes"`
+	Total     int64 `json:"total_bytes"`     // the machine's RAM; a cgroup limit is in Cgroup
 	Available int64 `json:"available_bytes"` // d_avail: usable now without swapping
 	SwapTotal int64 `json:"swap_total_bytes"`
 	SwapFree  int64 `json:"swap_free_bytes"`

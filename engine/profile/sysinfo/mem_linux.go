@@ -29,9 +29,6 @@ func readMemory() (Memory, error) {
 		if a := cg.available(); a < m.Available {
 			m.Available = a
 		}
-		if cg.Limit < m.Total {
-			m.Total = cg.Limit
-		}
 	}
 	return m, nil
 }

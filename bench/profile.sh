@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Halda's prediction from a measured profile vs measured decode time.
+#
+# For each model and thread count, R repetitions of: a fresh
+# `homering profile --model M --threads T --json` (engine/profile), Halda's
+# single-device prediction from it (`homering plan --devices me.json --model M
+# --context 256`, the KV length the engine pads to), and a measured decode
+# (one window [0, L) of engine/ggml, median ms/token after two warm-up
+# steps). "predicted"/"measured" are the medians over reps. Then calibration
+# (engine/profile/calib): the first rep's device calibrated with the samples
+# of every rep but the last, re-planned, and compared with the last rep.
+#
+# Targets: whole model resident ±15% before calibration and ±5% after, for 1
+# and 2 threads; under a memory cgroup smaller than the model (weights read
+# from disk every token; v1 memory.limit_in_bytes or v2 memory.max, set up
+# and torn down here) ±25% before calibration.
+#
+# Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
+# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 3 tokens, and the cgroup
+# row with 2 reps of 2 tokens. BENCH_REPS, BENCH_TOKENS override. The machine
+# is shared: the load average is printed; the per-rep values show the noise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. build/env.sh
+mkdir -p bench/out
+go build -o bench/out/homering .
+go build -o bench/out/profilebench ./bench/profilebench
+work=$(mktemp -d)
+export HOMERING_HOME="$work/home"
+cg=""
+cleanup() {
+	if [ -n "$cg" ] && [ -d "$cg" ]; then
+		# Move anything left back to the root before removing the group.
+		if [ -f "$cg/cgroup.procs" ]; then
+			while read -r pid; do echo "$pid" > "$cgroot/cgroup.procs" 2>/dev/null || true; done < "$cg/cgroup.procs"
+		fi
+		rmdir "$cg" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ -n "${BENCH_QUICK:-}" ]; then
+	models="testdata/models/llama-1g-Q4_K.gguf"; threads="1"; reps=${BENCH_REPS:-2}; tokens=${BENCH_TOKENS:-3}
+	cgmodel="testdata/models/llama-1g-Q4_K.gguf"; cgreps=2; cgtokens=2
+else
+	models="testdata/models/llama-1g-Q8_0.gguf testdata/models/llama-1g-Q4_K.gguf"; threads="1 2"
+	reps=${BENCH_REPS:-4}; tokens=${BENCH_TOKENS:-8}
+	cgmodel="testdata/models/llama-1g-Q8_0.gguf"; cgreps=${BENCH_REPS:-3}; cgtokens=4
+fi
+for m in $models $cgmodel; do
+	[ -f "$m" ] || { echo "bench/profile.sh: $m is missing; run build/gen-models.sh (build/setup.sh does)." >&2; exit 1; }
+done
+
+echo "profile vs measured: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), reps=$reps tokens=$tokens"
+rows="$work/rows.jsonl"
+for m in $models; do
+	for t in $threads; do
+		bench/out/profilebench run -model "$m" -threads "$t" -reps "$reps" -tokens "$tokens" -dir "$work" >> "$rows"
+	done
+done
+
+# The memory cgroup: limit = 55% of the model, so that most weights are
+# re-read every token. v2 when the unified hierarchy has the memory
+# controller, else v1.
+size=$(stat -c %s "$cgmodel")
+limit=$(( size * 55 / 100 ))
+name="homering-bench-$$"
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
+	cgroot=/sys/fs/cgroup; cg="$cgroot/$name"; mkdir "$cg"; echo "$limit" > "$cg/memory.max"; echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
+elif [ -d /sys/fs/cgroup/memory ]; then
+	cgroot=/sys/fs/cgroup/memory; cg="$cgroot/$name"; mkdir "$cg"; echo "$limit" > "$cg/memory.limit_in_bytes"
+else
+	echo "bench/profile.sh: no memory cgroup controller (v1 or v2) is mounted; cannot run the paging row." >&2; exit 1
+fi
+echo "memory cgroup $cg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB model"
+# A private copy: page cache pages another process maps (a concurrent bench
+# on the shared models) cannot be evicted and are charged to its cgroup, so
+# they would never be read from disk here.
+cp "$cgmodel" "$work/paging.gguf"
+bench/out/profilebench evict -model "$work/paging.gguf"
+bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
+	bench/out/profilebench run -model "$work/paging.gguf" -threads 1 -reps "$cgreps" -tokens "$cgtokens" -label paging -evict -dir "$work" >> "$rows"
+
+bench/out/profilebench table < "$rows"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

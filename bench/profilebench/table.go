@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+)
+
+// table reads rows (JSON lines) from stdin and prints bench/profile.sh's
+// table: predicted vs measured with the error, before and after
+// calibration, and the target each row is held to.
+func table(args []string) error {
+	var rows []row
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r row
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return fmt.Errorf("row %q: %w", sc.Text(), err)
+		}
+		rows = append(rows, r)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tmodel\tthreads\tprofile s\tpredicted ms\tmeasured ms\terror\ttarget\tcalibrated ms\theld-out ms\terror\ttarget\t")
+	for _, r := range rows {
+		before, after := "±15%", "±5%"
+		if r.Label != "resident" {
+			before, after = "±25%", "-"
+		}
+		fmt.Fprintf(tw, "%s (%s)\t%s\t%d\t%.1f\t%.1f\t%.1f\t%+.1f%%\t%s\t%.1f\t%.1f\t%+.1f%%\t%s\t\n",
+			r.Label, r.Case, r.Model, r.Threads, median(r.ProfileSec), r.Before, r.Measured, pct(r.Before, r.Measured), before,
+			r.After, r.HeldOut, pct(r.After, r.HeldOut), after)
+	}
+	tw.Flush()
+	for _, r := range rows {
+		fmt.Printf("%s %s t=%d: predicted per rep %v ms, measured per rep %v ms\n", r.Label, r.Model, r.Threads, round1(r.PredMs), round1(r.MeasMs))
+	}
+	return nil
+}
+
+func pct(pred, meas float64) float64 { return (pred - meas) / meas * 100 }
+
+func round1(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(int(x*10+0.5)) / 10
+	}
+	return out
+}
