@@ -25,4 +25,14 @@
 // into logits, sampled greedily (argmax, lowest id on ties). Its KV caches
 // follow the positions the activations carry (KVTruncate when a pass starts
 // before the cache end, as after a re-prefill).
+//
+// # Weight slices
+//
+// SliceServer (head) answers wire.SliceRequest frames on a connection of
+// their own, so megabytes of weights never queue in front of activations:
+// "@list" gives every tensor's size and SHA-256 (hashed once, on first
+// request), "@header" the source's header bytes (whose SHA-256 is the
+// model's identity), a tensor name its bytes in chunks of at most MaxChunk.
+// ConnSource (worker) is the matching engine/slice Source; FetchIndex gets
+// the header and hashes a slice.Spec needs.
 package driver

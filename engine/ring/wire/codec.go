@@ -235,7 +235,7 @@ func (c *SliceChunk) decode(d *decoder) {
 }
 
 func (l *SliceList) appendTo(b []byte) []byte {
-	b = be.AppendUint16(append(b, l.Model[:]...), uint16(len(l.Tensors)))
+	b = be.AppendUint16(be.AppendUint64(append(b, l.Model[:]...), l.FileSize), uint16(len(l.Tensors)))
 	for _, t := range l.Tensors {
 		b = append(be.AppendUint64(appendStr(b, t.Name), t.Size), t.SHA256[:]...)
 	}
@@ -244,6 +244,7 @@ func (l *SliceList) appendTo(b []byte) []byte {
 
 func (l *SliceList) decode(d *decoder) {
 	copy(l.Model[:], d.take(32, "model hash"))
+	l.FileSize = d.u64("file size")
 	n := d.count(int(d.u16("tensors")), MaxTensors, 1+8+32, "tensors")
 	if n == 0 {
 		return

@@ -35,8 +35,11 @@
 //	70 SliceRequest model [32]byte, name string, offset uint64, length uint32
 //	71 SliceChunk   model [32]byte, name string, offset uint64, total uint64,
 //	                data (uint32 length + bytes)
-//	72 SliceList    model [32]byte, nTensors uint16, per tensor: name string,
-//	                size uint64, sha256 [32]byte
+//	72 SliceList    model [32]byte, fileSize uint64, nTensors uint16, per
+//	                tensor: name string, size uint64, sha256 [32]byte
+//
+// Slice names "@header" (the source's bytes [0, data offset): metadata and
+// tensor table) and "@list" (answered with a SliceList) are reserved.
 //
 // seq numbers the forward passes of one plan: the prefill batch is one seq,
 // each generated token the next. (seq, round) orders every activation of a

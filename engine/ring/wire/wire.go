@@ -186,9 +186,17 @@ type SliceTensor struct {
 
 // SliceList lists tensors and their hashes.
 type SliceList struct {
-	Model   [32]byte
-	Tensors []SliceTensor
+	Model    [32]byte
+	FileSize uint64 // of the source file, to check its header against
+	Tensors  []SliceTensor
 }
+
+// Reserved names in slice requests: the source's header bytes (metadata and
+// tensor table, [0, data offset)), and the tensor list with hashes.
+const (
+	SliceHeader = "@header"
+	SliceIndex  = "@list"
+)
 
 func (*Plan) Type() Type         { return TypePlanInstall }
 func (*PlanAck) Type() Type      { return TypePlanAck }

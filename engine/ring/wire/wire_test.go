@@ -37,7 +37,7 @@ func TestRoundTrip(t *testing.T) {
 		{"goodbye", &Goodbye{Code: CodeHeadGone, Text: "head went away"}},
 		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
 		{"slice chunk", &SliceChunk{Model: model, Name: "blk.3.attn_q.weight", Offset: 2, Total: 5, Data: []byte{9, 8, 7}}},
-		{"slice list", &SliceList{Model: model, Tensors: []SliceTensor{{Name: "x", Size: 10, SHA256: model}, {Name: "y", Size: 0}}}},
+		{"slice list", &SliceList{Model: model, FileSize: 1 << 40, Tensors: []SliceTensor{{Name: "x", Size: 10, SHA256: model}, {Name: "y", Size: 0}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"plan 255 devices claimed in few bytes", TypePlanInstall, append(good[:19:19], 255), ErrTooLarge},
 		{"plan 60 devices claimed in few bytes", TypePlanInstall, append(good[:19:19], 60), ErrMalformed},
 		{"plan with a gap", TypePlanInstall, gap.appendTo(nil), ErrMalformed},
-		{"slice list count past what remains", TypeSliceList, be.AppendUint16(make([]byte, 32), 100), ErrMalformed},
+		{"slice list count past what remains", TypeSliceList, be.AppendUint16(make([]byte, 40), 100), ErrMalformed},
 		{"text too long", TypeGoodbye, append(be.AppendUint16([]byte{0, 1}, 5000), make([]byte, 5000)...), ErrTooLarge},
 		{"chunk past its total", TypeSliceChunk, (&SliceChunk{Name: "x", Offset: 4, Total: 5, Data: []byte{1, 2}}).appendTo(nil), ErrMalformed},
 	}

@@ -1,0 +1,227 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"homering/engine/gguf"
+	"homering/engine/ring/transport"
+	"homering/engine/ring/wire"
+	"homering/engine/slice"
+)
+
+// MaxChunk bounds one SliceChunk: large enough to stream at link speed,
+// small enough to stay far below the frame limit.
+const MaxChunk = 4 << 20
+
+// Slices travel on their own connection (purpose link, opened by the worker)
+// so that megabytes of weights never queue in front of activations.
+
+// SliceServer serves the head's model file to workers.
+type SliceServer struct {
+	Model [32]byte // SHA-256 of the header bytes: the model's identity
+	f     *os.File
+	g     *gguf.File
+	head  []byte
+
+	mu     sync.Mutex
+	hashes *wire.SliceList // computed on first request, guarded by mu
+}
+
+// NewSliceServer opens the model file at path.
+func NewSliceServer(path string) (*SliceServer, error) {
+	g, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("driver: slice server: %w", err)
+	}
+	head := make([]byte, g.DataOffset)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("driver: slice server: read header: %w", err)
+	}
+	return &SliceServer{Model: sha256.Sum256(head), f: f, g: g, head: head}, nil
+}
+
+// Close closes the file.
+func (s *SliceServer) Close() error { return s.f.Close() }
+
+func (s *SliceServer) list() (*wire.SliceList, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hashes != nil {
+		return s.hashes, nil
+	}
+	l := &wire.SliceList{Model: s.Model, FileSize: uint64(s.g.Size)}
+	for _, t := range s.g.Tensors {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(s.f, t.Offset, t.Size)); err != nil {
+			return nil, fmt.Errorf("driver: hash %s: %w", t.Name, err)
+		}
+		l.Tensors = append(l.Tensors, wire.SliceTensor{Name: t.Name, Size: uint64(t.Size), SHA256: [32]byte(h.Sum(nil))})
+	}
+	s.hashes = l
+	return l, nil
+}
+
+// Serve answers slice requests on c until it closes or a request is bad.
+func (s *SliceServer) Serve(ctx context.Context, c *transport.Conn) error {
+	defer c.Close()
+	for ctx.Err() == nil {
+		f, err := c.Recv()
+		if err != nil {
+			return nil // the worker is done or gone
+		}
+		m, err := wire.Decode(wire.Type(f.Type), f.Payload)
+		req, ok := m.(*wire.SliceRequest)
+		if err != nil || !ok {
+			_ = c.SendError(transport.CodeProtocol, "expected a slice request")
+			return fmt.Errorf("driver: slice server: bad request (type %d): %v", f.Type, err)
+		}
+		resp, err := s.answer(req)
+		if err != nil {
+			_ = c.SendError(transport.CodeProtocol, err.Error())
+			return err
+		}
+		typ, p, err := wire.Encode(resp)
+		if err != nil {
+			return err
+		}
+		if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+func (s *SliceServer) answer(req *wire.SliceRequest) (wire.Msg, error) {
+	if req.Model != s.Model {
+		return nil, errors.New("driver: slice request for another model")
+	}
+	var src io.ReaderAt
+	var size int64
+	switch req.Name {
+	case wire.SliceIndex:
+		return s.list()
+	case wire.SliceHeader:
+		src, size = bytes.NewReader(s.head), int64(len(s.head))
+	default:
+		t, ok := s.g.Tensor(req.Name)
+		if !ok {
+			return nil, fmt.Errorf("driver: no tensor %q in the model", req.Name)
+		}
+		src, size = io.NewSectionReader(s.f, t.Offset, t.Size), t.Size
+	}
+	if req.Offset > uint64(size) {
+		return nil, fmt.Errorf("driver: offset %d past the %d bytes of %s", req.Offset, size, req.Name)
+	}
+	n := min(int64(req.Length), MaxChunk, size-int64(req.Offset))
+	data := make([]byte, n)
+	if _, err := src.ReadAt(data, int64(req.Offset)); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("driver: read %s: %w", req.Name, err)
+	}
+	return &wire.SliceChunk{Model: s.Model, Name: req.Name, Offset: req.Offset, Total: uint64(size), Data: data}, nil
+}
+
+// ConnSource fetches tensors from a SliceServer over c; it is a
+// slice.Source. One request is in flight at a time.
+type ConnSource struct {
+	C     *transport.Conn
+	Model [32]byte
+	mu    sync.Mutex
+}
+
+func (s *ConnSource) roundTrip(req *wire.SliceRequest) (wire.Msg, error) {
+	typ, p, err := wire.Encode(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.C.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
+		return nil, err
+	}
+	f, err := s.C.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return wire.Decode(wire.Type(f.Type), f.Payload)
+}
+
+// ReadTensor fills p with bytes [off, off+len(p)) of tensor name.
+func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for got := 0; got < len(p); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, err := s.roundTrip(&wire.SliceRequest{Model: s.Model, Name: name, Offset: uint64(off) + uint64(got), Length: uint32(min(len(p)-got, MaxChunk))})
+		if err != nil {
+			return err
+		}
+		c, ok := m.(*wire.SliceChunk)
+		if !ok || c.Name != name || c.Offset != uint64(off)+uint64(got) || len(c.Data) == 0 {
+			return fmt.Errorf("driver: unexpected answer to a request for %s at %d", name, off+int64(got))
+		}
+		got += copy(p[got:], c.Data)
+	}
+	return nil
+}
+
+// FetchIndex gets the source's header and tensor hashes: what a worker needs
+// to describe its slice (slice.Spec's Model, Source and Hashes).
+func (s *ConnSource) FetchIndex(ctx context.Context) (*gguf.File, map[string][32]byte, error) {
+	s.mu.Lock()
+	m, err := s.roundTrip(&wire.SliceRequest{Model: s.Model, Name: wire.SliceIndex})
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, ok := m.(*wire.SliceList)
+	if !ok {
+		return nil, nil, errors.New("driver: expected the tensor list")
+	}
+	// The header's size is unknown until it is fetched: ask chunk by chunk.
+	var head []byte
+	for {
+		s.mu.Lock()
+		m, err := s.roundTrip(&wire.SliceRequest{Model: s.Model, Name: wire.SliceHeader, Offset: uint64(len(head)), Length: MaxChunk})
+		s.mu.Unlock()
+		if err != nil {
+			return nil, nil, err
+		}
+		c, ok := m.(*wire.SliceChunk)
+		if !ok || c.Offset != uint64(len(head)) || c.Total > l.FileSize {
+			return nil, nil, errors.New("driver: unexpected answer to a header request")
+		}
+		head = append(head, c.Data...)
+		if uint64(len(head)) >= c.Total {
+			break
+		}
+		if len(c.Data) == 0 {
+			return nil, nil, errors.New("driver: empty header chunk")
+		}
+	}
+	if sha256.Sum256(head) != s.Model {
+		return nil, nil, errors.New("driver: the model header does not match its identity")
+	}
+	g, err := gguf.Read(bytes.NewReader(head), int64(l.FileSize))
+	if err != nil {
+		return nil, nil, err
+	}
+	hashes := make(map[string][32]byte, len(l.Tensors))
+	for _, t := range l.Tensors {
+		hashes[t.Name] = t.SHA256
+	}
+	return g, hashes, nil
+}
+
+var _ slice.Source = (*ConnSource)(nil)

@@ -1,0 +1,117 @@
+package driver
+
+import (
+	"context"
+	"math"
+	"net"
+	"testing"
+
+	"homering/discovery/identity"
+	"homering/engine/ggml"
+	"homering/engine/gguf"
+	"homering/engine/ring/transport"
+	"homering/engine/ring/wire"
+	"homering/engine/slice"
+)
+
+func sliceLink(t *testing.T, ctx context.Context, srv *SliceServer) *ConnSource {
+	t.Helper()
+	c1, c2 := net.Pipe()
+	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
+	errc := make(chan error, 1)
+	go func() {
+		c, err := transport.Handshake(c2, false, hello, identity.DeviceID{1}, "worker")
+		errc <- err
+		if err == nil {
+			_ = srv.Serve(ctx, c)
+		}
+	}()
+	c, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, "head")
+	if err != nil || <-errc != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &ConnSource{C: c, Model: srv.Model}
+}
+
+// A worker fetches its slice from the head over a transport connection:
+// only its tensors travel, and the whole-model slice computes the same
+// logits as the head's file.
+func TestFetchSliceFromHead(t *testing.T) {
+	ctx := context.Background()
+	srv, err := NewSliceServer(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	src := sliceLink(t, ctx, srv)
+	g, hashes, err := src.FetchIndex(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b := &slice.Builder{Dir: dir, Chunk: 8192}
+
+	part := slice.Spec{Model: srv.Model, Source: g, Hashes: hashes, Layers: []slice.Range{{Start: 2, End: 4}}}
+	res, err := b.Build(ctx, part, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, ti := range slice.Tensors(part) {
+		want += ti.Size
+	}
+	if res.Fetched != want || want == 0 {
+		t.Errorf("fetched %d bytes for layers 2-4, want their %d", res.Fetched, want)
+	}
+	if _, err := gguf.Open(res.Path); err != nil {
+		t.Errorf("fetched slice: %v", err)
+	}
+
+	whole := part
+	whole.Layers, whole.Input, whole.Output = []slice.Range{{Start: 0, End: 5}}, true, true
+	res, err = b.Build(ctx, whole, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := func(path string) []float32 {
+		m, err := ggml.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: m.Info().NLayer, Embed: true, Output: true, NCtx: 16, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		out, err := w.EvalTokens(prompt, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	a, z := logits(stories), logits(res.Path)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(z[i]) {
+			t.Fatalf("logit %d: fetched slice %v, head's file %v", i, z[i], a[i])
+		}
+	}
+}
+
+func TestSliceServerRefusesBadRequests(t *testing.T) {
+	srv, err := NewSliceServer(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, req := range []*wire.SliceRequest{
+		{Model: [32]byte{9}, Name: "token_embd.weight", Length: 10},
+		{Model: srv.Model, Name: "blk.99.attn_q.weight", Length: 10},
+		{Model: srv.Model, Name: "token_embd.weight", Offset: 1 << 40, Length: 10},
+	} {
+		if m, err := srv.answer(req); err == nil {
+			t.Errorf("answer(%+v) = %v, want an error", req, m)
+		}
+	}
+}
