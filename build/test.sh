@@ -13,6 +13,22 @@ step() { printf '\n=== %s\n' "$*"; }
 step "go vet"
 go vet ./...
 
+# >>> engine/profile/sysinfo (profile helper): its per-OS memory, swap and disk
+# code is pure Go, so it is vetted and built for the other OSes here. The rest
+# of engine/profile calls ggml through cgo and cannot be cross-built.
+step "go vet engine/profile/sysinfo for darwin and windows"
+for target in darwin/amd64 darwin/arm64 windows/amd64; do
+	CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet ./engine/profile/sysinfo
+	CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./engine/profile/sysinfo
+done
+# <<< engine/profile/sysinfo
+
+# >>> frontend (web UI): TypeScript and Svelte checks. The UI's end-to-end
+# test (chromium driving a real agent) is app/apptest TestWebUI, in go test.
+step "frontend: svelte-check"
+(cd frontend && npm run check --silent)
+# <<< frontend
+
 step "go test -race"
 # Timeouts are generous: the first run compiles ggml and llama.cpp with -race.
 go test -race -count=1 -timeout 45m ./...

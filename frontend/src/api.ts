@@ -35,12 +35,13 @@ export interface SSEEvent { event: string; data: string }
 
 // readSSE parses a text/event-stream body, calling onEvent per event.
 export async function readSSE(body: ReadableStream<Uint8Array>, onEvent: (e: SSEEvent) => void): Promise<void> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader()
+  const reader = body.getReader()
+  const dec = new TextDecoder()
   let buf = ''
   for (;;) {
     const { value, done } = await reader.read()
     if (done) break
-    buf += value
+    buf += dec.decode(value, { stream: true })
     let i: number
     while ((i = buf.search(/\r?\n\r?\n/)) >= 0) {
       const block = buf.slice(0, i)
