@@ -70,7 +70,7 @@ func reference(t *testing.T) []int32 {
 }
 
 // pipe connects two drivers with transport's real framing and Hello.
-func pipe(t *testing.T, ctx context.Context, a *Driver, aID string, b *Driver, bID string) {
+func pipe(t testing.TB, ctx context.Context, a *Driver, aID string, b *Driver, bID string) {
 	t.Helper()
 	c1, c2 := net.Pipe()
 	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
@@ -111,6 +111,9 @@ func await[T ring.Action](t *testing.T, d *Driver) T {
 	}
 }
 
+// Ticks are long (250 ms: silence means 750 ms) so that a loaded CI machine
+// is not mistaken for a lost device.
+//
 // Two devices over transport frames give the same greedy tokens as the
 // single-device engine, with k = 1 and k = 2.
 func TestTwoDevicesEqualSingleDevice(t *testing.T) {
@@ -135,8 +138,8 @@ func TestTwoDevicesEqualSingleDevice(t *testing.T) {
 			ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{M: mb, NCtx: 64, Threads: 1}
 			defer ea.Close()
 			defer eb.Close()
-			a := New(ring.New("a", 50), ea, 50*time.Millisecond, logger(t).With("device", "a"))
-			b := New(ring.New("b", 50), eb, 50*time.Millisecond, logger(t).With("device", "b"))
+			a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
+			b := New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
 			pipe(t, ctx, a, "a", b, "b")
 			done := make(chan error, 2)
 			go func() { done <- a.Run(ctx) }()
@@ -182,7 +185,7 @@ func TestMalformedFrameMeansLost(t *testing.T) {
 		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 5)}}}}
 	ea := &GGML{M: ma, NCtx: 64, Threads: 1}
 	defer ea.Close()
-	a := New(ring.New("a", 50), ea, 50*time.Millisecond, logger(t).With("device", "a"))
+	a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
 	c1, c2 := net.Pipe()
 	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
 	errc := make(chan error, 1)

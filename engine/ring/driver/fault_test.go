@@ -32,7 +32,7 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 	cctx, killC := context.WithCancel(ctx)
 
 	mk := func(id string, e Engine) *Driver {
-		return New(ring.New(id, 50), e, 50*time.Millisecond, logger(t).With("device", id))
+		return New(ring.New(id, 250), e, 250*time.Millisecond, logger(t).With("device", id))
 	}
 	ma, mb, mc := openModel(t), openModel(t), openModel(t)
 	ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{M: mb, NCtx: 64, Threads: 1}
