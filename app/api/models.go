@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"homering/app/api/apitype"
@@ -21,7 +20,7 @@ import (
 type modelSource struct {
 	name string
 	root string
-	scan func(root string) []string // GGUF paths under root
+	scan func(root string) []found // GGUFs under root
 }
 
 // modelSources lists where GGUFs on this machine live: the configured
@@ -42,11 +41,14 @@ func modelSources(home, modelDir string) []modelSource {
 	return out
 }
 
+// found is one GGUF and the name to show for it.
+type found struct{ path, name string }
+
 // walkGGUF finds *.gguf files under root (symlinks followed at the leaves,
 // as the Hugging Face cache links snapshots to blobs). It stops after 2000
 // entries deep in a huge tree.
-func walkGGUF(root string) []string {
-	var out []string
+func walkGGUF(root string) []found {
+	var out []found
 	seen := 0
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		seen++
@@ -57,7 +59,7 @@ func walkGGUF(root string) []string {
 			return nil
 		}
 		if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".gguf") {
-			out = append(out, p)
+			out = append(out, found{p, strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))})
 		}
 		return nil
 	})
@@ -65,10 +67,12 @@ func walkGGUF(root string) []string {
 }
 
 // ollamaModels reads Ollama's manifests (manifests/HOST/NS/NAME/TAG, JSON
-// with layers) and returns the blob of each model layer.
-func ollamaModels(root string) []string {
-	var out []string
-	filepath.WalkDir(filepath.Join(root, "manifests"), func(p string, d fs.DirEntry, err error) error {
+// with layers) and returns the blob of each model layer, named NAME:TAG
+// (NS/NAME:TAG outside the library namespace) as `ollama list` shows it.
+func ollamaModels(root string) []found {
+	var out []found
+	manifests := filepath.Join(root, "manifests")
+	filepath.WalkDir(manifests, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
 		}
@@ -88,8 +92,8 @@ func ollamaModels(root string) []string {
 		for _, l := range m.Layers {
 			if l.MediaType == "application/vnd.ollama.image.model" && strings.HasPrefix(l.Digest, "sha256:") {
 				blob := filepath.Join(root, "blobs", strings.Replace(l.Digest, ":", "-", 1))
-				if _, err := os.Stat(blob); err == nil && !slices.Contains(out, blob) {
-					out = append(out, blob)
+				if _, err := os.Stat(blob); err == nil {
+					out = append(out, found{blob, ollamaName(manifests, p)})
 				}
 			}
 		}
@@ -98,12 +102,22 @@ func ollamaModels(root string) []string {
 	return out
 }
 
-// ollamaName turns a manifest path into "name:tag"; used for display only.
-func displayName(source, root, path string) string {
-	if source == "ollama" {
-		return "ollama " + filepath.Base(path)[:min(len(filepath.Base(path)), 19)]
+// ollamaName turns manifests/HOST/NS/NAME/TAG into NAME:TAG, keeping NS
+// when it is not "library".
+func ollamaName(manifests, p string) string {
+	rel, err := filepath.Rel(manifests, p)
+	if err != nil {
+		return filepath.Base(p)
 	}
-	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) < 2 {
+		return rel
+	}
+	name := parts[len(parts)-2] + ":" + parts[len(parts)-1]
+	if len(parts) >= 4 && parts[len(parts)-3] != "library" {
+		name = parts[len(parts)-3] + "/" + name
+	}
+	return name
 }
 
 // describeModel reads a GGUF's header: architecture, layers and dominant
@@ -219,14 +233,15 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out.Scanned = append(out.Scanned, src.root)
-		for _, p := range src.scan(src.root) {
+		for _, f := range src.scan(src.root) {
+			p := f.path
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil || seen[real] {
 				continue
 			}
 			seen[real] = true
 			m, hm, err := describeModel(p)
-			m.Source, m.Name = src.name, displayName(src.name, src.root, p)
+			m.Source, m.Name = src.name, f.name
 			if err != nil {
 				m.Fit, m.Error = "unknown", sentence(err)
 				m.Why = "This file cannot be used: " + m.Error

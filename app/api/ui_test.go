@@ -230,6 +230,9 @@ func TestUIModels(t *testing.T) {
 	for _, x := range m.Models {
 		got[x.Source+" "+filepath.Base(x.Path)] = x
 	}
+	if n := got["ollama sha256-0123abcd"].Name; n != "stories:260k" {
+		t.Errorf("Ollama model named %q, want stories:260k (as ollama list shows it)", n)
+	}
 	for _, k := range []string{"ollama sha256-0123abcd", "lmstudio tiny-f32.gguf", "huggingface tiny.gguf"} {
 		x, ok := got[k]
 		if !ok {
