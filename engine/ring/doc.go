@@ -20,6 +20,9 @@
 // (r+1 mod k) when k > 1, and Release of window r when its plan entry says
 // memory is short (Halda cases M1-M3, M5).
 //
+// FromHalda builds the wire plan from Halda's: ring order and windows as
+// Halda chose them, Release set for every case but M4.
+//
 // # Lifecycle (thesis: Down → Preparing → Committing → Up)
 //
 // The head gets PlanInstalled, sends PlanInstall to every device and
