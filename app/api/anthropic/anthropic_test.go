@@ -1,0 +1,91 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/app/api/apitype"
+)
+
+func TestFromMessages(t *testing.T) {
+	temp := 0.2
+	for _, tc := range []struct {
+		name    string
+		in      string
+		want    apitype.ChatRequest
+		wantErr string
+	}{
+		{"strings", `{"model":"m","max_tokens":10,"system":"Be kind.","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"More"}],"temperature":0.2}`,
+			apitype.ChatRequest{Model: "m", System: "Be kind.", MaxTokens: 10, Temperature: &temp, Messages: []apitype.ChatMessage{
+				{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello"}, {Role: "user", Content: "More"}}}, ""},
+		{"blocks", `{"max_tokens":5,"system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`,
+			apitype.ChatRequest{System: "S", MaxTokens: 5, Messages: []apitype.ChatMessage{{Role: "user", Content: "ab"}}}, ""},
+		{"max_tokens required", `{"messages":[{"role":"user","content":"x"}]}`, apitype.ChatRequest{}, "anthropic: invalid request: max_tokens must be a positive number"},
+		{"system role refused", `{"max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, apitype.ChatRequest{},
+			`anthropic: invalid request: message 0 has role "system"; use user or assistant (system goes in the system field)`},
+		{"image refused", `{"max_tokens":1,"messages":[{"role":"user","content":[{"type":"image"}]}]}`, apitype.ChatRequest{},
+			`anthropic: invalid request: content block type "image" is not supported; send text blocks only`},
+		{"temperature above 1", `{"max_tokens":1,"temperature":1.5,"messages":[{"role":"user","content":"x"}]}`, apitype.ChatRequest{},
+			"anthropic: invalid request: temperature 1.5 is outside 0-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in MessagesRequest
+			if err := json.Unmarshal([]byte(tc.in), &in); err != nil {
+				t.Fatal(err)
+			}
+			got, err := FromMessages(in)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStreamSequence checks the event names and bodies of a two-token
+// stream against Anthropic's documented sequence.
+func TestStreamSequence(t *testing.T) {
+	var evs []Event
+	evs = append(evs, Start("msg_1", "m", 0)...)
+	evs = append(evs, Delta("Hel"), Delta("lo"))
+	evs = append(evs, Stop(apitype.ChatStats{PromptTokens: 4, CompletionTokens: 2, StopReason: "stop"})...)
+	var got []string
+	for _, e := range evs {
+		b, err := json.Marshal(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.Name+" "+string(b))
+	}
+	want := []string{
+		`message_start {"message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}},"type":"message_start"}`,
+		`content_block_start {"content_block":{"type":"text","text":""},"index":0,"type":"content_block_start"}`,
+		`ping {"type":"ping"}`,
+		`content_block_delta {"delta":{"text":"Hel","type":"text_delta"},"index":0,"type":"content_block_delta"}`,
+		`content_block_delta {"delta":{"text":"lo","type":"text_delta"},"index":0,"type":"content_block_delta"}`,
+		`content_block_stop {"index":0,"type":"content_block_stop"}`,
+		`message_delta {"delta":{"stop_reason":"end_turn","stop_sequence":null},"type":"message_delta","usage":{"input_tokens":4,"output_tokens":2}}`,
+		`message_stop {"type":"message_stop"}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestNewResponse(t *testing.T) {
+	b, _ := json.Marshal(NewResponse("msg_1", "m", "Hi", apitype.ChatStats{PromptTokens: 3, CompletionTokens: 1, StopReason: "length"}))
+	want := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}`
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
