@@ -1,0 +1,239 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/app/api/apitype"
+	"homering/app/api/client"
+	"homering/app/config"
+	"homering/app/node"
+	"homering/discovery/identity"
+	"homering/discovery/mdns"
+)
+
+// scripted is a Chatter that streams fixed tokens, or blocks until stopped.
+// The real one (app/chat.go over engine/runner) is driven by app/apptest.
+type scripted struct {
+	tokens []string
+	err    error
+	block  bool // wait for StopChat or ctx before finishing
+
+	mu      sync.Mutex
+	got     []apitype.ChatRequest
+	cancels map[string]context.CancelFunc
+	started chan struct{}
+}
+
+func (s *scripted) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+	s.mu.Lock()
+	s.got = append(s.got, req)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if s.cancels == nil {
+		s.cancels = map[string]context.CancelFunc{}
+	}
+	s.cancels[req.ConversationID] = cancel
+	s.mu.Unlock()
+	for _, t := range s.tokens {
+		if err := emit(t); err != nil {
+			return apitype.ChatStats{}, err
+		}
+	}
+	if s.err != nil {
+		return apitype.ChatStats{}, s.err
+	}
+	if s.block {
+		close(s.started)
+		<-ctx.Done()
+		return apitype.ChatStats{CompletionTokens: len(s.tokens), StopReason: "cancelled"}, nil
+	}
+	return apitype.ChatStats{PromptTokens: 3, CompletionTokens: len(s.tokens), StopReason: "length", Model: "tiny"}, nil
+}
+
+func (s *scripted) StopChat(conv string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.cancels[conv]; ok {
+		c()
+		return 1
+	}
+	return 0
+}
+
+func (s *scripted) Served() []apitype.ServedModel { return []apitype.ServedModel{{Name: "tiny", Size: 1}} }
+func (s *scripted) Running() int                  { return 0 }
+
+func newChatServer(t *testing.T, chat Chatter, apiKey string) (*httptest.Server, *client.Client, http.Handler) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.LinkPort = 0
+	id, err := identity.LoadOrCreate(dir, time.Now(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(tWriter{t}, nil))
+	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
+		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
+	s := &Server{Node: n, Log: log, Token: "secret", Chat: chat}
+	if apiKey != "" {
+		s.APIKey = func() string { return apiKey }
+	}
+	h := s.Handler()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, &client.Client{Info: apitype.Info{URL: srv.URL, Token: "secret"}, HTTP: srv.Client()}, h
+}
+
+func TestChatStream(t *testing.T) {
+	sc := &scripted{tokens: []string{"Once", " upon", " a time"}}
+	_, c, _ := newChatServer(t, sc, "")
+	var got []string
+	st, err := c.Chat(context.Background(), apitype.ChatRequest{Messages: []apitype.ChatMessage{{Role: "user", Content: "Hi"}}, MaxTokens: 3}, func(s string) { got = append(got, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Once", " upon", " a time"}, got); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
+	if st.CompletionTokens != 3 || st.StopReason != "length" {
+		t.Errorf("stats %+v", st)
+	}
+	if sc.got[0].MaxTokens != 3 || sc.got[0].Messages[0].Content != "Hi" {
+		t.Errorf("the Chatter got %+v", sc.got[0])
+	}
+
+	// A failure worded by the Chatter arrives as the error event's sentence.
+	_, c2, _ := newChatServer(t, &scripted{tokens: []string{"a"}, err: &ChatError{Status: 500, Text: "The engine stopped unexpectedly."}}, "")
+	_, err = c2.Chat(context.Background(), apitype.ChatRequest{Prompt: "x"}, func(string) {})
+	if err == nil || err.Error() != "The engine stopped unexpectedly." {
+		t.Errorf("error event: %v", err)
+	}
+
+	// Without a Chatter, chat says how to get one.
+	_, c3, _ := newChatServer(t, nil, "")
+	if _, err := c3.Chat(context.Background(), apitype.ChatRequest{Prompt: "x"}, func(string) {}); err == nil || !strings.Contains(err.Error(), "--model") {
+		t.Errorf("no chatter: %v", err)
+	}
+}
+
+func TestChatStop(t *testing.T) {
+	sc := &scripted{tokens: []string{"a"}, block: true, started: make(chan struct{})}
+	_, c, _ := newChatServer(t, sc, "")
+	done := make(chan apitype.ChatStats, 1)
+	go func() {
+		st, err := c.Chat(context.Background(), apitype.ChatRequest{ConversationID: "c1", Prompt: "x"}, func(string) {})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	<-sc.started
+	if n, err := c.StopChat(context.Background(), "c1"); err != nil || n.Stopped != 1 {
+		t.Fatalf("stop: %+v %v", n, err)
+	}
+	if st := <-done; st.StopReason != "cancelled" {
+		t.Errorf("stopped chat ended with %+v", st)
+	}
+}
+
+func TestCompatAuth(t *testing.T) {
+	_, _, h := newChatServer(t, &scripted{}, "lan-key")
+	_, _, hClosed := newChatServer(t, &scripted{}, "")
+	for _, tc := range []struct {
+		name   string
+		h      http.Handler
+		remote string
+		host   string
+		header map[string]string
+		want   int
+	}{
+		{"loopback, no key", h, "127.0.0.1:5000", "127.0.0.1:8080", nil, 200},
+		{"loopback by name", h, "[::1]:5000", "localhost:8080", nil, 200},
+		{"loopback with a local web origin", h, "127.0.0.1:5000", "127.0.0.1:8080", map[string]string{"Origin": "http://localhost:5173"}, 200},
+		{"rebinding: foreign Host", h, "127.0.0.1:5000", "evil.example", nil, 401},
+		{"cross-site fetch: foreign Origin", h, "127.0.0.1:5000", "127.0.0.1:8080", map[string]string{"Origin": "https://evil.example"}, 401},
+		{"LAN without key", h, "192.168.1.9:5000", "192.168.1.2:8080", nil, 401},
+		{"LAN with Bearer key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"Authorization": "Bearer lan-key"}, 200},
+		{"LAN with x-api-key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"x-api-key": "lan-key"}, 200},
+		{"LAN with a wrong key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"x-api-key": "nope"}, 401},
+		{"LAN with the run token", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"Authorization": "Bearer secret"}, 200},
+		{"LAN when not exposed", hClosed, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"x-api-key": "anything"}, 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+			r.RemoteAddr, r.Host = tc.remote, tc.host
+			for k, v := range tc.header {
+				r.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			tc.h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Errorf("HTTP %d, want %d: %s", w.Code, tc.want, w.Body)
+			}
+		})
+	}
+}
+
+func TestOpenAIStreamWire(t *testing.T) {
+	srv, _, _ := newChatServer(t, &scripted{tokens: []string{"Hi", "!"}}, "")
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"x","stream":true,"messages":[{"role":"user","content":"Hello"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var datas []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			datas = append(datas, d)
+		}
+	}
+	if resp.Header.Get("Content-Type") != "text/event-stream" || len(datas) != 4 || datas[3] != "[DONE]" ||
+		!strings.Contains(datas[0], `"role":"assistant","content":"Hi"`) || !strings.Contains(datas[2], `"finish_reason":"length"`) {
+		t.Errorf("stream (%s):\n%s", resp.Header.Get("Content-Type"), b)
+	}
+
+	// A bad request is OpenAI's error shape with a 400.
+	resp, err = http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"type":"invalid_request_error"`) || !strings.Contains(string(b), "Messages is empty") {
+		t.Errorf("bad request: %d %s", resp.StatusCode, b)
+	}
+}
+
+func TestChatFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		text string
+	}{
+		{"worded", &ChatError{Status: 503, Text: "No model is selected."}, 503, "No model is selected."},
+		{"engine fact", errors.New("runner: boom"), 500, "Runner: boom."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, text := chatFailure(tc.err)
+			if code != tc.code || text != tc.text {
+				t.Errorf("chatFailure = %d %q, want %d %q", code, text, tc.code, tc.text)
+			}
+		})
+	}
+}
