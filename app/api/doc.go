@@ -33,6 +33,31 @@
 //	GET  /api/v1/conversations   []ConversationSummary, newest first
 //	GET, PUT, DELETE /api/v1/conversations/{id}   Conversation (conversations/ID.json)
 //
+// Chat (chat.go) runs on the agent's Chatter (the engine child,
+// engine/runner, via app/chat.go):
+//
+//	POST /api/v1/chat            ChatRequest → text/event-stream: "event: token" ChatToken …,
+//	                             then "event: done" ChatDone{stats} or "event: error" Error
+//	POST /api/v1/chat/stop       ChatStopRequest → ChatStopped (conversation_id "" stops all)
+//	GET  /api/v1/chat/active     ChatActive (generations running, the served model)
+//
+// Compatible APIs (chat.go, translations in app/api/openai, anthropic,
+// ollama), outside /api/v1 so that stock clients find them:
+//
+//	POST /v1/chat/completions    OpenAI, stream (SSE "data:" chunks, then [DONE]) or not
+//	POST /v1/completions         OpenAI text completion (raw prompt, no chat template)
+//	GET  /v1/models              OpenAI model list (the selected model)
+//	POST /v1/messages            Anthropic Messages, stream (message_start … message_stop) or not
+//	POST /api/chat               Ollama chat, NDJSON stream (default) or one object
+//	POST /api/generate           Ollama generate (raw or templated prompt)
+//	GET  /api/tags               Ollama model list
+//
+// From loopback they need no token, as Ollama's do, but Host and Origin must
+// be local (no DNS rebinding, no cross-site fetch). From another address
+// (when Settings expose the API) they need the settings' API key as
+// "Authorization: Bearer KEY" or "x-api-key: KEY". The model is always the
+// selected one, whatever name the request gives.
+//
 // Every /api/v1 call also accepts the token cookie instead of the header;
 // the app's static files need no token (they hold no secrets).
 //
