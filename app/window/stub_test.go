@@ -19,4 +19,3 @@ func TestPlainBuildHasNoWindow(t *testing.T) {
 		t.Errorf("Run = %v, want ErrNoWindow naming build/build-desktop.sh", err)
 	}
 }
-
