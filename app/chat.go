@@ -29,10 +29,25 @@ type chatBackend struct {
 	override string             // --model; "" reads the settings
 	threads  int
 	log      *slog.Logger
+	// problems shows engine failures in the node's Status (the tray and UI
+	// show them); nil: only the chat's error says it.
+	problems problemSink
 
 	mu      sync.Mutex // guards running
 	running map[*chatRun]struct{}
 }
+
+// problemSink is the part of app/node the chat backend reports to.
+type problemSink interface {
+	SetProblem(apitype.Problem)
+	ClearProblem(code string)
+}
+
+// Problem codes of the chat backend.
+const (
+	problemEngine = "engine" // the engine child died
+	problemModel  = "model"  // the selected model cannot be loaded
+)
 
 type chatRun struct {
 	conv   string
@@ -173,7 +188,17 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	if err != nil {
 		return out, b.problem(path, err)
 	}
+	if b.problems != nil {
+		b.problems.ClearProblem(problemEngine)
+		b.problems.ClearProblem(problemModel)
+	}
 	return out, nil
+}
+
+func (b *chatBackend) report(p apitype.Problem) {
+	if b.problems != nil {
+		b.problems.SetProblem(p)
+	}
 }
 
 // problem words an engine failure for a person.
@@ -186,10 +211,15 @@ func (b *chatBackend) problem(path string, err error) error {
 		if what == "" {
 			what = died.State
 		}
+		b.report(apitype.Problem{Code: problemEngine, Title: "The engine stopped unexpectedly.",
+			Text: fmt.Sprintf("It ended (%s) while %s; its last words: %q.", died.State, died.During, what),
+			Fix:  "Your next message restarts it. If this keeps happening, the model file may be damaged or too big for this machine: choose another in Settings."})
 		return &api.ChatError{Status: http.StatusInternalServerError, Text: fmt.Sprintf(
 			"The engine stopped unexpectedly while %s (%s). It restarts with your next message; if this keeps happening, the model file may be damaged or too big for this machine.",
 			died.During, what)}
 	case errors.As(err, &re) && re.Code == runner.CodeLoad:
+		b.report(apitype.Problem{Code: problemModel, Title: "The selected model cannot be loaded.",
+			Text: fmt.Sprintf("%s: %s", filepath.Base(path), re.Text), Fix: "Choose another model in Settings."})
 		return &api.ChatError{Status: http.StatusUnprocessableEntity, Text: fmt.Sprintf(
 			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(re.Text, "."))}
 	case errors.As(err, &re):

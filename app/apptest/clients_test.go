@@ -224,10 +224,35 @@ func TestRunnerAbortMidChat(t *testing.T) {
 		t.Fatalf("stream after SIGABRT of the engine:\n%s", all)
 	}
 	t.Logf("problem shown: %s", all[strings.LastIndex(all, "data: "):])
+	status := func() apitype.Status {
+		out, err := n.inNS(ctx, "curl", "-sSf", "-H", "Authorization: Bearer "+info.Token, info.URL+"/api/v1/status").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st apitype.Status
+		json.Unmarshal(out, &st)
+		return st
+	}
+	var engineProblem *apitype.Problem
+	for _, p := range status().Problems {
+		if p.Code == "engine" {
+			engineProblem = &p
+		}
+	}
+	if engineProblem == nil || !strings.Contains(engineProblem.Text, "SIGABRT") || engineProblem.Fix == "" {
+		t.Errorf("status problems after the abort: %+v", status().Problems)
+	} else {
+		t.Logf("status problem: %s %s %s", engineProblem.Title, engineProblem.Text, engineProblem.Fix)
+	}
 
 	out, err := chat(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":5}`).Output()
 	if err != nil || !strings.Contains(string(out), "event: done") || !strings.Contains(string(out), "event: token") {
 		t.Fatalf("the next chat: %v\n%s\nagent log:\n%s", err, out, n.Log())
+	}
+	for _, p := range status().Problems {
+		if p.Code == "engine" {
+			t.Errorf("the engine problem is still shown after a good chat: %+v", p)
+		}
 	}
 	if p := runnerPID(n.PID()); p == 0 || p == pid {
 		t.Errorf("runner after the abort: pid %d, killed %d", p, pid)
