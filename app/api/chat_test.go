@@ -72,8 +72,10 @@ func (s *scripted) StopChat(conv string) int {
 	return 0
 }
 
-func (s *scripted) Served() []apitype.ServedModel { return []apitype.ServedModel{{Name: "tiny", Size: 1}} }
-func (s *scripted) Running() int                  { return 0 }
+func (s *scripted) Served() []apitype.ServedModel {
+	return []apitype.ServedModel{{Name: "tiny", Size: 1}}
+}
+func (s *scripted) Running() int { return 0 }
 
 func newChatServer(t *testing.T, chat Chatter, apiKey string) (*httptest.Server, *client.Client, http.Handler) {
 	t.Helper()
