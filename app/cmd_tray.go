@@ -71,7 +71,10 @@ func cmdTray(ctx context.Context, e env) int {
 				if err := cmd.Start(); err != nil {
 					return err
 				}
-				go cmd.Wait() // the window lives on its own; closing it leaves the agent running
+				go func() { // the window lives on its own; closing it leaves the agent running
+					err := cmd.Wait()
+					log.Info("window process ended", "pid", cmd.Process.Pid, "err", err)
+				}()
 				return nil
 			},
 			Quit: cancel,

@@ -302,6 +302,17 @@ wait $!
 	})
 	out := d.must("xdotool", "search", "--name", "Homering")
 	t.Logf("window ids: %s", strings.TrimSpace(out))
+	// A second "Open chat" raises the window instead of opening another.
+	d.click(ids["Open chat"])
+	WaitFor(t, 20*time.Second, "the second ui process handing over and exiting", func() error {
+		if !strings.Contains(log.String(), "window process ended") {
+			return fmt.Errorf("no window process ended yet")
+		}
+		return nil
+	})
+	if out, _ := d.run("pgrep", "-f", bin+" ui"); len(strings.Fields(out)) != 1 {
+		t.Errorf("ui processes after a second Open chat: %q, want the first one only", out)
+	}
 
 	// (4) A chat streams in the window.
 	d.must("xdotool", "mousemove", "800", "750", "click", "1")

@@ -4,6 +4,8 @@ package window
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"html"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"homering/app/api/apitype"
 	"homering/app/api/client"
@@ -35,7 +38,16 @@ func Run(ctx context.Context, o Options) error {
 		`<body style="font:14px sans-serif;background:#111;color:#ddd">Opening Homering…`+
 		`<script>location.replace(%q)</script><noscript><a href="%s">Open</a></noscript>`, target, html.EscapeString(target))
 	b := &Bridge{c: c}
+	// One window per agent: a second "Open chat" raises the first.
+	sum := sha256.Sum256([]byte(c.Info.URL))
 	return wails.Run(&options.App{
+		SingleInstanceLock: &options.SingleInstanceLock{
+			UniqueId: "io.homering.ui." + hex.EncodeToString(sum[:6]),
+			OnSecondInstanceLaunch: func(options.SecondInstanceData) {
+				wruntime.WindowUnminimise(b.ctx)
+				wruntime.WindowShow(b.ctx)
+			},
+		},
 		Title:     "Homering",
 		Width:     1280,
 		Height:    820,
