@@ -135,6 +135,9 @@ func printProfile(w io.Writer, p profile.Profile, d halda.Device) {
 	}
 	fmt.Fprintf(tw, "swap\t%s free of %s\n", bytesStr(p.Memory.SwapFree), bytesStr(p.Memory.SwapTotal))
 	fmt.Fprintf(tw, "memory read\t%s (weights through ggml's kernels), %s streaming\n", gb(p.CPUReadBytesPerSec), gb(p.MemReadBytesPerSec))
+	if pr := p.Probe; pr != nil {
+		fmt.Fprintf(tw, "layer probe\t%.2f ms per layer on the engine (decode step, %s of weights and KV)\n", pr.LayerSec*1e3, bytesStr(pr.LayerBytes))
+	}
 	fmt.Fprintf(tw, "disk (%s)\t%s sequential, %s random (64 KiB), page cache bypassed: %v\n", p.Disk.Path, gb(p.Disk.SeqBytesPerSec), gb(p.Disk.RandBytesPerSec), p.Disk.Uncached)
 	fmt.Fprintf(tw, "measured\t%s in %.1f s (key %s)\n", p.MeasuredAt.Format("2006-01-02 15:04:05 MST"), p.TookSec, p.Key)
 	tw.Flush()

@@ -84,6 +84,9 @@ type Profile struct {
 	// its products take beyond their in-cache time, so that compute plus
 	// read equals the measured decode-step time of the layer's products.
 	CPUReadBytesPerSec float64 `json:"cpu_read_bytes_per_s"`
+	// Probe is the layer probe's result (with a model), from which
+	// CPUReadBytesPerSec is derived when present.
+	Probe *Probe `json:"probe,omitempty"`
 	// MemReadBytesPerSec is the plain streaming read bandwidth of RAM with
 	// Threads readers (informational).
 	MemReadBytesPerSec float64 `json:"mem_read_bytes_per_s"`
@@ -254,6 +257,11 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	// A compute-bound layer can show no read cost at all; keep 𝒯 finite.
 	coldExtra = max(coldExtra, 0.01*(hot+coldExtra))
 	p.CPUReadBytesPerSec = float64(bytes) / coldExtra
+	var layerFlops map[string]float64 // the layer's FLOPs by type, for the probe
+	layerFlops = map[string]float64{}
+	for _, s := range layer {
+		layerFlops[typeKey(s.Type)] += 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
+	}
 	width := layer[0].K
 	extra := slices.Clone(requiredTypes)
 	if output != nil {
@@ -284,6 +292,26 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		}
 	}
 	p.MemReadBytesPerSec = memBandwidth(o.Threads)
+
+	// With a model, the layer probe measures a whole layer on the engine;
+	// 𝒯 is then set so that Halda's per-layer time f/s + b'/𝒯 equals it:
+	// the matmul-only split misses attention, norms and per-op costs.
+	if o.Model != "" {
+		pr, err := probeLayers(o.Model, o.Threads)
+		if err != nil {
+			log.Warn("profile: layer probe failed; memory throughput from the matmuls alone", "err", err)
+		} else {
+			layerFlops["f16"] += pr.AttnFlops
+			var compute float64
+			for k, f := range layerFlops {
+				if s := p.CPUFlops[k]; s > 0 {
+					compute += f / s
+				}
+			}
+			p.Probe = &pr
+			p.CPUReadBytesPerSec = float64(pr.LayerBytes) / max(pr.LayerSec-compute, 0.01*pr.LayerSec)
+		}
+	}
 
 	// Disk: the model's own file, else a scratch file in its place.
 	// A model file too small to time a disk on (a test model) is

@@ -1,0 +1,20 @@
+// Package modelprof is the model profile Halda needs, from the GGUF alone
+// (prima.cpp's model profiler, 000/001 A.3): halda.Model from engine/gguf's
+// shape and per-layer layout. Pure: it reads the file's header through
+// engine/gguf and computes; no cgo, no goroutines.
+//
+// Per layer: the bytes by weight type are the average over layers (b), and
+// the FLOPs of one token are 2 per weight (a matrix-vector product) by type
+// (f^q), plus attention over the planned context, 2·n_kv·(d_k+d_v) per head,
+// charged to the F16 KV cache ("f16"). The input layer is the token
+// embedding (b_i; one row of it is read per token); the output layer is the
+// output norm and head (b_o, f_out^q), or the embedding when tied. KV bytes
+// per token per layer are 2(h_k e_k + h_v e_v) for the F16 cache. n_kv is
+// the configured context (default 4096, at most the trained context when
+// defaulted). Compute buffers follow llama.cpp's sizing for a 512-token
+// batch: 4 bytes × (vocab + 4·embd + 2·ffn) × batch on the CPU (it holds the
+// logits), without the vocab on a GPU.
+//
+// Map keys are ggml's type names in lower case ("q4_k", "f16"), the keys
+// engine/profile measures FLOPS for.
+package modelprof
