@@ -1,7 +1,3 @@
-// Package apitype holds the JSON types of Homering's loopback control API
-// (/api/v1, served by app/api). It is a leaf shared by the server, the Go
-// client, the tray, the window and generated TypeScript; it imports nothing
-// but the standard library. Field names are the wire: rename nothing.
 package apitype
 
 import "time"
