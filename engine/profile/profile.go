@@ -298,6 +298,10 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	// the matmul-only split misses attention, norms and per-op costs.
 	if o.Model != "" {
 		pr, err := probeLayers(o.Model, o.Threads)
+		if err == nil && !(pr.LayerSec > 0) {
+			// Three layers no slower than one: noise on a busy machine.
+			err = fmt.Errorf("profile: the layer probe measured %v s per layer", pr.LayerSec)
+		}
 		if err != nil {
 			log.Warn("profile: layer probe failed; memory throughput from the matmuls alone", "err", err)
 		} else {
