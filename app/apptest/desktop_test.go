@@ -333,7 +333,17 @@ wait $!
 	})
 	d.shot("chat.png")
 
-	// (5) The device map.
+	// (5) Settings from the tray switches the open window to its page.
+	d.click(ids["Settings…"])
+	WaitFor(t, 20*time.Second, "the settings launch handing over to the window", func() error {
+		if n := strings.Count(log.String(), "window process ended"); n < 2 {
+			return fmt.Errorf("%d window processes ended", n)
+		}
+		return nil
+	})
+	d.shot("settings.png")
+
+	// The device map.
 	d.must("xdotool", "mousemove", "48", "96", "click", "1")
 	WaitFor(t, 10*time.Second, "the device map", func() error {
 		if px := d.pixel(850, 400); px == "" {

@@ -40,3 +40,25 @@ func EntryURL(info apitype.Info, route string) string {
 	}
 	return u
 }
+
+// routes are the pages of the web UI a launch may open (its #fragment).
+var routes = map[string]bool{"chat": true, "devices": true, "models": true, "settings": true}
+
+// routeArg returns the page named by "--route X" (or "--route=X") in the
+// arguments of a second launch, "" when none or unknown: only known names
+// reach the page's script.
+func routeArg(args []string) string {
+	for i, a := range args {
+		v, ok := "", false
+		switch {
+		case (a == "--route" || a == "-route") && i+1 < len(args):
+			v, ok = args[i+1], true
+		case len(a) > 8 && (a[:8] == "--route="):
+			v, ok = a[8:], true
+		}
+		if ok && routes[v] {
+			return v
+		}
+	}
+	return ""
+}

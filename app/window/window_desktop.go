@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"strconv"
 
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
@@ -43,9 +44,12 @@ func Run(ctx context.Context, o Options) error {
 	return wails.Run(&options.App{
 		SingleInstanceLock: &options.SingleInstanceLock{
 			UniqueId: "io.homering.ui." + hex.EncodeToString(sum[:6]),
-			OnSecondInstanceLaunch: func(options.SecondInstanceData) {
+			OnSecondInstanceLaunch: func(d options.SecondInstanceData) {
 				wruntime.WindowUnminimise(b.ctx)
 				wruntime.WindowShow(b.ctx)
+				if r := routeArg(d.Args); r != "" {
+					wruntime.WindowExecJS(b.ctx, "location.hash = "+strconv.Quote(r))
+				}
 			},
 		},
 		Title:     "Homering",

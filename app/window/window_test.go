@@ -39,3 +39,23 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		}
 	}
 }
+
+func TestRouteArg(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"none", []string{"ui"}, ""},
+		{"separate value", []string{"ui", "--route", "settings"}, "settings"},
+		{"joined value", []string{"ui", "--route=devices"}, "devices"},
+		{"unknown page", []string{"ui", "--route", "x');alert(1)//"}, ""},
+		{"flag without value", []string{"ui", "--route"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := routeArg(tc.args); got != tc.want {
+				t.Errorf("routeArg(%q) = %q, want %q", tc.args, got, tc.want)
+			}
+		})
+	}
+}
