@@ -3,6 +3,8 @@ package ggml
 import (
 	"errors"
 	"fmt"
+
+	"homering/engine/gguf"
 )
 
 // Sentinels. Every error the package returns wraps one of these (or is an
@@ -22,7 +24,32 @@ var (
 	ErrOutOfContext  = errors.New("ggml: position is beyond the window's context size")
 	ErrBadByteRange  = errors.New("ggml: byte range is outside the model file")
 	ErrUnsupportedOS = errors.New("ggml: operation is not available on this operating system")
+	ErrNotHeld       = errors.New("ggml: the weight slice does not hold what the window needs")
 )
+
+// NotHeldError says that a window needs layers, the token embedding or the
+// output head that the model file (a weight slice) does not hold.
+// errors.Is(err, ErrNotHeld) and errors.Is(err, ErrBadWindow) hold for it.
+type NotHeldError struct {
+	Path          string
+	First, Last   int
+	Embed, Output bool
+	Held          gguf.Holding
+}
+
+func (e *NotHeldError) Error() string {
+	want := fmt.Sprintf("layers [%d, %d)", e.First, e.Last)
+	if e.Embed {
+		want += " with the token embedding"
+	}
+	if e.Output {
+		want += " with the output head"
+	}
+	return fmt.Sprintf("ggml: the window %s needs weights that %s does not hold (it holds %s); build the window from a slice that holds them", want, e.Path, e.Held)
+}
+
+// Is makes errors.Is match ErrNotHeld and ErrBadWindow.
+func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld || target == ErrBadWindow }
 
 // UnsupportedError says which architecture (or feature of one) this engine
 // cannot run. errors.Is(err, ErrUnsupported) holds for it.

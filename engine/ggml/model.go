@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -43,7 +44,17 @@ type ModelInfo struct {
 	RopeFreqBase  float32
 	RopeFreqScale float32
 	NormEps       float32
+	// What the file holds. A whole model holds layers [0, NLayer), the input
+	// and the output; a weight slice (engine/slice, Slice true) holds what its
+	// homering.slice.* keys say, and windows may use only those parts.
+	Slice      bool
+	HeldLayers []LayerRange // sorted, disjoint
+	HasInput   bool         // token_embd: windows with Embed
+	HasOutput  bool         // output_norm and output: windows with Output
 }
+
+// LayerRange is a half-open range of layers [Start, End).
+type LayerRange = gguf.LayerRange
 
 // ByteRange is a range of the model file, in bytes.
 type ByteRange struct{ Off, Len int64 }
@@ -57,6 +68,7 @@ type Model struct {
 	data    []byte // the read-only shared mapping of the whole file
 	file    *ggufFile
 	info    ModelInfo
+	hold    gguf.Holding // the parts of the model the file holds
 	c       *C.hr_model
 	windows int // open windows
 	busy    int // Prefetch calls running without the lock
@@ -83,7 +95,8 @@ func Open(path string) (*Model, error) {
 	// engine/gguf checks the header and tensor table against the file size
 	// and the architecture's tensor list (one human sentence per problem);
 	// parseGGUF and checkTensors below add what ggml's ops need on top.
-	if err := checkWithGGUF(path); err != nil {
+	hold, err := checkWithGGUF(path)
+	if err != nil {
 		return nil, err
 	}
 	f, err := os.Open(path)
@@ -108,7 +121,7 @@ func Open(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ggml: map %s: %w", path, err)
 	}
-	m, err := newModel(path, data)
+	m, err := newModel(path, data, hold)
 	if err != nil {
 		_ = unmapFile(data)
 		return nil, err
@@ -116,7 +129,7 @@ func Open(path string) (*Model, error) {
 	return m, nil
 }
 
-func newModel(path string, data []byte) (*Model, error) {
+func newModel(path string, data []byte, hold gguf.Holding) (*Model, error) {
 	gf, err := parseGGUF(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -126,7 +139,8 @@ func newModel(path string, data []byte) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	info.FileSize = int64(len(data))
-	if err := checkTensors(gf, info); err != nil {
+	info.Slice, info.HeldLayers, info.HasInput, info.HasOutput = hold.Slice, hold.Layers, hold.Input, hold.Output
+	if err := checkTensors(gf, info, hold); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 
@@ -155,7 +169,7 @@ func newModel(path string, data []byte) (*Model, error) {
 	if cm == nil {
 		return nil, fmt.Errorf("%w: load %s: %s", ErrEval, path, C.GoString(&errbuf[0]))
 	}
-	return &Model{path: path, data: data, file: gf, info: info, c: cm, threads: threads}, nil
+	return &Model{path: path, data: data, file: gf, info: info, hold: hold, c: cm, threads: threads}, nil
 }
 
 // Close frees the model. All its windows must be closed first.
@@ -176,8 +190,12 @@ func (m *Model) Close() error {
 	return err
 }
 
-// Info returns the model's shape.
-func (m *Model) Info() ModelInfo { return m.info }
+// Info returns the model's shape and what the file holds of it.
+func (m *Model) Info() ModelInfo {
+	info := m.info
+	info.HeldLayers = slices.Clone(info.HeldLayers)
+	return info
+}
 
 // Path returns the file the model was opened from.
 func (m *Model) Path() string { return m.path }
@@ -334,26 +352,33 @@ type fileError struct {
 func (e *fileError) Error() string   { return "ggml: " + e.err.Error() }
 func (e *fileError) Unwrap() []error { return []error{e.kind, e.err} }
 
-func checkWithGGUF(path string) error {
+// checkWithGGUF returns what the file holds: the whole model, or the parts
+// a weight slice's homering.slice.* keys name (checked against its tensors).
+func checkWithGGUF(path string) (gguf.Holding, error) {
+	var none gguf.Holding
 	g, err := gguf.Open(path)
 	if err != nil {
-		return ggufError(err, ErrCorrupt)
+		return none, ggufError(err, ErrCorrupt)
 	}
 	arch, _ := g.String("general.architecture")
 	if arch != "" && !gguf.Supported(arch) {
-		return &UnsupportedError{Arch: arch}
+		return none, &UnsupportedError{Arch: arch}
 	}
 	if n, ok := g.Int(arch + ".expert_count"); ok && n > 0 {
-		return &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
+		return none, &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
 	}
 	shape, err := g.Shape()
 	if err != nil {
-		return ggufError(err, ErrCorrupt)
+		return none, ggufError(err, ErrCorrupt)
 	}
-	if err := g.CheckTensors(shape); err != nil {
-		return ggufError(err, ErrBadModel)
+	hold, err := g.Holding(shape.NLayer)
+	if err != nil {
+		return none, ggufError(err, ErrCorrupt)
 	}
-	return nil
+	if err := g.CheckSliceTensors(shape, hold); err != nil {
+		return none, ggufError(err, ErrBadModel)
+	}
+	return hold, nil
 }
 
 // ggufError maps an engine/gguf error to our sentinels; other is the kind
@@ -513,11 +538,21 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	if te, ok := f.tensor("token_embd.weight"); ok && info.NVocab == 0 {
 		info.NVocab = int(te.ne[1])
 	}
+	// A weight slice without the input: the output head's rows, else the
+	// tokenizer's size (what engine/gguf's Shape uses).
+	if out, ok := f.tensor("output.weight"); ok && info.NVocab == 0 {
+		info.NVocab = int(out.ne[1])
+	}
+	if toks, ok := f.kv["tokenizer.ggml.tokens"].(ggufArray); ok && info.NVocab == 0 && toks.n < 1<<31 {
+		info.NVocab = int(toks.n)
+	}
 	if info.NVocab <= 0 {
 		return hp, info, fmt.Errorf("%w: vocabulary size unknown (no token_embd.weight)", ErrBadModel)
 	}
-	if t, ok := f.tensor("blk.0.attn_q.weight"); ok {
-		info.TypeName = typeName(t.typ)
+	for il := 0; il < info.NLayer && info.TypeName == ""; il++ {
+		if t, ok := f.tensor(fmt.Sprintf("blk.%d.attn_q.weight", il)); ok {
+			info.TypeName = typeName(t.typ)
+		}
 	}
 	info.RopeFreqBase, info.RopeFreqScale, info.NormEps = freqBase, freqScale, eps
 
@@ -541,9 +576,26 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	return hp, info, nil
 }
 
-// checkTensors verifies that every tensor the graph uses exists with the
-// shape and type the ggml ops need, so that no ggml assertion can fire.
-func checkTensors(f *ggufFile, info ModelInfo) error {
+// checkTensors verifies that every tensor the graph uses of the parts the
+// file holds exists with the shape and type the ggml ops need, so that no
+// ggml assertion can fire. NewWindow refuses windows over other parts.
+func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
+	_, hasOutputWeight := f.tensor("output.weight")
+	held := func(name string) bool {
+		var il int
+		switch {
+		case strings.HasPrefix(name, "token_embd."):
+			return hold.Input || hold.Output && !hasOutputWeight // tied output head
+		case strings.HasPrefix(name, "output_norm."), strings.HasPrefix(name, "output."):
+			return hold.Output
+		case strings.HasPrefix(name, "blk."):
+			if _, err := fmt.Sscanf(name, "blk.%d.", &il); err != nil {
+				return false
+			}
+			return hold.HasLayers(il, il+1)
+		}
+		return true // rope_freqs: every layer reads it
+	}
 	e, hd := int64(info.NEmbd), int64(info.NEmbdHead)
 	qd, kvd := hd*int64(info.NHead), hd*int64(info.NHeadKV)
 	ff, nv := int64(info.NFF), int64(info.NVocab)
@@ -596,6 +648,9 @@ func checkTensors(f *ggufFile, info ModelInfo) error {
 		}
 	}
 	for _, w := range ws {
+		if !held(w.name) {
+			continue
+		}
 		t, ok := f.tensor(w.name)
 		if !ok {
 			if w.optional {

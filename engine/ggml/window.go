@@ -58,6 +58,9 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 	case !p.Embed && !p.Output && p.First == p.Last:
 		return nil, fmt.Errorf("%w: the window computes nothing (no layers, embedding or output)", ErrBadWindow)
 	}
+	if !m.hold.HasLayers(p.First, p.Last) || p.Embed && !m.hold.Input || p.Output && !m.hold.Output {
+		return nil, &NotHeldError{Path: m.path, First: p.First, Last: p.Last, Embed: p.Embed, Output: p.Output, Held: m.hold}
+	}
 	for _, il := range p.GPULayers {
 		if il < p.First || il >= p.Last {
 			return nil, fmt.Errorf("%w: GPU layer %d is outside the window [%d, %d)", ErrBadWindow, il, p.First, p.Last)
