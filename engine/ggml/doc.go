@@ -16,6 +16,20 @@
 // *UnsupportedError ("architecture X is not supported yet"), never wrong
 // numbers.
 //
+// A file may be a weight slice (engine/slice): a GGUF holding only some
+// layers, the input (token_embd) and/or the output (output_norm, output),
+// with the source's tensor names, layer numbers and metadata, and
+// homering.slice.* keys saying what it holds. Open checks the held parts'
+// tensors only (engine/gguf Holding and CheckSliceTensors): a slice missing a
+// tensor it claims, holding one it does not claim, or holding the output head
+// of a tied model (no output.weight) without token_embd is ErrBadModel.
+// ModelInfo reports Slice, HeldLayers, HasInput and HasOutput (a whole file
+// holds [0, NLayer), input and output). NewWindow refuses a window whose
+// layers, Embed or Output the file does not hold with a *NotHeldError
+// (errors.Is ErrNotHeld and ErrBadWindow). A window over held parts computes
+// the same bits as the same window on the whole file: the graph and the
+// weights' bytes are the same, only their offsets in the file differ.
+//
 // A Window is layers [First, Last), optionally with the token embedding in
 // front (Embed: input is tokens; needs First == 0) and output_norm + the
 // output head behind (Output: the result is logits; needs Last == NLayer).

@@ -53,6 +53,14 @@
 //	    tokens as token_embd has rows.
 //	File.Check(): Shape + CheckTensors + CheckVocab, the one call the engine
 //	    makes after Open and before any cgo call.
+//	File.Holding(nLayer) → Holding{Slice, Layers, Input, Output}: what a
+//	    weight slice (engine/slice: homering.slice.version 1, .layers as
+//	    [start0, end0, …] half-open, sorted, disjoint, .input, .output) says
+//	    it holds, checked; a file without those keys holds everything.
+//	File.CheckSliceTensors(shape, holding): CheckTensors restricted to the
+//	    held parts: each held part's tensors are all there, no tensor of a
+//	    part not held is, and a held output of a tied model has token_embd.
+//	    (Check still wants a whole model.)
 //	File.Layout() → bytes, bytes by type and merged file byte ranges per
 //	    layer ("blk.N.*"), for the input (token_embd), the output
 //	    (output_norm, output) and the rest (rope_freqs); for planning and
