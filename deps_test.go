@@ -45,6 +45,8 @@ var pure = map[string][]string{
 	"discovery":          {"net", "os", "os/exec"},
 	"app/api/apitype":    {"net", "os/exec"},
 	"app/api/openai":     {"net", "os/exec"},
+	"app/api/anthropic":  {"net", "os/exec"},
+	"app/api/ollama":     {"net", "os/exec"},
 	"app/config":         {"net", "os/exec"},
 	"discovery/identity": {"net", "os/exec"},
 }
