@@ -43,7 +43,7 @@ func probeLayers(path string, threads int) (Probe, error) {
 			return 0, err
 		}
 		var ts []float64
-		for i := range 11 {
+		for i := range 9 {
 			t := time.Now()
 			if _, err := w.EvalTokens([]int32{int32(100 + i)}, len(prompt)+i); err != nil {
 				return 0, err

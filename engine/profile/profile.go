@@ -106,7 +106,7 @@ type Options struct {
 	// ScratchDir holds a temporary file to measure the disk when there is no
 	// model (default: the OS temp dir).
 	ScratchDir string
-	// MatmulTime is spent per shape (default 200 ms).
+	// MatmulTime is spent per shape (default 120 ms).
 	MatmulTime time.Duration
 	// Disk bounds the disk measurement.
 	Disk sysinfo.DiskLimits
@@ -119,7 +119,7 @@ func (o Options) withDefaults() Options {
 		o.Threads = runtime.NumCPU()
 	}
 	if o.MatmulTime <= 0 {
-		o.MatmulTime = 200 * time.Millisecond
+		o.MatmulTime = 120 * time.Millisecond
 	}
 	if o.ScratchDir == "" {
 		o.ScratchDir = os.TempDir()
@@ -340,6 +340,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		d.Path = filepath.Dir(diskPath)
 	}
 	p.Disk = d
+	if err := p.validate(); err != nil {
+		return Profile{}, fmt.Errorf("profile: the measurement is unusable (%w); measure again on a quieter machine", err)
+	}
 	p.MeasuredAt = time.Now().UTC()
 	p.TookSec = time.Since(start).Seconds()
 	log.Debug("profile: measured", "took", time.Since(start), "key", p.Key)
