@@ -24,8 +24,13 @@
 //     on them, measured with ggml's kernel at the tensors' sizes as the
 //     paper asks ("with data volumes similar to the tensor sizes"). So
 //     Halda's per-layer time f/s + b/𝒯 is the measured decode-step time of
-//     the layer's products. The plain streaming read bandwidth
-//     (MemReadBytesPerSec) is reported beside it.
+//     the layer's products. With a model, the layer probe refines it: decode
+//     steps of windows [0,1) and [0,3) of the real model on the engine (the
+//     thesis's layer-range probe) give one whole layer's time (attention,
+//     norms, rope and per-op costs included), and 𝒯 is set so that
+//     f/s + b'/𝒯 at the probe's 256-token KV equals it. A probe that
+//     measures nothing (noise) falls back to the matmul split. The plain
+//     streaming read bandwidth (MemReadBytesPerSec) is reported beside it.
 //   - RAM total and available, swap, and the memory cgroup limit
 //     (engine/profile/sysinfo: Linux MemAvailable and cgroup v1/v2, macOS
 //     sysctl, Windows GlobalMemoryStatusEx). Read fresh on every Get.
@@ -37,8 +42,10 @@
 //     a model (or with one under 64 MiB) a scratch file on that disk is used.
 //   - OS, architecture, CPU model, backends.
 //
-// The whole measurement takes about 3-6 s on a 2-core machine (bounded:
-// per-shape matmul time, 256 MiB of memory reads, ≤ 0.8 s + 0.5 s of disk).
+// The whole measurement takes about 4-6 s with one thread on this 2-core
+// machine (bounded: 120 ms per matmul shape, 256 MiB of memory reads, ≤ 0.8 s
+// + 0.5 s of disk, 18 probe steps); with as many threads as a busy machine
+// has cores, ggml's spinning barrier makes it much slower.
 //
 // # Cache
 //
