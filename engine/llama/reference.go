@@ -51,7 +51,7 @@ func NewReference(path string, p ReferenceParams) (*Reference, error) {
 		return nil, err
 	}
 	r := &Reference{model: m, p: p}
-	if r.vocab, err = newVocab(m, path); err != nil {
+	if r.vocab, err = newVocab(m); err != nil {
 		llama.FreeModel(m)
 		return nil, err
 	}

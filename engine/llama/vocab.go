@@ -31,7 +31,6 @@ type Vocab struct {
 	v     *C.struct_llama_vocab // owned by c
 	n     int                   // number of tokens
 	tmpl  string                // tokenizer.chat_template, "" if none
-	path  string
 }
 
 // LoadVocab loads the vocabulary (and metadata) of the GGUF at path.
@@ -40,7 +39,7 @@ func LoadVocab(path string) (*Vocab, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := newVocab(m, path)
+	v, err := newVocab(m)
 	if err != nil {
 		llama.FreeModel(m)
 		return nil, err
@@ -57,12 +56,12 @@ func load(path string, p llama.ModelParams) (*llama.Model, error) {
 	return m, nil
 }
 
-func newVocab(m *llama.Model, path string) (*Vocab, error) {
+func newVocab(m *llama.Model) (*Vocab, error) {
 	c, err := modelHandle(m)
 	if err != nil {
 		return nil, err
 	}
-	v := &Vocab{model: m, c: c, path: path}
+	v := &Vocab{model: m, c: c}
 	v.v = (*C.struct_llama_vocab)(unsafe.Pointer(C.llama_model_get_vocab(c)))
 	v.n = int(C.llama_vocab_n_tokens(v.v))
 	if v.n != m.NumVocab() {
