@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,20 +82,9 @@ func cmdInspect(_ context.Context, e env) int {
 	}
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	// Accept the flag after the file too: homering inspect m.gguf --json.
-	var files []string
-	args := e.args
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, exit, ok := parseInterspersed(fs, e.args)
+	if !ok {
+		return exit
 	}
 	if len(files) != 1 {
 		fmt.Fprintln(e.stderr, "homering inspect: give exactly one GGUF file.")

@@ -48,20 +48,9 @@ func cmdRun(ctx context.Context, e env) int {
 	asChat := fs.Bool("chat", false, "send PROMPT as a user message in the model's chat template")
 
 	// Flags may come before or after the prompt's words.
-	var words []string
-	args := e.args
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
+	words, exit, ok := parseInterspersed(fs, e.args)
+	if !ok {
+		return exit
 	}
 	prompt := strings.Join(words, " ")
 	fail := func(code int, format string, a ...any) int {
