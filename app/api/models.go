@@ -12,6 +12,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/engine/gguf"
+	"homering/engine/profile/modelprof"
 	"homering/halda"
 	"homering/halda/lpsolve"
 )
@@ -122,7 +123,7 @@ func ollamaName(manifests, p string) string {
 
 // describeModel reads a GGUF's header: architecture, layers and dominant
 // layer weight type.
-func describeModel(path string) (apitype.Model, halda.Model, error) {
+func describeModel(path string, ctxTokens int) (apitype.Model, halda.Model, error) {
 	m := apitype.Model{Path: path}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -156,9 +157,9 @@ func describeModel(path string) (apitype.Model, halda.Model, error) {
 		}
 	}
 	if bestB >= 0 {
-		m.Quant = typeKey(best)
+		m.Quant = modelprof.TypeKey(best)
 	}
-	hm, err := haldaModel(s, l, 0)
+	hm, err := modelprof.FromShape(s, l, ctxTokens)
 	return m, hm, err
 }
 
@@ -240,7 +241,7 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			seen[real] = true
-			m, hm, err := describeModel(p)
+			m, hm, err := describeModel(p, set.ContextTokens)
 			m.Source, m.Name = src.name, f.name
 			if err != nil {
 				m.Fit, m.Error = "unknown", sentence(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
-	"homering/engine/gguf"
+	"homering/engine/profile/modelprof"
 	"homering/halda"
 	"homering/halda/lpsolve"
 )
@@ -185,78 +185,8 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	return out, nil
 }
 
-// modelFromGGUF reads a GGUF's shape into halda's Model.
+// modelFromGGUF reads a GGUF's shape into halda's Model (shared with
+// homering plan and the profiler).
 func modelFromGGUF(path string, ctxTokens int) (halda.Model, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return halda.Model{}, err
-	}
-	s, err := f.Shape()
-	if err != nil {
-		return halda.Model{}, err
-	}
-	l, err := f.Layout()
-	if err != nil {
-		return halda.Model{}, err
-	}
-	return haldaModel(s, l, ctxTokens)
-}
-
-// The rest of this file mirrors app/plan_gguf.go (package app, which this
-// package cannot import); the two should move into one shared package.
-
-const planBatch = 512
-
-func typeKey(t gguf.Type) string { return strings.ToLower(t.String()) }
-
-func elements(t gguf.Type, bytes int64) float64 {
-	if t.TypeSize() == 0 {
-		return 0
-	}
-	return float64(bytes) / float64(t.TypeSize()) * float64(t.BlockSize())
-}
-
-func haldaModel(s gguf.ModelShape, l gguf.Layout, ctxTokens int) (halda.Model, error) {
-	if len(l.Layers) != s.NLayer || s.NLayer == 0 {
-		return halda.Model{}, fmt.Errorf("the file has tensors for %d layers but its metadata says %d", len(l.Layers), s.NLayer)
-	}
-	if ctxTokens <= 0 {
-		ctxTokens = DefaultContextTokens
-	}
-	if s.NCtxTrain > 0 && s.NCtxTrain < ctxTokens {
-		ctxTokens = s.NCtxTrain
-	}
-	L := int64(s.NLayer)
-	m := halda.Model{
-		Name: s.Name, Layers: s.NLayer,
-		LayerBytes: map[string]int64{}, LayerFlops: map[string]float64{}, OutputFlops: map[string]float64{},
-		InputBytes: l.Input.Bytes, OutputBytes: l.Output.Bytes, Vocab: s.NVocab, Embedding: s.NEmbd,
-		KVBytesPerToken: s.KVBytesPerToken(2), ContextTokens: ctxTokens,
-		CPUBufferBytes: 4 * int64(s.NVocab+4*s.NEmbd+2*s.NFF) * planBatch,
-		GPUBufferBytes: 4 * int64(4*s.NEmbd+2*s.NFF) * planBatch,
-	}
-	if m.Name == "" {
-		m.Name = s.Arch
-	}
-	total := map[gguf.Type]int64{}
-	for _, p := range l.Layers {
-		for t, b := range p.ByType {
-			total[t] += b
-		}
-	}
-	for t, b := range total {
-		k := typeKey(t)
-		m.LayerBytes[k] = (b + L - 1) / L
-		m.LayerFlops[k] += 2 * elements(t, b) / float64(L)
-	}
-	m.LayerFlops["f16"] += 2 * float64(ctxTokens) * float64(s.HeadDimK+s.HeadDimV) * float64(s.NHead)
-	out := l.Output.ByType
-	if s.TiedOutput {
-		out = l.Input.ByType
-		m.OutputBytes += l.Input.Bytes
-	}
-	for t, b := range out {
-		m.OutputFlops[typeKey(t)] += 2 * elements(t, b)
-	}
-	return m, nil
+	return modelprof.FromGGUF(path, ctxTokens)
 }
