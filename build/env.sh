@@ -2,7 +2,7 @@
 # scripts in build/ do it themselves. It sets the cgo flags every package needs:
 #   - lp_solve for golp (Debian keeps the headers in /usr/include/lpsolve and the
 #     shared library off the default linker path, in /usr/lib/lp_solve);
-#   - miniaudio.h for ollama's llama package (Go module zips drop vendor/ dirs;
+#   - miniaudio.h (and llama.h) for ollama's llama package (Go module zips drop vendor/ dirs;
 #     setup copies it from the pinned github.com/gen2brain/malgo module);
 #   - an explicit optimisation level and ISA: setting CGO_CFLAGS replaces cgo's
 #     default "-O2 -g", and cgo's default ISA is baseline x86-64 (SSE2), which
@@ -30,6 +30,12 @@ export HOMERING_ISA
 export CGO_ENABLED=1
 export CGO_CFLAGS="-O2 $HOMERING_ISA -I/usr/include/lpsolve"
 export CGO_CXXFLAGS="-O2 $HOMERING_ISA"
-export CGO_CPPFLAGS="-I$HOMERING_ROOT/build/.cinclude"
+# Build-time headers live at a path that does not depend on where the checkout
+# is: the path is part of the flags, hence of the cache key of ollama's ggml
+# and llama.cpp packages, so a per-checkout path would recompile them (5-10
+# minutes) in every fresh clone, CI's included.
+HOMERING_CINCLUDE=${HOMERING_CINCLUDE:-${XDG_CACHE_HOME:-$HOME/.cache}/homering/cinclude}
+export HOMERING_CINCLUDE
+export CGO_CPPFLAGS="-I$HOMERING_CINCLUDE"
 export CGO_LDFLAGS="-L/usr/lib/lp_solve -llpsolve55 -Wl,-rpath,/usr/lib/lp_solve"
 export PATH="/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"

@@ -41,13 +41,13 @@ mkdir -p engine/ggml/include
 cp -f "$ollama_dir"/ml/backend/ggml/ggml/include/*.h engine/ggml/include/
 chmod u+w engine/ggml/include/*.h
 malgo_dir=$(go mod download -json github.com/gen2brain/malgo@v0.11.24 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-mkdir -p build/.cinclude/miniaudio
-cp -f "$malgo_dir/miniaudio.h" build/.cinclude/miniaudio/miniaudio.h
-chmod u+w build/.cinclude/miniaudio/miniaudio.h
+mkdir -p "$HOMERING_CINCLUDE"/miniaudio
+cp -f "$malgo_dir/miniaudio.h" "$HOMERING_CINCLUDE"/miniaudio/miniaudio.h
+chmod u+w "$HOMERING_CINCLUDE"/miniaudio/miniaudio.h
 # --- engine/llama: llama.h for its own cgo shim (chat templates, vocab ids the
 # ollama wrapper does not expose). It includes ggml.h, found in engine/ggml/include.
-cp -f "$ollama_dir"/llama/llama.cpp/include/llama.h build/.cinclude/llama.h
-chmod u+w build/.cinclude/llama.h
+cp -f "$ollama_dir"/llama/llama.cpp/include/llama.h "$HOMERING_CINCLUDE"/llama.h
+chmod u+w "$HOMERING_CINCLUDE"/llama.h
 # --- end engine/llama
 
 # --- frontend (web UI, embedded by go:embed in frontend/assets.go, so it is
