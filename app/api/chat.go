@@ -332,14 +332,59 @@ func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(str
 	return c.Chat(ctx, req, emit)
 }
 
-func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, msg string) {
+// openaiFail writes an OpenAI-shaped error: client mistakes are
+// invalid_request_error, our own failures server_error.
+func openaiFail(w http.ResponseWriter) func(code int, msg string) {
+	return func(code int, msg string) {
 		typ := "invalid_request_error"
 		if code >= 500 {
 			typ = "server_error"
 		}
 		writeJSON(w, code, openai.NewError(typ, msg))
 	}
+}
+
+// openaiReply is what differs between /v1/chat/completions and
+// /v1/completions: the shape of the whole reply, of a streamed piece and of
+// the closing chunk that carries the usage.
+type openaiReply struct {
+	whole func(text string, st apitype.ChatStats) any
+	piece func(text string) any
+	final func(st apitype.ChatStats) any
+}
+
+// serveOpenAI runs one OpenAI-style request, whole or as SSE ending in [DONE].
+// An error after the stream started is sent as an error chunk, since the
+// status line is gone by then.
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, reply openaiReply) {
+	fail := openaiFail(w)
+	if !stream {
+		var b strings.Builder
+		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			fail(chatFailure(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, reply.whole(b.String(), st))
+		return
+	}
+	ev := newSSE(w)
+	st, err := s.run(r.Context(), req, func(t string) error { return ev.send("", reply.piece(t)) })
+	if err != nil {
+		if !ev.started {
+			fail(chatFailure(err))
+			return
+		}
+		_, msg := chatFailure(err)
+		ev.send("", openai.NewError("server_error", msg))
+		return
+	}
+	ev.send("", reply.final(st))
+	ev.raw("[DONE]")
+}
+
+func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
+	fail := openaiFail(w)
 	var in openai.ChatCompletionRequest
 	if !decodeCompat(w, r, &in, fail) {
 		return
@@ -350,44 +395,24 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created, model := newID("chatcmpl-"), time.Now().Unix(), s.modelName(in.Model)
-	if !in.Stream {
-		var b strings.Builder
-		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			fail(chatFailure(err))
-			return
-		}
-		writeJSON(w, http.StatusOK, openai.NewChatCompletion(id, model, created, b.String(), st))
-		return
-	}
-	ev := newSSE(w)
 	first := true
-	st, err := s.run(r.Context(), req, func(t string) error {
-		c := openai.NewChunk(id, model, created, t, first)
-		first = false
-		return ev.send("", c)
+	s.serveOpenAI(w, r, req, in.Stream, openaiReply{
+		whole: func(text string, st apitype.ChatStats) any {
+			return openai.NewChatCompletion(id, model, created, text, st)
+		},
+		piece: func(t string) any {
+			c := openai.NewChunk(id, model, created, t, first)
+			first = false
+			return c
+		},
+		final: func(st apitype.ChatStats) any {
+			return openai.NewFinalChunk(id, model, created, st, in.StreamOptions != nil && in.StreamOptions.IncludeUsage)
+		},
 	})
-	if err != nil {
-		if !ev.started {
-			fail(chatFailure(err))
-			return
-		}
-		_, msg := chatFailure(err)
-		ev.send("", openai.NewError("server_error", msg))
-		return
-	}
-	ev.send("", openai.NewFinalChunk(id, model, created, st, in.StreamOptions != nil && in.StreamOptions.IncludeUsage))
-	ev.raw("[DONE]")
 }
 
 func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, msg string) {
-		typ := "invalid_request_error"
-		if code >= 500 {
-			typ = "server_error"
-		}
-		writeJSON(w, code, openai.NewError(typ, msg))
-	}
+	fail := openaiFail(w)
 	var in openai.CompletionRequest
 	if !decodeCompat(w, r, &in, fail) {
 		return
@@ -398,29 +423,13 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created, model := newID("cmpl-"), time.Now().Unix(), s.modelName(in.Model)
-	if !in.Stream {
-		var b strings.Builder
-		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			fail(chatFailure(err))
-			return
-		}
-		writeJSON(w, http.StatusOK, openai.NewCompletion(id, model, created, b.String(), &st))
-		return
-	}
-	ev := newSSE(w)
-	st, err := s.run(r.Context(), req, func(t string) error { return ev.send("", openai.NewCompletion(id, model, created, t, nil)) })
-	if err != nil {
-		if !ev.started {
-			fail(chatFailure(err))
-			return
-		}
-		_, msg := chatFailure(err)
-		ev.send("", openai.NewError("server_error", msg))
-		return
-	}
-	ev.send("", openai.NewCompletion(id, model, created, "", &st))
-	ev.raw("[DONE]")
+	s.serveOpenAI(w, r, req, in.Stream, openaiReply{
+		whole: func(text string, st apitype.ChatStats) any {
+			return openai.NewCompletion(id, model, created, text, &st)
+		},
+		piece: func(t string) any { return openai.NewCompletion(id, model, created, t, nil) },
+		final: func(st apitype.ChatStats) any { return openai.NewCompletion(id, model, created, "", &st) },
+	})
 }
 
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
