@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,20 +26,12 @@ import (
 
 // cmdHeadless runs the agent without tray or window until SIGINT/SIGTERM.
 func cmdHeadless(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("headless", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	iface := fs.String("interface", os.Getenv("HOMERING_INTERFACE"), "use only this network interface for discovery (env HOMERING_INTERFACE)")
-	debug := fs.Bool("debug", os.Getenv("HOMERING_DEBUG") != "", "log debug messages (env HOMERING_DEBUG)")
-	model := fs.String("model", os.Getenv("HOMERING_MODEL"), "chat with this GGUF `file` instead of the one chosen in Settings (env HOMERING_MODEL)")
-	if err := fs.Parse(e.args); err != nil {
+	f, ok := parseAgentFlags("headless", e)
+	if !ok {
 		return 2
 	}
-	level := slog.LevelInfo
-	if *debug {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	if err := runAgent(ctx, log, *iface, *model); err != nil {
+	log := f.log
+	if err := runAgent(ctx, log, f.iface, f.model); err != nil {
 		log.Error("agent stopped", "err", err)
 		fmt.Fprintf(e.stderr, "homering: %v\n", err)
 		return 1

@@ -3,9 +3,7 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 
@@ -19,19 +17,11 @@ import (
 // goroutines; without a tray (no D-Bus session on Linux) the agent runs on
 // headless and says so.
 func cmdTray(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("tray", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	iface := fs.String("interface", os.Getenv("HOMERING_INTERFACE"), "use only this network interface for discovery (env HOMERING_INTERFACE)")
-	debug := fs.Bool("debug", os.Getenv("HOMERING_DEBUG") != "", "log debug messages (env HOMERING_DEBUG)")
-	model := fs.String("model", os.Getenv("HOMERING_MODEL"), "chat with this GGUF `file` instead of the one chosen in Settings (env HOMERING_MODEL)")
-	if err := fs.Parse(e.args); err != nil {
+	f, ok := parseAgentFlags("tray", e)
+	if !ok {
 		return 2
 	}
-	level := slog.LevelInfo
-	if *debug {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	log := f.log
 	dir, err := config.Dir(os.Getenv)
 	if err != nil {
 		return fail(e.stderr, err)
@@ -47,7 +37,7 @@ func cmdTray(ctx context.Context, e env) int {
 	defer cancel()
 	agentErr := make(chan error, 1)
 	go func() {
-		agentErr <- runAgent(ctx, log, *iface, *model)
+		agentErr <- runAgent(ctx, log, f.iface, f.model)
 		cancel() // the agent ended: so does the tray
 	}()
 
