@@ -21,8 +21,8 @@
 // and output (output), plus rope_freqs when the source has it (tiny, and
 // every layer reads it), in the source's order, aligned as the source.
 // A slice with every layer, input and output is the whole model re-laid out.
-// NOTE: engine/ggml.Open still requires every layer's tensors; opening a
-// partial slice needs it to honour homering.slice.layers (see the report).
+// engine/ggml.Open honours the homering.slice.* keys: it checks that the file
+// holds what it claims and refuses windows outside it (ggml.ErrNotHeld).
 //
 // # Durability
 //

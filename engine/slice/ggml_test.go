@@ -11,7 +11,7 @@ import (
 // A slice is a GGUF the window engine opens and computes on exactly as on
 // the source: a slice holding every layer (with input and output) gives the
 // same logits, bit for bit, through windows [0,2) + [2,L).
-// (Partial slices need engine/ggml to accept homering.slice.layers.)
+// Partial slices are proved in engine/ggml (slice_test.go).
 func TestWholeSliceComputesAsTheSource(t *testing.T) {
 	src, spec := open(t, stories)
 	spec.Layers = []Range{{0, 5}}
