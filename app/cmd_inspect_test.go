@@ -13,7 +13,7 @@ import (
 	"homering/engine/modelgen"
 )
 
-const storiesModel = "/work/shared/models/stories260K.gguf"
+const storiesModel = "../../shared/models/stories260K.gguf"
 
 func runInspect(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()

@@ -101,7 +101,7 @@ func TestPlanDeviceFiles(t *testing.T) {
 }
 
 // planStories is a real trained GGUF shared by the team's tests.
-const planStories = "/work/shared/models/stories260K.gguf"
+const planStories = "../../shared/models/stories260K.gguf"
 
 // TestPlanFromGGUF: --model reads the shape and per-layer bytes through
 // engine/gguf, and the bytes add up to the file's tensors.

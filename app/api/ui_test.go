@@ -25,7 +25,7 @@ import (
 )
 
 // storiesModel is a real, trained GGUF (llama architecture, f32, 5 layers).
-const storiesModel = "/work/shared/models/stories260K.gguf"
+var storiesModel, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 
 // uiServer runs a node and the API on loopback, with HOME pointed at a
 // fresh folder so model scanning sees only what a test puts there.

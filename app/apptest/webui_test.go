@@ -16,7 +16,7 @@ import (
 )
 
 // webUIModel is the real, trained model the web UI chats with.
-const webUIModel = "/work/shared/models/stories260K.gguf"
+var webUIModel, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 
 // TestWebUI drives the web UI of a real `homering headless` with Debian's
 // chromium (frontend/tests/e2e.mjs, playwright-core): three devices in

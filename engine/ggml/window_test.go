@@ -17,7 +17,7 @@ import (
 	"testing"
 )
 
-const stories = "/work/shared/models/stories260K.gguf"
+const stories = "../../../shared/models/stories260K.gguf"
 
 // Environment of the child process in TestProcessSplit.
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const stories = "/work/shared/models/stories260K.gguf"
+const stories = "../../../shared/models/stories260K.gguf"
 
 func readBytes(t *testing.T, b []byte) (*File, error) {
 	t.Helper()
