@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"time"
 
 	"homering/app/api/client"
 	"homering/app/config"
@@ -49,8 +50,12 @@ func cmdTray(ctx context.Context, e env) int {
 			log.Warn("no tray host (StatusNotifierWatcher) on the session bus yet; the icon appears when one starts, the agent runs meanwhile")
 		}
 		exe, _ := os.Executable()
+		// HOMERING_TRAY_REFRESH (a Go duration) lets tests poll fast enough
+		// to see a sub-second chat; people keep the 2 s default.
+		refresh, _ := time.ParseDuration(os.Getenv("HOMERING_TRAY_REFRESH"))
 		err := tray.Run(ctx, tray.Options{
-			Client: func() (*client.Client, error) { return client.FromDir(dir) },
+			RefreshEvery: refresh,
+			Client:       func() (*client.Client, error) { return client.FromDir(dir) },
 			Open: func(route string) error {
 				args := []string{"ui"}
 				if route != "" {
