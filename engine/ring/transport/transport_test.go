@@ -180,16 +180,37 @@ func newNode(t *testing.T, name string) *node {
 			}
 			return Refuse
 		},
-		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(n.logs, tWriter{t}), nil)),
+		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(n.logs, newTWriter(t)), nil)),
 		Timeout: 5 * time.Second,
 	})
 	return n
 }
 
-type tWriter struct{ t *testing.T }
+// tWriter sends log lines to the test's log while the test runs. A server
+// goroutine may still log after the test returned (t.Log then races with
+// testing's own bookkeeping and panics), so lines after the end are dropped.
+type tWriter struct {
+	t    *testing.T
+	mu   sync.Mutex
+	done bool // guarded by mu; set when the test ends
+}
 
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
+func newTWriter(t *testing.T) *tWriter {
+	w := &tWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return w
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
