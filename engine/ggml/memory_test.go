@@ -121,7 +121,18 @@ func privateCopy(t *testing.T, src string) string {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	// Under testdata/models, not t.TempDir(): /tmp may be tmpfs (it is in a
+	// fresh-machine root), whose pages are the file and are never dropped.
+	models, err := filepath.Abs("../../testdata/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(models, "private-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dst := filepath.Join(dir, filepath.Base(src))
 	out, err := os.Create(dst)
 	if err != nil {
 		t.Fatal(err)
