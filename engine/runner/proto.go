@@ -134,6 +134,13 @@ type Stats struct {
 	DecodeMS         float64 `json:"decode_ms"`
 	TotalMS          float64 `json:"total_ms"`
 	Reason           string  `json:"reason"`
+
+	// Ring generations only.
+	Devices []DeviceStats `json:"devices,omitempty"` // ring order, head first, of the last plan
+	Replans int           `json:"replans,omitempty"` // plans installed after losses
+	// LossToTokenMS is the time from noticing the last lost worker to the
+	// next token reaching the parent (re-plan, re-prefill and one token).
+	LossToTokenMS float64 `json:"loss_to_token_ms,omitempty"`
 }
 
 // Event is one line from the child.
