@@ -111,6 +111,10 @@
 //     device, paging or not. The paper counts KV inside the paged overflow.
 //   - The head may hold zero layers: it still embeds, runs the output layer
 //     and samples (a relay with input and output, as 001's zero-load relay).
+//     Problem.HeadHoldsLayers gives it one layer per round at least, for an
+//     engine whose ring plan needs a window on every device; with
+//     KeepAllDevices and Rounds (a fixed k) a caller can force a ring that
+//     Halda alone would not choose (tests and benchmarks of the ring).
 //     The embedding row b_i/V is charged once per token on the head's disk.
 //   - Metal budget: d_metal = min(recommendedMaxWorkingSetSize, d_avail):
 //     the working-set size is a fixed property of the Mac, while other apps

@@ -590,6 +590,8 @@ func TestValidation(t *testing.T) {
 		{"missing link", func(p *halda.Problem) { p.Devices[0].LinkSec = nil }, `devices["a"].link_s`},
 		{"negative RAM", func(p *halda.Problem) { p.Devices[1].RAMAvailable = -1 }, `devices["b"]`},
 		{"cuda without GPU profile", func(p *halda.Problem) { p.Devices[1].GPU = halda.CUDA }, `devices["b"].gpu_flops`},
+		{"negative rounds", func(p *halda.Problem) { p.Rounds = -1 }, "rounds"},
+		{"rounds not dividing the layers", func(p *halda.Problem) { p.Rounds = 3 }, "rounds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -612,5 +614,64 @@ func TestValidation(t *testing.T) {
 	p.Devices[0].LinkSec, p.DefaultLinkSec = nil, 2e-3
 	if _, err := halda.Solve(p, lpsolve.Solver{}); err != nil {
 		t.Errorf("default link time: %v", err)
+	}
+}
+
+// TestForcedRing: the options a caller uses to force a ring (tests, the
+// bench) keep every device, give the head a window of its own in every
+// round and fix k, even where Halda alone would run the head by itself.
+func TestForcedRing(t *testing.T) {
+	// A small model that fits the head: Halda alone keeps it there.
+	links := func(self string) map[string]float64 {
+		m := map[string]float64{}
+		for _, o := range []string{"a", "b", "c"} {
+			if o != self {
+				m[o] = 5e-3
+			}
+		}
+		return m
+	}
+	devs := []halda.Device{cpu("a", 100*gb, 1e9, links("a")), cpu("b", 100*gb, 1e9, links("b")), cpu("c", 100*gb, 1e9, links("c"))}
+	type shape struct {
+		K       int
+		Devices []string
+		MinW    int // the smallest window in the ring
+	}
+	tests := []struct {
+		name string
+		edit func(*halda.Problem)
+		want shape
+	}{
+		{"halda alone: the head runs everything", func(*halda.Problem) {}, shape{K: 1, Devices: []string{"a"}, MinW: 6}},
+		{"keep all, head holds layers", func(p *halda.Problem) { p.KeepAllDevices, p.HeadHoldsLayers = true, true }, shape{K: 1, Devices: []string{"a", "b", "c"}, MinW: 1}},
+		{"keep all, head holds layers, k=2", func(p *halda.Problem) { p.KeepAllDevices, p.HeadHoldsLayers, p.Rounds = true, true, 2 }, shape{K: 2, Devices: []string{"a", "b", "c"}, MinW: 1}},
+		{"k fixed alone", func(p *halda.Problem) { p.Rounds = 3 }, shape{K: 3, Devices: []string{"a"}, MinW: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := halda.Problem{Model: handModel(6), Devices: slices.Clone(devs)}
+			tt.edit(&p)
+			pl, err := halda.Solve(p, lpsolve.Solver{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := shape{K: pl.K, MinW: math.MaxInt}
+			for _, a := range pl.Ring {
+				got.Devices = append(got.Devices, a.Device)
+				got.MinW = min(got.MinW, a.W)
+				if len(a.Layers) != pl.K && a.W > 0 {
+					t.Errorf("%s has %d windows for k=%d", a.Device, len(a.Layers), pl.K)
+				}
+			}
+			slices.Sort(got.Devices[1:])
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// A window too small for a window per device with the head holding one.
+	p := halda.Problem{Model: handModel(4), Devices: slices.Clone(devs), KeepAllDevices: true, HeadHoldsLayers: true, Rounds: 2}
+	if _, err := halda.Solve(p, lpsolve.Solver{}); !errors.Is(err, halda.ErrNoFeasiblePlan) {
+		t.Errorf("3 devices, 2 layers per round, head holding layers: err = %v, want ErrNoFeasiblePlan", err)
 	}
 }

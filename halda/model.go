@@ -87,6 +87,9 @@ func prepare(p Problem) (*prob, error) {
 		m.InputBytes > maxBytes || m.OutputBytes > maxBytes {
 		return nil, invalid("model", "has a size beyond any real model (over 2^24 tokens or bytes per token, or a part over 1 PiB)")
 	}
+	if p.Rounds < 0 || (p.Rounds > 0 && m.Layers%p.Rounds != 0) {
+		return nil, invalid("rounds", "is %d; a fixed number of rounds must divide the model's %d layers", p.Rounds, m.Layers)
+	}
 	if len(m.LayerBytes) == 0 || len(m.LayerFlops) == 0 {
 		return nil, invalid("model.layer_bytes", "layer_bytes and layer_flops must list at least one weight type")
 	}

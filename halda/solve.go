@@ -37,14 +37,18 @@ func Solve(p Problem, s Solver) (Plan, error) {
 	}
 	var dropped []Dropped
 	// A ring needs one layer per non-head device: keep the fastest L.
-	if len(active)-1 > q.L {
+	workers := q.L // layers per round at k = 1, one per worker
+	if q.HeadHoldsLayers {
+		workers = q.L - 1
+	}
+	if len(active)-1 > workers {
 		rest := slices.Clone(active[1:])
 		sort.SliceStable(rest, func(a, b int) bool { return q.layerSec(rest[a]) < q.layerSec(rest[b]) })
-		for _, i := range rest[q.L:] {
+		for _, i := range rest[workers:] {
 			dropped = append(dropped, Dropped{q.devs[i].Name,
 				fmt.Sprintf("the model has only %d layers for %d devices; this device is among the slowest", q.L, len(active))})
 		}
-		active = append([]int{0}, rest[:q.L]...)
+		active = append([]int{0}, rest[:workers]...)
 		sort.Ints(active)
 	}
 	// A device that cannot hold even one layer would make every ILP
@@ -208,8 +212,15 @@ func (q *prob) selectDevices(best *cand, active []int, dropped []Dropped, s Solv
 // considered).
 func (q *prob) validK(ringLen int) []int {
 	var ks []int
+	need := ringLen - 1 // layers per round: one per worker, the head may hold none
+	if q.HeadHoldsLayers {
+		need = ringLen
+	}
 	for k := 1; k <= q.L; k++ {
-		if q.L%k == 0 && q.L/k >= ringLen-1 && q.L/k >= 1 {
+		if q.Rounds > 0 && k != q.Rounds {
+			continue
+		}
+		if q.L%k == 0 && q.L/k >= need && q.L/k >= 1 {
 			ks = append(ks, k)
 		}
 	}
@@ -530,7 +541,7 @@ func (f *fixedPoint) vars(p int, cs Case, k int) (LayerVars, float64) {
 	x := &q.devs[f.ring[p]]
 	isHead := p == 0
 	v := LayerVars{WMin: 1, WMax: W, NMax: f.gpuCap(p, k), CPUMin: 0, CPUMax: W}
-	if isHead {
+	if isHead && !q.HeadHoldsLayers {
 		v.WMin = 0 // the head may only do input and output (package doc)
 	}
 	konst := float64(k) * x.copies

@@ -134,6 +134,14 @@ type Problem struct {
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// KeepAllDevices turns device selection off (every device gets ≥ 1 layer).
 	KeepAllDevices bool `json:"keep_all_devices,omitempty"`
+	// Rounds, when positive, fixes k: only plans with that many rounds per
+	// token are considered. It must divide Model.Layers and leave a window
+	// of at least one layer per device (the head too with HeadHoldsLayers).
+	Rounds int `json:"rounds,omitempty"`
+	// HeadHoldsLayers makes the head run at least one layer per round
+	// instead of possibly only input and output: an engine whose ring plan
+	// needs a window on every device (engine/ring/wire) sets it.
+	HeadHoldsLayers bool `json:"head_holds_layers,omitempty"`
 }
 
 // DefaultDiskThreshold is s_threshold^disk when the Problem sets none. The
