@@ -1,3 +1,5 @@
+import type { ChatRequest, ChatStats } from './apitype.gen'
+
 // Client of the agent's /api/v1. The page is served by the agent (or proxied
 // by the Wails window), so paths are relative and the token travels in an
 // HttpOnly cookie that page scripts never see.
@@ -57,21 +59,11 @@ export async function readSSE(body: ReadableStream<Uint8Array>, onEvent: (e: SSE
   }
 }
 
-export interface ChatRequest {
-  conversation_id?: string
-  messages: { role: string; content: string }[]
-  system: string
-  temperature: number
-  top_p: number
-  max_tokens: number
-  num_ctx: number
-}
-
 // streamChat posts a chat and reports tokens as they arrive.
 export async function streamChat(
   req: ChatRequest,
   signal: AbortSignal,
-  on: { token: (t: string) => void; done: (stats: Record<string, unknown>) => void },
+  on: { token: (t: string) => void; done: (stats: ChatStats) => void },
 ): Promise<void> {
   let res: Response
   try {
@@ -95,7 +87,7 @@ export async function streamChat(
     await readSSE(res.body, (e) => {
       const d = JSON.parse(e.data)
       if (e.event === 'token') on.token(d.text ?? '')
-      else if (e.event === 'done') on.done(d.stats ?? {})
+      else if (e.event === 'done') on.done(d.stats)
       else if (e.event === 'error') failure = d.error || 'The model stopped with an error.'
     })
   } catch (e) {

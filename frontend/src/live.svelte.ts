@@ -1,4 +1,4 @@
-import type { Live } from './types'
+import type { Live } from './apitype.gen'
 
 // One shared subscription to GET /api/v1/live: the agent pushes a snapshot
 // when something changes and a heartbeat every few seconds; EventSource

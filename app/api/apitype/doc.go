@@ -6,3 +6,7 @@
 // Chat types (chat.go) are shared by /api/v1/chat and the translations of
 // the OpenAI, Anthropic and Ollama APIs (app/api/openai, anthropic, ollama).
 package apitype
+
+// The web UI's TypeScript types (frontend/src/apitype.gen.ts) are made from
+// this package; tsgen's test fails while that file is stale.
+//go:generate go run ./tsgen -pkg . -o ../../../frontend/src/apitype.gen.ts
