@@ -30,6 +30,24 @@
 // paired, pair_failed, unpaired) for the tray and window; Status and Peers
 // are snapshots to re-read after a gap.
 //
+// # Ring control (ring.go)
+//
+// A head asks a paired peer over a PurposeLink link, one exchange per link:
+//
+//	32 ProfileAsk (empty)      → 33 Profile  JSON PeerProfile{device, measured}
+//	34 JobAsk JSON {model}     → 35 JobReady JSON {addr}
+//
+// or an Error frame with code 32 (CodeRingRefused) whose text says why in
+// one sentence: no engine, contribute off, not paired, or the engine's own
+// failure. The profile is the peer's cached measured one, or a default
+// marked measured=false; the node names it by the device ID, so a plan's
+// device names are device IDs. AskProfile also times the link (the fastest
+// of three pings). A job makes the worker's engine serve (Worker.ServeRing)
+// for the whole paired set until contributing stops; its answer is the
+// engine's listen address, whose unspecified host the head replaces with the
+// address it reached the device at. The engine itself ends a job whose head
+// is gone (engine/runner).
+//
 // Errors returned to the API are facts (wrapped sentinels); the API turns
 // them into one sentence for a person.
 package node

@@ -74,6 +74,7 @@ type Node struct {
 	advertising bool
 	problems    map[string]apitype.Problem
 	watchers    map[chan apitype.Event]struct{}
+	worker      Worker // ring jobs (ring.go); nil refuses them
 }
 
 type pairWindow struct {
@@ -633,6 +634,8 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 				log.Info("the other device unpaired; unpaired here too")
 			}
 			return
+		default:
+			n.serveRingControl(ctx, c, f) // ring.go
 		}
 	}
 }

@@ -1,0 +1,268 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"homering/engine/ring/transport"
+	"homering/halda"
+)
+
+// Ring control frames on a PurposeLink link. Types 32-47 are app/node's
+// (transport owns 1-31, engine/ring/wire 64-255); values are wire constants.
+const (
+	MsgProfileAsk transport.MsgType = 32 // head → worker: empty payload
+	MsgProfile    transport.MsgType = 33 // worker → head: JSON PeerProfile
+	MsgJobAsk     transport.MsgType = 34 // head → worker: JSON JobAsk
+	MsgJobReady   transport.MsgType = 35 // worker → head: JSON JobReady
+)
+
+// CodeRingRefused is the transport Error code of a worker that will not take
+// part in a ring job; the text says why in one sentence.
+const CodeRingRefused uint16 = 32
+
+// maxControlPayload bounds a control frame's JSON: a profile is a few KB.
+const maxControlPayload = 1 << 20
+
+// Sentinels of the ring control plane.
+var (
+	ErrRingRefused = errors.New("node: the device refused to take part in the ring")
+	ErrNoWorker    = errors.New("node: this device runs no engine for ring jobs")
+)
+
+// Worker is what a contributing device does for a head: the agent wires its
+// engine supervisor in (app/chat.go). Calls come from link goroutines.
+type Worker interface {
+	// RingProfile is this device's Halda profile: the cached measured one,
+	// or a quick default (measured false) when none is cached. Its Name is
+	// set by the node.
+	RingProfile() (d halda.Device, measured bool)
+	// ServeRing makes the engine serve ring jobs for the allowed devices
+	// until ctx ends, and returns the address it listens on (host:port; an
+	// unspecified host means every address of this device).
+	ServeRing(ctx context.Context, allowed []string) (addr string, err error)
+}
+
+// PeerProfile is a device's answer to MsgProfileAsk.
+type PeerProfile struct {
+	Device   halda.Device `json:"device"`
+	Measured bool         `json:"measured"` // false: a default, the device has not been profiled
+	// RTT is the link's round trip as the head timed it (not on the wire).
+	RTT time.Duration `json:"-"`
+}
+
+// JobAsk asks a worker to serve a ring job of the head.
+type JobAsk struct {
+	Model string `json:"model,omitempty"` // the model's file name, for the worker's log
+}
+
+// JobReady is a worker's yes: its engine listens at Addr.
+type JobReady struct {
+	Addr string `json:"addr"`
+}
+
+// SetWorker wires the engine side of ring jobs in; nil refuses every job.
+func (n *Node) SetWorker(w Worker) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.worker = w
+}
+
+func (n *Node) workerOf() Worker {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.worker
+}
+
+// serveRingControl answers one ring control frame on an accepted link; it
+// reports false when the frame is not one of them.
+func (n *Node) serveRingControl(ctx context.Context, c *transport.Conn, f transport.Frame) bool {
+	switch f.Type {
+	case MsgProfileAsk:
+		w := n.workerOf()
+		if w == nil {
+			c.SendError(CodeRingRefused, "this device runs no engine, so it cannot take layers")
+			return true
+		}
+		d, measured := w.RingProfile()
+		d.Name = n.o.Identity.ID.String()
+		b, _ := json.Marshal(PeerProfile{Device: d, Measured: measured})
+		c.Send(transport.Frame{Type: MsgProfile, Payload: b})
+		return true
+	case MsgJobAsk:
+		var ask JobAsk
+		if len(f.Payload) > 0 {
+			if err := json.Unmarshal(f.Payload, &ask); err != nil {
+				c.SendError(CodeRingRefused, "the job request is not valid JSON")
+				return true
+			}
+		}
+		addr, err := n.acceptJob(ctx, c, ask)
+		if err != nil {
+			n.log.Info("refused a ring job", "peer", c.Peer.String(), "err", err)
+			c.SendError(CodeRingRefused, err.Error())
+			return true
+		}
+		b, _ := json.Marshal(JobReady{Addr: addr})
+		c.Send(transport.Frame{Type: MsgJobReady, Payload: b})
+		return true
+	}
+	return false
+}
+
+// acceptJob checks that this device may work for the head on c and makes
+// its engine serve: contribute on, the head paired, an engine wired in.
+func (n *Node) acceptJob(ctx context.Context, c *transport.Conn, ask JobAsk) (string, error) {
+	n.mu.Lock()
+	contributing, paired, w := n.cfg.Contribute, n.paired.Has(c.Peer), n.worker
+	allowed := make([]string, 0, len(n.paired.Devices))
+	for _, d := range n.paired.Devices {
+		allowed = append(allowed, d.ID.String())
+	}
+	n.mu.Unlock()
+	switch {
+	case !contributing:
+		return "", errors.New("contribute is off on this device")
+	case !paired:
+		return "", errors.New("this device is not paired with the head")
+	case w == nil:
+		return "", errors.New("this device runs no engine, so it cannot take layers")
+	}
+	addr, err := w.ServeRing(ctx, allowed)
+	if err != nil {
+		return "", fmt.Errorf("its engine cannot serve: %v", err)
+	}
+	n.log.Info("serving a ring job", "peer", c.Peer.String(), "model", ask.Model, "ring_addr", addr)
+	return addr, nil
+}
+
+// control dials a paired peer for one ring control exchange.
+func (n *Node) control(ctx context.Context, peer string) (*transport.Conn, func(), error) {
+	id, addrs, err := n.resolve(peer)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.mu.Lock()
+	paired := n.paired.Has(id)
+	n.mu.Unlock()
+	if !paired {
+		return nil, nil, fmt.Errorf("%s: %w", peer, ErrNotPaired)
+	}
+	c, err := n.dial(ctx, id, addrs, transport.PurposeLink, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	return c, func() { stop(); c.Close() }, nil
+}
+
+// recvControl reads the answer to a control request: want, or a refusal.
+func recvControl(c *transport.Conn, want transport.MsgType, v any) error {
+	for {
+		f, err := c.Recv()
+		if err != nil {
+			var re *transport.RemoteError
+			if errors.As(err, &re) && re.Code == CodeRingRefused {
+				return fmt.Errorf("%w: %s", ErrRingRefused, re.Text)
+			}
+			return err
+		}
+		switch f.Type {
+		case transport.MsgPong:
+			continue
+		case want:
+			if len(f.Payload) > maxControlPayload {
+				return fmt.Errorf("node: a control answer of %d bytes is too big", len(f.Payload))
+			}
+			if err := json.Unmarshal(f.Payload, v); err != nil {
+				return fmt.Errorf("node: the device's answer (type %d) is not valid JSON: %w", want, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("node: the device answered with frame type %d, want %d", f.Type, want)
+		}
+	}
+}
+
+// AskProfile asks a paired peer for its Halda profile and times the link
+// with pings (the fastest of three round trips).
+func (n *Node) AskProfile(ctx context.Context, peer string) (PeerProfile, error) {
+	c, done, err := n.control(ctx, peer)
+	if err != nil {
+		return PeerProfile{}, err
+	}
+	defer done()
+	best := time.Duration(-1)
+	for range 3 {
+		start := n.o.Now()
+		if err := c.Send(transport.Frame{Type: transport.MsgPing, Payload: []byte("rtt")}); err != nil {
+			return PeerProfile{}, err
+		}
+		f, err := c.Recv()
+		if err != nil {
+			return PeerProfile{}, err
+		}
+		if f.Type != transport.MsgPong {
+			return PeerProfile{}, fmt.Errorf("node: the link answered a ping with frame type %d", f.Type)
+		}
+		if d := n.o.Now().Sub(start); best < 0 || d < best {
+			best = d
+		}
+	}
+	if err := c.Send(transport.Frame{Type: MsgProfileAsk}); err != nil {
+		return PeerProfile{}, err
+	}
+	var p PeerProfile
+	if err := recvControl(c, MsgProfile, &p); err != nil {
+		return PeerProfile{}, err
+	}
+	if p.Device.Name != c.Peer.String() {
+		return PeerProfile{}, fmt.Errorf("node: device %s sent a profile named %q", c.Peer.Short(), p.Device.Name)
+	}
+	p.RTT = best
+	return p, nil
+}
+
+// AskJob asks a paired peer to serve a ring job and returns the address its
+// engine listens on, with an unspecified host replaced by the address the
+// link reached it at.
+func (n *Node) AskJob(ctx context.Context, peer string, ask JobAsk) (string, error) {
+	c, done, err := n.control(ctx, peer)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	b, _ := json.Marshal(ask)
+	if err := c.Send(transport.Frame{Type: MsgJobAsk, Payload: b}); err != nil {
+		return "", err
+	}
+	var r JobReady
+	if err := recvControl(c, MsgJobReady, &r); err != nil {
+		return "", err
+	}
+	return ringAddr(r.Addr, c.Remote)
+}
+
+// ringAddr resolves a worker's listen address against the address the head
+// reached it at: "[::]:41000" from 10.0.0.2:47470 is 10.0.0.2:41000.
+func ringAddr(listen, remote string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil || port == "" || port == "0" {
+		return "", fmt.Errorf("node: the device answered an unusable ring address %q", listen)
+	}
+	if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() {
+		return listen, nil
+	} else if err != nil && host != "" {
+		return listen, nil // a host name
+	}
+	rhost, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return "", fmt.Errorf("node: the link's address %q has no host: %w", remote, err)
+	}
+	return net.JoinHostPort(rhost, port), nil
+}

@@ -1,0 +1,130 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/halda"
+)
+
+// fakeWorker stands in for the engine at the Worker boundary; the real one
+// (app/chat.go with the runner child) is tested end to end in app/apptest.
+type fakeWorker struct {
+	mu      sync.Mutex
+	allowed [][]string
+	err     error
+}
+
+func (f *fakeWorker) RingProfile() (halda.Device, bool) {
+	return halda.Device{Name: "ignored", OS: halda.Linux, CPUFlops: map[string]float64{"f32": 1e9}, RAMAvailable: 1 << 30}, true
+}
+
+func (f *fakeWorker) ServeRing(_ context.Context, allowed []string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.allowed = append(f.allowed, allowed)
+	return "[::]:41234", f.err
+}
+
+// pair pairs head with worker (which must be contributing).
+func pair(t *testing.T, head, worker *Node) {
+	t.Helper()
+	show, err := worker.ShowCode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := head.EnterCode(context.Background(), loopAddr(worker), show.Code); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := head.AddPeer(context.Background(), loopAddr(worker)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRingControl(t *testing.T) {
+	ctx := context.Background()
+	worker, head, stranger := testNode(t, "worker", true), testNode(t, "head", false), testNode(t, "stranger", false)
+	pair(t, head, worker)
+	wid := worker.o.Identity.ID.String()
+
+	t.Run("no engine wired: refused with a reason", func(t *testing.T) {
+		_, err := head.AskProfile(ctx, wid)
+		if !errors.Is(err, ErrRingRefused) {
+			t.Fatalf("AskProfile = %v, want ErrRingRefused", err)
+		}
+		if _, err := head.AskJob(ctx, wid, JobAsk{}); !errors.Is(err, ErrRingRefused) {
+			t.Fatalf("AskJob = %v, want ErrRingRefused", err)
+		}
+	})
+
+	fw := &fakeWorker{}
+	worker.SetWorker(fw)
+	t.Run("profile named by device ID, link timed", func(t *testing.T) {
+		p, err := head.AskProfile(ctx, wid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Device.Name != wid || !p.Measured || p.Device.CPUFlops["f32"] != 1e9 || p.RTT <= 0 {
+			t.Errorf("profile %+v rtt %v: want the worker's, named %s, with a positive RTT", p.Device, p.RTT, wid)
+		}
+	})
+	t.Run("job: the engine serves the paired set; address resolved", func(t *testing.T) {
+		addr, err := head.AskJob(ctx, wid, JobAsk{Model: "m.gguf"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addr != "127.0.0.1:41234" {
+			t.Errorf("ring address %q, want the link's host with the engine's port", addr)
+		}
+		fw.mu.Lock()
+		defer fw.mu.Unlock()
+		want := [][]string{{head.o.Identity.ID.String()}}
+		if diff := cmp.Diff(want, fw.allowed); diff != "" {
+			t.Errorf("allowed (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("engine failure is a refusal with its reason", func(t *testing.T) {
+		fw.mu.Lock()
+		fw.err = errors.New("model cache full")
+		fw.mu.Unlock()
+		_, err := head.AskJob(ctx, wid, JobAsk{})
+		if !errors.Is(err, ErrRingRefused) || !strings.Contains(err.Error(), "model cache full") {
+			t.Errorf("AskJob = %v, want a refusal naming the engine's error", err)
+		}
+	})
+	t.Run("an unpaired device cannot ask", func(t *testing.T) {
+		if _, err := stranger.AddPeer(ctx, loopAddr(worker)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stranger.AskProfile(ctx, wid); !errors.Is(err, ErrNotPaired) {
+			t.Errorf("AskProfile from a stranger = %v, want ErrNotPaired", err)
+		}
+	})
+}
+
+func TestRingAddr(t *testing.T) {
+	tests := []struct {
+		name, listen, remote, want string
+		bad                        bool
+	}{
+		{name: "v6 any from v4 link", listen: "[::]:41000", remote: "10.0.0.2:47470", want: "10.0.0.2:41000"},
+		{name: "v4 any", listen: "0.0.0.0:41000", remote: "[fe80::1%lan0]:47470", want: "[fe80::1%lan0]:41000"},
+		{name: "empty host", listen: ":41000", remote: "10.0.0.2:47470", want: "10.0.0.2:41000"},
+		{name: "explicit address kept", listen: "10.0.0.9:41000", remote: "10.0.0.2:47470", want: "10.0.0.9:41000"},
+		{name: "port zero", listen: "[::]:0", remote: "10.0.0.2:47470", bad: true},
+		{name: "no port", listen: "10.0.0.9", remote: "10.0.0.2:47470", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ringAddr(tt.listen, tt.remote)
+			if (err != nil) != tt.bad || got != tt.want {
+				t.Errorf("ringAddr(%q, %q) = %q, %v; want %q (error: %v)", tt.listen, tt.remote, got, err, tt.want, tt.bad)
+			}
+		})
+	}
+}
