@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,6 +177,57 @@ func (c *Cache) load(k string) (Profile, error) {
 		return Profile{}, fmt.Errorf("%w: %s: %w", ErrCacheEntry, c.path(k), err)
 	}
 	return p, nil
+}
+
+// CacheDirName is the directory under app/config's directory that holds the
+// cached profiles (Cache.Dir is config dir + CacheDirName).
+const CacheDirName = "profiles"
+
+// LoadCached reads this device's cached profile from configDir (app/config's
+// directory) without measuring anything: for the agent's device map and the
+// ring planner, which must not stall on a measurement. Of the entries whose
+// key names this machine's fingerprint and that pass every check of Get
+// (parse, checksum, key, version, positive rates), it returns the one
+// measured last, with Memory read fresh. ok is false when there is none:
+// no entry yet, or only corrupt or unreadable ones, which are never trusted
+// (the runner's next Get measures them again). err reports only what stops
+// the look-up itself: an unreadable directory or memory counters.
+func LoadCached(configDir string) (p Profile, ok bool, err error) {
+	return NewCache(filepath.Join(configDir, CacheDirName), slog.New(slog.DiscardHandler)).Latest()
+}
+
+// Latest is LoadCached for this cache's directory.
+func (c *Cache) Latest() (p Profile, ok bool, err error) {
+	mem, err := sysinfo.ReadMemory()
+	if err != nil {
+		return Profile{}, false, err
+	}
+	prefix := fingerprint(mem, gpus()) + "-"
+	names, err := os.ReadDir(c.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return Profile{}, false, nil
+	}
+	if err != nil {
+		return Profile{}, false, fmt.Errorf("profile: read the profile cache: %w", err)
+	}
+	for _, e := range names {
+		k, isJSON := strings.CutSuffix(e.Name(), ".json")
+		if !isJSON || !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		q, lerr := c.load(k)
+		if lerr != nil {
+			c.Log.Debug("profile: cached entry not used", "err", lerr)
+			continue
+		}
+		if !ok || q.MeasuredAt.After(p.MeasuredAt) {
+			p, ok = q, true
+		}
+	}
+	if ok {
+		p.Memory = mem
+	}
+	return p, ok, nil
 }
 
 // Store caches p under its key (after a measurement made outside Get).

@@ -22,13 +22,34 @@ import (
 const smallModel = "../../testdata/models/llama-Q4_K.gguf"
 
 func testLog(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewTextHandler(newTWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type tWriter struct{ t *testing.T }
+// tWriter sends log lines to t.Log. A goroutine the test started (a
+// background refresh, a transport server) may still log after the test
+// returned, when t.Log panics; lines after the end are dropped.
+type tWriter struct {
+	t    *testing.T
+	mu   sync.Mutex
+	done bool // guarded by mu; set when the test ends
+}
 
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
+func newTWriter(t *testing.T) *tWriter {
+	w := &tWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return w
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
@@ -260,4 +281,62 @@ func TestMeasureLinkOverTransport(t *testing.T) {
 		t.Errorf("MeasureLink = %+v", l)
 	}
 	t.Logf("loopback TLS websocket: RTT %.0f µs, %d B in %.0f µs, %.1f MB/s", l.RTTSec*1e6, l.HiddenBytes, l.HiddenRTTSec*1e6, l.BytesPerSec/1e6)
+}
+
+func TestLoadCached(t *testing.T) {
+	cfg := t.TempDir()
+	dir := filepath.Join(cfg, CacheDirName)
+	if _, ok, err := LoadCached(cfg); err != nil || ok {
+		t.Fatalf("LoadCached of an empty config dir: ok=%v err=%v; want not ok, no error", ok, err)
+	}
+	c := NewCache(dir, testLog(t))
+	f := &fakeMeasure{c: c}
+	c.measure = f.measure
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return t0 }
+	if _, _, err := c.Get(context.Background(), Options{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return t0.Add(time.Hour) }
+	if _, _, err := c.Get(context.Background(), Options{Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Another machine's entry, valid in itself, newer still: not this device.
+	other := Profile{Version: Version, Key: "OTHERMACHINE-0000", Threads: 1, MeasuredAt: t0.Add(2 * time.Hour),
+		CPUFlops: map[string]float64{"q4_k": 1}, CPUReadBytesPerSec: 1, MemReadBytesPerSec: 1, Disk: sysDiskFake}
+	if err := c.store(other); err != nil {
+		t.Fatal(err)
+	}
+	if f.count() != 2 {
+		t.Fatalf("measure calls = %d, want 2", f.count())
+	}
+	p, ok, err := LoadCached(cfg)
+	if err != nil || !ok {
+		t.Fatalf("LoadCached: ok=%v err=%v; want this device's newest entry", ok, err)
+	}
+	if p.MeasuredAt != t0.Add(time.Hour) || p.Memory.Total <= 0 {
+		t.Errorf("LoadCached = measured %v, memory %+v; want the 2-thread entry of %v with fresh memory", p.MeasuredAt, p.Memory, t0.Add(time.Hour))
+	}
+	if f.count() != 2 {
+		t.Errorf("LoadCached measured: calls = %d, want still 2", f.count())
+	}
+	// Corrupt the newest entry: the older one is served, the corrupt one
+	// never; with both corrupt there is no profile.
+	k1, _ := c.keyFor(Options{Threads: 1})
+	k2, _ := c.keyFor(Options{Threads: 2})
+	if err := os.WriteFile(c.path(k2), []byte(`{"sha256":"00","profile":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := LoadCached(cfg); err != nil || !ok || p.MeasuredAt != t0 {
+		t.Errorf("LoadCached with the newest entry corrupt: ok=%v err=%v measured %v; want the older entry", ok, err, p.MeasuredAt)
+	}
+	if err := os.WriteFile(c.path(k1), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := LoadCached(cfg); err != nil || ok {
+		t.Errorf("LoadCached with every entry corrupt: ok=%v err=%v; want not ok, no error", ok, err)
+	}
+	if f.count() != 2 {
+		t.Errorf("LoadCached measured: calls = %d, want still 2", f.count())
+	}
 }
