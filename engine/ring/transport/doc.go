@@ -44,7 +44,7 @@
 //
 // # Hello
 //
-//	protoMin uint16, protoMax uint16, purpose uint8 (1 link, 2 pair),
+//	protoMin uint16, protoMax uint16, purpose uint8 (1 link, 2 pair, 3 slice),
 //	appLen uint8, app, nameLen uint8, name
 //
 // The client sends its Hello first and the server answers with its own, so the

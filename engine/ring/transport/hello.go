@@ -12,6 +12,10 @@ type Purpose uint8
 const (
 	PurposeLink Purpose = 1 // ring and control traffic between paired devices
 	PurposePair Purpose = 2 // a pairing exchange (unpaired peers allowed)
+	// PurposeSlice carries weight slices of a ring job (head → worker), on a
+	// connection of its own so that weights never queue in front of
+	// activations. Paired peers only, as PurposeLink.
+	PurposeSlice Purpose = 3
 )
 
 // Hello is the first frame each side sends.
@@ -51,7 +55,7 @@ func decodeHello(p []byte) (Hello, error) {
 		return Hello{}, ErrHello
 	}
 	h.Name = string(p[1:])
-	if h.ProtoMin > h.ProtoMax || (h.Purpose != PurposeLink && h.Purpose != PurposePair) {
+	if h.ProtoMin > h.ProtoMax || (h.Purpose != PurposeLink && h.Purpose != PurposePair && h.Purpose != PurposeSlice) {
 		return Hello{}, fmt.Errorf("protocol %d-%d purpose %d: %w", h.ProtoMin, h.ProtoMax, h.Purpose, ErrHello)
 	}
 	return h, nil

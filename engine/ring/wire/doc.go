@@ -37,6 +37,19 @@
 //	                data (uint32 length + bytes)
 //	72 SliceList    model [32]byte, fileSize uint64, nTensors uint16, per
 //	                tensor: name string, size uint64, sha256 [32]byte
+//	73 JobStart     job uint64, model [32]byte, nCtx uint32, nPeers uint8,
+//	                per peer: id string, addr string (host:port of its
+//	                runner): the head's first frame on its link to a worker,
+//	                sent again when the peers change
+//	74 JobAck       job uint64, code uint16, text: the worker's answer
+//	75 JobLink      job uint64: first frame of the link a worker dials to
+//	                its successor in the ring (for activations)
+//	76 DeviceStats  plan uint64, tokens uint32, computeUS uint64 (over those
+//	                decode tokens), pressure uint16 (1/10000, ≤ 10000),
+//	                fetched uint64, sliceBytes uint64: worker → head
+//
+// Job messages (73-76) never reach the ring session: the runner sets up a
+// job with them and the driver keeps DeviceStats for the head's report.
 //
 // Slice names "@header" (the source's bytes [0, data offset): metadata and
 // tensor table) and "@list" (answered with a SliceList) are reserved.

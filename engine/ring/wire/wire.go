@@ -246,6 +246,14 @@ func Decode(t Type, p []byte) (Msg, error) {
 		m = &SliceChunk{}
 	case TypeSliceList:
 		m = &SliceList{}
+	case TypeJobStart:
+		m = &JobStart{}
+	case TypeJobAck:
+		m = &JobAck{}
+	case TypeJobLink:
+		m = &JobLink{}
+	case TypeDeviceStats:
+		m = &DeviceStats{}
 	default:
 		return nil, fmt.Errorf("type %d: %w", t, ErrUnknownType)
 	}
@@ -283,6 +291,12 @@ func validate(m Msg) error {
 		}
 	case *PlanAck:
 		return checkText(m.Text)
+	case *JobAck:
+		return checkText(m.Text)
+	case *JobStart:
+		return m.validate()
+	case *DeviceStats:
+		return m.validate()
 	case *Goodbye:
 		return checkText(m.Text)
 	case *SliceRequest:

@@ -1,0 +1,139 @@
+package wire
+
+import "fmt"
+
+// Job messages set up a ring job between runner processes; the ring session
+// never sees them (the runner and the driver handle them).
+const (
+	TypeJobStart    Type = 73
+	TypeJobAck      Type = 74
+	TypeJobLink     Type = 75
+	TypeDeviceStats Type = 76
+)
+
+// MaxPeers bounds the peer list of a JobStart.
+const MaxPeers = MaxDevices
+
+// Peer is a worker of a job and the address its runner listens on.
+type Peer struct {
+	ID   string
+	Addr string
+}
+
+// JobStart is the head's first frame on its link to a worker: the job, the
+// model whose slices the worker fetches (on the head's PurposeSlice
+// connection), the context size, and every worker's ring address so that a
+// worker can dial its successor. The head sends it again when the peers
+// change (a device joins).
+type JobStart struct {
+	Job   uint64
+	Model [32]byte
+	NCtx  int
+	Peers []Peer
+}
+
+// JobAck answers a JobStart: CodeOK, or why the worker refuses the job.
+type JobAck struct {
+	Job  uint64
+	Code Code
+	Text string
+}
+
+// JobLink is the first frame of the activation link a worker dials to its
+// successor in the ring.
+type JobLink struct{ Job uint64 }
+
+// DeviceStats is what a worker measured during a plan: its compute time
+// over Tokens decode passes (all its windows), its memory pressure, and the
+// slice bytes it fetched for the plan.
+type DeviceStats struct {
+	Plan      uint64
+	Tokens    uint32
+	ComputeUS uint64
+	// Pressure is memory pressure in 1/10000: the drop of available memory
+	// since the job began over total memory (or the cgroup's limit).
+	Pressure   uint16
+	Fetched    uint64 // slice bytes fetched for this plan
+	SliceBytes uint64 // tensor bytes in this device's slice
+}
+
+func (*JobStart) Type() Type    { return TypeJobStart }
+func (*JobAck) Type() Type      { return TypeJobAck }
+func (*JobLink) Type() Type     { return TypeJobLink }
+func (*DeviceStats) Type() Type { return TypeDeviceStats }
+
+func (j *JobStart) appendTo(b []byte) []byte {
+	b = be.AppendUint64(b, j.Job)
+	b = append(b, j.Model[:]...)
+	b = be.AppendUint32(b, uint32(j.NCtx))
+	b = append(b, byte(len(j.Peers)))
+	for _, p := range j.Peers {
+		b = appendStr(appendStr(b, p.ID), p.Addr)
+	}
+	return b
+}
+
+func (j *JobStart) decode(d *decoder) {
+	j.Job = d.u64("job")
+	copy(j.Model[:], d.take(32, "model"))
+	j.NCtx = int(d.u32("n_ctx"))
+	n := d.count(int(d.u8("peers")), MaxPeers, 2, "peers")
+	if n == 0 {
+		return
+	}
+	j.Peers = make([]Peer, n)
+	for i := range j.Peers {
+		j.Peers[i].ID = d.str("peer id")
+		j.Peers[i].Addr = d.str("peer addr")
+	}
+}
+
+func (j *JobStart) validate() error {
+	if len(j.Peers) > MaxPeers {
+		return fmt.Errorf("job with %d peers: %w", len(j.Peers), ErrTooLarge)
+	}
+	if j.NCtx < 1 || uint64(j.NCtx) > 1<<31 {
+		return fmt.Errorf("job n_ctx %d: %w", j.NCtx, ErrMalformed)
+	}
+	for _, p := range j.Peers {
+		if err := checkName(p.ID); err != nil {
+			return err
+		}
+		if err := checkName(p.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *JobAck) appendTo(b []byte) []byte {
+	return appendText(be.AppendUint16(be.AppendUint64(b, a.Job), uint16(a.Code)), a.Text)
+}
+
+func (a *JobAck) decode(d *decoder) {
+	a.Job, a.Code, a.Text = d.u64("job"), Code(d.u16("code")), d.text()
+}
+
+func (l *JobLink) appendTo(b []byte) []byte { return be.AppendUint64(b, l.Job) }
+func (l *JobLink) decode(d *decoder)        { l.Job = d.u64("job") }
+
+func (s *DeviceStats) appendTo(b []byte) []byte {
+	b = be.AppendUint64(b, s.Plan)
+	b = be.AppendUint32(b, s.Tokens)
+	b = be.AppendUint64(b, s.ComputeUS)
+	b = be.AppendUint16(b, s.Pressure)
+	b = be.AppendUint64(b, s.Fetched)
+	return be.AppendUint64(b, s.SliceBytes)
+}
+
+func (s *DeviceStats) decode(d *decoder) {
+	s.Plan, s.Tokens, s.ComputeUS = d.u64("plan"), d.u32("tokens"), d.u64("compute")
+	s.Pressure, s.Fetched, s.SliceBytes = d.u16("pressure"), d.u64("fetched"), d.u64("slice bytes")
+}
+
+func (s *DeviceStats) validate() error {
+	if s.Pressure > 10000 {
+		return fmt.Errorf("memory pressure %d/10000: %w", s.Pressure, ErrMalformed)
+	}
+	return nil
+}
