@@ -185,6 +185,12 @@ export interface ChatRequest {
   num_ctx?: number // 0: the configured context length
   seed?: number
   model?: string // "" or the served model's name
+  // Ring options (homering chat, tests, the bench; ring.go). ModelPath is
+  // a GGUF on the agent's machine used instead of the selected model.
+  model_path?: string
+  devices?: string // "all": every reachable device takes layers; "": Halda chooses
+  rounds?: number // k, rounds per token; 0: Halda chooses
+  no_prefetch?: boolean
 }
 
 // ChatToken is the SSE event `token` of /api/v1/chat.
@@ -205,6 +211,12 @@ export interface ChatStats {
   // the context is full), "cancelled" (stopped).
   stop_reason: string
   model: string
+  // TTFTMS is the time from the request to the first token; TPOTMS the
+  // mean time per output token after it.
+  ttft_ms?: number
+  tpot_ms?: number
+  // Ring is the ring this generation ran on; nil when on this device alone.
+  ring?: RingRun
 }
 
 // ChatDone is the SSE event `done` of /api/v1/chat.
@@ -235,6 +247,45 @@ export interface ServedModel {
 export interface ChatActive {
   running: number // generations running now
   models: ServedModel[] | null // what chat answers with
+}
+
+// RingRun is one generation's ring: the plan it ran on last (after any
+// re-plan) and what each device measured.
+export interface RingRun {
+  plan_id: number
+  k: number
+  layers: number
+  predicted_ms: number // Halda's prediction per token
+  measured_ms: number // decode ms per token, whole ring
+  replans: number
+  lost: string[] | null // device IDs lost mid-generation
+  // LossToTokenMs is the time from noticing the last loss to the next
+  // token (re-plan, re-prefill, one token); 0 without a loss.
+  loss_to_token_ms: number
+  devices: RingDevice[] | null // ring order, head first
+}
+
+// RingDevice is one device's part of a ring run.
+export interface RingDevice {
+  id: string
+  short: string
+  name: string
+  case: string
+  windows: Window[] | null
+  predicted_ms: number // Halda: this device's share per token
+  measured_ms: number // its windows' compute per token, as it reported
+  mem_pressure: number // 0..1, the largest it reported
+  rtt_ms: number | null // link from the head; nil for the head
+  profile: string // "measured" or "default"
+}
+
+// RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.
+export interface RingStatus {
+  model: string // file name; "" before the first ring
+  last: RingRun | null // nil before the first ring
+  at: string | null // when Last finished
+  // Note says why the last chat ran on this device alone, if it did.
+  note?: string
 }
 
 // Settings is GET/POST /api/v1/settings: what the Settings page edits.
@@ -331,6 +382,24 @@ export interface Live {
   status: Status
   peers: Peers
   plan: Plan
+  work: Task[] | null // long work running now, oldest first
+}
+
+// Task is long work the person waits for (loading a model, fetching
+// weights, profiling), drawn as a progress bar.
+export interface Task {
+  id: string // stable while it runs, e.g. "load", "transfer:PEER"
+  kind: string // "load", "prompt", "transfer", "profile"
+  title: string
+  // Detail says what is happening now or what it waits for, in a sentence.
+  detail?: string
+  elapsed_ms: number // since it began, at the snapshot
+  // Done and Total count bytes (or steps); Total 0: unknown.
+  done: number
+  total: number
+  // ExpectedMs is how long the same work took last time (0: unknown); with
+  // no byte count the bar fills against it.
+  expected_ms?: number
 }
 
 // ConversationMessage is one saved message of a conversation (Stats from

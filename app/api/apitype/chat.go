@@ -23,6 +23,12 @@ type ChatRequest struct {
 	NumCtx      int      `json:"num_ctx,omitempty"`    // 0: the configured context length
 	Seed        *int64   `json:"seed,omitempty"`
 	Model       string   `json:"model,omitempty"` // "" or the served model's name
+	// Ring options (homering chat, tests, the bench; ring.go). ModelPath is
+	// a GGUF on the agent's machine used instead of the selected model.
+	ModelPath  string `json:"model_path,omitempty"`
+	Devices    string `json:"devices,omitempty"` // "all": every reachable device takes layers; "": Halda chooses
+	Rounds     int    `json:"rounds,omitempty"`  // k, rounds per token; 0: Halda chooses
+	NoPrefetch bool   `json:"no_prefetch,omitempty"`
 }
 
 // ChatToken is the SSE event `token` of /api/v1/chat.
@@ -43,6 +49,12 @@ type ChatStats struct {
 	// the context is full), "cancelled" (stopped).
 	StopReason string `json:"stop_reason"`
 	Model      string `json:"model"`
+	// TTFTMS is the time from the request to the first token; TPOTMS the
+	// mean time per output token after it.
+	TTFTMS float64 `json:"ttft_ms,omitempty"`
+	TPOTMS float64 `json:"tpot_ms,omitempty"`
+	// Ring is the ring this generation ran on; nil when on this device alone.
+	Ring *RingRun `json:"ring,omitempty"`
 }
 
 // ChatDone is the SSE event `done` of /api/v1/chat.

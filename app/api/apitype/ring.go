@@ -1,0 +1,42 @@
+package apitype
+
+import "time"
+
+// RingRun is one generation's ring: the plan it ran on last (after any
+// re-plan) and what each device measured.
+type RingRun struct {
+	PlanID      uint64   `json:"plan_id"`
+	K           int      `json:"k"`
+	Layers      int      `json:"layers"`
+	PredictedMs float64  `json:"predicted_ms"` // Halda's prediction per token
+	MeasuredMs  float64  `json:"measured_ms"`  // decode ms per token, whole ring
+	Replans     int      `json:"replans"`
+	Lost        []string `json:"lost"` // device IDs lost mid-generation
+	// LossToTokenMs is the time from noticing the last loss to the next
+	// token (re-plan, re-prefill, one token); 0 without a loss.
+	LossToTokenMs float64      `json:"loss_to_token_ms"`
+	Devices       []RingDevice `json:"devices"` // ring order, head first
+}
+
+// RingDevice is one device's part of a ring run.
+type RingDevice struct {
+	ID          string   `json:"id"`
+	Short       string   `json:"short"`
+	Name        string   `json:"name"`
+	Case        string   `json:"case"`
+	Windows     []Window `json:"windows"`
+	PredictedMs float64  `json:"predicted_ms"` // Halda: this device's share per token
+	MeasuredMs  float64  `json:"measured_ms"`  // its windows' compute per token, as it reported
+	MemPressure float64  `json:"mem_pressure"` // 0..1, the largest it reported
+	RTTMs       *float64 `json:"rtt_ms"`       // link from the head; nil for the head
+	Profile     string   `json:"profile"`      // "measured" or "default"
+}
+
+// RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.
+type RingStatus struct {
+	Model string     `json:"model"` // file name; "" before the first ring
+	Last  *RingRun   `json:"last"`  // nil before the first ring
+	At    *time.Time `json:"at"`    // when Last finished
+	// Note says why the last chat ran on this device alone, if it did.
+	Note string `json:"note,omitempty"`
+}
