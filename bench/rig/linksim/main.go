@@ -176,7 +176,7 @@ type port struct {
 
 	// reader state: when the uplink is free again, when its last packet arrives
 	busyUntil, lastDue time.Time
-	dropped           int
+	dropped            int
 }
 
 type switchboard struct {
