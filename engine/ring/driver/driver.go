@@ -25,6 +25,18 @@ type Engine interface {
 	Release(w wire.Range)
 }
 
+// Closer is an Engine that can free its windows; the driver closes it when
+// the job ends on this device (EndJob), so a worker whose head is gone
+// frees its memory.
+type Closer interface{ Close() }
+
+// Measures are what a device reports about itself besides compute time.
+type Measures struct {
+	Pressure   float64 // memory pressure, 0..1 (see wire.DeviceStats)
+	Fetched    int64   // slice bytes fetched for the current plan
+	SliceBytes int64   // tensor bytes of this device's slice
+}
+
 // Link sends frames to one peer.
 type Link interface {
 	Send(transport.Frame) error
@@ -41,13 +53,71 @@ type Driver struct {
 	in     chan ring.Event
 	out    chan ring.Action
 
+	// Measure, when set, is asked for this device's memory pressure and
+	// slice transfer each time a worker reports its stats to the head.
+	// Set before Run.
+	Measure func() Measures
+	// OnJobMsg, when set, receives the job messages (wire.JobStart,
+	// JobAck, JobLink) that arrive on a link; they never reach the session.
+	// It runs on the link's reader goroutine. Set before AddConn.
+	OnJobMsg func(from string, m wire.Msg)
+
 	mu    sync.Mutex
 	links map[string]Link // guarded by mu
+
+	statsMu sync.Mutex
+	stats   map[string]wire.DeviceStats // per device of the current plan, self included; guarded by statsMu
 }
 
 // New returns a driver for session s; Out delivers the caller's actions.
 func New(s *ring.Session, e Engine, tick time.Duration, log *slog.Logger) *Driver {
-	return &Driver{s: s, engine: e, log: log, tick: tick, start: time.Now(), in: make(chan ring.Event, 64), out: make(chan ring.Action, 64), links: map[string]Link{}}
+	return &Driver{s: s, engine: e, log: log, tick: tick, start: time.Now(), in: make(chan ring.Event, 64), out: make(chan ring.Action, 64),
+		links: map[string]Link{}, stats: map[string]wire.DeviceStats{}}
+}
+
+// Stats returns what each device of the current plan measured: this
+// device's own compute (and Measure's numbers), and the last DeviceStats
+// each worker sent. Safe for concurrent use.
+func (d *Driver) Stats() map[string]wire.DeviceStats {
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
+	out := make(map[string]wire.DeviceStats, len(d.stats))
+	for id, st := range d.stats {
+		out[id] = st
+	}
+	return out
+}
+
+// HasLink reports whether a link to peer id is open.
+func (d *Driver) HasLink(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.links[id] != nil
+}
+
+// CloseLinks closes every link (the job is over).
+func (d *Driver) CloseLinks() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, l := range d.links {
+		l.Close()
+		delete(d.links, id)
+	}
+}
+
+// SendTo sends m to peer id on its link.
+func (d *Driver) SendTo(id string, m wire.Msg) error {
+	typ, p, err := wire.Encode(m)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	l := d.links[id]
+	d.mu.Unlock()
+	if l == nil {
+		return fmt.Errorf("driver: no link to %s", id)
+	}
+	return l.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
 }
 
 // Out delivers EmitToken, Ready, Replan and EndJob actions.
@@ -120,7 +190,14 @@ func (d *Driver) AddConn(ctx context.Context, id string, c *transport.Conn) {
 	d.links[id] = l
 	d.mu.Unlock()
 	go func() {
-		defer l.Close()
+		defer func() {
+			l.Close()
+			d.mu.Lock()
+			if d.links[id] == l {
+				delete(d.links, id)
+			}
+			d.mu.Unlock()
+		}()
 		for {
 			f, err := c.Recv()
 			if err != nil {
@@ -147,42 +224,82 @@ func (d *Driver) AddConn(ctx context.Context, id string, c *transport.Conn) {
 				_ = d.Post(ctx, ring.PeerLost{ID: id, Reason: err.Error()})
 				return
 			}
-			if d.Post(ctx, ring.FrameIn{From: id, Msg: m}) != nil {
+			var ev ring.Event = ring.FrameIn{From: id, Msg: m}
+			switch m := m.(type) {
+			case *wire.DeviceStats:
+				d.statsMu.Lock()
+				d.stats[id] = *m
+				d.statsMu.Unlock()
+				ev = ring.Heard{From: id}
+			case *wire.JobStart, *wire.JobAck, *wire.JobLink:
+				if d.OnJobMsg != nil {
+					d.OnJobMsg(id, m)
+				}
+				ev = ring.Heard{From: id}
+			}
+			if d.Post(ctx, ev) != nil {
 				return
 			}
 		}
 	}()
 }
 
-type computeResult struct {
-	done ring.ComputeDone
-	err  error
+// engineOp is one thing the engine goroutine does; exactly one field is set.
+type engineOp struct {
+	compute  *ring.Compute
+	prepare  *wire.Plan
+	prefetch *wire.Range
+	release  *wire.Range
+	close    bool
 }
 
-// Run steps the session until ctx ends.
+// Run steps the session until ctx ends. Everything that touches the Engine
+// (Prepare, Compute, Prefetch, Release, closing it) runs in order on one
+// goroutine of its own, so a slow Prepare (a slice download) or Compute
+// never stalls ticks, pings and frames, and engine calls never overlap.
 func (d *Driver) Run(ctx context.Context) error {
 	t := time.NewTicker(d.tick)
 	defer t.Stop()
-	jobs := make(chan ring.Compute, 1)
-	results := make(chan computeResult, 1)
+	ops := make(chan engineOp)
+	results := make(chan ring.Event, 1)
+	var failed error // a compute error ends Run
+	fail := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for c := range jobs {
-			done, err := d.engine.Compute(c)
-			results <- computeResult{done, err}
+		for op := range ops {
+			if ev := d.runOp(op, fail); ev != nil {
+				results <- ev
+			}
 		}
 	}()
+	var pending []engineOp
 	defer func() {
-		close(jobs)
+		close(ops)
+		go func() { // let a last result go so the engine goroutine can end
+			for range results {
+			}
+		}()
 		wg.Wait()
+		close(results)
 	}()
 	for {
 		var ev ring.Event
+		var send chan engineOp
+		var first engineOp
+		if len(pending) > 0 {
+			send, first = ops, pending[0]
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case failed = <-fail:
+			d.log.Error("ring compute failed", "err", failed)
+			return fmt.Errorf("driver: compute: %w", failed)
+		case send <- first:
+			pending = pending[1:]
+			continue
 		case <-t.C:
 			ev = ring.Tick{}
 			// Ping every link; the pong is the sign of life (Heard) and the RTT.
@@ -193,21 +310,103 @@ func (d *Driver) Run(ctx context.Context) error {
 			}
 			d.mu.Unlock()
 		case ev = <-d.in:
-		case r := <-results:
-			if r.err != nil {
-				d.log.Error("ring compute failed", "err", r.err)
-				return fmt.Errorf("driver: compute: %w", r.err)
-			}
-			ev = r.done
+		case ev = <-results:
 		}
 		d.mu.Lock()
-		d.step(ctx, ev, jobs)
+		pending = d.step(ctx, ev, pending)
 		d.mu.Unlock()
 	}
 }
 
-// step runs one event through the session and does its actions; d.mu held.
-func (d *Driver) step(ctx context.Context, ev ring.Event, jobs chan<- ring.Compute) {
+// runOp does one engine operation on the engine goroutine and returns the
+// event to feed back to the session, if any.
+func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
+	switch {
+	case op.compute != nil:
+		c := *op.compute
+		start := time.Now()
+		done, err := d.engine.Compute(c)
+		if err != nil {
+			select {
+			case fail <- err:
+			default:
+			}
+			return nil
+		}
+		d.measure(c, time.Since(start))
+		return done
+	case op.prepare != nil:
+		d.statsMu.Lock()
+		clear(d.stats)
+		d.statsMu.Unlock()
+		code, text := wire.CodeOK, ""
+		if err := d.engine.Prepare(op.prepare, op.prepare.Index(d.selfID())); err != nil {
+			code, text = wire.CodeLoadFailed, err.Error()
+		}
+		return ring.Prepared{Plan: op.prepare.ID, Code: code, Text: text}
+	case op.prefetch != nil:
+		d.engine.Prefetch(*op.prefetch)
+	case op.release != nil:
+		d.engine.Release(*op.release)
+	case op.close:
+		if c, ok := d.engine.(Closer); ok {
+			c.Close()
+		}
+	}
+	return nil
+}
+
+// measure adds a decode pass's compute time to this device's stats (a
+// prefill batch is not a token's cost).
+func (d *Driver) measure(c ring.Compute, took time.Duration) {
+	rows := len(c.Tokens)
+	if c.Hidden != nil {
+		rows = c.Hidden.Rows
+	}
+	if rows != 1 {
+		return
+	}
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
+	st := d.stats[d.selfID()]
+	if c.Round == 0 && !c.Output {
+		st.Tokens++
+	}
+	st.ComputeUS += uint64(took.Microseconds())
+	d.stats[d.selfID()] = st
+}
+
+// report sends this worker's stats to the head; d.mu held.
+func (d *Driver) report(plan *wire.Plan) {
+	if plan == nil || plan.Index(d.selfID()) <= 0 {
+		return
+	}
+	d.statsMu.Lock()
+	st := d.stats[d.selfID()]
+	st.Plan = plan.ID
+	if d.Measure != nil {
+		m := d.Measure()
+		st.Pressure = uint16(min(max(m.Pressure, 0), 1) * 10000)
+		st.Fetched, st.SliceBytes = uint64(max(m.Fetched, 0)), uint64(max(m.SliceBytes, 0))
+	}
+	d.stats[d.selfID()] = st
+	d.statsMu.Unlock()
+	typ, p, err := wire.Encode(&st)
+	if err != nil {
+		return
+	}
+	if l := d.links[plan.Devices[0].ID]; l != nil {
+		_ = l.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
+	}
+}
+
+// step runs one event through the session and does its actions, queueing
+// engine work on pending; d.mu held.
+func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []engineOp {
+	plan := d.s.Plan()
+	if p, ok := ev.(ring.Prepared); ok && p.Code == wire.CodeOK {
+		d.report(plan) // before the ack, on the same link: the head has the slice numbers when the plan is up
+	}
 	for _, a := range d.s.Step(ev) {
 		switch a := a.(type) {
 		case ring.Send:
@@ -223,18 +422,19 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, jobs chan<- ring.Compu
 				d.log.Warn("ring send failed", "to", a.To, "err", err)
 				go func() { _ = d.Post(ctx, ring.PeerLost{ID: a.To, Reason: err.Error()}) }()
 			}
-		case ring.Compute:
-			jobs <- a // the session has at most one Compute out
-		case ring.Prepare:
-			code, text := wire.CodeOK, ""
-			if err := d.engine.Prepare(a.Plan, a.Plan.Index(d.selfID())); err != nil {
-				code, text = wire.CodeLoadFailed, err.Error()
+			// A worker reports after the activation of its last round has
+			// gone: once per token, never in front of the token's data.
+			if act, ok := a.Msg.(*wire.Activation); ok && plan != nil && act.Round == plan.K-1 {
+				d.report(plan)
 			}
-			go func() { _ = d.Post(ctx, ring.Prepared{Plan: a.Plan.ID, Code: code, Text: text}) }()
+		case ring.Compute:
+			pending = append(pending, engineOp{compute: &a}) // the session has at most one Compute out
+		case ring.Prepare:
+			pending = append(pending, engineOp{prepare: a.Plan})
 		case ring.Prefetch:
-			d.engine.Prefetch(a.Window)
+			pending = append(pending, engineOp{prefetch: &a.Window})
 		case ring.Release:
-			d.engine.Release(a.Window)
+			pending = append(pending, engineOp{release: &a.Window})
 		case ring.Disconnect:
 			if l := d.links[a.ID]; l != nil {
 				l.Close()
@@ -242,12 +442,20 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, jobs chan<- ring.Compu
 			}
 		case ring.Dropped:
 			d.log.Debug("ring dropped a frame", "from", a.From, "reason", a.Reason)
+		case ring.EndJob:
+			pending = append(pending, engineOp{close: true}) // free the windows: the job is over here
+			d.forward(ctx, a)
 		default:
-			select {
-			case d.out <- a:
-			case <-ctx.Done():
-			}
+			d.forward(ctx, a)
 		}
+	}
+	return pending
+}
+
+func (d *Driver) forward(ctx context.Context, a ring.Action) {
+	select {
+	case d.out <- a:
+	case <-ctx.Done():
 	}
 }
 

@@ -15,6 +15,9 @@ type GGML struct {
 	M       *ggml.Model
 	NCtx    int
 	Threads int
+	// Sample picks the token from the head's logits; nil is greedy (argmax,
+	// lowest id on ties). It runs on the driver's engine goroutine.
+	Sample func(logits []float32) int32
 
 	mu   sync.Mutex     // guards wins and out: Compute runs off the driver's loop
 	wins []*ggml.Window // per round
@@ -89,25 +92,55 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 	if win.KVLen() > c.Pos {
 		win.KVTruncate(c.Pos)
 	}
-	var (
-		v   []float32
-		err error
-	)
-	if c.Tokens != nil {
-		v, err = win.EvalTokens(c.Tokens, c.Pos)
-	} else {
-		v, err = win.EvalHidden(wire.F32s(c.Hidden.Data), c.Pos)
+	nEmbd := g.M.Info().NEmbd
+	var hidden []float32
+	if c.Tokens == nil {
+		hidden = wire.F32s(c.Hidden.Data)
 	}
+	v, err := evalChunked(win, c.Tokens, hidden, nEmbd, c.Pos)
 	if err != nil {
 		return done, err
 	}
 	if c.Output {
-		done.Token = argmax(v)
+		if g.Sample != nil {
+			done.Token = g.Sample(v)
+		} else {
+			done.Token = argmax(v)
+		}
 		return done, nil
 	}
-	nEmbd := g.M.Info().NEmbd
 	done.Hidden = &wire.Activation{Rows: len(v) / nEmbd, NEmbd: nEmbd, DType: wire.F32, Data: wire.F32Data(v)}
 	return done, nil
+}
+
+// evalChunked evaluates tokens (or hidden rows) at pos in batches of at most
+// ggml.MaxBatch, as the window requires: the hidden states of every row are
+// concatenated; an output window's logits are those of the last batch.
+func evalChunked(win *ggml.Window, tokens []int32, hidden []float32, nEmbd, pos int) ([]float32, error) {
+	rows := len(tokens)
+	if tokens == nil {
+		rows = len(hidden) / nEmbd
+	}
+	var out []float32
+	for i := 0; i < rows || i == 0; i += ggml.MaxBatch {
+		n := min(ggml.MaxBatch, rows-i)
+		var v []float32
+		var err error
+		if tokens != nil {
+			v, err = win.EvalTokens(tokens[i:i+n], pos+i)
+		} else {
+			v, err = win.EvalHidden(hidden[i*nEmbd:(i+n)*nEmbd], pos+i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if win.Params().Output || rows <= ggml.MaxBatch {
+			out = v
+		} else {
+			out = append(out, v...)
+		}
+	}
+	return out, nil
 }
 
 func argmax(v []float32) int32 {
