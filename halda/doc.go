@@ -37,6 +37,9 @@
 //	M5 Windows, RAM short:           as M3 with random-read throughput (below)
 //	M4 memory enough or disk slower than s_threshold: a = α, b = β, memory rows "fits"
 //
+// s is s_m^disk: the measured page-fault throughput when the device has one
+// (it overrides the sequential/random choice above; see "Decisions").
+//
 // For fixed k and cases, T = k·Σ(a_m w_m + b_m n_m) + constant is linear, and
 // every memory row of eqs. 27-35 is a bound on w, n or w − n: a LayerILP
 // (solver.go). The VRAM rows are n·k·b' ≤ d_cuda − c^gpu (CUDA) and
@@ -128,6 +131,18 @@
 //     free + zeroed); there is no swap-out credit (file-backed pages are not
 //     swapped). CUDA VRAM is treated as on Linux: Halda never plans beyond
 //     free VRAM, so WDDM has nothing to page.
+//   - s_m^disk. The papers measure it with fio-style large reads, but a
+//     paging device gets its weights through page faults on the mapping,
+//     which deliver much less: read-ahead restarts at every backward jump
+//     between a layer's tensors (files store them by name, kernels read
+//     them in graph order), and each fault waits for its read. Measured
+//     here: O_DIRECT sequential 1.5 GB/s, a fault sweep in the engine's
+//     order 0.6-0.9 GB/s. So when a device's profile has
+//     DiskFaultBytesPerSec (engine/profile: a sweep in the engine's order
+//     over evicted pages), it is s_m^disk for every OS and case, in the
+//     overflow, window and embedding-row terms and against s_threshold;
+//     without it Linux and Android charge the sequential and the other OSes
+//     the random direct-read throughput.
 //   - s_threshold^disk defaults to 100 MB/s (DefaultDiskThreshold).
 //   - n_kv is the configured context (Model.ContextTokens), so a plan stays
 //     valid as a conversation grows.

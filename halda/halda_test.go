@@ -45,6 +45,11 @@ func withOS(d halda.Device, os halda.OS, randRead float64) halda.Device {
 	return d
 }
 
+func withFault(d halda.Device, fault float64) halda.Device {
+	d.DiskFaultBytesPerSec = fault
+	return d
+}
+
 func withSwap(d halda.Device, canSwap, avail int64) halda.Device {
 	d.SwapCanSwap, d.SwapAvailable = canSwap, avail
 	return d
@@ -112,6 +117,24 @@ func TestHandSolved(t *testing.T) {
 		want:     []row{{"a", halda.M3, 2, 0}},
 		wantMs:   4*20 + 500,
 		wantDisk: 500,
+	}, {
+		name: "a measured page-fault throughput replaces the direct-read one",
+		cite: "package doc, Disk: 0.5 GB over re-read through page faults at 0.25 GB/s (the 1 GB/s O_DIRECT figure is not used)",
+		p: halda.Problem{Model: handModel(4), Devices: []halda.Device{
+			withFault(cpu("a", 3*gb+gb/2, 1e9, nil), 0.25e9)}},
+		wantK:    2,
+		want:     []row{{"a", halda.M3, 2, 0}},
+		wantMs:   4*20 + 2000,
+		wantDisk: 2000,
+	}, {
+		name: "a page-fault throughput on macOS replaces the random-read one too",
+		cite: "package doc, Disk: the fault sweep holds the OS's own clustering; 0.5 GB at 2 GB/s instead of 0.5 GB/s random",
+		p: halda.Problem{Model: handModel(4), Devices: []halda.Device{
+			withFault(withOS(cpu("mac", 3*gb+gb/2, 4e9, nil), halda.MacOS, 0.5e9), 2e9)}},
+		wantK:    2,
+		want:     []row{{"mac", halda.M1, 2, 0}},
+		wantMs:   4*20 + 250,
+		wantDisk: 250,
 	}, {
 		name: "macOS without Metal short of RAM pages in case M1 at random-read speed",
 		cite: "000 A.3 Case 1 and eq. (15) with random reads: 0.5 GB over at 0.5 GB/s random (the 4 GB/s sequential figure is not used)",
@@ -587,6 +610,8 @@ func TestValidation(t *testing.T) {
 		{"metal on linux", func(p *halda.Problem) { p.Devices[0].GPU = halda.Metal }, `devices["a"].gpu`},
 		{"no CPU flops", func(p *halda.Problem) { p.Devices[0].CPUFlops = nil }, `devices["a"].cpu_flops`},
 		{"no disk", func(p *halda.Problem) { p.Devices[0].DiskSeqBytesPerSec = 0 }, `devices["a"].disk_*_read_bytes_per_s`},
+		{"negative fault throughput", func(p *halda.Problem) { p.Devices[0].DiskFaultBytesPerSec = -1 }, `devices["a"].disk_fault_read_bytes_per_s`},
+		{"NaN fault throughput", func(p *halda.Problem) { p.Devices[0].DiskFaultBytesPerSec = math.NaN() }, `devices["a"].disk_fault_read_bytes_per_s`},
 		{"missing link", func(p *halda.Problem) { p.Devices[0].LinkSec = nil }, `devices["a"].link_s`},
 		{"negative RAM", func(p *halda.Problem) { p.Devices[1].RAMAvailable = -1 }, `devices["b"]`},
 		{"cuda without GPU profile", func(p *halda.Problem) { p.Devices[1].GPU = halda.CUDA }, `devices["b"].gpu_flops`},

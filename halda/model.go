@@ -238,6 +238,14 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 	if x.kind != kindLinux {
 		x.disk = d.DiskRandBytesPerSec
 	}
+	switch {
+	case positive(d.DiskFaultBytesPerSec):
+		// Measured the way the engine pages: it already holds this OS's
+		// read-ahead and fault clustering, so it overrides both.
+		x.disk = d.DiskFaultBytesPerSec
+	case d.DiskFaultBytesPerSec != 0:
+		return x, invalid(f+".disk_fault_read_bytes_per_s", "is %v; a throughput is positive (or 0: not measured)", d.DiskFaultBytesPerSec)
+	}
 	if !positive(x.disk) {
 		return x, invalid(f+".disk_*_read_bytes_per_s", "the %s disk throughput is %v; profile the device's disk", d.OS, x.disk)
 	}

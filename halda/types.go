@@ -76,9 +76,15 @@ type Device struct {
 	MemoryBudget int64 `json:"memory_budget_bytes,omitempty"`
 
 	// Disk read throughputs (s_m^disk): sequential (charged on Linux and
-	// Android, where mmap reads ahead) and random (macOS, Windows).
+	// Android, where mmap reads ahead) and random (macOS, Windows), both by
+	// large reads that bypass the page cache.
 	DiskSeqBytesPerSec  float64 `json:"disk_seq_read_bytes_per_s"`
 	DiskRandBytesPerSec float64 `json:"disk_rand_read_bytes_per_s"`
+	// DiskFaultBytesPerSec, when positive, is the measured throughput of
+	// reading weights through page faults on the engine's mapping, in the
+	// engine's read order: what a paging device actually gets. It replaces
+	// both throughputs above in every disk term (see the package doc).
+	DiskFaultBytesPerSec float64 `json:"disk_fault_read_bytes_per_s,omitempty"`
 
 	// LinkSec maps another device's Name to the measured time to send it one
 	// hidden state (t_m^comm towards that device). Missing entries fall back
