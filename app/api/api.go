@@ -29,10 +29,16 @@ type Server struct {
 	// APIKey returns the key LAN clients of the compatible APIs must send;
 	// nil: read from the settings (chat.go compatAuth).
 	APIKey func() string
+	// Work lists long work for the UI's progress bars (work.go); the agent
+	// may report its own (weight transfer) here. nil: Handler makes one.
+	Work *Work
 }
 
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
+	if s.Work == nil {
+		s.Work = NewWork()
+	}
 	m := http.NewServeMux()
 	m.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Status(), nil) })
 	m.HandleFunc("GET /api/v1/peers", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Peers(), nil) })
@@ -86,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
+	m.HandleFunc("GET /api/v1/ring", s.ringStatus) // last ring plan and measurements: app/api/ring.go
 	s.registerUI(m)                    // web UI: app/api/ui.go
 	s.registerChat(m)                  // chat: app/api/chat.go
 	return s.registerCompat(s.auth(m)) // OpenAI, Anthropic, Ollama: app/api/chat.go

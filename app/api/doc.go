@@ -17,6 +17,7 @@
 //	POST /api/v1/unpair          PeerRequest → Peer
 //	POST /api/v1/contribute      ContributeRequest → Status
 //	GET  /api/v1/doctor          Doctor
+//	GET  /api/v1/ring            RingStatus: the last ring this agent ran as head (homering status)
 //	GET  /api/v1/watch           text/event-stream of Event, one "data: {json}" per event
 //
 // The web UI (ui.go and the files it names) adds:
@@ -29,7 +30,8 @@
 //	                             Hugging Face cache, each with a Halda fit label
 //	GET  /api/v1/plan            Plan: the device map (Halda's plan for the selected model)
 //	GET  /api/v1/live            text/event-stream of Live ("event: live"): at once, after
-//	                             node events (batched 150 ms) and every 2 s (memory, heartbeat)
+//	                             node events or Work changes (batched 150 ms) and every 2 s
+//	                             (memory, heartbeat); Live.Work is the progress bars (work.go)
 //	GET  /api/v1/conversations   []ConversationSummary, newest first
 //	GET, PUT, DELETE /api/v1/conversations/{id}   Conversation (conversations/ID.json)
 //

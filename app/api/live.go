@@ -17,7 +17,8 @@ const liveHeartbeat = 2 * time.Second
 const liveSettle = 150 * time.Millisecond
 
 // live streams apitype.Live snapshots as server-sent events ("event: live"):
-// one at once, one after each burst of node events, one per heartbeat.
+// one at once, one after each burst of node events or Work changes, one per
+// heartbeat.
 func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -37,7 +38,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			plan.Problem = &apitype.Problem{Code: "plan", Title: "The device map cannot be drawn.", Text: sentence(err), Fix: "Check settings.json in the config folder."}
 		}
-		b, _ := json.Marshal(apitype.Live{Status: u.s.Node.Status(), Peers: u.s.Node.Peers(), Plan: plan})
+		b, _ := json.Marshal(apitype.Live{Status: u.s.Node.Status(), Peers: u.s.Node.Peers(), Plan: plan, Work: u.s.Work.List(time.Now())})
 		if _, err := fmt.Fprintf(w, "event: live\ndata: %s\n\n", b); err != nil {
 			return false
 		}
@@ -45,6 +46,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		beat.Reset(liveHeartbeat)
 		return true
 	}
+	work := u.s.Work.Changed() // before the first snapshot, which includes what it has seen
 	if !send() {
 		return
 	}
@@ -52,6 +54,11 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-work:
+			work = u.s.Work.Changed() // later changes; this one is in the settled send
+			if settle == nil {
+				settle = time.After(liveSettle)
+			}
 		case _, ok := <-events:
 			if !ok {
 				return

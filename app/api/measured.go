@@ -2,20 +2,39 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"homering/app/api/apitype"
 )
 
-// measuredChat records the decode speed of every finished generation (from
-// the UI or any compatible API), so the device map can show a measured
-// ms/token beside Halda's prediction. On the single-device path the head
-// runs every layer, so its measurement is the whole token.
+// measuredChat wraps the agent's Chatter for everything the UI shows about
+// a generation besides its text:
+//
+//   - the decode speed of every finished generation (from the UI or any
+//     compatible API), so the device map can show a measured ms/token
+//     beside Halda's prediction (on the single-device path the head runs
+//     every layer, so its measurement is the whole token);
+//   - the wait before the first token as a Work task: "load" when the
+//     served model has not answered since the engine last failed or the
+//     model changed, "prompt" when it is warm, "queue" behind another
+//     generation (the engine runs one at a time). The runner protocol says
+//     nothing between the request and the first token, so this is what the
+//     agent can see; the bar fills against how long the same wait took
+//     last time.
 type measuredChat struct {
 	Chatter
-	mu   sync.Mutex // guards last
-	last *measurement
+	work *Work
+	now  func() time.Time
+	seq  atomic.Uint64 // task IDs
+
+	mu       sync.Mutex // guards the fields below
+	last     *measurement
+	warm     string                   // model path that answered last; "" after a failure
+	loadTook map[string]time.Duration // model path → its last load (first token − prompt)
+	inflight int
 }
 
 type measurement struct {
@@ -23,12 +42,67 @@ type measurement struct {
 	at         time.Time
 }
 
+func newMeasuredChat(c Chatter, w *Work, now func() time.Time) *measuredChat {
+	return &measuredChat{Chatter: c, work: w, now: now, loadTook: map[string]time.Duration{}}
+}
+
+// waitTask words the wait before the first token.
+func (m *measuredChat) waitTask(model apitype.ServedModel, queued bool) (kind, title, detail string, expected time.Duration) {
+	switch {
+	case queued:
+		return "queue", "Waiting for the reply before this one", "The engine answers one message at a time; this one starts when the other ends.", 0
+	case model.Path != "" && model.Path == m.warm:
+		return "prompt", "Reading your message", "The model is loaded; the reply starts once the conversation is read.", 0
+	}
+	name := model.Name
+	if name == "" {
+		name = "the model"
+	}
+	detail = "Reading the weights from disk; the reply starts when they are in memory."
+	if model.Size > 0 {
+		detail = fmt.Sprintf("Reading %s of weights from disk; the reply starts when they are in memory.", humanBytes(model.Size))
+	}
+	return "load", "Loading " + name, detail, m.loadTook[model.Path]
+}
+
 func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
-	st, err := m.Chatter.Chat(ctx, req, emit)
-	if err == nil && st.TokensPerSecond > 0 && st.CompletionTokens > 1 {
-		m.mu.Lock()
-		m.last = &measurement{msPerToken: 1000 / st.TokensPerSecond, at: time.Now()}
-		m.mu.Unlock()
+	var model apitype.ServedModel
+	if s := m.Chatter.Served(); len(s) > 0 {
+		model = s[0]
+	}
+	start := m.now()
+	m.mu.Lock()
+	kind, title, detail, expected := m.waitTask(model, m.inflight > 0)
+	m.inflight++
+	m.mu.Unlock()
+	id := fmt.Sprintf("chat-%d", m.seq.Add(1))
+	m.work.Begin(start, id, kind, title, detail, expected)
+	var first time.Time
+	st, err := m.Chatter.Chat(ctx, req, func(text string) error {
+		if first.IsZero() {
+			first = m.now()
+			m.work.End(id)
+		}
+		return emit(text)
+	})
+	m.work.End(id)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inflight--
+	switch {
+	case err != nil && ctx.Err() == nil:
+		m.warm = "" // the engine may have died: the next chat loads again
+	case err == nil:
+		if kind == "load" && !first.IsZero() {
+			m.loadTook[model.Path] = max(first.Sub(start)-time.Duration(st.PromptMS*float64(time.Millisecond)), 0)
+		}
+		if st.CompletionTokens > 0 {
+			m.warm = model.Path
+		}
+		if st.TokensPerSecond > 0 && st.CompletionTokens > 1 {
+			m.last = &measurement{msPerToken: 1000 / st.TokensPerSecond, at: m.now()}
+		}
 	}
 	return st, err
 }

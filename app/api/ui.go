@@ -41,7 +41,7 @@ func (s *Server) registerUI(m *http.ServeMux) {
 		// device map can show measured speed: see measured.go.
 		mc, ok := s.Chat.(*measuredChat)
 		if !ok {
-			mc = &measuredChat{Chatter: s.Chat}
+			mc = newMeasuredChat(s.Chat, s.Work, time.Now)
 			s.Chat = mc
 		}
 		u.chat = mc

@@ -99,6 +99,24 @@ type Live struct {
 	Status Status `json:"status"`
 	Peers  Peers  `json:"peers"`
 	Plan   Plan   `json:"plan"`
+	Work   []Task `json:"work"` // long work running now, oldest first
+}
+
+// Task is long work the person waits for (loading a model, fetching
+// weights, profiling), drawn as a progress bar.
+type Task struct {
+	ID    string `json:"id"`   // stable while it runs, e.g. "load", "transfer:PEER"
+	Kind  string `json:"kind"` // "load", "prompt", "transfer", "profile"
+	Title string `json:"title"`
+	// Detail says what is happening now or what it waits for, in a sentence.
+	Detail    string `json:"detail,omitempty"`
+	ElapsedMs int64  `json:"elapsed_ms"` // since it began, at the snapshot
+	// Done and Total count bytes (or steps); Total 0: unknown.
+	Done  int64 `json:"done"`
+	Total int64 `json:"total"`
+	// ExpectedMs is how long the same work took last time (0: unknown); with
+	// no byte count the bar fills against it.
+	ExpectedMs int64 `json:"expected_ms,omitempty"`
 }
 
 // ConversationMessage is one saved message of a conversation (Stats from

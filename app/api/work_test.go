@@ -1,0 +1,124 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/app/api/apitype"
+)
+
+func TestWorkList(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := NewWork()
+	if got := w.List(t0); got == nil || len(got) != 0 {
+		t.Fatalf("empty List = %#v, want [] (the UI reads null as no list)", got)
+	}
+	changed := w.Changed()
+	w.Begin(t0.Add(time.Second), "load", "load", "Loading m", "Reading 1.0 GiB", 3*time.Second)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Begin did not signal a change")
+	}
+	w.Begin(t0, "transfer:b", "transfer", "Weights to b", "", 0)
+	w.Progress(t0.Add(2*time.Second), "transfer:b", 40, 100)
+	w.Progress(t0.Add(2*time.Second), "profile", 1, 3) // not begun: begun by Progress
+	want := []apitype.Task{
+		{ID: "transfer:b", Kind: "transfer", Title: "Weights to b", ElapsedMs: 4000, Done: 40, Total: 100},
+		{ID: "load", Kind: "load", Title: "Loading m", Detail: "Reading 1.0 GiB", ElapsedMs: 3000, ExpectedMs: 3000},
+		{ID: "profile", Kind: "profile", Title: "profile", ElapsedMs: 2000, Done: 1, Total: 3},
+	}
+	if diff := cmp.Diff(want, w.List(t0.Add(4*time.Second))); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	changed = w.Changed()
+	w.End("load")
+	w.End("nothing") // no-op
+	select {
+	case <-changed:
+	default:
+		t.Fatal("End did not signal a change")
+	}
+	if got := len(w.List(t0)); got != 2 {
+		t.Errorf("after End: %d tasks, want 2", got)
+	}
+}
+
+// gated is a Chatter whose first token waits for a signal, so a test can
+// look at the Work list while a chat waits.
+type gated struct {
+	model   apitype.ServedModel
+	reached chan struct{} // a chat is inside Chat
+	release chan error    // nil: stream a token; an error: fail with it
+	stats   apitype.ChatStats
+}
+
+func (g *gated) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+	g.reached <- struct{}{}
+	if err := <-g.release; err != nil {
+		return apitype.ChatStats{}, err
+	}
+	if err := emit("tok"); err != nil {
+		return apitype.ChatStats{}, err
+	}
+	return g.stats, nil
+}
+func (g *gated) StopChat(string) int           { return 0 }
+func (g *gated) Served() []apitype.ServedModel { return []apitype.ServedModel{g.model} }
+func (g *gated) Running() int                  { return 0 }
+
+// The wait before the first token is a "load" task until the model has
+// answered once, then "prompt"; a failure makes the next wait a load again,
+// expected to take as long as the last load did (first token minus prompt).
+func TestChatWaitIsWork(t *testing.T) {
+	g := &gated{model: apitype.ServedModel{Name: "m", Path: "/m.gguf", Size: 3 << 30},
+		reached: make(chan struct{}), release: make(chan error),
+		stats: apitype.ChatStats{CompletionTokens: 5, TokensPerSecond: 50, PromptMS: 500}}
+	w := NewWork()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	mc := newMeasuredChat(g, w, clock)
+
+	type seen struct {
+		Kind, Title, Detail string
+		ExpectedMs          int64
+	}
+	step := func(fail error, advance time.Duration) seen {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := mc.Chat(context.Background(), apitype.ChatRequest{}, func(string) error { return nil })
+			done <- err
+		}()
+		<-g.reached
+		list := w.List(now)
+		if len(list) != 1 {
+			t.Fatalf("work while waiting = %+v, want one task", list)
+		}
+		now = now.Add(advance) // the chat goroutine is parked: no race on now
+		g.release <- fail
+		if err := <-done; !errors.Is(err, fail) {
+			t.Fatalf("Chat error %v, want %v", err, fail)
+		}
+		if left := w.List(now); len(left) != 0 {
+			t.Fatalf("work after the chat = %+v, want none", left)
+		}
+		return seen{list[0].Kind, list[0].Title, list[0].Detail, list[0].ExpectedMs}
+	}
+	boom := errors.New("engine died")
+	got := []seen{step(nil, 2500*time.Millisecond), step(nil, time.Second), step(boom, time.Second), step(nil, time.Second)}
+	load := seen{"load", "Loading m", "Reading 3.0 GiB of weights from disk; the reply starts when they are in memory.", 0}
+	loadAgain := load
+	loadAgain.ExpectedMs = 2000 // 2.5 s to the first token, 0.5 s of it the prompt
+	prompt := seen{"prompt", "Reading your message", "The model is loaded; the reply starts once the conversation is read.", 0}
+	if diff := cmp.Diff([]seen{load, prompt, prompt, loadAgain}, got); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+	if m := mc.measured(); m == nil || *m != 20 {
+		t.Errorf("measured = %v, want 20 ms/token", m)
+	}
+}
