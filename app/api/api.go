@@ -92,7 +92,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
-	m.HandleFunc("GET /api/v1/ring", s.ringStatus) // last ring plan and measurements: app/api/ring.go
+	m.HandleFunc("GET /api/v1/ring", s.ringStatus)
 	s.registerUI(m)                    // web UI: app/api/ui.go
 	s.registerChat(m)                  // chat: app/api/chat.go
 	return s.registerCompat(s.auth(m)) // OpenAI, Anthropic, Ollama: app/api/chat.go

@@ -1,0 +1,22 @@
+package api
+
+import (
+	"net/http"
+
+	"homering/app/api/apitype"
+)
+
+// RingReporter is implemented by a Chatter that runs rings (app/chat.go):
+// GET /api/v1/ring shows its last ring (homering status).
+type RingReporter interface {
+	RingStatus() apitype.RingStatus
+}
+
+func (s *Server) ringStatus(w http.ResponseWriter, r *http.Request) {
+	rr, ok := s.Chat.(RingReporter)
+	if !ok {
+		reply(w, apitype.RingStatus{Note: "This agent runs no engine."}, nil)
+		return
+	}
+	reply(w, rr.RingStatus(), nil)
+}
