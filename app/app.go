@@ -50,6 +50,8 @@ func commands() map[string]command {
 		"runner":     {"the engine process the agent starts (not for people)", cmdRunner},
 		"tray":       {"the agent with a tray icon (what `homering` alone runs)", cmdTray},
 		"ui":         {"open the chat and device-map window of the running agent", cmdUI},
+		"chat":       {"chat with the running agent's model across the ring: chat [-m FILE] PROMPT", cmdChat},
+		"status":     {"show the last ring plan: windows, predicted vs measured ms, memory pressure", cmdStatus},
 	}
 }
 

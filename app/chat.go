@@ -15,15 +15,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"homering/app/api"
 	"homering/app/api/apitype"
+	"homering/app/node"
 	"homering/engine/runner"
 )
 
 // chatBackend is the agent's api.Chatter: it runs every chat on the engine
-// child (engine/runner) with the selected model, on this device alone until
-// the ring lands.
+// child (engine/runner) with the selected model, across the ring Halda plans
+// over the paired, contributing devices it reaches, or on this device alone
+// when Halda keeps the model here (ring.go). It is also the node's Worker: a
+// head's job makes its runner child serve (ring.go).
 type chatBackend struct {
 	sup      *runner.Supervisor // non-nil
 	dir      string             // config directory (settings.json)
@@ -33,6 +37,10 @@ type chatBackend struct {
 	// problems shows engine failures in the node's Status (the tray and UI
 	// show them); nil: only the chat's error says it.
 	problems problemSink
+
+	// node asks peers for profiles and jobs; nil: this device alone.
+	node *node.Node
+	ring ringMemory
 
 	mu      sync.Mutex // guards running
 	running map[*chatRun]struct{}
@@ -137,7 +145,11 @@ func (b *chatBackend) StopChat(conv string) int {
 
 // Chat implements api.Chatter.
 func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+	start := time.Now()
 	path, nCtx := b.model()
+	if req.ModelPath != "" {
+		path = req.ModelPath
+	}
 	if path == "" {
 		return apitype.ChatStats{}, &api.ChatError{Status: http.StatusServiceUnavailable,
 			Text: "No model is selected; choose one in Settings (or start the agent with --model FILE.gguf)."}
@@ -188,13 +200,45 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	}()
 
 	lp := runner.LoadParams{Model: path, NCtx: nCtx, Threads: b.threads}
-	st, err := b.sup.Generate(ctx, lp, g, func(t runner.Token) error {
+	var first time.Time
+	onToken := func(t runner.Token) error {
+		if first.IsZero() {
+			first = time.Now()
+		}
 		if t.Text == "" {
 			return nil
 		}
 		return emit(t.Text)
-	})
+	}
+	var st runner.Stats
+	var err error
+	var ringRun *apitype.RingRun
+	job, note := b.planRing(ctx, path, nCtx, req)
+	if job != nil {
+		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs)
+		st, err = b.sup.RingGenerate(ctx, lp, job.params, g, onToken, b.replan(job))
+		if errors.Is(err, runner.ErrNotYet) && first.IsZero() {
+			job, note = nil, "this build's engine cannot run a ring yet"
+		} else {
+			ringRun = b.ringRun(job, st)
+			b.remember(job.model, ringRun, "")
+		}
+	}
+	if job == nil {
+		if note != "" {
+			b.log.Info("chat on this device alone", "why", note)
+		}
+		b.remember("", nil, note)
+		st, err = b.sup.Generate(ctx, lp, g, onToken)
+	}
 	out := chatStats(st, strings.TrimSuffix(filepath.Base(path), ".gguf"))
+	out.Ring = ringRun
+	if !first.IsZero() {
+		out.TTFTMS = float64(first.Sub(start)) / float64(time.Millisecond)
+	}
+	if st.DecodeTokens > 0 {
+		out.TPOTMS = st.DecodeMS / float64(st.DecodeTokens)
+	}
 	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		out.StopReason = runner.ReasonCancelled
 		return out, nil // stopped on purpose: the reply so far stands

@@ -89,7 +89,7 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 		return err
 	}
 	chat := newChatBackend(dir, model, log) // engine child: app/chat.go
-	chat.problems = n
+	chat.attach(n)                          // problems, ring jobs and ring planning: app/ring.go
 	defer chat.Close()
 	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: chat}
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
