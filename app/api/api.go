@@ -17,6 +17,7 @@ import (
 	"homering/app/config"
 	"homering/app/node"
 	"homering/discovery/identity"
+	"homering/engine/profile"
 	"homering/engine/ring/transport"
 )
 
@@ -32,6 +33,9 @@ type Server struct {
 	// Work lists long work for the UI's progress bars (work.go); the agent
 	// may report its own (weight transfer) here. nil: Handler makes one.
 	Work *Work
+	// LoadProfile reads this device's cached measured profile from the
+	// config directory without measuring; nil: engine/profile.LoadCached.
+	LoadProfile func(configDir string) (profile.Profile, bool, error)
 }
 
 // Handler returns the routes.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +20,31 @@ import (
 	"homering/discovery/mdns"
 )
 
-type tWriter struct{ t *testing.T }
+// tWriter hands log lines to t.Log until the test ends. Servers and the
+// node log from goroutines that may outlive the test (an HTTP handler still
+// finishing, a node loop stopping), and t.Log after the end panics.
+type tWriter struct {
+	t    *testing.T
+	mu   sync.Mutex // guards done
+	done bool
+}
 
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
+func newTWriter(t *testing.T) *tWriter {
+	w := &tWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return w
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
@@ -34,7 +56,7 @@ func TestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(tWriter{t}, nil))
+	log := slog.New(slog.NewTextHandler(newTWriter(t), nil))
 	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
 		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/engine/profile"
 	"homering/engine/profile/modelprof"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -20,9 +21,9 @@ import (
 const defaultLinkSec = 1e-3
 
 // defaultProfile is the profile used for a device until the profiler has
-// measured it: a modest 4-core laptop CPU (no GPU), with the memory this
-// device reads from /proc/meminfo (peers are assumed alike until they
-// report their own).
+// measured it: a modest laptop CPU (no GPU), with the memory this device
+// reads from /proc/meminfo (peers are assumed alike until they answer
+// with their own).
 func defaultProfile(name string, avail, total, budget int64) halda.Device {
 	cores := float64(max(runtime.NumCPU(), 1))
 	flops := 5e9 * cores // per core, quantized matmul-vector on AVX2
@@ -52,12 +53,74 @@ type planMemo struct {
 type member struct {
 	id, short, name string
 	self            bool
+	measured        bool   // planned with its measured profile
+	profile         string // what the memo key needs to know of the profile
+}
+
+// profileEvery is how often this device's cached profile is read again (a
+// background refresh by the runner may have stored a newer one).
+const profileEvery = 30 * time.Second
+
+// selfProfile is this device's cached measured profile, read at most once
+// per profileEvery (reading checks every cache entry's checksum).
+type selfProfile struct {
+	at time.Time
+	p  profile.Profile
+	ok bool
+}
+
+// measuredSelf returns this device's measured profile, if the profiler has
+// cached one.
+func (u *ui) measuredSelf(now time.Time) (profile.Profile, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.self.at.IsZero() || now.Sub(u.self.at) >= profileEvery {
+		load := u.s.LoadProfile
+		if load == nil {
+			load = profile.LoadCached
+		}
+		p, ok, err := load(u.s.Node.Status().ConfigDir)
+		if err != nil {
+			u.s.Log.Warn("cannot read the cached device profile; planning with a default", "err", err)
+		}
+		u.self = selfProfile{at: now, p: p, ok: ok && err == nil}
+	}
+	return u.self.p, u.self.ok
+}
+
+// withDefaults fills what a measured device lacks from the default: the
+// profiler measures only the weight types of the model it was given, and
+// a device that reported no RAM figures keeps this device's.
+func withDefaults(d, def halda.Device) halda.Device {
+	flops := make(map[string]float64, len(def.CPUFlops))
+	for k, v := range def.CPUFlops {
+		flops[k] = v
+	}
+	for k, v := range d.CPUFlops {
+		if v > 0 {
+			flops[k] = v
+		}
+	}
+	d.CPUFlops = flops
+	if d.RAMTotal <= 0 {
+		d.RAMAvailable, d.RAMTotal = def.RAMAvailable, def.RAMTotal
+	}
+	if d.CPUReadBytesPerSec <= 0 {
+		d.CPUReadBytesPerSec = def.CPUReadBytesPerSec
+	}
+	if d.DiskSeqBytesPerSec <= 0 || d.DiskRandBytesPerSec <= 0 {
+		d.DiskSeqBytesPerSec, d.DiskRandBytesPerSec = def.DiskSeqBytesPerSec, def.DiskRandBytesPerSec
+	}
+	return d
 }
 
 // devices returns the profiles of this device and of every visible,
-// contributing, paired peer, in that order, named by short ID.
+// contributing, paired peer, in that order, named by short ID: measured
+// ones where known (this device's from engine/profile's cache, a peer's as
+// it answered the last look), defaults otherwise.
 func (u *ui) devices(set *settingsFile) ([]halda.Device, []member) {
-	hist := u.mem.sample(time.Now())
+	now := time.Now()
+	hist := u.mem.sample(now)
 	var avail, total int64 = 8 << 30, 16 << 30
 	if n := len(hist); n > 0 {
 		avail, total = hist[n-1].Available, hist[n-1].Total
@@ -71,11 +134,22 @@ func (u *ui) devices(set *settingsFile) ([]halda.Device, []member) {
 	}
 	devs := make([]halda.Device, len(ms))
 	for i, m := range ms {
-		budget := int64(0)
+		def := defaultProfile(m.short, avail, total, 0)
+		devs[i], ms[i].profile = def, "default"
 		if m.self {
-			budget = set.MemoryBudget // the budget is this device's own setting
+			if p, ok := u.measuredSelf(now); ok {
+				devs[i] = withDefaults(p.Device(m.short), def)
+				ms[i].measured, ms[i].profile = true, "measured "+p.Key+" "+p.MeasuredAt.String()
+			}
+			devs[i].MemoryBudget = set.MemoryBudget // the budget is this device's own setting
+			continue
 		}
-		devs[i] = defaultProfile(m.short, avail, total, budget)
+		if e := u.peers.get(m.id, now); e.profile != nil {
+			d := withDefaults(*e.profile, def)
+			d.Name, d.MemoryBudget = m.short, 0 // a peer's own budget is applied on that device
+			devs[i], ms[i].measured = d, e.measured
+			ms[i].profile = fmt.Sprintf("peer %p %v", e.profile, e.measured)
+		}
 	}
 	return devs, ms
 }
@@ -104,10 +178,17 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		all = append(all, apitype.MapDevice{ID: p.ID, Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
 			Contribute: p.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{}, Memory: []apitype.MemSample{}})
 	}
+	measured := map[string]bool{}
+	for _, m := range ms {
+		measured[m.id] = m.measured
+	}
 	for i, d := range all {
 		byShort[d.Short] = i
+		if measured[d.ID] {
+			all[i].Profile = "measured"
+		}
 		if !d.Self && d.Paired && d.Visible && d.Contribute {
-			all[i].RTTMs = u.rtt.get(d.ID, time.Now())
+			all[i].RTTMs = u.peers.get(d.ID, time.Now()).rttMs
 		}
 		switch {
 		case d.Self:

@@ -4,52 +4,72 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"homering/halda"
 )
 
-// rttEvery is how often a paired peer's link RTT is measured again while
-// a UI is watching (each measurement sets up one link and pings 5 times).
-const rttEvery = 30 * time.Second
+// peerEvery is how often a paired peer's profile and link RTT are asked
+// again while a UI is watching (each asks over one link: pings, then the
+// profile).
+const peerEvery = 30 * time.Second
 
-// rttCache measures link RTTs in the background, at most one measurement
-// per peer in flight, and only when asked (while the device map is drawn).
-type rttCache struct {
-	measure func(ctx context.Context, peer string) (time.Duration, error)
+// peerLook is what one look at a peer found.
+type peerLook struct {
+	rtt time.Duration
+	// profile is the peer's Halda device (nil when it sent none: an agent
+	// without an engine, or one too old to answer); measured says whether
+	// it is the peer's cached measurement rather than its default.
+	profile  *halda.Device
+	measured bool
+}
+
+// peerCache looks at peers in the background, at most one look per peer in
+// flight, and only when asked (while the device map is drawn).
+type peerCache struct {
+	look func(ctx context.Context, peer string) (peerLook, error)
 
 	mu      sync.Mutex // guards the maps
-	last    map[string]rttEntry
+	last    map[string]peerEntry
 	running map[string]bool
 }
 
-type rttEntry struct {
-	at time.Time
-	ms *float64 // nil when the last try failed
+type peerEntry struct {
+	at       time.Time
+	rttMs    *float64 // nil when the last look failed
+	profile  *halda.Device
+	measured bool
 }
 
-// get returns the last RTT of peer in ms (nil if none), starting a new
-// measurement when the last is older than rttEvery.
-func (c *rttCache) get(peer string, now time.Time) *float64 {
+// get returns the last look at peer (zero if none), starting a new one
+// when the last is older than peerEvery. A failed look keeps the profile
+// seen before (a profile outlives a dropped link) but forgets the RTT.
+func (c *peerCache) get(peer string, now time.Time) peerEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil {
-		c.last, c.running = map[string]rttEntry{}, map[string]bool{}
+		c.last, c.running = map[string]peerEntry{}, map[string]bool{}
 	}
 	e, ok := c.last[peer]
-	if (!ok || now.Sub(e.at) >= rttEvery) && !c.running[peer] {
+	if (!ok || now.Sub(e.at) >= peerEvery) && !c.running[peer] {
 		c.running[peer] = true
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			d, err := c.measure(ctx, peer)
-			var ms *float64
-			if err == nil {
-				v := float64(d) / float64(time.Millisecond)
-				ms = &v
-			}
+			l, err := c.look(ctx, peer)
 			c.mu.Lock()
-			c.last[peer] = rttEntry{at: time.Now(), ms: ms}
+			defer c.mu.Unlock()
+			n := c.last[peer]
+			n.at, n.rttMs = time.Now(), nil
+			if err == nil {
+				v := float64(l.rtt) / float64(time.Millisecond)
+				n.rttMs = &v
+				if l.profile != nil {
+					n.profile, n.measured = l.profile, l.measured
+				}
+			}
+			c.last[peer] = n
 			delete(c.running, peer)
-			c.mu.Unlock()
 		}()
 	}
-	return e.ms
+	return e
 }

@@ -20,22 +20,32 @@ const TokenCookie = "homering_token"
 // ui holds the web UI's server-side state: settings, conversations, the
 // memory sampler and the plan cache. One per Handler.
 type ui struct {
-	s    *Server
-	mem  *memSampler
-	conv *convStore
-	rtt  *rttCache
-	chat *measuredChat // nil without a chat backend
+	s     *Server
+	mem   *memSampler
+	conv  *convStore
+	peers *peerCache
+	chat  *measuredChat // nil without a chat backend
 
-	mu       sync.Mutex // guards settings and planMemo
+	mu       sync.Mutex // guards settings, planMemo and self
 	settings *settingsFile
 	planMemo planMemo
+	self     selfProfile
 }
 
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
 func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
 	u.conv = &convStore{dir: func() string { return s.Node.Status().ConfigDir }}
-	u.rtt = &rttCache{measure: func(ctx context.Context, peer string) (time.Duration, error) { return s.Node.LinkRTT(ctx, peer, 5) }}
+	u.peers = &peerCache{look: func(ctx context.Context, peer string) (peerLook, error) {
+		p, err := s.Node.AskProfile(ctx, peer)
+		if err == nil {
+			return peerLook{rtt: p.RTT, profile: &p.Device, measured: p.Measured}, nil
+		}
+		// A peer that runs no engine (or predates profiles) still has a
+		// link worth timing.
+		d, rerr := s.Node.LinkRTT(ctx, peer, 5)
+		return peerLook{rtt: d}, rerr
+	}}
 	if s.Chat != nil {
 		// Wrap the chat backend (registerChat runs after this) so the
 		// device map can show measured speed: see measured.go.

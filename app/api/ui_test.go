@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"homering/app/node"
 	"homering/discovery/identity"
 	"homering/discovery/mdns"
+	"homering/engine/profile"
+	"homering/engine/profile/sysinfo"
 )
 
 // storiesModel is a real, trained GGUF (llama architecture, f32, 5 layers).
@@ -31,6 +34,12 @@ var storiesModel, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 // fresh folder so model scanning sees only what a test puts there.
 func uiServer(t *testing.T) (*httptest.Server, string, string) {
 	t.Helper()
+	return uiServerWith(t, func(*Server) {})
+}
+
+// uiServerWith is uiServer with a chance to set Server fields first.
+func uiServerWith(t *testing.T, set func(*Server)) (*httptest.Server, string, string) {
+	t.Helper()
 	dir, home := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
 	cfg := config.Default()
@@ -39,13 +48,15 @@ func uiServer(t *testing.T) (*httptest.Server, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(tWriter{t}, nil))
+	log := slog.New(slog.NewTextHandler(newTWriter(t), nil))
 	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
 		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
-	srv := httptest.NewServer((&Server{Node: n, Log: log, Token: "secret"}).Handler())
+	s := &Server{Node: n, Log: log, Token: "secret"}
+	set(s)
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 	return srv, dir, home
 }
@@ -296,6 +307,69 @@ func TestUIPlanAndLive(t *testing.T) {
 	}
 	if n0, n1 := len(events[0].Plan.Devices[0].Memory), len(events[1].Plan.Devices[0].Memory); n1 <= n0 {
 		t.Errorf("heartbeat memory history %d → %d, want it to grow", n0, n1)
+	}
+}
+
+// The device map and the fit labels plan this device with its cached
+// measured profile (engine/profile.LoadCached, tested there against real
+// cache files) when there is one, and say so.
+func TestUIPlanUsesMeasuredProfile(t *testing.T) {
+	flops := map[string]float64{}
+	for k, v := range defaultProfile("x", 1, 1, 0).CPUFlops {
+		flops[k] = v * 10
+	}
+	fast := profile.Profile{OS: "linux", CPUFlops: flops, CPUReadBytesPerSec: 100e9,
+		Memory: sysinfo.Memory{Total: 16 << 30, Available: 12 << 30}, Disk: sysinfo.Disk{SeqBytesPerSec: 2e9, RandBytesPerSec: 1e9}}
+	small := fast
+	small.Memory = sysinfo.Memory{Total: 1 << 30, Available: 2900 << 10} // room for the 2.2 MiB compute buffer, not all 1.1 MiB of weights
+	tests := []struct {
+		name    string
+		load    func(string) (profile.Profile, bool, error)
+		profile string
+		fit     string
+	}{
+		{"none cached", func(string) (profile.Profile, bool, error) { return profile.Profile{}, false, nil }, "default", "fits"},
+		{"unreadable cache", func(string) (profile.Profile, bool, error) {
+			return profile.Profile{}, false, errors.New("disk on fire")
+		}, "default", "fits"},
+		{"fast machine", func(string) (profile.Profile, bool, error) { return fast, true, nil }, "measured", "fits"},
+		{"short of memory", func(string) (profile.Profile, bool, error) { return small, true, nil }, "measured", "tight"},
+	}
+	models := t.TempDir()
+	if err := os.Symlink(storiesModel, filepath.Join(models, "stories260K.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	predicted := map[string]float64{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked []string
+			srv, dir, _ := uiServerWith(t, func(s *Server) {
+				s.LoadProfile = func(d string) (profile.Profile, bool, error) { asked = append(asked, d); return tt.load(d) }
+			})
+			do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", ModelDir: models, Model: storiesModel, ContextTokens: 256}, nil)
+			var p apitype.Plan
+			do(t, srv, "GET", "/api/v1/plan", nil, &p)
+			if p.Problem != nil || len(p.Devices) != 1 {
+				t.Fatalf("plan = %+v, problem %+v", p, p.Problem)
+			}
+			d := p.Devices[0]
+			t.Logf("predicted %.4f ms/token, case %s", d.PredictedMs, d.Case)
+			if d.Profile != tt.profile || d.PredictedMs <= 0 {
+				t.Errorf("this device planned with profile %q predicting %v ms, want %q and a prediction", d.Profile, d.PredictedMs, tt.profile)
+			}
+			predicted[tt.name] = d.PredictedMs
+			var ms apitype.Models
+			do(t, srv, "GET", "/api/v1/models", nil, &ms)
+			if len(ms.Models) != 1 || ms.Models[0].Fit != tt.fit {
+				t.Errorf("models = %+v, want stories260K labelled %q", ms.Models, tt.fit)
+			}
+			if len(asked) != 1 || asked[0] != dir {
+				t.Errorf("profile read for %q, want once (cached) for the config dir %q", asked, dir)
+			}
+		})
+	}
+	if f, d := predicted["fast machine"], predicted["none cached"]; !(f < d) {
+		t.Errorf("predicted %v ms/token with a 10× faster measured CPU, %v with the default: want less", f, d)
 	}
 }
 
