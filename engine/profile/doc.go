@@ -40,12 +40,31 @@
 //   - Disk sequential and random read throughput of the disk holding the
 //     model, by our own reads that bypass the page cache (sysinfo). Without
 //     a model (or with one under 64 MiB) a scratch file on that disk is used.
+//   - Page-fault read throughput (Disk.FaultBytesPerSec, Halda's
+//     disk_fault_read_bytes_per_s): what a device paging its weights gets.
+//     Large direct reads overstate it (1.5 GB/s O_DIRECT against 0.6-0.9
+//     GB/s on this machine): the engine reads weights through faults on its
+//     mapping, in graph order (q, k, v, o, gate, up, down), while files
+//     store a layer's tensors by name, so read-ahead restarts at every
+//     backward jump. Three regions (a quarter, half and three quarters into
+//     the model, FaultBytes/3 each, 192 MiB in all by default) are evicted
+//     (POSIX_FADV_DONTNEED over the span rounded to 2 MiB, for large
+//     folios; mincore checks that ≤ 10% stayed) and swept one byte per page
+//     in that order with one thread; the median rate is kept. When the
+//     model is too small, or its pages stay cached because another process
+//     maps them, a scratch file next to it is laid out as copies of its
+//     middle layer (without a model: the default layer, stored by name).
+//     Linux only; elsewhere, or when even a scratch file cannot be evicted
+//     (tmpfs), it is 0 and Halda uses the direct-read throughputs. The
+//     sweep evicts those layers of the model: its next decode reads them
+//     again once.
 //   - OS, architecture, CPU model, backends.
 //
 // The whole measurement takes about 4-6 s with one thread on this 2-core
 // machine (bounded: 120 ms per matmul shape, 256 MiB of memory reads, ≤ 0.8 s
-// + 0.5 s of disk, 18 probe steps); with as many threads as a busy machine
-// has cores, ggml's spinning barrier makes it much slower.
+// + 0.5 s of disk, 192 MiB of page faults, 18 probe steps); with as many
+// threads as a busy machine has cores, ggml's spinning barrier makes it much
+// slower.
 //
 // # Cache
 //
@@ -58,6 +77,12 @@
 // a non-positive rate is measured again and overwritten, never trusted. An
 // entry older than MaxAge is served at once and re-measured in a background
 // goroutine (Wait waits for it): a chat is never blocked by profiling.
+//
+// LoadCached(configDir) (Profile, ok, error) only reads: this machine's
+// newest entry that passes every check above, Memory read fresh; ok is false
+// when there is none or only untrustworthy ones. The agent's device map and
+// the ring planner call it, so they plan with the measured profile and never
+// wait for a measurement.
 //
 // # Links
 //

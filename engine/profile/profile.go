@@ -25,7 +25,7 @@ import (
 
 // Version is the format of a Profile; a cached profile of another version is
 // measured again.
-const Version = 1
+const Version = 2 // 2: page-fault read throughput
 
 // RequiredTypes are measured on every device whatever the model holds, so a
 // cached profile can price the common models.
@@ -112,6 +112,9 @@ type Options struct {
 	Disk sysinfo.DiskLimits
 	// Seed seeds the random disk offsets.
 	Seed uint64
+	// FaultBytes is how much of the model the page-fault sweep reads
+	// (default 192 MiB).
+	FaultBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -126,6 +129,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
+	}
+	if o.FaultBytes <= 0 {
+		o.FaultBytes = 192 << 20
 	}
 	return o
 }
@@ -339,6 +345,24 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	if diskPath != o.Model {
 		d.Path = filepath.Dir(diskPath)
 	}
+	// Page faults: what paging the weights in really gets from this disk.
+	// A scratch file goes next to the model (same disk), else to ScratchDir.
+	faultDir := o.ScratchDir
+	if o.Model != "" {
+		faultDir = filepath.Dir(o.Model)
+	}
+	fault, scratch, err := measureFault(o.Model, faultDir, o.FaultBytes, log)
+	switch {
+	case err == nil:
+		d.FaultBytesPerSec, d.FaultScratch = fault, scratch
+	case errors.Is(err, sysinfo.ErrFaultUnsupported):
+		log.Debug("profile: page-fault throughput not measured here; Halda uses the direct-read throughputs", "err", err)
+	case errors.Is(err, sysinfo.ErrFaultCached):
+		// A scratch file on tmpfs: its pages are the file and never leave.
+		log.Warn("profile: page-fault throughput not measured (the scratch file's pages cannot be dropped); Halda uses the direct-read throughputs", "err", err)
+	default:
+		return Profile{}, err
+	}
 	p.Disk = d
 	if err := p.validate(); err != nil {
 		return Profile{}, fmt.Errorf("profile: the measurement is unusable (%w); measure again on a quieter machine", err)
@@ -438,14 +462,15 @@ func (p Profile) Device(name string) halda.Device {
 		name, _ = os.Hostname()
 	}
 	d := halda.Device{
-		Name:                name,
-		OS:                  haldaOS(p.OS),
-		CPUFlops:            p.CPUFlops,
-		CPUReadBytesPerSec:  p.CPUReadBytesPerSec,
-		RAMAvailable:        p.Memory.Available,
-		RAMTotal:            p.Memory.Total,
-		DiskSeqBytesPerSec:  p.Disk.SeqBytesPerSec,
-		DiskRandBytesPerSec: p.Disk.RandBytesPerSec,
+		Name:                 name,
+		OS:                   haldaOS(p.OS),
+		CPUFlops:             p.CPUFlops,
+		CPUReadBytesPerSec:   p.CPUReadBytesPerSec,
+		RAMAvailable:         p.Memory.Available,
+		RAMTotal:             p.Memory.Total,
+		DiskSeqBytesPerSec:   p.Disk.SeqBytesPerSec,
+		DiskRandBytesPerSec:  p.Disk.RandBytesPerSec,
+		DiskFaultBytesPerSec: p.Disk.FaultBytesPerSec,
 	}
 	if d.OS == halda.Android {
 		d.SwapAvailable = p.Memory.SwapFree
@@ -477,6 +502,8 @@ func (p Profile) validate() error {
 		return errors.New("memory read throughput is not a positive number")
 	case !ok(p.Disk.SeqBytesPerSec) || !ok(p.Disk.RandBytesPerSec):
 		return errors.New("disk throughput is not a positive number")
+	case p.Disk.FaultBytesPerSec != 0 && !ok(p.Disk.FaultBytesPerSec):
+		return errors.New("page-fault read throughput is not a positive number")
 	case p.Threads < 1:
 		return errors.New("no thread count")
 	}

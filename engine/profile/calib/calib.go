@@ -136,6 +136,7 @@ func (c *Calibrator) Apply(base halda.Device, predicted halda.Assignment) halda.
 	}
 	d.DiskSeqBytesPerSec *= f
 	d.DiskRandBytesPerSec *= f
+	d.DiskFaultBytesPerSec *= f
 	return d
 }
 

@@ -18,7 +18,7 @@ func base() halda.Device {
 		CPUReadBytesPerSec: 10e9,
 		KVCopyCPUSec:       2e-6,
 		RAMAvailable:       8 << 30,
-		DiskSeqBytesPerSec: 1e9, DiskRandBytesPerSec: 0.5e9,
+		DiskSeqBytesPerSec: 1e9, DiskRandBytesPerSec: 0.5e9, DiskFaultBytesPerSec: 0.8e9,
 		LinkSec: map[string]float64{"b": 0.004},
 	}
 }
@@ -70,6 +70,7 @@ func TestApply(t *testing.T) {
 		want: func(d *halda.Device) {
 			d.DiskSeqBytesPerSec = 0.5e9
 			d.DiskRandBytesPerSec = 0.25e9
+			d.DiskFaultBytesPerSec = 0.4e9
 		},
 	}, {
 		name:    "the factor is bounded",

@@ -16,8 +16,8 @@
 //   - compute and memory (α, β) when ComputeMs ≥ DiskMs: every FLOPS rate
 //     and memory throughput of the backends the device runs layers on is
 //     multiplied by f = ComputeMs / (median − DiskMs);
-//   - disk (the paging cases) otherwise: both disk throughputs are
-//     multiplied by DiskMs / (median − ComputeMs).
+//   - disk (the paging cases) otherwise: every disk throughput (sequential,
+//     random, page-fault) is multiplied by DiskMs / (median − ComputeMs).
 //
 // The factor is bounded to [1/MaxFactor, MaxFactor] (default 5) so one bad
 // sample window (a stalled machine) cannot wreck a profile, and with fewer

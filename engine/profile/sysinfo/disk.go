@@ -12,11 +12,16 @@ import (
 
 // Disk is the measured read throughput of the disk holding a file.
 type Disk struct {
-	Path             string  `json:"path"`
-	SeqBytesPerSec   float64 `json:"seq_read_bytes_per_s"`
-	RandBytesPerSec  float64 `json:"rand_read_bytes_per_s"`
-	Uncached         bool    `json:"uncached"`                // reads bypassed the page cache (O_DIRECT, F_NOCACHE, NO_BUFFERING)
-	DroppedCache     bool    `json:"dropped_cache,omitempty"` // fallback: the file's pages were dropped first
+	Path            string  `json:"path"`
+	SeqBytesPerSec  float64 `json:"seq_read_bytes_per_s"`
+	RandBytesPerSec float64 `json:"rand_read_bytes_per_s"`
+	Uncached        bool    `json:"uncached"`                // reads bypassed the page cache (O_DIRECT, F_NOCACHE, NO_BUFFERING)
+	DroppedCache    bool    `json:"dropped_cache,omitempty"` // fallback: the file's pages were dropped first
+	// FaultBytesPerSec is the page-fault read throughput (FaultThroughput):
+	// what paging weights in through a mapping gets. 0 where it is not
+	// measured (not Linux).
+	FaultBytesPerSec float64 `json:"fault_read_bytes_per_s,omitempty"`
+	FaultScratch     bool    `json:"fault_scratch,omitempty"` // measured on a scratch file laid out like the model
 	SeqBytes, RandIO int64   `json:"-"`
 }
 

@@ -27,4 +27,13 @@
 // O_DIRECT on Linux (posix_fadvise DONTNEED before each pass when the file
 // system refuses O_DIRECT), F_NOCACHE on macOS, FILE_FLAG_NO_BUFFERING on
 // Windows. Each pass is bounded in bytes and time.
+//
+// FaultThroughput measures what reading a file through page faults gets:
+// the extents given (the engine's read order) are dropped from the page
+// cache (posix_fadvise DONTNEED over their span rounded out to 2 MiB, since
+// DONTNEED skips a large folio it does not cover whole), mincore confirms
+// at most 10% stayed (else ErrFaultCached: another process maps the pages,
+// or the file is on tmpfs), and a fresh read-only shared mapping is touched
+// one byte per page in that order, the kernel's fault-around and read-ahead
+// left as they are. Linux only (ErrFaultUnsupported elsewhere).
 package sysinfo
