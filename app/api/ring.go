@@ -13,7 +13,11 @@ type RingReporter interface {
 }
 
 func (s *Server) ringStatus(w http.ResponseWriter, r *http.Request) {
-	rr, ok := s.Chat.(RingReporter)
+	c := s.Chat
+	if mc, ok := c.(*measuredChat); ok {
+		c = mc.Chatter // the device map's wrapper (ui.go)
+	}
+	rr, ok := c.(RingReporter)
 	if !ok {
 		reply(w, apitype.RingStatus{Note: "This agent runs no engine."}, nil)
 		return

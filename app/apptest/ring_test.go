@@ -1,0 +1,335 @@
+package apptest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"homering/app/api/apitype"
+)
+
+// chatRun is one `homering chat` on a node: its reply as streamed, when each
+// piece arrived, and the stats it printed with --json.
+type chatRun struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	out    bytes.Buffer
+	pieces []time.Time // arrival of each read from stdout
+	errb   bytes.Buffer
+	done   chan error
+}
+
+// startChat runs `homering chat --json --temp 0 ARGS...` in n's namespace.
+func startChat(t *testing.T, n *Node, args ...string) *chatRun {
+	t.Helper()
+	full := append([]string{"netns", "exec", n.NS, n.env.Bin, "chat", "--json", "--temp", "0", "--seed", "1"}, args...)
+	cmd := exec.Command("ip", full...)
+	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
+	r := &chatRun{cmd: cmd, done: make(chan error, 1)}
+	cmd.Stderr = &r.errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := stdout.Read(buf)
+			if k > 0 {
+				r.mu.Lock()
+				r.out.Write(buf[:k])
+				r.pieces = append(r.pieces, time.Now())
+				r.mu.Unlock()
+			}
+			if err != nil {
+				break
+			}
+		}
+		r.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+	return r
+}
+
+// firstAfter is when the first piece of output arrived after at.
+func (r *chatRun) firstAfter(at time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pieces {
+		if p.After(at) {
+			return p, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (r *chatRun) reply() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+// wait returns the reply and the stats line of --json.
+func (r *chatRun) wait(t *testing.T, timeout time.Duration) (string, apitype.ChatStats) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("homering chat: %v\nstdout: %s\nstderr: %s", err, r.reply(), r.errb.String())
+		}
+	case <-time.After(timeout):
+		r.cmd.Process.Kill()
+		t.Fatalf("homering chat did not finish in %s; so far: %q", timeout, r.reply())
+	}
+	var st apitype.ChatStats
+	lines := strings.Split(strings.TrimSpace(r.errb.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &st); err != nil {
+		t.Fatalf("stats are not JSON: %v\n%s", err, r.errb.String())
+	}
+	return r.reply(), st
+}
+
+// chat runs a chat to its end.
+func chat(t *testing.T, n *Node, args ...string) (string, apitype.ChatStats) {
+	t.Helper()
+	return startChat(t, n, args...).wait(t, 60*time.Second)
+}
+
+// pairNodes pairs a with b: b shows a code, a enters it.
+func pairNodes(t *testing.T, a, b *Node) {
+	t.Helper()
+	var show apitype.PairShow
+	if err := json.Unmarshal([]byte(b.MustCLI(t, "pair", "-no-wait", "-json")), &show); err != nil {
+		t.Fatal(err)
+	}
+	a.MustCLI(t, "pair", b.Addr, show.Code)
+}
+
+// children lists the child processes of pid (every thread's).
+func children(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(s); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// established lists the remote ends of pid's established TCP connections.
+func established(pid int) ([]netip.AddrPort, error) {
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil, err
+	}
+	for _, fd := range fds {
+		l, err := os.Readlink(filepath.Join(fmt.Sprintf("/proc/%d/fd", pid), fd.Name()))
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	var out []netip.AddrPort
+	for _, proto := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, proto))
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Scan()
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 10 || !inodes[fs[9]] || fs[3] != "01" {
+				continue
+			}
+			if remote, err := parseProcAddr(fs[2]); err == nil {
+				out = append(out, remote)
+			}
+		}
+		f.Close()
+	}
+	return out, nil
+}
+
+// connectedTo reports whether pid has an established connection to addr.
+func connectedTo(pid int, addr string) (bool, error) {
+	rs, err := established(pid)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rs {
+		if r.Addr().String() == addr {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// TestRing is the proof of issue 8 items 4, 5 and 7 on real networking: three
+// `homering headless` agents in network namespaces, paired over real mDNS and
+// TLS, contributing; chats on the head forced across all three give the
+// single-device reply, survive a worker killed mid-generation, and a head
+// killed mid-generation ends the workers' job.
+func TestRing(t *testing.T) {
+	env := NewEnv(t)
+	a, b, c := env.NewNode(t, "a"), env.NewNode(t, "b"), env.NewNode(t, "c")
+	nodes := []*Node{a, b, c}
+	var report []string
+	defer func() { t.Logf("measured:\n  %s", strings.Join(report, "\n  ")) }()
+
+	// A generated llama of 6 layers: k=2 across 3 devices needs 3 layers a round.
+	gen := filepath.Join(t.TempDir(), "llama6.gguf")
+	if out, err := exec.Command(env.Bin, "gen-model", "-layers", "6", "-type", "Q8_0", "-o", gen).CombinedOutput(); err != nil {
+		t.Fatalf("gen-model: %v\n%s", err, out)
+	}
+	for _, n := range nodes {
+		n.MustCLI(t, "contribute", "on")
+		os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(`{"context_tokens": 512}`), 0o600)
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Start(t) }()
+	}
+	wg.Wait()
+
+	// The single-device replies, before any device is paired.
+	const prompt = "Once upon a time"
+	storiesRef, st := chat(t, a, "-m", stories260K, "-n", "48", prompt)
+	if st.Ring != nil || st.CompletionTokens == 0 {
+		t.Fatalf("reference chat on stories260K: ring %+v, %d tokens; want this device alone", st.Ring, st.CompletionTokens)
+	}
+	genRef, _ := chat(t, a, "-m", gen, "-n", "48", prompt)
+	longRef, st := chat(t, a, "-m", stories260K, "-n", "160", prompt)
+	if st.CompletionTokens < 100 {
+		t.Fatalf("the reference for the fault test has %d tokens, too few to kill a worker mid-generation", st.CompletionTokens)
+	}
+
+	pairNodes(t, a, b)
+	pairNodes(t, a, c)
+	pairNodes(t, b, c)
+	ids := map[*Node]string{a: a.ID(t), b: b.ID(t), c: c.ID(t)}
+	WaitFor(t, 15*time.Second, "a sees b and c paired and contributing", func() error {
+		ps, err := a.Peers(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, n := range []*Node{b, c} {
+			p, ok := find(ps, ids[n])
+			if !ok || !p.Paired || !p.Visible || !p.Contribute {
+				return fmt.Errorf("a's view of %s: %+v", n.Name, p)
+			}
+		}
+		return nil
+	})
+
+	for _, tt := range []struct {
+		name, model, want string
+		k                 int
+	}{
+		{"stories260K k=1", stories260K, storiesRef, 1},
+		{"generated k=1", gen, genRef, 1},
+		{"generated k=2", gen, genRef, 2},
+	} {
+		t.Run("ring across three equals one device: "+tt.name, func(t *testing.T) {
+			got, st := chat(t, a, "-m", tt.model, "-n", "48", "--devices", "all", "--rounds", strconv.Itoa(tt.k), prompt)
+			if st.Ring == nil || len(st.Ring.Devices) != 3 || st.Ring.K != tt.k {
+				t.Fatalf("ring %+v, want 3 devices at k=%d", st.Ring, tt.k)
+			}
+			if got != tt.want {
+				t.Errorf("ring reply differs from the single-device reply:\n ring: %q\n one:  %q", got, tt.want)
+			}
+			report = append(report, fmt.Sprintf("%s: TTFT %.0f ms, TPOT %.2f ms/token (%d tokens)", tt.name, st.TTFTMS, st.TPOTMS, st.CompletionTokens))
+		})
+	}
+
+	t.Run("homering status shows the last ring", func(t *testing.T) {
+		out := a.MustCLI(t, "status")
+		t.Logf("homering status on the head:\n%s", out)
+		for _, want := range []string{"last ring", "(head)", "MEASURED ms", "PRESSURE"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("status lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("a worker killed mid-generation: the reply finishes unchanged", func(t *testing.T) {
+		// stories260K: a trained model's logits are far from ties, so the
+		// re-prefill's batched arithmetic picks the same tokens as the
+		// unfaulted run's one-token steps.
+		run := startChat(t, a, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
+		WaitFor(t, 30*time.Second, "the first tokens", func() error {
+			if len(run.reply()) < 8 {
+				return fmt.Errorf("%d bytes so far", len(run.reply()))
+			}
+			return nil
+		})
+		killed := time.Now()
+		c.Kill(t)
+		got, st := run.wait(t, 60*time.Second)
+		if got != longRef {
+			t.Errorf("reply after losing c differs from the unfaulted one:\n got:  %q\n want: %q", got, longRef)
+		}
+		if st.Ring == nil || st.Ring.Replans < 1 || len(st.Ring.Devices) != 2 {
+			t.Errorf("ring after the loss: %+v, want a re-plan onto 2 devices", st.Ring)
+		}
+		next, ok := run.firstAfter(killed)
+		if !ok {
+			t.Fatalf("no token after the kill; reply %q", got)
+		}
+		report = append(report, fmt.Sprintf("worker killed → next token on the client: %s (runner: loss noticed → next token %.0f ms)",
+			next.Sub(killed).Round(time.Millisecond), st.Ring.LossToTokenMs))
+	})
+
+	t.Run("the head killed mid-generation: the worker's job ends within seconds", func(t *testing.T) {
+		run := startChat(t, a, "-m", gen, "-n", "400", "--devices", "all", prompt)
+		WaitFor(t, 30*time.Second, "the first tokens", func() error {
+			if len(run.reply()) < 8 {
+				return fmt.Errorf("%d bytes so far", len(run.reply()))
+			}
+			return nil
+		})
+		var runner int
+		for _, p := range children(b.PID()) {
+			if ok, _ := connectedTo(p, a.Addr); ok {
+				runner = p
+			}
+		}
+		if runner == 0 {
+			t.Fatalf("b's runner has no connection to the head a (children %v)", children(b.PID()))
+		}
+		a.Kill(t)
+		d := WaitFor(t, 10*time.Second, "b's runner drops the head's connections", func() error {
+			if ok, err := connectedTo(runner, a.Addr); err != nil || ok {
+				return fmt.Errorf("still connected to %s (err %v)", a.Addr, err)
+			}
+			return nil
+		})
+		report = append(report, fmt.Sprintf("head killed → worker's connections to it closed: %s", d.Round(time.Millisecond)))
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", runner)); err != nil {
+			t.Errorf("b's runner is gone after the head left (%v); it should end the job and keep serving", err)
+		}
+	})
+}
