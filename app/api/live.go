@@ -38,7 +38,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			plan.Problem = &apitype.Problem{Code: "plan", Title: "The device map cannot be drawn.", Text: sentence(err), Fix: "Check settings.json in the config folder."}
 		}
-		b, _ := json.Marshal(apitype.Live{Status: u.s.Node.Status(), Peers: u.s.Node.Peers(), Plan: plan, Work: u.s.Work.List(time.Now())})
+		b, _ := json.Marshal(apitype.Live{Status: u.s.Node.Status(), Peers: u.s.Node.Peers(), Plan: plan, Work: u.s.Work.List(time.Now()), Ring: u.s.ringReport()})
 		if _, err := fmt.Fprintf(w, "event: live\ndata: %s\n\n", b); err != nil {
 			return false
 		}

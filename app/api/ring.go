@@ -13,14 +13,24 @@ type RingReporter interface {
 }
 
 func (s *Server) ringStatus(w http.ResponseWriter, r *http.Request) {
+	if rs := s.ringReport(); rs != nil {
+		reply(w, rs, nil)
+		return
+	}
+	reply(w, apitype.RingStatus{Note: "This agent runs no engine."}, nil)
+}
+
+// ringReport is the chat backend's ring status (also in the live
+// snapshots), or nil when it runs no rings.
+func (s *Server) ringReport() *apitype.RingStatus {
 	c := s.Chat
 	if mc, ok := c.(*measuredChat); ok {
 		c = mc.Chatter // the device map's wrapper (ui.go)
 	}
 	rr, ok := c.(RingReporter)
 	if !ok {
-		reply(w, apitype.RingStatus{Note: "This agent runs no engine."}, nil)
-		return
+		return nil
 	}
-	reply(w, rr.RingStatus(), nil)
+	rs := rr.RingStatus()
+	return &rs
 }

@@ -383,6 +383,9 @@ export interface Live {
   peers: Peers
   plan: Plan
   work: Task[] | null // long work running now, oldest first
+  // Ring is the last ring this agent ran as head, with each device's
+  // measured ms and memory pressure; nil without an engine.
+  ring?: RingStatus
 }
 
 // Task is long work the person waits for (loading a model, fetching

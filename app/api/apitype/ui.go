@@ -100,6 +100,9 @@ type Live struct {
 	Peers  Peers  `json:"peers"`
 	Plan   Plan   `json:"plan"`
 	Work   []Task `json:"work"` // long work running now, oldest first
+	// Ring is the last ring this agent ran as head, with each device's
+	// measured ms and memory pressure; nil without an engine.
+	Ring *RingStatus `json:"ring,omitempty"`
 }
 
 // Task is long work the person waits for (loading a model, fetching
