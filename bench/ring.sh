@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The ring across three devices against one device, under memory caps
+# (issue 8 item 8). Sets up bench/rig: 3 network namespaces on an emulated
+# LAN (5 ms ± 1 ms one way, 300 Mbit per device uplink: tc netem where the
+# kernel has it, bench/rig/linksim otherwise) and one memory cgroup per
+# device whose cap is smaller than the model, so it fits on none of them.
+# Cases, each on a cold page cache for the model file:
+#   (a) llama.cpp (engine/llama's Reference: ollama's llama.cpp, mmap) on d1 under its cap
+#   (b) Homering's single-device engine (engine/head, what `homering run` runs) on d1 under its cap
+#   (c) the ring over d1 (head) + d2 + d3, k = 1      (homering chat --devices all --rounds 1)
+#   (d) the ring with Halda's plan, prefetch on      (homering chat)
+#   (e) (d) without prefetch                         (homering chat --no-prefetch)
+# Every engine runs 1 CPU thread (HOMERING_THREADS=1 for the agents), greedy.
+# The ring cases run `homering headless` on each device (fresh config
+# directories, paired by code), a warm-up chat (ships the weight slices,
+# loads windows) and then the measured chat. Prints TTFT, TPOT and memory
+# pressure per device (bench/ringbench/doc.go says how it is measured), the
+# ratios to (a) and whether (d) meets the target: ≥ 5x faster than (a),
+# pressure ≤ 6% per device.
+#
+# Model: a generated llama, 60 layers, n_embd 2048, Q8_0, 3.0 GB, in
+# testdata/models/bench-ring/ (kept across runs), caps 1.5 GiB each, 16
+# tokens. BENCH_QUICK=1: 20 layers, n_embd 1024, 310 MB, caps 256 MiB, 4
+# tokens. BENCH_TOKENS=N changes the token count.
+# Needs root. Everything it sets up is removed on exit, even on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+. build/env.sh
+. bench/rig/rig.sh
+
+out=bench/out/ring
+mkdir -p "$out" testdata/models/bench-ring
+go build -o bench/out/ringbench ./bench/ringbench
+[ -x bin/homering ] || go build -o bin/homering .
+
+if [ -n "${BENCH_QUICK:-}" ]; then
+	model=testdata/models/bench-ring/llama-300m-Q8_0.gguf
+	genflags=(--layers 20 --embd 1024 --ff 2816 --heads 8 --kv-heads 2)
+	cap=$((256 * 1048576))
+	tokens=${BENCH_TOKENS:-4}
+else
+	model=testdata/models/bench-ring/llama-3g-Q8_0.gguf
+	genflags=(--layers 60 --embd 2048 --ff 5632 --heads 16 --kv-heads 4)
+	cap=$((1536 * 1048576))
+	tokens=${BENCH_TOKENS:-16}
+fi
+bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" -o "$model"
+model=$root/$model
+msize=$(stat -c %s "$model")
+prompt="Once upon a time, in a small village by the sea, there lived an old fisherman who counted the waves every morning and told the children what the sea had said."
+
+rig_up ring 3 "$cap"
+results=$out/results-$$.jsonl
+homes=$out/homes-$$
+cleanup() {
+	rig_down # kills the agents (they are in the cgroups) before their homes go
+	rm -rf "$homes" "$results"
+}
+trap cleanup EXIT
+cgs="d1=${RIG_CG[1]},d2=${RIG_CG[2]},d3=${RIG_CG[3]}"
+echo "ring bench: model $(basename "$model") ($((msize / 1048576)) MiB), caps $((cap / 1048576)) MiB per device, $tokens tokens, 1 thread; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+for c in "(a) llama.cpp, 1 device" "(b) homering engine, 1 device"; do
+	sub=llama
+	[[ $c == "(b)"* ]] && sub=engine
+	bench/out/ringbench evict "$model"
+	bench/out/ringbench measure -case "$c" -out "$results" -cgroups "$cgs" -- \
+		bench/rig/enter "${RIG_NS[1]}" "${RIG_CG[1]}" bench/out/ringbench "$sub" -m "$model" -n "$tokens" -threads 1 -ctx 512
+done
+
+ring_cases=("(c) ring k=1, 3 devices" "(d) ring, Halda's plan, prefetch" "(e) ring, Halda's plan, no prefetch")
+ring_flags=("--devices all --rounds 1" "" "--no-prefetch")
+na() { for c in "${ring_cases[@]}"; do bench/out/ringbench na -case "$c" -out "$results" -why "$1"; done; }
+
+# cli I ARGS...: homering ARGS with device I's config directory, in its namespace.
+cli() {
+	local i=$1
+	shift
+	HOMERING_HOME=$root/$homes/d$i HOMERING_THREADS=1 nsenter --net="/var/run/netns/${RIG_NS[i]}" -- "$root/$out/homering" "$@"
+}
+ring_setup() {
+	local i
+	for i in 1 2 3; do
+		mkdir -p "$homes/d$i"
+		# the same context as (a) and (b): Halda plans the KV cache for it
+		echo '{"context_tokens": 512}' >"$homes/d$i/settings.json"
+		cli "$i" contribute on >/dev/null
+		HOMERING_HOME=$root/$homes/d$i HOMERING_THREADS=1 bench/rig/enter "${RIG_NS[i]}" "${RIG_CG[i]}" \
+			"$root/$out/homering" headless --interface lan0 >"$out/agent-d$i-$$.log" 2>&1 &
+	done
+	for i in 1 2 3; do
+		local t
+		for t in $(seq 200); do
+			cli "$i" peers -json >/dev/null 2>&1 && break
+			sleep 0.1 # poll interval
+		done
+		cli "$i" peers -json >/dev/null || { echo "agent d$i did not start: $(tail -5 "$out/agent-d$i-$$.log")"; return 1; }
+	done
+	for i in 2 3; do
+		local code
+		code=$(cli "$i" pair -no-wait -json | sed -n 's/.*"code": *"\([0-9-]*\)".*/\1/p')
+		cli 1 pair "${RIG_ADDR[i]}" "$code" >/dev/null || { echo "pairing d$i failed"; return 1; }
+		cli 1 peers add "${RIG_ADDR[i]}" >/dev/null || true
+	done
+	bench/out/ringbench wait-peers -n 2 -timeout 30s -- env HOMERING_HOME="$root/$homes/d1" \
+		nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" peers -json || return 1
+	echo "ring: agents up on ${RIG_ADDR[*]:1}, d2 and d3 paired with d1 (the head)" >&2
+}
+
+if ! go build -o "$out/homering" . 2>"$out/build-$$.log"; then
+	na "homering does not build: $(head -3 "$out/build-$$.log" | tr '\n' ' ')"
+elif ! "$out/homering" chat -h 2>&1 | grep -q -- -no-prefetch; then
+	na "homering chat has no ring options yet"
+elif ! setup_err=$(ring_setup 2>&1); then
+	na "ring setup failed: $(echo "$setup_err" | tail -3 | tr '\n' ' ')"
+else
+	bench/out/ringbench snapshot -cgroups "$cgs" >"$out/base-$$.json"
+	export -f cli
+	export root out homes
+	export RIG_NS_1=${RIG_NS[1]}
+	for j in 0 1 2; do
+		bench/out/ringbench evict "$model"
+		# shellcheck disable=SC2086 # the flags are words
+		bench/out/ringbench measure -case "${ring_cases[j]}" -out "$results" -cgroups "$cgs" -base "$out/base-$$.json" -parse chat -- \
+			bash -c 'set -e
+				HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n 2 --temp 0 --raw --json "Warm up: ship the slices, load the windows." >/dev/null
+				HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n "$1" --temp 0 --raw --json "$2"' \
+			"$model" "$tokens" "$prompt" || true
+	done
+fi
+
+echo
+bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -target "(d) ring, Halda's plan, prefetch" "$results"
