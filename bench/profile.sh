@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Halda's prediction from a measured profile vs measured decode time.
 #
-# For each model and thread count, R repetitions of: a fresh
+# R repetitions, each going through every model × thread count (interleaved,
+# so a slow spell of the shared machine hits every row alike) with: a fresh
 # `homering profile --model M --threads T --json` (engine/profile), Halda's
 # single-device prediction from it (`homering plan --devices me.json --model M
 # --context 256`, the KV length the engine pads to), and a measured decode
 # (one window [0, L) of engine/ggml, median ms/token after two warm-up
-# steps). "predicted"/"measured" are the medians over reps. Then calibration
-# (engine/profile/calib): the first rep's device calibrated with the samples
-# of every rep but the last, re-planned, and compared with the last rep.
+# steps). "predicted"/"measured" are the medians over reps; "spread" is the
+# measured reps' (max − min)/median, the noise. Then calibration
+# (engine/profile/calib): the median rep's device calibrated with the token
+# samples of the even reps (rolling median), re-planned, and compared with
+# the median of the odd reps' tokens, held out.
 #
 # Targets: whole model resident ±15% before calibration and ±5% after, for 1
 # and 2 threads; under a memory cgroup smaller than the model (weights read
 # from disk every token; v1 memory.limit_in_bytes or v2 memory.max, set up
 # and torn down here) ±25% before calibration.
+#
+# Under the cgroup the profile's page-fault throughput (not the O_DIRECT
+# one) prices the re-read weights: see halda's package doc.
 #
 # Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
 # BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 3 tokens, and the cgroup
@@ -22,10 +28,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
-mkdir -p bench/out
-go build -o bench/out/homering .
-go build -o bench/out/profilebench ./bench/profilebench
-work=$(mktemp -d)
+# Own binaries (other benches build bench/out/homering too) and a work
+# directory on disk: /tmp may be tmpfs, whose pages a cgroup cannot evict.
+out=bench/out/profile
+mkdir -p "$out"
+go build -o "$out/homering" .
+go build -o "$out/profilebench" ./bench/profilebench
+work=$(mktemp -d -p "$PWD/bench/out")
 export HOMERING_HOME="$work/home"
 cg=""
 cleanup() {
@@ -44,21 +53,17 @@ if [ -n "${BENCH_QUICK:-}" ]; then
 	models="testdata/models/llama-1g-Q4_K.gguf"; threads="1"; reps=${BENCH_REPS:-2}; tokens=${BENCH_TOKENS:-3}
 	cgmodel="testdata/models/llama-1g-Q4_K.gguf"; cgreps=2; cgtokens=2
 else
-	models="testdata/models/llama-1g-Q8_0.gguf testdata/models/llama-1g-Q4_K.gguf"; threads="1 2"
-	reps=${BENCH_REPS:-4}; tokens=${BENCH_TOKENS:-8}
-	cgmodel="testdata/models/llama-1g-Q8_0.gguf"; cgreps=${BENCH_REPS:-3}; cgtokens=4
+	models="testdata/models/llama-1g-Q8_0.gguf,testdata/models/llama-1g-Q4_K.gguf"; threads="1,2"
+	reps=${BENCH_REPS:-6}; tokens=${BENCH_TOKENS:-8}
+	cgmodel="testdata/models/llama-1g-Q8_0.gguf"; cgreps=${BENCH_REPS:-4}; cgtokens=4
 fi
-for m in $models $cgmodel; do
+for m in ${models//,/ } $cgmodel; do
 	[ -f "$m" ] || { echo "bench/profile.sh: $m is missing; run build/gen-models.sh (build/setup.sh does)." >&2; exit 1; }
 done
 
 echo "profile vs measured: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), reps=$reps tokens=$tokens"
 rows="$work/rows.jsonl"
-for m in $models; do
-	for t in $threads; do
-		bench/out/profilebench run -model "$m" -threads "$t" -reps "$reps" -tokens "$tokens" -dir "$work" >> "$rows"
-	done
-done
+"$out/profilebench" run -homering "$out/homering" -model "$models" -threads "$threads" -reps "$reps" -tokens "$tokens" -dir "$work" >> "$rows"
 
 # The memory cgroup: limit = 55% of the model, so that most weights are
 # re-read every token. v2 when the unified hierarchy has the memory
@@ -78,9 +83,9 @@ echo "memory cgroup $cg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB mo
 # on the shared models) cannot be evicted and are charged to its cgroup, so
 # they would never be read from disk here.
 cp "$cgmodel" "$work/paging.gguf"
-bench/out/profilebench evict -model "$work/paging.gguf"
+"$out/profilebench" evict -model "$work/paging.gguf"
 bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
-	bench/out/profilebench run -model "$work/paging.gguf" -threads 1 -reps "$cgreps" -tokens "$cgtokens" -label paging -evict -dir "$work" >> "$rows"
+	"$out/profilebench" run -homering "$out/homering" -model "$work/paging.gguf" -threads 1 -reps "$cgreps" -tokens "$cgtokens" -label paging -evict -dir "$work" >> "$rows"
 
-bench/out/profilebench table < "$rows"
+"$out/profilebench" table < "$rows"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"homering/engine/ggml"
@@ -26,8 +30,10 @@ type row struct {
 	Before     float64   `json:"pred_before_ms"`
 	Measured   float64   `json:"measured_median_ms"`
 	After      float64   `json:"pred_after_ms"`
-	HeldOut    float64   `json:"held_out_ms"` // the last rep, not used for calibration
+	HeldOut    float64   `json:"held_out_ms"` // median of the odd reps' tokens, not used for calibration
 	DiskMs     float64   `json:"pred_disk_ms"`
+	FaultBps   float64   `json:"fault_bytes_per_s,omitempty"`
+	SeqBps     float64   `json:"seq_bytes_per_s,omitempty"`
 	Case       string    `json:"case"`
 }
 
@@ -51,15 +57,29 @@ func plan(bin, devFile, model string) (halda.Plan, error) {
 	return p, json.Unmarshal(out, &p)
 }
 
-// run: reps × (fresh `homering profile` → `homering plan` prediction, then
-// a decode measurement); then calibration on all but the last rep's
-// samples, checked against the last rep.
+// config is one row being measured.
+type config struct {
+	model   string
+	threads int
+	r       row
+	devs    []halda.Device // per rep
+	plans   []halda.Plan   // per rep
+	tokens  [][]float64    // per rep: ms per decode step
+}
+
+// run measures every model × thread count, rep by rep: in each rep every
+// configuration gets a fresh `homering profile` → `homering plan`
+// prediction and then a decode measurement, so a slow spell of the shared
+// machine hits all rows alike instead of one row's reps. Then calibration:
+// the even reps' device and token samples calibrate, the odd reps' tokens
+// (median) are the held-out measurement the recomputed prediction is
+// checked against.
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	bin := fs.String("homering", "bench/out/homering", "homering binary")
-	model := fs.String("model", "", "GGUF")
-	threads := fs.Int("threads", 1, "threads")
-	reps := fs.Int("reps", 3, "repetitions (≥ 2)")
+	models := fs.String("model", "", "GGUF files, comma-separated")
+	threadList := fs.String("threads", "1", "thread counts, comma-separated")
+	reps := fs.Int("reps", 4, "repetitions (≥ 2)")
 	tokens := fs.Int("tokens", 8, "decode steps per rep")
 	label := fs.String("label", "resident", "row label")
 	evictEach := fs.Bool("evict", false, "drop the model from the page cache before each decode")
@@ -68,83 +88,111 @@ func run(args []string) error {
 	if *reps < 2 {
 		return fmt.Errorf("-reps must be at least 2")
 	}
-	r := row{Label: *label, Model: filepath.Base(*model), Threads: *threads}
-	var first halda.Plan
-	var all [][]float64
-	devFile := filepath.Join(*dir, fmt.Sprintf("dev-%s-%d.json", *label, *threads))
-	for i := range *reps {
-		t := time.Now()
-		out, err := homering(*bin, "profile", "--model", *model, "--threads", fmt.Sprint(*threads), "--fresh", "--name", "me", "--json")
-		if err != nil {
-			return err
+	var cfgs []*config
+	for _, m := range strings.Split(*models, ",") {
+		for _, ts := range strings.Split(*threadList, ",") {
+			t, err := strconv.Atoi(ts)
+			if err != nil || t < 1 {
+				return fmt.Errorf("-threads: %q is not a thread count", ts)
+			}
+			cfgs = append(cfgs, &config{model: m, threads: t, r: row{Label: *label, Model: filepath.Base(m), Threads: t}})
 		}
-		r.ProfileSec = append(r.ProfileSec, time.Since(t).Seconds())
-		f := devFile
-		if i > 0 {
-			f = devFile + ".rep"
-		}
-		if err := os.WriteFile(f, out, 0o644); err != nil {
-			return err
-		}
-		p, err := plan(*bin, f, *model)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			first = p
-		}
-		r.PredMs = append(r.PredMs, p.PredictedMs)
-		if *evictEach {
-			if err := evict([]string{"-model", *model}); err != nil {
+	}
+	for rep := range *reps {
+		for ci, c := range cfgs {
+			t := time.Now()
+			out, err := homering(*bin, "profile", "--model", c.model, "--threads", fmt.Sprint(c.threads), "--fresh", "--name", "me", "--json")
+			if err != nil {
 				return err
 			}
+			c.r.ProfileSec = append(c.r.ProfileSec, time.Since(t).Seconds())
+			devFile := filepath.Join(*dir, fmt.Sprintf("dev-%s-%d-%d.json", *label, ci, rep))
+			if err := os.WriteFile(devFile, out, 0o644); err != nil {
+				return err
+			}
+			var d halda.Device
+			if err := json.Unmarshal(out, &d); err != nil {
+				return err
+			}
+			p, err := plan(*bin, devFile, c.model)
+			if err != nil {
+				return err
+			}
+			c.devs, c.plans = append(c.devs, d), append(c.plans, p)
+			c.r.PredMs = append(c.r.PredMs, p.PredictedMs)
+			if *evictEach {
+				if err := evict([]string{"-model", c.model}); err != nil {
+					return err
+				}
+			}
+			ms, err := decodeSamples(c.model, c.threads, *tokens)
+			if err != nil {
+				return err
+			}
+			c.tokens = append(c.tokens, ms)
+			c.r.MeasMs = append(c.r.MeasMs, median(ms))
 		}
-		ms, err := decodeSamples(*model, *threads, *tokens)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for ci, c := range cfgs {
+		r := &c.r
+		r.Before = median(r.PredMs)
+		r.Measured = median(r.MeasMs)
+		// The rep whose prediction is the median stands for the profile.
+		mid := medianIndex(r.PredMs)
+		first := c.plans[mid]
+		r.DiskMs = first.DiskMs
+		r.FaultBps, r.SeqBps = c.devs[mid].DiskFaultBytesPerSec, c.devs[mid].DiskSeqBytesPerSec
+		if len(first.Ring) > 0 {
+			r.Case = string(first.Ring[0].Case)
+		}
+		cal := calib.Calibrator{ComputeWindow: 1 << 20}
+		var held []float64
+		for i, ms := range c.tokens {
+			for _, v := range ms {
+				if i%2 == 0 {
+					cal.Compute(v / 1e3)
+				} else {
+					held = append(held, v)
+				}
+			}
+		}
+		var a halda.Assignment
+		for _, x := range first.Ring {
+			if x.Device == c.devs[mid].Name {
+				a = x
+			}
+		}
+		b, err := json.Marshal(cal.Apply(c.devs[mid], a))
 		if err != nil {
 			return err
 		}
-		all = append(all, ms)
-		r.MeasMs = append(r.MeasMs, median(ms))
-	}
-	r.Before = median(r.PredMs)
-	r.Measured = median(r.MeasMs)
-	r.DiskMs = first.DiskMs
-	if len(first.Ring) > 0 {
-		r.Case = string(first.Ring[0].Case)
-	}
-	// Calibrate the first rep's device with every sample but the last
-	// rep's, and check the recomputed prediction against the last rep.
-	var d halda.Device
-	if err := readJSON(devFile, &d); err != nil {
-		return err
-	}
-	c := calib.Calibrator{ComputeWindow: 1 << 20}
-	for _, ms := range all[:len(all)-1] {
-		for _, v := range ms {
-			c.Compute(v / 1e3)
+		calFile := filepath.Join(*dir, fmt.Sprintf("dev-%s-%d.calibrated.json", *label, ci))
+		if err := os.WriteFile(calFile, b, 0o644); err != nil {
+			return err
+		}
+		p, err := plan(*bin, calFile, c.model)
+		if err != nil {
+			return err
+		}
+		r.After = p.PredictedMs
+		r.HeldOut = median(held)
+		if err := enc.Encode(r); err != nil {
+			return err
 		}
 	}
-	var a halda.Assignment
-	for _, x := range first.Ring {
-		if x.Device == d.Name {
-			a = x
-		}
+	return nil
+}
+
+// medianIndex is the index of v's median element (the lower one for an
+// even count).
+func medianIndex(v []float64) int {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
 	}
-	cal, err := json.Marshal(c.Apply(d, a))
-	if err != nil {
-		return err
-	}
-	calFile := devFile + ".calibrated"
-	if err := os.WriteFile(calFile, cal, 0o644); err != nil {
-		return err
-	}
-	p, err := plan(*bin, calFile, *model)
-	if err != nil {
-		return err
-	}
-	r.After = p.PredictedMs
-	r.HeldOut = r.MeasMs[len(r.MeasMs)-1]
-	return json.NewEncoder(os.Stdout).Encode(r)
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(v[a], v[b]) })
+	return idx[(len(idx)-1)/2]
 }
 
 // decodeSamples is decode without the JSON: ms per decode step.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -23,21 +24,34 @@ func table(args []string) error {
 		rows = append(rows, r)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tmodel\tthreads\tprofile s\tpredicted ms\tmeasured ms\terror\ttarget\tcalibrated ms\theld-out ms\terror\ttarget\t")
+	fmt.Fprintln(tw, "case\tmodel\tthreads\tprofile s\tpredicted ms\tmeasured ms\tspread\terror\ttarget\tcalibrated ms\theld-out ms\terror\ttarget\t")
 	for _, r := range rows {
 		before, after := "±15%", "±5%"
 		if r.Label != "resident" {
 			before, after = "±25%", "-"
 		}
-		fmt.Fprintf(tw, "%s (%s)\t%s\t%d\t%.1f\t%.1f\t%.1f\t%+.1f%%\t%s\t%.1f\t%.1f\t%+.1f%%\t%s\t\n",
-			r.Label, r.Case, r.Model, r.Threads, median(r.ProfileSec), r.Before, r.Measured, pct(r.Before, r.Measured), before,
+		fmt.Fprintf(tw, "%s (%s)\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f%%\t%+.1f%%\t%s\t%.1f\t%.1f\t%+.1f%%\t%s\t\n",
+			r.Label, r.Case, r.Model, r.Threads, median(r.ProfileSec), r.Before, r.Measured, spread(r.MeasMs), pct(r.Before, r.Measured), before,
 			r.After, r.HeldOut, pct(r.After, r.HeldOut), after)
 	}
 	tw.Flush()
+	fmt.Println("spread: (slowest − fastest rep) / median of the measured reps, the machine's noise during the row.")
 	for _, r := range rows {
-		fmt.Printf("%s %s t=%d: predicted per rep %v ms, measured per rep %v ms\n", r.Label, r.Model, r.Threads, round1(r.PredMs), round1(r.MeasMs))
+		fmt.Printf("%s %s t=%d: predicted per rep %v ms, measured per rep %v ms", r.Label, r.Model, r.Threads, round1(r.PredMs), round1(r.MeasMs))
+		if r.DiskMs > 0 {
+			fmt.Printf("; predicted disk %.1f ms at %.0f MB/s page faults (O_DIRECT sequential %.0f MB/s)", r.DiskMs, r.FaultBps/1e6, r.SeqBps/1e6)
+		}
+		fmt.Println()
 	}
 	return nil
+}
+
+// spread is (max − min) / median in percent.
+func spread(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	return (slices.Max(v) - slices.Min(v)) / median(v) * 100
 }
 
 func pct(pred, meas float64) float64 { return (pred - meas) / meas * 100 }
