@@ -49,6 +49,11 @@ func cmdTray(ctx context.Context, e env) int {
 		if !tray.HostPresent() {
 			log.Warn("no tray host (StatusNotifierWatcher) on the session bus yet; the icon appears when one starts, the agent runs meanwhile")
 		}
+		if on, known := onMainThread(); known {
+			// The desktop test checks this: macOS aborts a tray started
+			// off the main thread, and Linux would hide the same mistake.
+			log.Info("tray starting", "main_thread", on)
+		}
 		exe, _ := os.Executable()
 		// HOMERING_TRAY_REFRESH (a Go duration) lets tests poll fast enough
 		// to see a sub-second chat; people keep the 2 s default.

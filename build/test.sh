@@ -23,6 +23,17 @@ for target in darwin/amd64 darwin/arm64 windows/amd64; do
 done
 # <<< engine/profile/sysinfo
 
+# >>> app (desktop helper): the API types, clients and compatible APIs are
+# pure Go and must build for the Mac and Windows app. app/tray (fyne's
+# systray is cgo on macOS) and app itself (ggml, lp_solve) need the target's
+# C toolchain and are not cross-built here; the tray's main-thread rule lives
+# in app/mainthread.go and is checked on Linux by the desktop test.
+step "go vet the API packages for darwin and windows"
+for target in darwin/amd64 darwin/arm64 windows/amd64; do
+	CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet ./app/api/apitype/... ./app/api/client ./app/api/openai ./app/api/anthropic ./app/api/ollama ./app/config ./app/window
+done
+# <<< app
+
 # >>> frontend (web UI): TypeScript and Svelte checks. The UI's end-to-end
 # test (chromium driving a real agent) is app/apptest TestWebUI, in go test.
 step "frontend: svelte-check"

@@ -268,6 +268,10 @@ wait $!
 		return nil
 	})
 	t.Logf("tray icon registered %s after the agent answered", time.Since(start).Round(time.Millisecond))
+	// The tray runs on thread 0 (app/mainthread.go), as macOS requires.
+	if !strings.Contains(log.String(), `msg="tray starting" main_thread=true`) {
+		t.Errorf("the agent did not report starting its tray on the main thread")
+	}
 	d.shot("tray.png")
 	if d.greenInTray() {
 		t.Errorf("green in the tray area before contributing: the icon check below would prove nothing")
