@@ -215,7 +215,8 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	var ringRun *apitype.RingRun
 	job, note := b.planRing(ctx, path, nCtx, req)
 	if job != nil {
-		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs)
+		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
+			"planned_in", time.Since(start).Round(time.Millisecond))
 		st, err = b.sup.RingGenerate(ctx, lp, job.params, g, onToken, b.replan(job))
 		if errors.Is(err, runner.ErrNotYet) && first.IsZero() {
 			job, note = nil, "this build's engine cannot run a ring yet"

@@ -257,8 +257,8 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 func (b *chatBackend) adopt(key string, p halda.Problem, plan halda.Plan) halda.Plan {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
-	if b.ring.key != key || len(b.ring.plan.Ring) == 0 {
-		return plan
+	if p.KeepAllDevices || b.ring.key != key || len(b.ring.plan.Ring) == 0 {
+		return plan // every device was asked for, or nothing to keep
 	}
 	for _, a := range b.ring.plan.Ring {
 		if !slices.ContainsFunc(p.Devices, func(d halda.Device) bool { return d.Name == a.Device }) {

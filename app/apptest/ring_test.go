@@ -303,6 +303,27 @@ func TestRing(t *testing.T) {
 			next.Sub(killed).Round(time.Millisecond), st.Ring.LossToTokenMs))
 	})
 
+	t.Run("a device that comes back is used from the next request", func(t *testing.T) {
+		c.Start(t)
+		WaitFor(t, 15*time.Second, "a sees c again", func() error {
+			ps, err := a.Peers(context.Background())
+			if err != nil {
+				return err
+			}
+			if p, ok := find(ps, ids[c]); !ok || !p.Visible || !p.Contribute {
+				return fmt.Errorf("a's view of c: %+v", p)
+			}
+			return nil
+		})
+		got, st := chat(t, a, "-m", stories260K, "-n", "48", "--devices", "all", prompt)
+		if st.Ring == nil || len(st.Ring.Devices) != 3 {
+			t.Fatalf("ring %+v, want c back in it", st.Ring)
+		}
+		if got != storiesRef {
+			t.Errorf("reply with c back differs:\n got:  %q\n want: %q", got, storiesRef)
+		}
+	})
+
 	t.Run("the head killed mid-generation: the worker's job ends within seconds", func(t *testing.T) {
 		run := startChat(t, a, "-m", gen, "-n", "400", "--devices", "all", prompt)
 		WaitFor(t, 30*time.Second, "the first tokens", func() error {
