@@ -12,8 +12,10 @@
 #   (e) (d) without prefetch                         (homering chat --no-prefetch)
 # Every engine runs 1 CPU thread (HOMERING_THREADS=1 for the agents), greedy.
 # The ring cases run `homering headless` on each device (fresh config
-# directories, paired by code), a warm-up chat (ships the weight slices,
-# loads windows) and then the measured chat. Prints TTFT, TPOT and memory
+# directories, every pair paired by code), two warm-up chats (ship the
+# weight slices, load windows; the second because the agent may re-plan
+# after the first) and then the measured chat. Memory pressure of a ring
+# case counts from the idle, paired agents and includes the warm-ups. Prints TTFT, TPOT and memory
 # pressure per device (bench/ringbench/doc.go says how it is measured), the
 # ratios to (a) and whether (d) meets the target: ≥ 5x faster than (a),
 # pressure ≤ 6% per device.
@@ -87,7 +89,7 @@ ring_setup() {
 		echo '{"context_tokens": 512}' >"$homes/d$i/settings.json"
 		cli "$i" contribute on >/dev/null
 		HOMERING_HOME=$root/$homes/d$i HOMERING_THREADS=1 bench/rig/enter "${RIG_NS[i]}" "${RIG_CG[i]}" \
-			"$root/$out/homering" headless --interface lan0 >"$out/agent-d$i-$$.log" 2>&1 &
+			"$root/$out/homering" headless --interface lan0 >"$out/agent-d$i.log" 2>&1 &
 	done
 	for i in 1 2 3; do
 		local t
@@ -95,21 +97,23 @@ ring_setup() {
 			cli "$i" peers -json >/dev/null 2>&1 && break
 			sleep 0.1 # poll interval
 		done
-		cli "$i" peers -json >/dev/null || { echo "agent d$i did not start: $(tail -5 "$out/agent-d$i-$$.log")"; return 1; }
+		cli "$i" peers -json >/dev/null || { echo "agent d$i did not start: $(tail -5 "$out/agent-d$i.log")"; return 1; }
 	done
-	for i in 2 3; do
-		local code
-		code=$(cli "$i" pair -no-wait -json | sed -n 's/.*"code": *"\([0-9-]*\)".*/\1/p')
-		cli 1 pair "${RIG_ADDR[i]}" "$code" >/dev/null || { echo "pairing d$i failed"; return 1; }
-		cli 1 peers add "${RIG_ADDR[i]}" >/dev/null || true
+	# Every device pairs with every other, as in a home where each was
+	# paired once: workers link to each other for the activation edge.
+	local pair
+	for pair in 1:2 1:3 2:3; do
+		local a=${pair%:*} b=${pair#*:} code
+		code=$(cli "$b" pair -no-wait -json | sed -n 's/.*"code": *"\([0-9-]*\)".*/\1/p')
+		cli "$a" pair "${RIG_ADDR[b]}" "$code" >/dev/null || { echo "pairing d$a with d$b failed"; return 1; }
 	done
 	bench/out/ringbench wait-peers -n 2 -timeout 30s -- env HOMERING_HOME="$root/$homes/d1" \
 		nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" peers -json || return 1
-	echo "ring: agents up on ${RIG_ADDR[*]:1}, d2 and d3 paired with d1 (the head)" >&2
+	echo "ring: agents up on ${RIG_ADDR[*]:1}, every pair of devices paired, d1 is the head" >&2
 }
 
-if ! go build -o "$out/homering" . 2>"$out/build-$$.log"; then
-	na "homering does not build: $(head -3 "$out/build-$$.log" | tr '\n' ' ')"
+if ! go build -o "$out/homering" . 2>"$out/build.log"; then
+	na "homering does not build: $(head -3 "$out/build.log" | tr '\n' ' ')"
 elif ! "$out/homering" chat -h 2>&1 | grep -q -- -no-prefetch; then
 	na "homering chat has no ring options yet"
 elif ! setup_err=$(ring_setup 2>&1); then
@@ -124,7 +128,9 @@ else
 		# shellcheck disable=SC2086 # the flags are words
 		bench/out/ringbench measure -case "${ring_cases[j]}" -out "$results" -cgroups "$cgs" -base "$out/base-$$.json" -parse chat -- \
 			bash -c 'set -e
-				HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n 2 --temp 0 --raw --json "Warm up: ship the slices, load the windows." >/dev/null
+				for w in 1 2; do
+					HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n 2 --temp 0 --raw --json "Warm up $w: ship the slices, load the windows." >/dev/null
+				done
 				HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n "$1" --temp 0 --raw --json "$2"' \
 			"$model" "$tokens" "$prompt" || true
 	done

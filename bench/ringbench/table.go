@@ -148,7 +148,14 @@ func parseChat(lines []timedLine) (Timing, string, error) {
 		}
 		devs = append(devs, fmt.Sprintf("%s[%s] %s, %.0f ms, reported pressure %.1f%%", d.Short, d.Case, strings.Join(ws, " "), d.MeasuredMs, 100*d.MemPressure))
 	}
-	note := fmt.Sprintf("TPOT is the mean; ring k=%d, %d layers, Halda predicted %.0f ms/token, measured %.0f; %s",
-		r.K, r.Layers, r.PredictedMs, r.MeasuredMs, strings.Join(devs, "; "))
+	note := fmt.Sprintf("TPOT is the mean; ring of %d devices, k=%d, %d layers, Halda predicted %.0f ms/token, measured %.0f; %s",
+		len(r.Devices), r.K, r.Layers, r.PredictedMs, r.MeasuredMs, strings.Join(devs, "; "))
+	if r.Replans > 0 {
+		var lost []string
+		for _, id := range r.Lost {
+			lost = append(lost, id[:min(7, len(id))])
+		}
+		note += fmt.Sprintf("; re-planned %d time(s) after losing %s", r.Replans, strings.Join(lost, ", "))
+	}
 	return t, note, nil
 }
