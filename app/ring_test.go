@@ -1,0 +1,130 @@
+package app
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/profile"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+func testProfile(at time.Time, flops float64) profile.Profile {
+	return profile.Profile{Version: profile.Version, Key: "k-" + at.Format("150405"), MeasuredAt: at, OS: "linux", CPUs: 2, Threads: 1,
+		CPUFlops: map[string]float64{"f32": flops}, CPUReadBytesPerSec: 1e10, MemReadBytesPerSec: 1e10}
+}
+
+// TestCachedProfile reads what engine/profile's cache writes: the newest
+// entry whose checksum holds; a tampered or foreign file is skipped.
+func TestCachedProfile(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok := cachedProfile(dir); ok {
+		t.Fatal("an empty cache gave a profile")
+	}
+	c := profile.NewCache(dir, slog.New(slog.DiscardHandler))
+	now := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
+	for _, p := range []profile.Profile{testProfile(now.Add(-time.Hour), 1e9), testProfile(now, 2e9)} {
+		if err := c.Store(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, ok := cachedProfile(dir)
+	if !ok || p.CPUFlops["f32"] != 2e9 {
+		t.Fatalf("cachedProfile = %v %v, want the newest (2e9 FLOP/s)", p.CPUFlops, ok)
+	}
+	// Tamper with the newest: its checksum fails, the older one is used.
+	f := filepath.Join(dir, "k-010000.json")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, bytes.Replace(b, []byte("2000000000"), []byte("9000000000"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "junk.json"), []byte("{not json"), 0o644)
+	p, ok = cachedProfile(dir)
+	if !ok || p.CPUFlops["f32"] != 1e9 {
+		t.Errorf("after tampering: %v %v, want the older profile (1e9 FLOP/s)", p.CPUFlops, ok)
+	}
+}
+
+func TestQuickProfileSolves(t *testing.T) {
+	d := quickProfile()
+	d.Name = "me"
+	if d.RAMAvailable <= 0 || d.CPUReadBytesPerSec <= 0 {
+		t.Fatalf("quick profile %+v", d)
+	}
+	m := halda.Model{Layers: 4, LayerBytes: map[string]int64{"q8_0": 1 << 20}, LayerFlops: map[string]float64{"q8_0": 1e6}, Vocab: 100}
+	pl, err := halda.Solve(halda.Problem{Devices: []halda.Device{d}, Model: m}, lpsolve.Solver{})
+	if err != nil || len(pl.Ring) != 1 || pl.Ring[0].W != 4 {
+		t.Errorf("Halda on the quick profile: %+v, %v; want the 4 layers on it", pl.Ring, err)
+	}
+}
+
+// TestAdopt: the last plan stays for the same request shape unless a device
+// of it is gone, the new one is a clear gain, or every device was asked for.
+func TestAdopt(t *testing.T) {
+	last := halda.Plan{PredictedMs: 10, Ring: []halda.Assignment{{Device: "a"}, {Device: "b"}}}
+	better := halda.Plan{PredictedMs: 9, Ring: []halda.Assignment{{Device: "a"}, {Device: "b"}, {Device: "c"}}}
+	slight := halda.Plan{PredictedMs: 9.8, Ring: []halda.Assignment{{Device: "a"}, {Device: "b"}, {Device: "c"}}}
+	devs := func(names ...string) halda.Problem {
+		var p halda.Problem
+		for _, n := range names {
+			p.Devices = append(p.Devices, halda.Device{Name: n})
+		}
+		return p
+	}
+	forced := devs("a", "b", "c")
+	forced.KeepAllDevices = true
+	tests := []struct {
+		name string
+		key  string
+		p    halda.Problem
+		cand halda.Plan
+		want float64 // PredictedMs of the plan kept
+	}{
+		{"slight gain: keep the last", "k", devs("a", "b", "c"), slight, 10},
+		{"clear gain: take the new", "k", devs("a", "b", "c"), better, 9},
+		{"a device of the last is gone", "k", devs("a", "c"), slight, 9.8},
+		{"another request shape", "other", devs("a", "b", "c"), slight, 9.8},
+		{"every device asked for", "k", forced, slight, 9.8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &chatBackend{}
+			b.ring.key, b.ring.plan = "k", last
+			got := b.adopt(tt.key, tt.p, tt.cand)
+			if diff := cmp.Diff(tt.want, got.PredictedMs); diff != "" {
+				t.Errorf("kept plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestChatArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no prompt", []string{"-m", "x.gguf"}, "give a prompt"},
+		{"devices other than all", []string{"--devices", "some", "hi"}, `--devices takes only "all"`},
+		{"negative rounds", []string{"--rounds", "-1", "hi"}, "--rounds must be 1 or more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := mainWith(append([]string{"chat"}, tt.args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
+			if code != 2 || !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errb.String(), tt.want)
+			}
+		})
+	}
+}
