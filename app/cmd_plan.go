@@ -59,6 +59,7 @@ func cmdPlan(_ context.Context, e env) int {
 	ctxTokens := fs.Int("context", 0, "tokens of KV cache to plan for (default: the shape's, or 4096 for a GGUF)")
 	keepAll := fs.Bool("keep-all", false, "keep every device (no device selection)")
 	baselines := fs.Bool("baselines", false, "also print the MemSched and PerfSched baselines' predictions")
+	rounds := fs.Int("rounds", 0, "fix the rounds per token k (default: Halda chooses; 1 = one window per device, as `homering run` evaluates)")
 	if err := fs.Parse(e.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -76,6 +77,7 @@ func cmdPlan(_ context.Context, e env) int {
 		return 1
 	}
 	p.KeepAllDevices = *keepAll
+	p.Rounds = *rounds
 	plan, err := halda.Solve(p, lpsolve.Solver{})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "homering plan: %v\n", err)

@@ -5,9 +5,9 @@
 # so a slow spell of the shared machine hits every row alike) with: a fresh
 # `homering profile --model M --threads T --json` (engine/profile), Halda's
 # single-device prediction from it (`homering plan --devices me.json --model M
-# --context 256`, the KV length the engine pads to), and a measured decode
-# (one window [0, L) of engine/ggml, median ms/token after two warm-up
-# steps). "predicted"/"measured" are the medians over reps; "spread" is the
+# --context 256 --rounds 1`: the KV length the engine pads to, and one window
+# per token, which is what is measured), and a measured decode (one window
+# [0, L) of engine/ggml, median ms/token after two warm-up steps). "predicted"/"measured" are the medians over reps; "spread" is the
 # measured reps' (max − min)/median, the noise. Then calibration
 # (engine/profile/calib): the median rep's device calibrated with the token
 # samples of the even reps (rolling median), re-planned, and compared with
@@ -19,7 +19,13 @@
 # and torn down here) ±25% before calibration.
 #
 # Under the cgroup the profile's page-fault throughput (not the O_DIRECT
-# one) prices the re-read weights: see halda's package doc.
+# one) prices the re-read weights: see halda's package doc. One window that
+# does not fit re-reads all its weights every token (the kernel's LRU
+# against a cyclic sweep; /proc/self/io shows 841 of the 837 MB of layer
+# and output weights read per token at a 55% limit), which is what Halda
+# charges when a window does not fit. Halda's plan for this device alone
+# would take k = 2 rounds and charge only the overflow (eq. 15), which
+# needs an engine that keeps a fixed part resident: not measured here.
 #
 # Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
 # BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 3 tokens, and the cgroup

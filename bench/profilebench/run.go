@@ -50,7 +50,7 @@ func homering(bin string, args ...string) ([]byte, error) {
 
 func plan(bin, devFile, model string) (halda.Plan, error) {
 	var p halda.Plan
-	out, err := homering(bin, "plan", "--devices", devFile, "--model", model, "--context", "256", "--json")
+	out, err := homering(bin, "plan", "--devices", devFile, "--model", model, "--context", "256", "--rounds", "1", "--json")
 	if err != nil {
 		return p, err
 	}
