@@ -176,6 +176,11 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	if len(cands) == 0 {
 		return nil, "no paired, contributing device is visible"
 	}
+	m, err := modelprof.FromGGUF(path, nCtx)
+	if err != nil {
+		return nil, fmt.Sprintf("the model's shape cannot be read: %v", err)
+	}
+	hiddenBytes := 4 * m.Embedding // one F32 hidden state, as the ring sends
 	job := &ringJob{profiles: map[string]node.PeerProfile{}, names: map[string]apitype.Peer{}, addrs: map[string]string{},
 		self: b.node.Status().Device, model: filepath.Base(path)}
 	var mu sync.Mutex
@@ -186,7 +191,7 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, askTimeout)
 			defer cancel()
-			pp, err := b.node.AskProfile(actx, p.ID)
+			pp, err := b.node.AskProfileHidden(actx, p.ID, hiddenBytes)
 			if err != nil {
 				b.log.Info("ring: peer left out of the plan", "peer", p.Short, "err", err)
 				return
@@ -200,10 +205,6 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	if len(job.profiles) == 0 {
 		return nil, "no paired device answered"
 	}
-	m, err := modelprof.FromGGUF(path, nCtx)
-	if err != nil {
-		return nil, fmt.Sprintf("the model's shape cannot be read: %v", err)
-	}
 	self, measured := b.RingProfile()
 	self.Name, job.selfProf = job.self.ID, measured
 	self.LinkSec = map[string]float64{}
@@ -211,7 +212,7 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	maxLink := 0.0
 	for _, id := range slices.Sorted(maps.Keys(job.profiles)) {
 		pp := job.profiles[id]
-		link := pp.RTT.Seconds() / 2 // a hidden state of a small model is one packet
+		link := pp.HiddenRTT.Seconds() / 2 // one-way: a hidden state there (the pong brings it back)
 		maxLink = max(maxLink, link)
 		self.LinkSec[id] = link
 		d := pp.Device

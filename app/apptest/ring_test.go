@@ -299,8 +299,12 @@ func TestRing(t *testing.T) {
 		if !ok {
 			t.Fatalf("no token after the kill; reply %q", got)
 		}
-		report = append(report, fmt.Sprintf("worker killed → next token on the client: %s (runner: loss noticed → next token %.0f ms)",
-			next.Sub(killed).Round(time.Millisecond), st.Ring.LossToTokenMs))
+		replanned, ok := a.Event("ring: re-planned without lost devices", "", killed)
+		if !ok {
+			t.Fatal("the head logged no re-plan after the kill")
+		}
+		report = append(report, fmt.Sprintf("worker killed → head re-planned %s, + loss → next token %.0f ms (runner); first output after the kill %s (a token already in flight)",
+			replanned.Sub(killed).Round(time.Millisecond), st.Ring.LossToTokenMs, next.Sub(killed).Round(time.Millisecond)))
 	})
 
 	t.Run("a device that comes back is used from the next request", func(t *testing.T) {

@@ -52,8 +52,9 @@ type Worker interface {
 type PeerProfile struct {
 	Device   halda.Device `json:"device"`
 	Measured bool         `json:"measured"` // false: a default, the device has not been profiled
-	// RTT is the link's round trip as the head timed it (not on the wire).
-	RTT time.Duration `json:"-"`
+	// RTT is the link's round trip as the head timed it with small pings,
+	// HiddenRTT with pings of a hidden state's size (neither on the wire).
+	RTT, HiddenRTT time.Duration `json:"-"`
 }
 
 // JobAsk asks a worker to serve a ring job of the head.
@@ -190,42 +191,65 @@ func recvControl(c *transport.Conn, want transport.MsgType, v any) error {
 }
 
 // AskProfile asks a paired peer for its Halda profile and times the link
-// with pings (the fastest of three round trips).
+// with small pings (HiddenRTT = RTT).
 func (n *Node) AskProfile(ctx context.Context, peer string) (PeerProfile, error) {
+	return n.AskProfileHidden(ctx, peer, 0)
+}
+
+// AskProfileHidden is AskProfile that also times pings carrying hiddenBytes
+// (the hidden state a ring sends per window; its one-way time is half that
+// round trip, which is what Halda charges per hop): the fastest of three
+// of each size.
+func (n *Node) AskProfileHidden(ctx context.Context, peer string, hiddenBytes int) (PeerProfile, error) {
 	c, done, err := n.control(ctx, peer)
 	if err != nil {
 		return PeerProfile{}, err
 	}
 	defer done()
-	best := time.Duration(-1)
-	for range 3 {
-		start := n.o.Now()
-		if err := c.Send(transport.Frame{Type: transport.MsgPing, Payload: []byte("rtt")}); err != nil {
+	var p PeerProfile
+	if p.RTT, err = n.pings(c, 3, []byte("rtt")); err != nil {
+		return PeerProfile{}, err
+	}
+	p.HiddenRTT = p.RTT
+	if hiddenBytes > 0 {
+		if p.HiddenRTT, err = n.pings(c, 3, make([]byte, min(hiddenBytes, transport.MaxFrame/2))); err != nil {
 			return PeerProfile{}, err
-		}
-		f, err := c.Recv()
-		if err != nil {
-			return PeerProfile{}, err
-		}
-		if f.Type != transport.MsgPong {
-			return PeerProfile{}, fmt.Errorf("node: the link answered a ping with frame type %d", f.Type)
-		}
-		if d := n.o.Now().Sub(start); best < 0 || d < best {
-			best = d
 		}
 	}
+	rtt, hidden := p.RTT, p.HiddenRTT
 	if err := c.Send(transport.Frame{Type: MsgProfileAsk}); err != nil {
 		return PeerProfile{}, err
 	}
-	var p PeerProfile
 	if err := recvControl(c, MsgProfile, &p); err != nil {
 		return PeerProfile{}, err
 	}
 	if p.Device.Name != c.Peer.String() {
 		return PeerProfile{}, fmt.Errorf("node: device %s sent a profile named %q", c.Peer.Short(), p.Device.Name)
 	}
-	p.RTT = best
+	p.RTT, p.HiddenRTT = rtt, hidden
 	return p, nil
+}
+
+// pings returns the fastest of k ping round trips carrying payload.
+func (n *Node) pings(c *transport.Conn, k int, payload []byte) (time.Duration, error) {
+	best := time.Duration(-1)
+	for range k {
+		start := n.o.Now()
+		if err := c.Send(transport.Frame{Type: transport.MsgPing, Payload: payload}); err != nil {
+			return 0, err
+		}
+		f, err := c.Recv()
+		if err != nil {
+			return 0, err
+		}
+		if f.Type != transport.MsgPong || len(f.Payload) != len(payload) {
+			return 0, fmt.Errorf("node: the link answered a ping of %d bytes with frame type %d of %d bytes", len(payload), f.Type, len(f.Payload))
+		}
+		if d := n.o.Now().Sub(start); best < 0 || d < best {
+			best = d
+		}
+	}
+	return best, nil
 }
 
 // AskJob asks a paired peer to serve a ring job and returns the address its

@@ -53,7 +53,7 @@ func TestRingControl(t *testing.T) {
 	wid := worker.o.Identity.ID.String()
 
 	t.Run("no engine wired: refused with a reason", func(t *testing.T) {
-		_, err := head.AskProfile(ctx, wid)
+		_, err := head.AskProfileHidden(ctx, wid, 16384)
 		if !errors.Is(err, ErrRingRefused) {
 			t.Fatalf("AskProfile = %v, want ErrRingRefused", err)
 		}
@@ -65,12 +65,12 @@ func TestRingControl(t *testing.T) {
 	fw := &fakeWorker{}
 	worker.SetWorker(fw)
 	t.Run("profile named by device ID, link timed", func(t *testing.T) {
-		p, err := head.AskProfile(ctx, wid)
+		p, err := head.AskProfileHidden(ctx, wid, 16384)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Device.Name != wid || !p.Measured || p.Device.CPUFlops["f32"] != 1e9 || p.RTT <= 0 {
-			t.Errorf("profile %+v rtt %v: want the worker's, named %s, with a positive RTT", p.Device, p.RTT, wid)
+		if p.Device.Name != wid || !p.Measured || p.Device.CPUFlops["f32"] != 1e9 || p.RTT <= 0 || p.HiddenRTT <= 0 {
+			t.Errorf("profile %+v rtt %v/%v: want the worker's, named %s, with positive RTTs", p.Device, p.RTT, p.HiddenRTT, wid)
 		}
 	})
 	t.Run("job: the engine serves the paired set; address resolved", func(t *testing.T) {
