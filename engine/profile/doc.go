@@ -25,9 +25,11 @@
 //     paper asks ("with data volumes similar to the tensor sizes"). So
 //     Halda's per-layer time f/s + b/𝒯 is the measured decode-step time of
 //     the layer's products. With a model, the layer probe refines it: decode
-//     steps of windows [0,1) and [0,3) of the real model on the engine (the
-//     thesis's layer-range probe) give one whole layer's time (attention,
-//     norms, rope and per-op costs included), and 𝒯 is set so that
+//     steps of windows [0, 1) and [0, 1+n), n = min(L−1, 4), of the real
+//     model on the engine (the thesis's layer-range probe), stepped in turn
+//     and reduced by the median of the paired differences so that machine
+//     noise hits both alike, give one whole layer's time (attention, norms,
+//     rope and per-op costs included), and 𝒯 is set so that
 //     f/s + b'/𝒯 at the probe's 256-token KV equals it. A probe that
 //     measures nothing (noise) falls back to the matmul split. The plain
 //     streaming read bandwidth (MemReadBytesPerSec) is reported beside it.
@@ -62,7 +64,7 @@
 //
 // The whole measurement takes about 4-6 s with one thread on this 2-core
 // machine (bounded: 120 ms per matmul shape, 256 MiB of memory reads, ≤ 0.8 s
-// + 0.5 s of disk, 192 MiB of page faults, 18 probe steps); with as many
+// + 0.5 s of disk, 192 MiB of page faults, 22 probe steps); with as many
 // threads as a busy machine has cores, ggml's spinning barrier makes it much
 // slower.
 //

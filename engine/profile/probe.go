@@ -13,14 +13,21 @@ import (
 const probeContext = 256
 
 // Probe is the thesis's layer-range probe (§1.5): decode steps of windows
-// [0, 1) and [0, 3) of the real model on the engine, so that the difference
-// is the time of two whole layers (attention, norms, rope and per-op
-// overheads included) and the embedding lookup and per-call setup cancel.
+// [0, 1) and [0, 1+n) of the real model on the engine (n = min(L−1, 4)), so
+// that the difference is the time of n whole layers (attention, norms, rope
+// and per-op overheads included) and the embedding lookup and per-call
+// setup cancel. The two windows step in turn and the per-step differences
+// are reduced by their median: a slow spell of a shared machine hits both
+// members of a pair, not one window's whole series.
 type Probe struct {
 	LayerSec   float64 `json:"layer_s"`     // one layer's decode-step time
 	LayerBytes int64   `json:"layer_bytes"` // its weights plus KV at probeContext
 	AttnFlops  float64 `json:"attn_flops"`  // its attention FLOPs at probeContext (F16 KV)
+	Layers     int     `json:"layers"`      // n, the layers the difference spans
 }
+
+// probeSteps is how many paired steps are timed after two warm-up steps.
+const probeSteps = 9
 
 func probeLayers(path string, threads int) (Probe, error) {
 	m, err := ggml.Open(path)
@@ -29,48 +36,61 @@ func probeLayers(path string, threads int) (Probe, error) {
 	}
 	defer m.Close()
 	info := m.Info()
-	if info.NLayer < 3 {
-		return Probe{}, fmt.Errorf("profile: the layer probe needs 3 layers, the model has %d", info.NLayer)
+	if info.NLayer < 2 {
+		return Probe{}, fmt.Errorf("profile: the layer probe needs 2 layers, the model has %d", info.NLayer)
 	}
-	step := func(last int) (float64, error) {
+	n := min(info.NLayer-1, 4)
+	prompt := []int32{1, 15, 29, 300}
+	open := func(last int) (*ggml.Window, error) {
 		w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: last, Embed: true, NCtx: probeContext, Threads: threads})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		defer w.Close()
-		prompt := []int32{1, 15, 29, 300}
 		if _, err := w.EvalTokens(prompt, 0); err != nil {
-			return 0, err
+			w.Close()
+			return nil, err
 		}
-		var ts []float64
-		for i := range 9 {
-			t := time.Now()
-			if _, err := w.EvalTokens([]int32{int32(100 + i)}, len(prompt)+i); err != nil {
-				return 0, err
-			}
-			if i >= 2 { // warm-up: pages and graph
-				ts = append(ts, time.Since(t).Seconds())
-			}
-		}
-		slices.Sort(ts)
-		return ts[len(ts)/2], nil
+		return w, nil
 	}
-	t1, err := step(1)
+	short, err := open(1)
 	if err != nil {
 		return Probe{}, err
 	}
-	t3, err := step(3)
+	defer short.Close()
+	long, err := open(1 + n)
 	if err != nil {
 		return Probe{}, err
 	}
+	defer long.Close()
+	step := func(w *ggml.Window, i int) (float64, error) {
+		t := time.Now()
+		_, err := w.EvalTokens([]int32{int32(100 + i)}, len(prompt)+i)
+		return time.Since(t).Seconds(), err
+	}
+	var diffs []float64
+	for i := range probeSteps + 2 {
+		a, err := step(short, i)
+		if err != nil {
+			return Probe{}, err
+		}
+		b, err := step(long, i)
+		if err != nil {
+			return Probe{}, err
+		}
+		if i >= 2 { // warm-up: pages and graph
+			diffs = append(diffs, b-a)
+		}
+	}
+	slices.Sort(diffs)
 	var weights int64
 	for _, r := range m.LayerRanges(1) {
 		weights += r.Len
 	}
 	kv := int64(2*info.NHeadKV*info.NEmbdHead*2) * probeContext
 	return Probe{
-		LayerSec:   max(t3-t1, 0) / 2,
+		LayerSec:   max(diffs[len(diffs)/2], 0) / float64(n),
 		LayerBytes: weights + kv,
 		AttnFlops:  2 * probeContext * float64(2*info.NEmbdHead) * float64(info.NHead),
+		Layers:     n,
 	}, nil
 }
