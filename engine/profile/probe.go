@@ -13,7 +13,8 @@ import (
 const probeContext = 256
 
 // Probe is the thesis's layer-range probe (§1.5): decode steps of windows
-// [0, 1) and [0, 1+n) of the real model on the engine (n = min(L−1, 4)), so
+// [0, 1) and [0, 1+n) of the real model on the engine (n = min(L−1, 4), or
+// fewer when memory is short), so
 // that the difference is the time of n whole layers (attention, norms, rope
 // and per-op overheads included) and the embedding lookup and per-call
 // setup cancel. The two windows step in turn and the per-step differences
@@ -29,7 +30,10 @@ type Probe struct {
 // probeSteps is how many paired steps are timed after two warm-up steps.
 const probeSteps = 9
 
-func probeLayers(path string, threads int) (Probe, error) {
+// probeLayers runs the probe. Its windows must stay resident or it times
+// the disk: the longer one spans at most a third of avail (bytes of memory
+// available), and at least two layers are needed.
+func probeLayers(path string, threads int, avail int64) (Probe, error) {
 	m, err := ggml.Open(path)
 	if err != nil {
 		return Probe{}, err
@@ -39,7 +43,14 @@ func probeLayers(path string, threads int) (Probe, error) {
 	if info.NLayer < 2 {
 		return Probe{}, fmt.Errorf("profile: the layer probe needs 2 layers, the model has %d", info.NLayer)
 	}
+	var weights int64
+	for _, r := range m.LayerRanges(1) {
+		weights += r.Len
+	}
 	n := min(info.NLayer-1, 4)
+	if weights > 0 {
+		n = max(1, min(n, int(avail/3/weights)-1))
+	}
 	prompt := []int32{1, 15, 29, 300}
 	open := func(last int) (*ggml.Window, error) {
 		w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: last, Embed: true, NCtx: probeContext, Threads: threads})
@@ -82,10 +93,6 @@ func probeLayers(path string, threads int) (Probe, error) {
 		}
 	}
 	slices.Sort(diffs)
-	var weights int64
-	for _, r := range m.LayerRanges(1) {
-		weights += r.Len
-	}
 	kv := int64(2*info.NHeadKV*info.NEmbdHead*2) * probeContext
 	return Probe{
 		LayerSec:   max(diffs[len(diffs)/2], 0) / float64(n),

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -298,12 +299,15 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		}
 	}
 	p.MemReadBytesPerSec = memBandwidth(o.Threads)
+	// Hand the bandwidth buffer back now: under a memory limit a dead heap
+	// of 256 MiB would push the probe's layers out to disk.
+	debug.FreeOSMemory()
 
 	// With a model, the layer probe measures a whole layer on the engine;
 	// 𝒯 is then set so that Halda's per-layer time f/s + b'/𝒯 equals it:
 	// the matmul-only split misses attention, norms and per-op costs.
 	if o.Model != "" {
-		pr, err := probeLayers(o.Model, o.Threads)
+		pr, err := probeLayers(o.Model, o.Threads, mem.Available)
 		if err == nil && !(pr.LayerSec > 0) {
 			// Three layers no slower than one: noise on a busy machine.
 			err = fmt.Errorf("profile: the layer probe measured %v s per layer", pr.LayerSec)

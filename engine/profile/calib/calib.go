@@ -11,7 +11,7 @@ import (
 const (
 	DefaultComputeWindow = 15
 	DefaultLinkWindow    = 7
-	DefaultMinSamples    = 3
+	DefaultMinSamples    = 5 // a median of 5 survives two stalled tokens
 	DefaultMaxFactor     = 5.0
 	// SwitchMargin is τ: a new plan replaces the current one only when its
 	// prediction is below τ × the current plan's.

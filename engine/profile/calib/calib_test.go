@@ -33,12 +33,12 @@ func TestApply(t *testing.T) {
 		want    func(d *halda.Device)
 	}{{
 		name:    "too few samples change nothing",
-		samples: []float64{0.2, 0.2},
+		samples: []float64{0.2, 0.2, 0.2, 0.2},
 		pred:    halda.Assignment{W: 8, ComputeMs: 100},
 		want:    func(*halda.Device) {},
 	}, {
 		name:    "twice as slow as predicted halves the CPU rates",
-		samples: []float64{0.2, 0.21, 0.19},
+		samples: []float64{0.2, 0.21, 0.19, 0.2, 0.2},
 		pred:    halda.Assignment{W: 8, ComputeMs: 100},
 		want: func(d *halda.Device) {
 			d.CPUFlops = map[string]float64{"q4_k": 50e9, "f16": 25e9}
@@ -46,8 +46,8 @@ func TestApply(t *testing.T) {
 			d.KVCopyCPUSec = 4e-6
 		},
 	}, {
-		name:    "the median ignores one stall",
-		samples: []float64{0.05, 0.05, 3, 0.05, 0.05},
+		name:    "the median ignores two stalls in five",
+		samples: []float64{0.05, 3, 0.05, 2, 0.05},
 		pred:    halda.Assignment{W: 8, ComputeMs: 100},
 		want: func(d *halda.Device) {
 			d.CPUFlops = map[string]float64{"q4_k": 200e9, "f16": 100e9}
@@ -56,7 +56,7 @@ func TestApply(t *testing.T) {
 		},
 	}, {
 		name:    "predicted disk time is kept out of the compute factor",
-		samples: []float64{0.3, 0.3, 0.3},
+		samples: []float64{0.3, 0.3, 0.3, 0.3, 0.3},
 		pred:    halda.Assignment{W: 8, ComputeMs: 100, DiskMs: 50},
 		want: func(d *halda.Device) {
 			d.CPUFlops = map[string]float64{"q4_k": 40e9, "f16": 20e9}
@@ -65,7 +65,7 @@ func TestApply(t *testing.T) {
 		},
 	}, {
 		name:    "a paging device's error goes to its disk",
-		samples: []float64{1.1, 1.1, 1.1},
+		samples: []float64{1.1, 1.1, 1.1, 1.1, 1.1},
 		pred:    halda.Assignment{W: 8, ComputeMs: 100, DiskMs: 500},
 		want: func(d *halda.Device) {
 			d.DiskSeqBytesPerSec = 0.5e9
@@ -74,7 +74,7 @@ func TestApply(t *testing.T) {
 		},
 	}, {
 		name:    "the factor is bounded",
-		samples: []float64{100, 100, 100},
+		samples: []float64{100, 100, 100, 100, 100},
 		pred:    halda.Assignment{W: 8, ComputeMs: 100},
 		want: func(d *halda.Device) {
 			d.CPUFlops = map[string]float64{"q4_k": 20e9, "f16": 10e9}
@@ -118,7 +118,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestRollingWindow(t *testing.T) {
-	c := Calibrator{ComputeWindow: 3}
+	c := Calibrator{ComputeWindow: 3, MinSamples: 3}
 	for _, s := range []float64{9, 9, 9, 1, 1, 1} {
 		c.Compute(s)
 	}

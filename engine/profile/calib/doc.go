@@ -21,7 +21,8 @@
 //
 // The factor is bounded to [1/MaxFactor, MaxFactor] (default 5) so one bad
 // sample window (a stalled machine) cannot wreck a profile, and with fewer
-// than MinSamples (default 3) samples nothing changes. LinkSec[peer] becomes
+// than MinSamples (default 5: the median survives two stalled tokens of
+// a shared machine) samples nothing changes. LinkSec[peer] becomes
 // the median of that peer's samples. Recomputing the plan's prediction is
 // halda.Solve on the calibrated Problem (Recalibrate); whether to switch to
 // the new plan is Switch: only when it beats the current one's recomputed
