@@ -46,10 +46,10 @@
 //     disk_fault_read_bytes_per_s): what a device paging its weights gets.
 //     Large direct reads overstate it (1.5 GB/s O_DIRECT against 0.6-0.9
 //     GB/s on this machine): the engine reads weights through faults on its
-//     mapping, in graph order (q, k, v, o, gate, up, down), while files
+//     mapping, in graph order (q, v, k, o, gate, up, down), while files
 //     store a layer's tensors by name, so read-ahead restarts at every
 //     backward jump. Three regions (a quarter, half and three quarters into
-//     the model, FaultBytes/3 each, 192 MiB in all by default) are evicted
+//     the model, FaultBytes/3 each, 288 MiB in all by default) are evicted
 //     (POSIX_FADV_DONTNEED over the span rounded to 2 MiB, for large
 //     folios; mincore checks that ≤ 10% stayed) and swept one byte per page
 //     in that order with one thread; the median rate is kept. When the
@@ -64,7 +64,7 @@
 //
 // The whole measurement takes about 4-6 s with one thread on this 2-core
 // machine (bounded: 120 ms per matmul shape, 256 MiB of memory reads, ≤ 0.8 s
-// + 0.5 s of disk, 192 MiB of page faults, 22 probe steps); with as many
+// + 0.5 s of disk, 288 MiB of page faults, 22 probe steps); with as many
 // threads as a busy machine has cores, ggml's spinning barrier makes it much
 // slower.
 //

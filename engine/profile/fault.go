@@ -21,13 +21,15 @@ type tensorSpan struct {
 }
 
 // computeRank orders a layer's tensors as the engine's graph reads them
-// (attention, then the feed-forward block); files store them in another
+// (engine/ggml/engine.c expands Q, V, K as llama.cpp does, then the output
+// projection; the feed-forward's swiglu takes gate before up); files store
+// them in another
 // order (alphabetical in llama.cpp's converter), so a page-faulting decode
 // jumps back and forth inside each layer and read-ahead restarts at every
 // jump. Unknown tensors (biases, extra norms) come last.
 func computeRank(name string) int {
 	base, _, _ := strings.Cut(name, ".")
-	for i, n := range []string{"attn_norm", "attn_q", "attn_k", "attn_v", "attn_q_norm", "attn_k_norm",
+	for i, n := range []string{"attn_norm", "attn_q", "attn_q_norm", "attn_v", "attn_k", "attn_k_norm",
 		"attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"} {
 		if base == n {
 			return i

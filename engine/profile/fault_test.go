@@ -23,7 +23,7 @@ func TestSweepOrder(t *testing.T) {
 	graph := func(base int64) []sysinfo.Extent {
 		// A bias follows its matrix; the file's backward jumps stay.
 		var out []sysinfo.Extent
-		for _, e := range [][2]int64{{10, 1}, {31, 20}, {212, 2}, {0, 10}, {51, 10}, {11, 20}, {161, 1}, {111, 50}, {162, 50}, {61, 50}} {
+		for _, e := range [][2]int64{{10, 1}, {31, 20}, {212, 2}, {51, 10}, {0, 10}, {11, 20}, {161, 1}, {111, 50}, {162, 50}, {61, 50}} {
 			out = append(out, sysinfo.Extent{Off: base + e[0], Len: e[1]})
 		}
 		return out
