@@ -40,15 +40,14 @@ const askTimeout = 5 * time.Second
 // ringMemory is what the head remembers of its last ring, for status, the
 // device map and adopting a new plan only on a clear gain (ring.Adopt).
 type ringMemory struct {
-	mu      sync.Mutex
-	nextID  uint64
-	key     string     // model and options the last plan was made for
-	plan    halda.Plan // the last plan installed at the start of a request
-	last    *apitype.RingRun
-	model   string
-	at      time.Time
-	note    string // why the last chat ran on this device alone
-	serving string // ServeRing's last address (worker)
+	mu     sync.Mutex
+	nextID uint64
+	key    string     // model and options the last plan was made for
+	plan   halda.Plan // the last plan installed at the start of a request
+	last   *apitype.RingRun
+	model  string
+	at     time.Time
+	note   string // why the last chat ran on this device alone
 }
 
 // attach wires the backend to the node: problems show in its status, ring
@@ -73,15 +72,9 @@ func (b *chatBackend) RingProfile() (halda.Device, bool) {
 
 // ServeRing implements node.Worker: the runner child listens for the head.
 func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, error) {
-	addr, err := b.sup.ServeRing(ctx, runner.ServeParams{
+	return b.sup.ServeRing(ctx, runner.ServeParams{
 		Identity: b.dir, Allowed: allowed, CacheDir: filepath.Join(b.dir, "cache", "slices"), Threads: b.threads,
 	})
-	if err == nil {
-		b.ring.mu.Lock()
-		b.ring.serving = addr
-		b.ring.mu.Unlock()
-	}
-	return addr, err
 }
 
 // cachedProfile returns the newest profile in dir whose checksum holds
