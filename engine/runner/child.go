@@ -21,6 +21,7 @@ import (
 func Serve(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) error {
 	c := &child{out: json.NewEncoder(out), w: out, log: log}
 	defer c.unload()
+	defer c.stopServing()
 	if err := c.send(Event{Type: EvHello, Proto: Proto, PID: os.Getpid()}); err != nil {
 		return err
 	}
@@ -69,10 +70,16 @@ type child struct {
 	h    *head.Head // nil when no model is loaded; touched only when gen is nil
 	info ModelInfo
 
-	genMu  sync.Mutex // guards gen, genID, cancel
+	genMu  sync.Mutex // guards gen, genID, cancel, plans
 	gen    chan struct{}
 	genID  uint64
 	cancel context.CancelFunc
+	plans  chan RingParams // the running ring generation's new plans; nil otherwise
+
+	rm *ringModel // the head's ring model; touched only when gen is nil or by the generation
+
+	srv     *server // worker side, nil when not serving; touched by handle only
+	serveID uint64
 }
 
 func (c *child) send(ev Event) error {
@@ -98,12 +105,47 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.fail(0, CodeBadRequest, fmt.Errorf("runner: request is not JSON: %w", err))
 		return
 	}
-	if req.Op == OpStop {
+	switch req.Op {
+	case OpStop:
+		if c.srv != nil && req.Target != 0 && req.Target == c.serveID {
+			c.stopServing()
+			return
+		}
 		c.genMu.Lock()
 		if c.gen != nil && (req.Target == 0 || req.Target == c.genID) {
 			c.cancel()
 		}
 		c.genMu.Unlock()
+		return
+	case OpPlan:
+		if req.Ring == nil {
+			c.fail(req.ID, CodeBadRequest, errors.New("runner: plan needs ring parameters"))
+			return
+		}
+		c.genMu.Lock()
+		if c.plans != nil && req.Target == c.genID {
+			select {
+			case c.plans <- *req.Ring:
+			default: // one plan per replan event; a second is a parent bug
+			}
+		}
+		c.genMu.Unlock()
+		return
+	case OpServeRing:
+		// Serving runs beside generations: a device may head one job
+		// while it works for another head.
+		if req.Serve == nil {
+			c.fail(req.ID, CodeBadRequest, errors.New("runner: serve_ring needs parameters"))
+			return
+		}
+		c.stopServing()
+		srv, err := startServer(ctx, *req.Serve, c.log)
+		if err != nil {
+			c.fail(req.ID, CodeRing, err)
+			return
+		}
+		c.srv, c.serveID = srv, req.ID
+		c.send(Event{ID: req.ID, Type: EvServing, Addr: srv.ln.Addr().String()})
 		return
 	}
 	if c.busy() {
@@ -132,6 +174,9 @@ func (c *child) handle(ctx context.Context, line []byte) {
 	case OpUnload:
 		c.unload()
 		c.send(Event{ID: req.ID, Type: EvUnloaded})
+	case OpRingGenerate:
+		plans := make(chan RingParams, 1)
+		c.startGen(ctx, req.ID, plans, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req, plans) })
 	case OpGenerate:
 		if c.h == nil {
 			c.fail(req.ID, CodeNotLoaded, errors.New("runner: no model is loaded; send load first"))
@@ -141,25 +186,43 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			c.fail(req.ID, CodeBadRequest, errors.New("runner: generate needs parameters"))
 			return
 		}
-		gctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		c.genMu.Lock()
-		c.gen, c.genID, c.cancel = done, req.ID, cancel
-		c.genMu.Unlock()
-		go func() {
-			defer close(done)
-			defer cancel()
-			final := c.generate(gctx, req.ID, *req.Generate)
-			// Idle before the last event goes out: the parent may send the
-			// next request the moment it reads it.
-			c.genMu.Lock()
-			c.gen, c.cancel = nil, nil
-			c.genMu.Unlock()
-			c.send(final)
-		}()
+		g := *req.Generate
+		c.startGen(ctx, req.ID, nil, func(gctx context.Context) Event { return c.generate(gctx, req.ID, g) })
 	default:
 		c.fail(req.ID, CodeBadRequest, fmt.Errorf("runner: unknown op %q", req.Op))
 	}
+}
+
+// startGen runs a generation in the background; run returns the event that
+// ends it.
+func (c *child) startGen(ctx context.Context, id uint64, plans chan RingParams, run func(context.Context) Event) {
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	c.genMu.Lock()
+	c.gen, c.genID, c.cancel, c.plans = done, id, cancel, plans
+	c.genMu.Unlock()
+	go func() {
+		defer close(done)
+		defer cancel()
+		final := run(gctx)
+		// Idle before the last event goes out: the parent may send the
+		// next request the moment it reads it.
+		c.genMu.Lock()
+		c.gen, c.cancel, c.plans = nil, nil, nil
+		c.genMu.Unlock()
+		c.send(final)
+	}()
+}
+
+// stopServing ends the worker side, if it runs, and answers its serve_ring
+// with done.
+func (c *child) stopServing() {
+	if c.srv == nil {
+		return
+	}
+	c.srv.stop()
+	c.send(Event{ID: c.serveID, Type: EvDone, Stats: &Stats{Reason: ReasonCancelled}})
+	c.srv, c.serveID = nil, 0
 }
 
 // generate runs one generation, streaming token events, and returns the
@@ -212,6 +275,8 @@ func (c *child) stopAndWait() {
 
 func (c *child) unload() {
 	c.stopAndWait()
+	c.rm.close()
+	c.rm = nil
 	if c.h != nil {
 		if err := c.h.Close(); err != nil {
 			c.log.Warn("closing the model", "err", err)

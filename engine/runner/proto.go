@@ -18,6 +18,10 @@ const (
 	OpGenerate = "generate"
 	OpStop     = "stop"
 	OpUnload   = "unload"
+
+	OpRingGenerate = "ring_generate" // head: run a generation on a ring
+	OpPlan         = "plan"          // head: the new plan a replan event asked for
+	OpServeRing    = "serve_ring"    // worker: listen and serve ring jobs
 )
 
 // Types of an Event.
@@ -28,6 +32,9 @@ const (
 	EvDone     = "done"
 	EvUnloaded = "unloaded"
 	EvError    = "error"
+
+	EvReplan  = "replan"  // ring_generate: workers were lost; answer with op plan
+	EvServing = "serving" // serve_ring: listening at Addr
 )
 
 // Error codes of an error Event.
@@ -37,6 +44,7 @@ const (
 	CodeBadRequest = "bad_request"
 	CodeLoad       = "load"
 	CodeGenerate   = "generate"
+	CodeRing       = "ring" // the ring could not be set up or served
 )
 
 // Stop reasons in Stats.Reason.
@@ -53,6 +61,8 @@ type Request struct {
 	Target   uint64          `json:"target,omitempty"` // stop: the generate to end
 	Load     *LoadParams     `json:"load,omitempty"`
 	Generate *GenerateParams `json:"generate,omitempty"`
+	Ring     *RingParams     `json:"ring,omitempty"`  // ring_generate, plan
+	Serve    *ServeParams    `json:"serve,omitempty"` // serve_ring
 }
 
 // LoadParams say which model to map and how big a context to give it.
@@ -154,4 +164,7 @@ type Event struct {
 	Stats *Stats     `json:"stats,omitempty"` // done
 	Error string     `json:"error,omitempty"` // error
 	Code  string     `json:"code,omitempty"`  // error
+
+	Without []string `json:"without,omitempty"` // replan: the lost devices
+	Addr    string   `json:"addr,omitempty"`    // serving
 }

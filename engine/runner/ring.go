@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 
 	"homering/engine/ring/wire"
 )
@@ -23,6 +25,7 @@ type RingParams struct {
 	Peers      []RingPeer `json:"peers"`                 // every worker of the plan
 	Identity   string     `json:"identity"`              // config dir holding this device's certificate and key
 	NoPrefetch bool       `json:"no_prefetch,omitempty"` // never prefetch the next window (bench/ring case e)
+	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (a worker silent for 3 ticks is lost)
 }
 
 // DeviceStats is one device's part of a ring generation, as measured.
@@ -36,6 +39,11 @@ type DeviceStats struct {
 	// the job: the drop of MemAvailable over MemTotal since the job began,
 	// or cgroup usage over its limit inside a cgroup with one. 0..1.
 	MemPressure float64 `json:"mem_pressure"`
+	// Fetched is the weight-slice bytes the device fetched for the plan (0
+	// on a warm restart: its cache had the slice); SliceBytes its slice's
+	// tensor bytes. 0 on the head, which holds the model.
+	Fetched    int64 `json:"fetched,omitempty"`
+	SliceBytes int64 `json:"slice_bytes,omitempty"`
 }
 
 // ServeParams say how a worker's child serves ring jobs.
@@ -54,10 +62,40 @@ type ServeParams struct {
 // a plan without the lost devices, re-prefills the conversation on it and
 // goes on; replan's error ends the generation. Stats carry per-device
 // entries and, after a loss, the time from the loss to the next token.
+//
+// Device IDs (plan entries, peers) are identity.DeviceID text in any form
+// ParseDeviceID reads; the plan's first device must be this device's
+// identity.
 func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingParams, g GenerateParams,
 	onToken func(Token) error,
 	replan func(ctx context.Context, without []string) (RingParams, error)) (Stats, error) {
-	return Stats{}, ErrNotYet
+	if err := s.lock(ctx); err != nil {
+		return Stats{}, err
+	}
+	defer s.unlock()
+	if err := s.started(ctx); err != nil {
+		return Stats{}, err
+	}
+	id := s.id()
+	if err := s.p.send(Request{ID: id, Op: OpRingGenerate, Load: &lp, Ring: &rp, Generate: &g}); err != nil {
+		return Stats{}, s.dead("generating on the ring")
+	}
+	return s.stream(ctx, id, onToken, func(ev Event) error {
+		if ev.Type != EvReplan {
+			return nil
+		}
+		if replan == nil {
+			return fmt.Errorf("runner: devices %v were lost and no re-planner was given", ev.Without)
+		}
+		next, err := replan(ctx, ev.Without)
+		if err != nil {
+			return fmt.Errorf("runner: re-plan without %v: %w", ev.Without, err)
+		}
+		if err := s.p.send(Request{ID: s.id(), Op: OpPlan, Target: id, Ring: &next}); err != nil {
+			return err
+		}
+		return nil
+	})
 }
 
 // ServeRing makes the child a ring worker: it listens on sp.Listen with the
@@ -65,13 +103,85 @@ func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingPar
 // (slices fetched into sp.CacheDir, windows opened, prefetched, released)
 // until ctx ends or StopServing. It returns the address the child listens
 // on. Called again with the same parameters while serving, it returns the
-// same address.
+// same address; with others, it serves anew. A child that died while
+// serving is restarted by the next call.
 func (s *Supervisor) ServeRing(ctx context.Context, sp ServeParams) (addr string, err error) {
-	return "", ErrNotYet
+	if err := s.lock(ctx); err != nil {
+		return "", err
+	}
+	defer s.unlock()
+	if err := s.started(ctx); err != nil {
+		return "", err
+	}
+	if s.serveID != 0 && s.serving != nil && reflect.DeepEqual(*s.serving, sp) {
+		return s.serveAddr, nil
+	}
+	id := s.id()
+	if err := s.p.send(Request{ID: id, Op: OpServeRing, Serve: &sp}); err != nil {
+		return "", s.dead("starting to serve the ring")
+	}
+	for {
+		ev, err := s.next(ctx, "starting to serve the ring")
+		if err != nil {
+			return "", err
+		}
+		if ev.ID != id {
+			continue // a late event; the old serve's done among them
+		}
+		switch ev.Type {
+		case EvServing:
+			s.endServing()
+			stop := make(chan struct{})
+			s.serveID, s.serving, s.serveAddr, s.serveStop = id, &sp, ev.Addr, stop
+			context.AfterFunc(ctx, func() {
+				select {
+				case <-stop:
+				default:
+					_ = s.stopServing(context.Background(), stop)
+				}
+			})
+			return ev.Addr, nil
+		case EvError:
+			return "", &RequestError{Code: ev.Code, Text: ev.Error}
+		}
+	}
 }
 
 // StopServing ends serving: a job in flight ends, its windows close, the
 // listener closes. The child keeps running.
 func (s *Supervisor) StopServing(ctx context.Context) error {
-	return ErrNotYet
+	return s.stopServing(ctx, nil)
+}
+
+// stopServing stops the serving that only (when non-nil) names.
+func (s *Supervisor) stopServing(ctx context.Context, only chan struct{}) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if s.p == nil || s.serveID == 0 || only != nil && s.serveStop != only {
+		return nil
+	}
+	id := s.serveID
+	s.endServing()
+	if err := s.p.send(Request{ID: s.id(), Op: OpStop, Target: id}); err != nil {
+		return s.dead("stopping the ring")
+	}
+	for {
+		ev, err := s.next(ctx, "stopping the ring")
+		if err != nil {
+			return err
+		}
+		if ev.ID == id && (ev.Type == EvDone || ev.Type == EvError) {
+			return nil
+		}
+	}
+}
+
+// endServing forgets the serving state; s locked.
+func (s *Supervisor) endServing() {
+	if s.serveStop != nil {
+		close(s.serveStop)
+	}
+	s.serveID, s.serving, s.serveAddr, s.serveStop = 0, nil, "", nil
 }

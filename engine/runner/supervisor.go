@@ -94,6 +94,11 @@ type Supervisor struct {
 	died   time.Time // when the last one died
 	nextID uint64
 
+	serveID   uint64       // the child's serve_ring request; 0 when not serving
+	serving   *ServeParams // what it serves with
+	serveAddr string
+	serveStop chan struct{} // closed when serving ends (StopServing, a death)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -144,6 +149,36 @@ func Backoff(n int, lo, hi time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, hi)
+}
+
+// started starts the child when none runs (after the backoff a death in a
+// row asks for), and notices one that died between calls.
+func (s *Supervisor) started(ctx context.Context) error {
+	if s.p != nil {
+		select {
+		case <-s.p.exited:
+			err := s.dead("idle")
+			s.log.Info("restarting the engine process", "after", err)
+		default:
+			return nil
+		}
+	}
+	if wait := Backoff(s.deaths, s.opt.MinBackoff, s.opt.MaxBackoff) - time.Since(s.died); s.deaths > 0 && wait > 0 {
+		s.log.Info("waiting before restarting the engine", "after_deaths", s.deaths, "wait", wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	p, err := s.start()
+	if err != nil {
+		return err
+	}
+	s.p, s.model = p, LoadParams{}
+	return nil
 }
 
 // ensure starts the child when none runs and loads lp into it.
@@ -215,6 +250,7 @@ func (s *Supervisor) next(ctx context.Context, during string) (Event, error) {
 func (s *Supervisor) dead(during string) error {
 	p := s.p
 	s.p, s.model = nil, LoadParams{}
+	s.endServing()
 	p.kill() // a protocol error leaves a live child: end it
 	<-p.exited
 	s.deaths++
@@ -302,6 +338,12 @@ func (s *Supervisor) Generate(ctx context.Context, lp LoadParams, g GeneratePara
 	if err := s.p.send(Request{ID: id, Op: OpGenerate, Generate: &g}); err != nil {
 		return Stats{}, s.dead("generating")
 	}
+	return s.stream(ctx, id, emit, nil)
+}
+
+// stream follows generation id to its end: tokens go to emit, other events
+// of id to other (whose error stops the generation, as emit's does).
+func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) error, other func(Event) error) (Stats, error) {
 	var stopErr error // why we asked the child to stop
 	stop := func(err error) {
 		if stopErr == nil {
@@ -360,6 +402,13 @@ func (s *Supervisor) Generate(ctx context.Context, lp LoadParams, g GeneratePara
 			return st, nil
 		case EvError:
 			return Stats{}, &RequestError{Code: ev.Code, Text: ev.Error}
+		default:
+			if other != nil && stopErr == nil {
+				if err := other(ev); err != nil {
+					stop(err)
+					stopDeadline = time.After(10 * time.Second)
+				}
+			}
 		}
 	}
 }

@@ -61,6 +61,9 @@ type Driver struct {
 	// JobAck, JobLink) that arrive on a link; they never reach the session.
 	// It runs on the link's reader goroutine. Set before AddConn.
 	OnJobMsg func(from string, m wire.Msg)
+	// NoPrefetch drops the session's Prefetch hints (to measure what
+	// prefetching gains). Set before Run.
+	NoPrefetch bool
 
 	mu    sync.Mutex
 	links map[string]Link // guarded by mu
@@ -432,7 +435,9 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []
 		case ring.Prepare:
 			pending = append(pending, engineOp{prepare: a.Plan})
 		case ring.Prefetch:
-			pending = append(pending, engineOp{prefetch: &a.Window})
+			if !d.NoPrefetch {
+				pending = append(pending, engineOp{prefetch: &a.Window})
+			}
 		case ring.Release:
 			pending = append(pending, engineOp{release: &a.Window})
 		case ring.Disconnect:

@@ -29,7 +29,10 @@ type JobStart struct {
 	Job   uint64
 	Model [32]byte
 	NCtx  int
-	Peers []Peer
+	// NoPrefetch: never prefetch a window ahead of its turn (to measure
+	// what prefetching gains).
+	NoPrefetch bool
+	Peers      []Peer
 }
 
 // JobAck answers a JobStart: CodeOK, or why the worker refuses the job.
@@ -66,7 +69,11 @@ func (j *JobStart) appendTo(b []byte) []byte {
 	b = be.AppendUint64(b, j.Job)
 	b = append(b, j.Model[:]...)
 	b = be.AppendUint32(b, uint32(j.NCtx))
-	b = append(b, byte(len(j.Peers)))
+	var flags byte
+	if j.NoPrefetch {
+		flags |= 1
+	}
+	b = append(b, flags, byte(len(j.Peers)))
 	for _, p := range j.Peers {
 		b = appendStr(appendStr(b, p.ID), p.Addr)
 	}
@@ -77,6 +84,11 @@ func (j *JobStart) decode(d *decoder) {
 	j.Job = d.u64("job")
 	copy(j.Model[:], d.take(32, "model"))
 	j.NCtx = int(d.u32("n_ctx"))
+	flags := d.u8("flags")
+	if flags&^1 != 0 {
+		d.fail(ErrMalformed, "job flags %#x", flags)
+	}
+	j.NoPrefetch = flags&1 != 0
 	n := d.count(int(d.u8("peers")), MaxPeers, 2, "peers")
 	if n == 0 {
 		return

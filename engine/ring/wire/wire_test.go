@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
 		{"slice chunk", &SliceChunk{Model: model, Name: "blk.3.attn_q.weight", Offset: 2, Total: 5, Data: []byte{9, 8, 7}}},
 		{"job start", &JobStart{Job: 3, Model: model, NCtx: 512, Peers: []Peer{{ID: "b", Addr: "127.0.0.1:4000"}, {ID: "c", Addr: "[::1]:5"}}}},
-		{"job start no peers", &JobStart{Job: 3, Model: model, NCtx: 1}},
+		{"job start no peers", &JobStart{Job: 3, Model: model, NCtx: 1, NoPrefetch: true}},
 		{"job ack", &JobAck{Job: 3, Code: CodeBadPlan, Text: "serving another job"}},
 		{"job link", &JobLink{Job: 3}},
 		{"device stats", &DeviceStats{Plan: 2, Tokens: 12, ComputeUS: 1 << 40, Pressure: 10000, Fetched: 5, SliceBytes: 1 << 33}},

@@ -1,0 +1,370 @@
+package runner
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/discovery/identity"
+	"homering/engine/ggml"
+	"homering/engine/ring/transport"
+	"homering/engine/ring/wire"
+)
+
+// The ring across real processes: runner children on loopback, each with
+// its own identity, pinned to each other, real mutual TLS.
+
+// smallModel is a generated llama (4 layers, quantized: its logits do not
+// depend on the batch size, so an output head alone stays exact).
+const smallModel = "../../testdata/models/llama-Q8_0.gguf"
+
+type device struct {
+	dir   string // identity directory
+	id    string
+	cache string
+	sup   *Supervisor
+	addr  string // ring address, workers
+}
+
+func newDevice(t *testing.T) *device {
+	t.Helper()
+	d := &device{dir: t.TempDir(), cache: t.TempDir()}
+	ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.id = ident.ID.String()
+	d.sup = newSupervisor(t)
+	return d
+}
+
+// serveRing makes w serve the ring for the others.
+func serveRing(t *testing.T, w *device, others ...*device) {
+	t.Helper()
+	var allowed []string
+	for _, o := range others {
+		allowed = append(allowed, o.id)
+	}
+	addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: allowed, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.addr = addr
+}
+
+func modelShape(t *testing.T, path string) (layers, nEmbd int) {
+	t.Helper()
+	m, err := ggml.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	return m.Info().NLayer, m.Info().NEmbd
+}
+
+// evenPlan splits layers evenly over the devices' k windows each.
+func evenPlan(id uint64, layers, nEmbd, k int, devs ...*device) *wire.Plan {
+	p := &wire.Plan{ID: id, K: k, Layers: layers, NEmbd: nEmbd, DType: wire.F32, Devices: make([]wire.Device, len(devs))}
+	for i, d := range devs {
+		p.Devices[i].ID = d.id
+	}
+	n, start := len(devs)*k, 0
+	for w := range n {
+		end := (w + 1) * layers / n
+		p.Devices[w%len(devs)].Windows = append(p.Devices[w%len(devs)].Windows, wire.Range{Start: start, End: end})
+		start = end
+	}
+	return p
+}
+
+func ringParams(plan *wire.Plan, head *device, workers ...*device) RingParams {
+	rp := RingParams{Plan: plan, Identity: head.dir, TickMS: 250}
+	for _, w := range workers {
+		rp.Peers = append(rp.Peers, RingPeer{ID: w.id, Addr: w.addr})
+	}
+	return rp
+}
+
+// reference is the single-device engine's greedy reply.
+func reference(t *testing.T, s *Supervisor, lp LoadParams, g GenerateParams) []int32 {
+	t.Helper()
+	var out []int32
+	if _, err := s.Generate(context.Background(), lp, g, func(tk Token) error { out = append(out, tk.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replanWithout answers a replan with an even plan over the devices left.
+func replanWithout(t *testing.T, layers, nEmbd, k int, head *device, workers ...*device) func(context.Context, []string) (RingParams, error) {
+	next := uint64(100)
+	return func(_ context.Context, without []string) (RingParams, error) {
+		var left []*device
+		for _, w := range workers {
+			if !slices.Contains(without, w.id) {
+				left = append(left, w)
+			}
+		}
+		next++
+		t.Logf("replan without %d device(s): %d worker(s) left", len(without), len(left))
+		return ringParams(evenPlan(next, layers, nEmbd, k, append([]*device{head}, left...)...), head, left...), nil
+	}
+}
+
+func ringTokens(t *testing.T, head *device, lp LoadParams, rp RingParams, g GenerateParams,
+	onToken func(n int), replan func(context.Context, []string) (RingParams, error)) ([]int32, Stats, error) {
+	t.Helper()
+	var out []int32
+	st, err := head.sup.RingGenerate(context.Background(), lp, rp, g, func(tk Token) error {
+		out = append(out, tk.ID)
+		if onToken != nil {
+			onToken(len(out))
+		}
+		return nil
+	}, replan)
+	return out, st, err
+}
+
+// Three processes (a head, two workers) give the single-device engine's
+// greedy tokens, for stories260K and a generated model, k = 1 and k = 2.
+// The workers serve one job after the other.
+func TestRingEqualsSingleDevice(t *testing.T) {
+	head, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
+	serveRing(t, w1, head, w2)
+	serveRing(t, w2, head, w1)
+	for _, tt := range []struct {
+		name    string
+		model   string
+		k       int
+		workers []*device
+	}{
+		{"stories260K k=1 three devices", stories260K, 1, []*device{w1, w2}},
+		{"generated k=1 three devices", smallModel, 1, []*device{w1, w2}},
+		{"generated k=2 two devices", smallModel, 2, []*device{w1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lp := LoadParams{Model: tt.model, NCtx: 256, Threads: 1}
+			g := *greedy(24)
+			g.Prompt = "Once upon a time"
+			want := reference(t, head.sup, lp, g)
+			layers, nEmbd := modelShape(t, tt.model)
+			devs := append([]*device{head}, tt.workers...)
+			rp := ringParams(evenPlan(1, layers, nEmbd, tt.k, devs...), head, tt.workers...)
+			got, st, err := ringTokens(t, head, lp, rp, g, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("tokens (-single device +ring)\n%s", diff)
+			}
+			if len(st.Devices) != len(devs) || st.Replans != 0 {
+				t.Fatalf("stats %+v: want %d devices and no replan", st, len(devs))
+			}
+			for i, d := range st.Devices {
+				if d.ID != devs[i].id || d.ComputeMS <= 0 {
+					t.Errorf("device %d stats %+v: want %s with its compute time", i, d, devs[i].id)
+				}
+				if i > 0 && d.SliceBytes == 0 {
+					t.Errorf("worker %d reported no slice: %+v", i, d)
+				}
+			}
+			t.Logf("%d tokens, decode %.1f tokens/s; devices %+v", len(got), float64(st.DecodeTokens)/st.DecodeMS*1000, st.Devices)
+		})
+	}
+}
+
+// A worker killed mid-generation: the head asks for a plan without it,
+// re-prefills on the two devices left and finishes a reply equal to the
+// unfaulted one.
+func TestRingWorkerKilled(t *testing.T) {
+	head, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
+	serveRing(t, w1, head, w2)
+	serveRing(t, w2, head, w1)
+	lp := LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
+	g := *greedy(200)
+	g.Prompt = "Once upon a time"
+	want := reference(t, head.sup, lp, g)
+	layers, nEmbd := modelShape(t, smallModel)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
+	victim := w1.sup.PID()
+	var killed, resumed time.Time
+	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
+		switch {
+		case n == 3:
+			// Freeze it first, so that the reply cannot end before the
+			// kill lands, then kill it.
+			syscall.Kill(victim, syscall.SIGSTOP)
+			syscall.Kill(victim, syscall.SIGKILL)
+			killed = time.Now()
+		case n == 4:
+			resumed = time.Now()
+		}
+	}, replanWithout(t, layers, nEmbd, 1, head, w1, w2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
+	}
+	if st.Replans != 1 || st.LossToTokenMS <= 0 || len(st.Devices) != 2 {
+		t.Errorf("stats %+v: want one replan, a loss-to-token time and two devices", st)
+	}
+	t.Logf("kill to next token: %v (head: loss noticed to next token %.1f ms)", resumed.Sub(killed).Round(time.Millisecond), st.LossToTokenMS)
+}
+
+// fakeWorker is a worker that answers the head's job start and then sends
+// a frame that does not decode.
+func fakeWorker(t *testing.T, ctx context.Context, head string) (id, addr string) {
+	t.Helper()
+	dir := t.TempDir()
+	ident, err := identity.LoadOrCreate(dir, time.Now(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := transport.New(transport.Config{
+		Identity: ident,
+		Hello: func() transport.Hello {
+			return transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, App: "fake"}
+		},
+		Authorize: func(id identity.DeviceID) transport.Decision {
+			if id.String() == head {
+				return transport.AllowLink
+			}
+			return transport.Refuse
+		},
+		Log: testLogger(t),
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ep.Serve(ctx, ln, func(ctx context.Context, c *transport.Conn) {
+		if c.Hello.Purpose != transport.PurposeLink {
+			return // the slice connection: never used
+		}
+		defer c.Close()
+		for {
+			f, err := c.Recv()
+			if err != nil {
+				return
+			}
+			m, err := wire.Decode(wire.Type(f.Type), f.Payload)
+			if err != nil {
+				return
+			}
+			switch m := m.(type) {
+			case *wire.JobStart:
+				typ, p, _ := wire.Encode(&wire.JobAck{Job: m.Job})
+				c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
+			case *wire.Plan:
+				c.Send(transport.Frame{Type: transport.MsgType(wire.TypeActivation), Payload: []byte{1, 2, 3}})
+			}
+		}
+	})
+	return ident.ID.String(), ln.Addr().String()
+}
+
+// A worker that sends a malformed frame is cut off and treated as lost; the
+// head re-plans without it and the reply is the unfaulted one.
+func TestRingMalformedFrameWorkerLost(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	head, w1 := newDevice(t), newDevice(t)
+	bad := &device{}
+	bad.id, bad.addr = fakeWorker(t, ctx, head.id)
+	serveRing(t, w1, head, bad)
+	lp := LoadParams{Model: stories260K, NCtx: 256, Threads: 1}
+	g := *greedy(16)
+	g.Prompt = "Once upon a time"
+	want := reference(t, head.sup, lp, g)
+	layers, nEmbd := modelShape(t, stories260K)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, bad), head, w1, bad)
+	got, st, err := ringTokens(t, head, lp, rp, g, nil, replanWithout(t, layers, nEmbd, 1, head, w1, bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
+	}
+	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.id {
+		t.Errorf("stats %+v: want one replan, the bad worker gone", st)
+	}
+}
+
+// mapsPath reports whether process pid maps a file under dir.
+func mapsPath(t *testing.T, pid int, dir string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatalf("read the maps of worker %d: %v", pid, err)
+	}
+	return strings.Contains(string(b), dir)
+}
+
+// Killing the head ends the job on the workers within seconds: their
+// windows close and their slices are unmapped. They keep serving: the next
+// job (a restarted head) finds the slices in their caches and fetches
+// nothing.
+func TestRingHeadKilled(t *testing.T) {
+	head, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
+	serveRing(t, w1, head, w2)
+	serveRing(t, w2, head, w1)
+	lp := LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
+	g := *greedy(200)
+	g.Prompt = "Once upon a time"
+	want := reference(t, head.sup, lp, g)
+	layers, nEmbd := modelShape(t, smallModel)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
+	headPID := head.sup.PID()
+	workers := []*device{w1, w2}
+	var mapped bool
+	var killed time.Time
+	_, _, err := ringTokens(t, head, lp, rp, g, func(n int) {
+		if n == 3 {
+			mapped = mapsPath(t, w1.sup.PID(), w1.cache) && mapsPath(t, w2.sup.PID(), w2.cache)
+			syscall.Kill(headPID, syscall.SIGSTOP)
+			syscall.Kill(headPID, syscall.SIGKILL)
+			killed = time.Now()
+		}
+	}, nil)
+	var died *DiedError
+	if !errors.As(err, &died) {
+		t.Fatalf("ring generation with the head killed: %v, want a DiedError", err)
+	}
+	if !mapped {
+		t.Fatal("the workers did not map their slices during the job")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, w := range workers {
+		for mapsPath(t, w.sup.PID(), w.cache) {
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %s still maps its slice 10 s after the head died", w.id)
+			}
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		}
+	}
+	t.Logf("workers freed their windows %v after the head was killed", time.Since(killed).Round(time.Millisecond))
+
+	// Warm restart: a new head process, the same job.
+	got, st, err := ringTokens(t, head, lp, rp, g, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tokens after the restart (-single device +ring)\n%s", diff)
+	}
+	for _, d := range st.Devices[1:] {
+		if d.Fetched != 0 || d.SliceBytes == 0 {
+			t.Errorf("worker %s fetched %d of %d slice bytes on a warm restart, want 0", d.ID, d.Fetched, d.SliceBytes)
+		}
+	}
+}

@@ -1,0 +1,626 @@
+package runner
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"homering/discovery/identity"
+	"homering/engine/ggml"
+	"homering/engine/llama"
+	"homering/engine/profile/sysinfo"
+	"homering/engine/ring"
+	"homering/engine/ring/driver"
+	"homering/engine/ring/transport"
+	"homering/engine/ring/wire"
+	"homering/engine/sample"
+)
+
+// AppName goes into the transport Hello of ring links.
+const AppName = "homering-runner"
+
+// defaultTick is the ring's tick: a worker silent for 3 ticks is lost.
+// Long enough that a loaded machine is not mistaken for a dead one; a
+// killed process is noticed at once anyway (its links close).
+const defaultTick = 500 * time.Millisecond
+
+// prefillChunk is the most tokens one forward pass carries (a window
+// evaluates at most ggml.MaxBatch; larger activations would also hold the
+// ring's links for long).
+const prefillChunk = ggml.MaxBatch
+
+// ringModel is the head's model for ring jobs, kept between requests.
+type ringModel struct {
+	path  string
+	model *ggml.Model
+	vocab *llama.Vocab
+	srv   *driver.SliceServer
+}
+
+func (m *ringModel) close() {
+	if m == nil {
+		return
+	}
+	m.srv.Close()
+	m.vocab.Close()
+	m.model.Close()
+}
+
+func openRingModel(path string) (*ringModel, error) {
+	m, err := ggml.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	v, err := llama.LoadVocab(path)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	srv, err := driver.NewSliceServer(path)
+	if err != nil {
+		v.Close()
+		m.Close()
+		return nil, err
+	}
+	return &ringModel{path: path, model: m, vocab: v, srv: srv}, nil
+}
+
+// canonicalID returns a device ID in its canonical text form, so that plan
+// entries, peers and certificates compare equal however they were written.
+func canonicalID(s string) (string, identity.DeviceID, error) {
+	id, err := identity.ParseDeviceID(s)
+	if err != nil {
+		return "", id, fmt.Errorf("runner: %q is not a device ID: %w", s, err)
+	}
+	return id.String(), id, nil
+}
+
+// normalize checks rp and rewrites its device IDs canonically.
+func normalize(rp RingParams, self string) (RingParams, error) {
+	if rp.Plan == nil || len(rp.Plan.Devices) == 0 {
+		return rp, errors.New("runner: the ring needs a plan with at least the head")
+	}
+	p := *rp.Plan
+	p.Devices = slices.Clone(p.Devices)
+	for i := range p.Devices {
+		id, _, err := canonicalID(p.Devices[i].ID)
+		if err != nil {
+			return rp, err
+		}
+		p.Devices[i].ID = id
+	}
+	if p.Devices[0].ID != self {
+		return rp, fmt.Errorf("runner: the plan's head is %s, this device is %s", p.Devices[0].ID, self)
+	}
+	if _, _, err := wire.Encode(&p); err != nil {
+		return rp, fmt.Errorf("runner: the plan cannot be installed: %w", err)
+	}
+	rp.Plan = &p
+	rp.Peers = slices.Clone(rp.Peers)
+	for i := range rp.Peers {
+		id, _, err := canonicalID(rp.Peers[i].ID)
+		if err != nil {
+			return rp, err
+		}
+		rp.Peers[i].ID = id
+	}
+	for _, d := range p.Devices[1:] {
+		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID == d.ID }) {
+			return rp, fmt.Errorf("runner: the plan has device %s but no address for it", d.ID)
+		}
+	}
+	return rp, nil
+}
+
+// headJob is one ring generation on the head: its links, its driver and
+// the conversation's tokens.
+type headJob struct {
+	c     *child
+	id    uint64 // request id
+	log   *slog.Logger
+	rm    *ringModel
+	ep    *transport.Endpoint
+	self  string
+	job   uint64
+	nCtx  int
+	tick    time.Duration
+	threads    int
+	noPrefetch bool
+	drv        *driver.Driver
+	slices  []*transport.Conn // slice connections, closed with the job
+	eng   *driver.GGML
+	plans <-chan RingParams
+
+	peers     map[string]RingPeer // every worker known to this job
+	connected map[string]bool
+	ctx       context.Context // the job's links and slice servers
+}
+
+func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
+	fail := func(code string, err error) Event { return Event{ID: id, Type: EvError, Code: code, Error: err.Error()} }
+	if req.Load == nil || req.Load.Model == "" || req.Ring == nil || req.Generate == nil {
+		return fail(CodeBadRequest, errors.New("runner: ring_generate needs load, ring and generate"))
+	}
+	g := *req.Generate
+	if err := g.sampling().Validate(); err != nil {
+		return fail(CodeBadRequest, err)
+	}
+	if c.rm == nil || c.rm.path != req.Load.Model {
+		c.rm.close()
+		c.rm = nil
+		rm, err := openRingModel(req.Load.Model)
+		if err != nil {
+			return fail(CodeLoad, err)
+		}
+		c.rm = rm
+	}
+	ident, err := identity.LoadOrCreate(req.Ring.Identity, time.Now(), crand.Reader)
+	if err != nil {
+		return fail(CodeRing, err)
+	}
+	self := ident.ID.String()
+	rp, err := normalize(*req.Ring, self)
+	if err != nil {
+		return fail(CodeBadRequest, err)
+	}
+	info := c.rm.model.Info()
+	nCtx := req.Load.NCtx
+	if nCtx <= 0 {
+		nCtx = min(max(info.NCtxTrain, 0), 4096)
+		if nCtx == 0 {
+			nCtx = 4096
+		}
+	}
+	h := &headJob{c: c, id: id, log: c.log.With("ring", "head"), rm: c.rm, self: self, nCtx: nCtx, tick: defaultTick,
+		plans: plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: req.Load.Threads, noPrefetch: rp.NoPrefetch}
+	if rp.TickMS > 0 {
+		h.tick = time.Duration(rp.TickMS) * time.Millisecond
+	}
+	h.ep = transport.New(transport.Config{
+		Identity: ident,
+		Hello: func() transport.Hello {
+			return transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
+		},
+		Authorize: func(id identity.DeviceID) transport.Decision {
+			if _, ok := h.peers[id.String()]; ok {
+				return transport.AllowLink
+			}
+			return transport.Refuse
+		},
+		Log: h.log,
+	})
+	return h.run(ctx, rp, g)
+}
+
+func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Event {
+	start := time.Now()
+	fail := func(code string, err error) Event { return Event{ID: h.id, Type: EvError, Code: code, Error: err.Error()} }
+	toks, err := promptTokens(h.rm.vocab, g)
+	if err != nil {
+		return fail(CodeBadRequest, err)
+	}
+	if len(toks) >= h.nCtx {
+		return fail(CodeBadRequest, fmt.Errorf("runner: the prompt does not fit in the context (%d tokens, context %d); shorten it or raise the context size", len(toks), h.nCtx))
+	}
+
+	// Sampling: greedy is the engine's argmax (exact); anything else uses
+	// engine/sample on the head's logits. Logits of a prefill chunk that is
+	// not the last are not sampled (sampleNow is false).
+	var sampleNow atomic.Bool
+	var smp *sample.Sampler
+	sp := g.sampling()
+	h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads}
+	if sp.Temperature > 0 || (sp.RepeatPenalty != 0 && sp.RepeatPenalty != 1) {
+		if smp, err = sample.New(sp, rand.New(rand.NewPCG(g.Seed, g.Seed^0x9e3779b97f4a7c15))); err != nil {
+			return fail(CodeBadRequest, err)
+		}
+		for _, t := range toks {
+			smp.Accept(t)
+		}
+		h.eng.Sample = func(logits []float32) int32 {
+			if !sampleNow.Load() {
+				return 0
+			}
+			t, err := smp.Sample(logits)
+			if err != nil {
+				return 0
+			}
+			return t
+		}
+	}
+	defer h.eng.Close()
+
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h.ctx = jctx
+	h.drv = driver.New(ring.New(h.self, int(h.tick/time.Millisecond)), h.eng, h.tick, h.log)
+	h.drv.NoPrefetch = h.noPrefetch
+	runDone := make(chan error, 1)
+	go func() { runDone <- h.drv.Run(jctx) }()
+	defer func() {
+		// Tell the workers the job is over, so they free their memory now
+		// rather than when they notice the silence.
+		for id := range h.connected {
+			_ = h.drv.SendTo(id, &wire.Goodbye{Code: wire.CodeHeadGone, Text: "the head ended the job"})
+		}
+		cancel()
+		<-runDone
+		h.drv.CloseLinks()
+		for _, sc := range h.slices {
+			sc.Close()
+		}
+	}()
+
+	mem := newPressure()
+	var st Stats
+	st.PromptTokens = len(toks)
+	all := slices.Clone(toks)
+	pos, inflight := 0, 0
+	var lossAt time.Time
+	var lastTok time.Time
+	var text utf8Pending
+	nPrompt := len(toks)
+	var plan *wire.Plan
+
+	startPass := func() error {
+		chunk := all[pos:min(pos+prefillChunk, len(all))]
+		inflight = len(chunk)
+		sampleNow.Store(pos+len(chunk) == len(all))
+		return h.drv.Post(jctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos})
+	}
+	finish := func(reason string) Event {
+		st.Reason = reason
+		st.TotalMS = ms(time.Since(start))
+		st.Devices = h.deviceStats(plan, mem)
+		return Event{ID: h.id, Type: EvDone, Stats: &st}
+	}
+
+	if plan, err = h.install(jctx, rp, &st); err != nil {
+		if ctx.Err() != nil {
+			return finish(ReasonCancelled)
+		}
+		return fail(CodeRing, err)
+	}
+	for {
+		var a ring.Action
+		select {
+		case <-ctx.Done():
+			return finish(ReasonCancelled)
+		case err := <-runDone:
+			runDone <- err // for the deferred cleanup
+			return fail(CodeRing, fmt.Errorf("runner: the ring stopped: %w", err))
+		case a = <-h.drv.Out():
+		}
+		mem.sample()
+		switch a := a.(type) {
+		case ring.Ready:
+			// A new plan has fresh windows: (re-)prefill the conversation.
+			pos = 0
+			if err := startPass(); err != nil {
+				return finish(ReasonCancelled)
+			}
+		case ring.Replan:
+			h.log.Warn("ring lost devices; asking for a new plan", "without", a.Without, "reason", a.Reason)
+			if lossAt.IsZero() {
+				lossAt = time.Now()
+			}
+			rp, err := h.askPlan(ctx, a.Without)
+			if err != nil {
+				if ctx.Err() != nil {
+					return finish(ReasonCancelled)
+				}
+				return fail(CodeRing, err)
+			}
+			st.Replans++
+			if plan, err = h.install(jctx, rp, &st); err != nil {
+				if ctx.Err() != nil {
+					return finish(ReasonCancelled)
+				}
+				return fail(CodeRing, err)
+			}
+		case ring.EmitToken:
+			pos += inflight
+			if pos < len(all) {
+				if err := startPass(); err != nil { // the next prefill chunk
+					return finish(ReasonCancelled)
+				}
+				continue
+			}
+			now := time.Now()
+			if len(all) == nPrompt {
+				st.PromptMS = ms(now.Sub(start))
+			} else {
+				st.DecodeMS += ms(now.Sub(lastTok))
+				st.DecodeTokens++
+			}
+			lastTok = now
+			if !lossAt.IsZero() {
+				st.LossToTokenMS = ms(now.Sub(lossAt))
+				h.log.Info("ring resumed after a loss", "loss_to_token", now.Sub(lossAt).Round(time.Millisecond))
+				lossAt = time.Time{}
+			}
+			tok := a.Token
+			if smp != nil {
+				smp.Accept(tok)
+			}
+			all = append(all, tok)
+			if h.rm.vocab.IsEOG(tok) {
+				if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.flush(), EOG: true}}); err != nil {
+					return finish(ReasonCancelled)
+				}
+				return finish(ReasonStop)
+			}
+			st.CompletionTokens++
+			last := st.CompletionTokens == g.MaxTokens || len(all) >= h.nCtx
+			piece, err := h.rm.vocab.TokenToPiece(tok)
+			if err != nil {
+				return fail(CodeGenerate, err)
+			}
+			if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.add(piece, last)}}); err != nil {
+				return finish(ReasonCancelled)
+			}
+			if last {
+				return finish(ReasonLength)
+			}
+			if err := startPass(); err != nil {
+				return finish(ReasonCancelled)
+			}
+		}
+	}
+}
+
+// askPlan asks the parent for a plan without the lost devices and waits for
+// it.
+func (h *headJob) askPlan(ctx context.Context, without []string) (RingParams, error) {
+	if err := h.c.send(Event{ID: h.id, Type: EvReplan, Without: without}); err != nil {
+		return RingParams{}, err
+	}
+	select {
+	case rp := <-h.plans:
+		return normalize(rp, h.self)
+	case <-ctx.Done():
+		return RingParams{}, ctx.Err()
+	}
+}
+
+// install connects the plan's workers and installs it. A worker that cannot
+// be reached makes it ask for another plan without that worker.
+func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.Plan, error) {
+	for {
+		added := false
+		for _, p := range rp.Peers {
+			if old, ok := h.peers[p.ID]; !ok || old.Addr != p.Addr {
+				added = true
+			}
+			h.peers[p.ID] = p
+		}
+		var lost []string
+		for _, d := range rp.Plan.Devices[1:] {
+			if h.connected[d.ID] && h.drv.HasLink(d.ID) {
+				continue
+			}
+			if err := h.connect(ctx, h.peers[d.ID]); err != nil {
+				h.log.Warn("cannot reach a ring worker", "device", d.ID, "err", err)
+				lost = append(lost, d.ID)
+			}
+		}
+		if len(lost) == 0 {
+			if added {
+				h.updatePeers(rp.Plan)
+			}
+			if err := h.drv.Post(ctx, ring.PlanInstalled{Plan: rp.Plan}); err != nil {
+				return nil, err
+			}
+			h.log.Info("ring plan installed", "plan", ring.MsgString(rp.Plan))
+			return rp.Plan, nil
+		}
+		var err error
+		if rp, err = h.askPlan(ctx, lost); err != nil {
+			return nil, err
+		}
+		st.Replans++
+	}
+}
+
+// connect opens the head's link and slice connection to a worker and starts
+// the job there.
+func (h *headJob) connect(ctx context.Context, p RingPeer) error {
+	if p.Addr == "" {
+		return fmt.Errorf("runner: no address for device %s", p.ID)
+	}
+	_, did, err := canonicalID(p.ID)
+	if err != nil {
+		return err
+	}
+	conn, err := h.ep.Dial(ctx, p.Addr, did, transport.PurposeLink)
+	if err != nil {
+		return err
+	}
+	ack, err := roundTrip(ctx, conn, h.jobStart(), 10*time.Second)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("runner: start the job on %s: %w", p.ID, err)
+	}
+	if a, ok := ack.(*wire.JobAck); !ok || a.Job != h.job || a.Code != wire.CodeOK {
+		conn.Close()
+		return fmt.Errorf("runner: device %s refused the job: %s", p.ID, ring.MsgString(ack))
+	}
+	sc, err := h.ep.Dial(ctx, p.Addr, did, transport.PurposeSlice)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	h.slices = append(h.slices, sc)
+	go func() {
+		if err := h.rm.srv.Serve(ctx, sc); err != nil {
+			h.log.Warn("slice connection ended", "device", p.ID, "err", err)
+		}
+	}()
+	h.drv.AddConn(ctx, p.ID, conn)
+	h.connected[p.ID] = true
+	return nil
+}
+
+func (h *headJob) jobStart() *wire.JobStart {
+	js := &wire.JobStart{Job: h.job, Model: h.rm.srv.Model, NCtx: h.nCtx, NoPrefetch: h.noPrefetch}
+	for _, id := range slices.Sorted(mapKeys(h.peers)) {
+		js.Peers = append(js.Peers, wire.Peer{ID: id, Addr: h.peers[id].Addr})
+	}
+	return js
+}
+
+// updatePeers tells the connected workers of a changed peer list (a device
+// joined), so that each can dial its successor.
+func (h *headJob) updatePeers(plan *wire.Plan) {
+	js := h.jobStart()
+	for _, d := range plan.Devices[1:] {
+		_ = h.drv.SendTo(d.ID, js)
+	}
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// roundTrip sends m on a connection no reader owns yet and waits for one
+// answer, at most timeout.
+func roundTrip(ctx context.Context, c *transport.Conn, m wire.Msg, timeout time.Duration) (wire.Msg, error) {
+	typ, p, err := wire.Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
+		return nil, err
+	}
+	return recvOne(ctx, c, timeout)
+}
+
+// recvOne reads one ring message from c, closing c when none comes within
+// timeout or ctx ends.
+func recvOne(ctx context.Context, c *transport.Conn, timeout time.Duration) (wire.Msg, error) {
+	t := time.AfterFunc(timeout, func() { c.Close() })
+	defer t.Stop()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	f, err := c.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return wire.Decode(wire.Type(f.Type), f.Payload)
+}
+
+// deviceStats turns the driver's measurements into the parent's Stats.
+func (h *headJob) deviceStats(plan *wire.Plan, mem *pressure) []DeviceStats {
+	if plan == nil {
+		return nil
+	}
+	got := h.drv.Stats()
+	out := make([]DeviceStats, 0, len(plan.Devices))
+	for i, d := range plan.Devices {
+		s := got[d.ID]
+		ds := DeviceStats{ID: d.ID, Windows: slices.Clone(d.Windows), Fetched: int64(s.Fetched), SliceBytes: int64(s.SliceBytes)}
+		if s.Tokens > 0 {
+			ds.ComputeMS = float64(s.ComputeUS) / 1000 / float64(s.Tokens)
+		}
+		ds.MemPressure = float64(s.Pressure) / 10000
+		if i == 0 {
+			ds.MemPressure = mem.max
+		}
+		out = append(out, ds)
+	}
+	return out
+}
+
+// pressure tracks the largest memory pressure seen since it was made: the
+// drop of available memory over total memory, or, inside a memory cgroup
+// with a limit, the cgroup's non-reclaimable use (usage less page cache,
+// which includes mapped weights the kernel may evict) over its limit.
+type pressure struct {
+	base sysinfo.Memory
+	ok   bool
+	max  float64
+}
+
+func newPressure() *pressure {
+	m, err := sysinfo.ReadMemory()
+	return &pressure{base: m, ok: err == nil}
+}
+
+func (p *pressure) sample() float64 {
+	if !p.ok {
+		return 0
+	}
+	m, err := sysinfo.ReadMemory()
+	if err != nil {
+		return p.max
+	}
+	var v float64
+	if cg := m.Cgroup; cg != nil && cg.Limit > 0 && cg.Limit < m.Total {
+		v = float64(max(cg.Usage-cg.File, 0)) / float64(cg.Limit)
+	} else if m.Total > 0 {
+		v = float64(max(p.base.Available-m.Available, 0)) / float64(m.Total)
+	}
+	p.max = max(p.max, min(v, 1))
+	return p.max
+}
+
+// promptTokens formats and tokenizes g as engine/head does.
+func promptTokens(v *llama.Vocab, g GenerateParams) ([]int32, error) {
+	text := g.Prompt
+	if len(g.Messages) > 0 {
+		var err error
+		if text, err = v.Formatter().Format(g.messages(), true); err != nil {
+			return nil, err
+		}
+	}
+	if text == "" {
+		return nil, errors.New("runner: the prompt is empty; give some text")
+	}
+	return v.Tokenize(text, true, true)
+}
+
+// utf8Pending holds back the bytes of a character split across tokens.
+type utf8Pending struct{ b []byte }
+
+func (u *utf8Pending) add(piece string, flush bool) string {
+	u.b = append(u.b, piece...)
+	if flush {
+		return u.flush()
+	}
+	n := len(u.b)
+	// Hold back a trailing incomplete (so far valid) sequence.
+	for back := 1; back <= 3 && back <= len(u.b); back++ {
+		c := u.b[len(u.b)-back]
+		if c < 0x80 {
+			break
+		}
+		if c >= 0xC0 {
+			if !utf8.FullRune(u.b[len(u.b)-back:]) {
+				n = len(u.b) - back
+			}
+			break
+		}
+	}
+	out := string(u.b[:n])
+	u.b = append(u.b[:0], u.b[n:]...)
+	return out
+}
+
+func (u *utf8Pending) flush() string {
+	out := string(u.b)
+	u.b = u.b[:0]
+	return out
+}
