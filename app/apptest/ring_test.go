@@ -27,7 +27,8 @@ type chatRun struct {
 	out    bytes.Buffer
 	pieces []time.Time // arrival of each read from stdout
 	errb   bytes.Buffer
-	done   chan error
+	exited chan struct{} // closed when the process has been waited for; then err is set
+	err    error
 }
 
 // startChat runs `homering chat --json --temp 0 ARGS...` in n's namespace.
@@ -36,7 +37,7 @@ func startChat(t *testing.T, n *Node, args ...string) *chatRun {
 	full := append([]string{"netns", "exec", n.NS, n.env.Bin, "chat", "--json", "--temp", "0", "--seed", "1"}, args...)
 	cmd := exec.Command("ip", full...)
 	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
-	r := &chatRun{cmd: cmd, done: make(chan error, 1)}
+	r := &chatRun{cmd: cmd, exited: make(chan struct{})}
 	cmd.Stderr = &r.errb
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -59,12 +60,12 @@ func startChat(t *testing.T, n *Node, args ...string) *chatRun {
 				break
 			}
 		}
-		r.done <- cmd.Wait()
+		r.err = cmd.Wait()
+		close(r.exited)
 	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
+		cmd.Process.Kill() // an error when it has ended already
+		<-r.exited
 	})
 	return r
 }
@@ -91,9 +92,9 @@ func (r *chatRun) reply() string {
 func (r *chatRun) wait(t *testing.T, timeout time.Duration) (string, apitype.ChatStats) {
 	t.Helper()
 	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Fatalf("homering chat: %v\nstdout: %s\nstderr: %s", err, r.reply(), r.errb.String())
+	case <-r.exited:
+		if r.err != nil {
+			t.Fatalf("homering chat: %v\nstdout: %s\nstderr: %s", r.err, r.reply(), r.errb.String())
 		}
 	case <-time.After(timeout):
 		r.cmd.Process.Kill()
