@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -326,6 +327,37 @@ func TestRing(t *testing.T) {
 		}
 		if got != storiesRef {
 			t.Errorf("reply with c back differs:\n got:  %q\n want: %q", got, storiesRef)
+		}
+	})
+
+	t.Run("a worker's engine killed mid-generation: the reply finishes, its agent serves the next", func(t *testing.T) {
+		run := startChat(t, a, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
+		var runner int
+		WaitFor(t, 30*time.Second, "the first tokens, with b's engine connected to a", func() error {
+			if len(run.reply()) < 8 {
+				return fmt.Errorf("%d bytes so far", len(run.reply()))
+			}
+			for _, p := range children(b.PID()) {
+				if ok, _ := connectedTo(p, a.Addr); ok {
+					runner = p
+					return nil
+				}
+			}
+			return fmt.Errorf("b's engine (children %v) has no connection to a", children(b.PID()))
+		})
+		if err := syscall.Kill(runner, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		got, st := run.wait(t, 60*time.Second)
+		if got != longRef {
+			t.Errorf("reply after losing b's engine differs from the unfaulted one:\n got:  %q\n want: %q", got, longRef)
+		}
+		if st.Ring == nil || st.Ring.Replans < 1 || len(st.Ring.Devices) != 2 {
+			t.Errorf("ring after the loss: %+v, want a re-plan onto 2 devices", st.Ring)
+		}
+		got, st = chat(t, a, "-m", stories260K, "-n", "48", "--devices", "all", prompt)
+		if st.Ring == nil || len(st.Ring.Devices) != 3 || got != storiesRef {
+			t.Errorf("next chat: ring %+v, reply %q; want all three again and the single-device reply", st.Ring, got)
 		}
 	})
 
