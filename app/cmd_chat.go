@@ -132,7 +132,11 @@ func printRing(w io.Writer, r *apitype.RingRun) {
 		}
 		var ws []string
 		for _, x := range d.Windows {
-			ws = append(ws, fmt.Sprintf("%d-%d", x.Start, x.End-1))
+			if x.End-x.Start == 1 {
+				ws = append(ws, fmt.Sprint(x.Start))
+			} else {
+				ws = append(ws, fmt.Sprintf("%d-%d", x.Start, x.End-1))
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\n", dev, d.Name, d.Case, strings.Join(ws, " "),
 			ms(d.PredictedMs), ms(d.MeasuredMs), 100*d.MemPressure, rtt, d.Profile)
