@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,7 @@ func (w *tWriter) Write(p []byte) (int, error) {
 // quick keeps the real measurement short for CI.
 func quick(model string) Options {
 	return Options{Model: model, Threads: 1, MatmulTime: 20 * time.Millisecond,
-		Disk: sysDiskQuick}
+		Disk: sysDiskQuick, FaultBytes: 24 << 20}
 }
 
 func TestMeasureRealModel(t *testing.T) {
@@ -75,8 +76,16 @@ func TestMeasureRealModel(t *testing.T) {
 	if p.Memory.Available <= 0 || p.Disk.Path == "" || !strings.HasPrefix(p.Key, p.Fingerprint+"-") {
 		t.Errorf("profile lacks memory, disk or key: %+v", p)
 	}
+	// On Linux the page-fault throughput is measured (here on a scratch
+	// file next to the model, which is too small to time) and handed on.
+	if runtime.GOOS == "linux" && (p.Disk.FaultBytesPerSec <= 0 || !p.Disk.FaultScratch) {
+		t.Errorf("no page-fault throughput from a scratch file: %+v", p.Disk)
+	}
 	// Its device entry is a valid Halda device: a plan comes out.
 	d := p.Device("me")
+	if d.DiskFaultBytesPerSec != p.Disk.FaultBytesPerSec {
+		t.Errorf("Device dropped the page-fault throughput: %v, want %v", d.DiskFaultBytesPerSec, p.Disk.FaultBytesPerSec)
+	}
 	prob := halda.Problem{Devices: []halda.Device{d}, Model: halda.Model{
 		Layers: 2, LayerBytes: map[string]int64{"q4_k": 1 << 20}, LayerFlops: map[string]float64{"q4_k": 1e6},
 		Vocab: 100, KVBytesPerToken: 64, ContextTokens: 16,
