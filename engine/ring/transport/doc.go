@@ -40,6 +40,7 @@
 //	3 Ping, 4 Pong payload echoed
 //	5 Unpair       the sender removed the receiver from its paired set
 //	16 PakeA, 17 PakeB, 18 PakeConfirm, 19 PairOK   pairing (identity.Pake)
+//	32-47          app/node ring control (profile and job requests; app/node/ring.go)
 //	64-255         reserved for engine/ring/wire
 //
 // # Hello
