@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/app/api/apitype"
 	"homering/engine/profile"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -126,5 +127,22 @@ func TestChatArgs(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errb.String(), tt.want)
 			}
 		})
+	}
+}
+
+func TestPrintRing(t *testing.T) {
+	rtt := 0.25
+	r := &apitype.RingRun{K: 2, Layers: 6, PredictedMs: 2.5, MeasuredMs: 6.25, Replans: 1, Lost: []string{"gone"}, LossToTokenMs: 40,
+		Devices: []apitype.RingDevice{
+			{Short: "AAAAAAA", Name: "desk", Case: "M4", Windows: []apitype.Window{{Start: 0, End: 1}, {Start: 3, End: 4}}, PredictedMs: 1, MeasuredMs: 1.5, MemPressure: 0.02, Profile: "measured"},
+			{Short: "BBBBBBB", Name: "attic", Case: "M3", Windows: []apitype.Window{{Start: 1, End: 3}, {Start: 4, End: 6}}, PredictedMs: 1.5, MeasuredMs: 2, MemPressure: 0.5, RTTMs: &rtt, Profile: "default"},
+		}}
+	var b bytes.Buffer
+	printRing(&b, r)
+	for _, want := range []string{"ring: 2 devices, k=2, 6 layers, predicted 2.5 ms/token, measured 6.2 ms/token; 1 re-plan(s) after losing gone, loss to next token 40.0 ms",
+		"AAAAAAA (head)", "0 3", "1-2 4-5", "50.0%", "0.250", "measured", "default"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
 	}
 }
