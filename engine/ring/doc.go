@@ -28,7 +28,12 @@
 // The head gets PlanInstalled, sends PlanInstall to every device and
 // prepares itself (Prepare: fetch slices, open windows). Each device that
 // is ready answers PlanAck and is Committing; when all acknowledged, the
-// head sends Commit and every device is Up. A PlanAck with an error code
+// head sends Commit and every device is Up. The Commit and the first
+// activation reach a worker on different links (from the head, from its
+// predecessor), so the activation may come first: since the head starts
+// passes only after committing, a worker that is Committing takes an
+// activation of the plan from its predecessor as the commit (Ready, Up) and
+// drops the late Commit as stale. A PlanAck with an error code
 // makes the head re-plan without that device.
 //
 // # Order, duplicates, faults

@@ -329,7 +329,12 @@ func (s *Session) frameIn(from string, m wire.Msg) []Action {
 }
 
 func (s *Session) activation(from string, a *wire.Activation) []Action {
-	if s.plan == nil || a.Plan != s.plan.ID || s.state != Up {
+	// The head sends activations of a plan only once every device has
+	// acknowledged it, so on a worker that waits for the Commit an
+	// activation of the plan is that commit: it came on the link from the
+	// previous device and overtook the head's Commit on another link.
+	early := s.plan != nil && !s.isHead() && a.Plan == s.plan.ID && s.state == Committing
+	if s.plan == nil || a.Plan != s.plan.ID || s.state != Up && !early {
 		return []Action{Dropped{From: from, Reason: fmt.Sprintf("activation of plan %d, not serving it", a.Plan)}}
 	}
 	n := len(s.plan.Devices)
@@ -342,6 +347,11 @@ func (s *Session) activation(from string, a *wire.Activation) []Action {
 	}
 	if a.Layers != s.plan.Devices[prev].Windows[a.Round] {
 		return s.disconnect(from, fmt.Sprintf("activation after layers %s, the sender's window is %s", a.Layers, s.plan.Devices[prev].Windows[a.Round]))
+	}
+	if early {
+		s.state = Up
+		out := []Action{Ready{Plan: a.Plan}, Prefetch{Window: s.plan.Devices[s.idx].Windows[0]}}
+		return append(out, s.activation(from, a)...)
 	}
 	got := key{a.Seq, a.Round}
 	if s.busy || got != s.expect || (s.isHead() && !s.inflight) {

@@ -10,20 +10,32 @@
 // channel: Post (the caller: PlanInstalled, StartToken, RequestDone,
 // Joined), one reader goroutine per link (FrameIn, or PeerLost when the link
 // fails or a frame does not decode: a malformed or oversized frame closes
-// the link and counts as a lost peer), a ticker (Tick), and the compute
-// goroutine (ComputeDone). Computation runs off the loop, one at a time, so
-// ticks and frames are still handled while a window runs.
+// the link and counts as a lost peer), a ticker (Tick), and the engine
+// goroutine (ComputeDone, Prepared). Everything that touches the Engine
+// (Prepare, Compute, Prefetch, Release, closing it) runs in order on that one
+// goroutine, so engine calls never overlap, and a slow Prepare (a slice
+// download) or Compute never stalls ticks, pings and frames.
 //
 // Actions that concern the caller (EmitToken, Ready, Replan, EndJob) are
-// delivered on Out; the caller must keep reading it.
+// delivered on Out; the caller must keep reading it. On EndJob the driver
+// also closes an Engine that implements Closer: a worker whose head is gone
+// frees its windows without waiting for its caller.
+//
+// Job messages (wire.JobStart, JobAck, JobLink) arriving on a link go to
+// OnJobMsg, never to the session. Workers report wire.DeviceStats to the
+// head once per token (after their last round's activation has gone) and
+// before acknowledging a plan: their measured compute time of decode passes
+// and Measure's memory pressure and slice transfer; Stats returns what each
+// device of the plan reported (the head's own compute included).
 //
 // # Engine
 //
 // GGML is the Engine over engine/ggml: one Window per round for this
 // device's windows (the head's round-0 window with the token embedding), and
 // on the head an output-only window [L, L) that turns the last hidden state
-// into logits, sampled greedily (argmax, lowest id on ties). Its KV caches
-// follow the positions the activations carry (KVTruncate when a pass starts
+// into logits, sampled greedily (argmax, lowest id on ties) unless Sample is
+// set. Evaluations are split into batches of at most ggml.MaxBatch rows. Its
+// KV caches follow the positions the activations carry (KVTruncate when a pass starts
 // before the cache end, as after a re-prefill).
 //
 // # Weight slices

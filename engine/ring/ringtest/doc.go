@@ -13,7 +13,8 @@
 // Commands: devices IDS [tick=MS]; plan id=N k=K DEV=a-b,c-d … [release=IDS]
 // [nembd=N] (first device is the head); token IDS [pos=N]; tick [N];
 // slow DEV=TICKS; rtt DEV=MS; fail-prepare DEV TEXT; drop DEV [close];
-// dup A->B; capture A->B; replay; inject A->B seq=N r=N [layers=a-b]
+// dup A->B; capture A->B; hold A->B [Kind] (the next frame, of a kind
+// such as Commit, waits for replay); replay; inject A->B seq=N r=N [layers=a-b]
 // [nembd=N] [plan=N]; join DEV candidate=MS current=MS; done; state.
 //
 // RunFile parses the format (command line, "----", expected output up to a

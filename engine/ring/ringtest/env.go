@@ -29,8 +29,9 @@ type Env struct {
 	out    strings.Builder
 	tokens []int32 // of the pass in flight on the head, for the reference
 
-	dupNext  map[[2]string]bool // deliver the next activation on a link twice
-	capture  map[[2]string]bool // keep a copy of the next activation on a link
+	dupNext  map[[2]string]bool   // deliver the next activation on a link twice
+	capture  map[[2]string]bool   // keep a copy of the next activation on a link
+	hold     map[[2]string]string // hold back the next frame (of a kind, "" any) on a link until replay
 	captured []delivery
 }
 
@@ -56,7 +57,7 @@ type delivery struct {
 
 // NewEnv returns an empty environment.
 func NewEnv() *Env {
-	return &Env{TickMs: 100, devs: map[string]*dev{}, dupNext: map[[2]string]bool{}, capture: map[[2]string]bool{}}
+	return &Env{TickMs: 100, devs: map[string]*dev{}, dupNext: map[[2]string]bool{}, capture: map[[2]string]bool{}, hold: map[[2]string]string{}}
 }
 
 // Handle runs one script command and returns its output.
@@ -134,6 +135,8 @@ func (e *Env) handle(c Cmd) error {
 		e.dupNext[link(c.Args[0])] = true
 	case "capture":
 		e.capture[link(c.Args[0])] = true
+	case "hold":
+		e.hold[link(c.Args[0])] = strings.Join(c.Args[1:], " ")
 	case "replay":
 		e.queue = append(e.queue, e.captured...)
 		e.captured = nil
@@ -326,6 +329,12 @@ func (e *Env) do(d *dev, a ring.Action) {
 		in := delivery{a.To, ring.FrameIn{From: d.id, Msg: m}}
 		if e.devs[a.To] == nil || e.devs[a.To].gone {
 			fmt.Fprintf(&e.out, "  (%s is gone: frame lost)\n", a.To)
+			return
+		}
+		if kind, ok := e.hold[l]; ok && strings.HasPrefix(ring.MsgString(m), kind) {
+			delete(e.hold, l)
+			fmt.Fprintf(&e.out, "  (held)\n")
+			e.captured = append(e.captured, in)
 			return
 		}
 		e.queue = append(e.queue, in)
