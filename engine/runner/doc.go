@@ -6,9 +6,11 @@
 //
 // The agent runs a Supervisor. On the first request that needs a model it
 // starts the child (Options.Command, normally `homering runner`), loads the
-// model and streams a generation. The child serves one generation at a time on
-// one engine/head (the single-device path: the whole model as one
-// engine/ggml window) until the ring lands.
+// model and streams a generation. The child serves one generation at a time:
+// on one engine/head (the single-device path: the whole model as one
+// engine/ggml window), or as the head of a ring of devices (ring_generate,
+// below). Beside that it may serve as a worker in other heads' rings
+// (serve_ring).
 //
 // When the child dies (a C abort, SIGKILL by the OOM killer, a Go panic) the
 // call in flight fails with a *DiedError that carries the exit status and the
@@ -48,6 +50,63 @@
 //
 // A generate ends with exactly one done or error. stop has no answer of its
 // own: the generation it names ends with done, reason "cancelled". Requests
-// other than stop are refused with code "busy" while a generation runs.
-// Codes: "busy", "not_loaded", "bad_request", "load", "generate".
+// other than stop, plan and serve_ring are refused with code "busy" while a
+// generation runs. Codes: "busy", "not_loaded", "bad_request", "load",
+// "generate", "ring".
+//
+// # The ring (piped-ring parallelism across devices, engine/ring)
+//
+// Head: ring_generate is a generation whose layers run on a ring of devices.
+// The child maps the model (load.model; its own mapping, not the load op's
+// engine/head), dials every worker in ring.peers with the device identity in
+// ring.identity (mutual TLS, each worker pinned to its device ID), starts the
+// job on each (wire.JobStart; the worker answers JobAck), opens a second
+// connection per worker (transport.PurposeSlice) on which it serves the
+// weight slices, installs ring.plan and streams tokens as generate does:
+//
+//	{"id":5,"op":"ring_generate","load":{"model":"/m.gguf","n_ctx":2048},
+//	      "ring":{"plan":{"ID":1,"K":1,"Layers":5,"NEmbd":64,"DType":1,
+//	              "Devices":[{"ID":"HEAD-ID","Windows":[{"Start":0,"End":2}]},
+//	                         {"ID":"WORKER-ID","Windows":[{"Start":2,"End":5}]}]},
+//	              "peers":[{"id":"WORKER-ID","addr":"192.168.1.7:41234"}],
+//	              "identity":"/home/me/.config/homering","tick_ms":500},
+//	      "generate":{…}}
+//	{"id":5,"type":"token",…}                 (zero or more)
+//	{"id":5,"type":"replan","without":["WORKER-ID"]}
+//	{"id":6,"op":"plan","target":5,"ring":{…}}  (the parent's answer)
+//	{"id":5,"type":"done","stats":{…,"devices":[…],"replans":1,"loss_to_token_ms":812}}
+//
+// When workers are lost (a link closes, a malformed frame, silence for
+// max(3 ticks, 4 × RTT), a worker that cannot be reached or refuses the
+// job) the child sends replan and waits for a plan request naming the
+// generation: new ring parameters without those devices (the agent re-runs
+// Halda). It connects any new workers, installs the plan and re-prefills the
+// conversation so far (prompt and the tokens already streamed) from position
+// 0; with greedy sampling the reply is the one an unfaulted run gives. A
+// stop ends the wait. Prompts and re-prefills go round the ring in passes of
+// at most 512 tokens. Greedy sampling is the engine's argmax; a temperature
+// above 0 or a repeat penalty samples the head's logits with engine/sample,
+// seeded as generate is. Stats.devices has, per device of the last plan, its
+// windows, measured compute ms per token, memory pressure (workers report
+// theirs) and slice bytes fetched. When the generation ends the head says
+// goodbye and closes its links: the job ends on every worker.
+//
+// Worker: serve_ring makes the child listen for heads (serve.listen,
+// default "[::]:0") with the identity in serve.identity, admitting only the
+// device IDs in serve.allowed, and answer with its address:
+//
+//	{"id":7,"op":"serve_ring","serve":{"identity":"/cfg","allowed":["HEAD-ID"],
+//	      "cache_dir":"/cache/slices","listen":"[::]:0","threads":2}}
+//	{"id":7,"type":"serving","addr":"[::]:41234"}
+//	{"id":8,"op":"stop","target":7}  →  {"id":7,"type":"done","stats":{"reason":"cancelled"}}
+//
+// Serving runs beside generations and emits nothing else until it stops. A
+// serving child lowers its CPU priority (nice 10 on every thread on Linux,
+// the process on macOS). It runs one job at a time: on the head's PlanInstall
+// it fetches the slice of its windows into serve.cache_dir (engine/slice:
+// verified, resumable; a warm restart reuses it and fetches nothing), maps it
+// (weights stay page cache), opens its windows and dials its successor in
+// the ring (wire.JobLink first) unless that is the head. A job ends when the
+// head says goodbye, its link closes or it falls silent: the windows close
+// and the slice is unmapped, and the child waits for the next job.
 package runner

@@ -142,21 +142,36 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 	head, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
 	serveRing(t, w1, head, w2)
 	serveRing(t, w2, head, w1)
+	longPrompt := strings.Repeat("Once upon a time there was a little dog. ", 60)
 	for _, tt := range []struct {
 		name    string
 		model   string
 		k       int
 		workers []*device
+		prompt  string
+		temp    float32 // 0: greedy
 	}{
-		{"stories260K k=1 three devices", stories260K, 1, []*device{w1, w2}},
-		{"generated k=1 three devices", smallModel, 1, []*device{w1, w2}},
-		{"generated k=2 two devices", smallModel, 2, []*device{w1}},
+		{"stories260K k=1 three devices", stories260K, 1, []*device{w1, w2}, "", 0},
+		{"generated k=1 three devices", smallModel, 1, []*device{w1, w2}, "", 0},
+		{"generated k=2 two devices", smallModel, 2, []*device{w1}, "", 0},
+		// More than 512 prompt tokens: the prefill goes round in two passes.
+		{"generated long prompt", smallModel, 1, []*device{w1, w2}, longPrompt, 0},
+		// Sampling on the head's logits draws what the single device draws.
+		{"generated temperature 0.8", smallModel, 1, []*device{w1, w2}, "", 0.8},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			lp := LoadParams{Model: tt.model, NCtx: 256, Threads: 1}
+			lp := LoadParams{Model: tt.model, NCtx: 1024, Threads: 1}
 			g := *greedy(24)
 			g.Prompt = "Once upon a time"
-			want := reference(t, head.sup, lp, g)
+			if tt.prompt != "" {
+				g.Prompt = tt.prompt
+			}
+			g.Temperature, g.Seed = tt.temp, 7
+			var want []int32
+			single, err := head.sup.Generate(context.Background(), lp, g, func(tk Token) error { want = append(want, tk.ID); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
 			layers, nEmbd := modelShape(t, tt.model)
 			devs := append([]*device{head}, tt.workers...)
 			rp := ringParams(evenPlan(1, layers, nEmbd, tt.k, devs...), head, tt.workers...)
@@ -178,7 +193,11 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 					t.Errorf("worker %d reported no slice: %+v", i, d)
 				}
 			}
-			t.Logf("%d tokens, decode %.1f tokens/s; devices %+v", len(got), float64(st.DecodeTokens)/st.DecodeMS*1000, st.Devices)
+			if tt.prompt != "" && st.PromptTokens <= prefillChunk {
+				t.Errorf("the long prompt has %d tokens, want more than %d", st.PromptTokens, prefillChunk)
+			}
+			t.Logf("%d prompt + %d tokens; decode %.0f tokens/s on the ring, %.0f on one device; devices %+v", st.PromptTokens, len(got),
+				float64(st.DecodeTokens)/st.DecodeMS*1000, float64(single.DecodeTokens)/single.DecodeMS*1000, st.Devices)
 		})
 	}
 }
@@ -197,6 +216,9 @@ func TestRingWorkerKilled(t *testing.T) {
 	layers, nEmbd := modelShape(t, smallModel)
 	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
 	victim := w1.sup.PID()
+	if victim <= 0 {
+		t.Fatal("worker 1 has no runner process")
+	}
 	var killed, resumed time.Time
 	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
 		switch {
@@ -325,6 +347,9 @@ func TestRingHeadKilled(t *testing.T) {
 	layers, nEmbd := modelShape(t, smallModel)
 	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
 	headPID := head.sup.PID()
+	if headPID <= 0 {
+		t.Fatal("the head has no runner process")
+	}
 	workers := []*device{w1, w2}
 	var mapped bool
 	var killed time.Time

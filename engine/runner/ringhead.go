@@ -122,21 +122,21 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 // headJob is one ring generation on the head: its links, its driver and
 // the conversation's tokens.
 type headJob struct {
-	c     *child
-	id    uint64 // request id
-	log   *slog.Logger
-	rm    *ringModel
-	ep    *transport.Endpoint
-	self  string
-	job   uint64
-	nCtx  int
-	tick    time.Duration
+	c          *child
+	id         uint64 // request id
+	log        *slog.Logger
+	rm         *ringModel
+	ep         *transport.Endpoint
+	self       string
+	job        uint64
+	nCtx       int
+	tick       time.Duration
 	threads    int
 	noPrefetch bool
 	drv        *driver.Driver
-	slices  []*transport.Conn // slice connections, closed with the job
-	eng   *driver.GGML
-	plans <-chan RingParams
+	slices     []*transport.Conn // slice connections, closed with the job
+	eng        *driver.GGML
+	plans      <-chan RingParams
 
 	peers     map[string]RingPeer // every worker known to this job
 	connected map[string]bool
@@ -144,7 +144,9 @@ type headJob struct {
 }
 
 func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
-	fail := func(code string, err error) Event { return Event{ID: id, Type: EvError, Code: code, Error: err.Error()} }
+	fail := func(code string, err error) Event {
+		return Event{ID: id, Type: EvError, Code: code, Error: err.Error()}
+	}
 	if req.Load == nil || req.Load.Model == "" || req.Ring == nil || req.Generate == nil {
 		return fail(CodeBadRequest, errors.New("runner: ring_generate needs load, ring and generate"))
 	}
@@ -201,7 +203,9 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 
 func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Event {
 	start := time.Now()
-	fail := func(code string, err error) Event { return Event{ID: h.id, Type: EvError, Code: code, Error: err.Error()} }
+	fail := func(code string, err error) Event {
+		return Event{ID: h.id, Type: EvError, Code: code, Error: err.Error()}
+	}
 	toks, err := promptTokens(h.rm.vocab, g)
 	if err != nil {
 		return fail(CodeBadRequest, err)
