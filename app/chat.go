@@ -234,6 +234,9 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	}
 	out := chatStats(st, strings.TrimSuffix(filepath.Base(path), ".gguf"))
 	out.Ring = ringRun
+	if ringRun == nil {
+		out.Alone = note
+	}
 	if !first.IsZero() {
 		out.TTFTMS = float64(first.Sub(start)) / float64(time.Millisecond)
 	}

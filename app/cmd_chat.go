@@ -105,7 +105,11 @@ func printChatStats(w io.Writer, st apitype.ChatStats) {
 	fmt.Fprintf(w, "%d prompt + %d output tokens, TTFT %s ms, TPOT %s ms/token (%.1f tokens/s), stop: %s\n",
 		st.PromptTokens, st.CompletionTokens, ms(st.TTFTMS), ms(st.TPOTMS), st.TokensPerSecond, st.StopReason)
 	if st.Ring == nil {
-		fmt.Fprintln(w, "ran on this device alone")
+		if st.Alone != "" {
+			fmt.Fprintf(w, "ran on this device alone: %s\n", st.Alone)
+		} else {
+			fmt.Fprintln(w, "ran on this device alone")
+		}
 		return
 	}
 	printRing(w, st.Ring)

@@ -215,8 +215,11 @@ export interface ChatStats {
   // mean time per output token after it.
   ttft_ms?: number
   tpot_ms?: number
-  // Ring is the ring this generation ran on; nil when on this device alone.
+  // Ring is the ring this generation ran on; nil when on this device
+  // alone, and then Alone may say why (no device reachable, Halda keeps
+  // the model here, …).
   ring?: RingRun
+  alone?: string
 }
 
 // ChatDone is the SSE event `done` of /api/v1/chat.

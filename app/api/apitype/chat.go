@@ -53,8 +53,11 @@ type ChatStats struct {
 	// mean time per output token after it.
 	TTFTMS float64 `json:"ttft_ms,omitempty"`
 	TPOTMS float64 `json:"tpot_ms,omitempty"`
-	// Ring is the ring this generation ran on; nil when on this device alone.
-	Ring *RingRun `json:"ring,omitempty"`
+	// Ring is the ring this generation ran on; nil when on this device
+	// alone, and then Alone may say why (no device reachable, Halda keeps
+	// the model here, …).
+	Ring  *RingRun `json:"ring,omitempty"`
+	Alone string   `json:"alone,omitempty"`
 }
 
 // ChatDone is the SSE event `done` of /api/v1/chat.
