@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -175,6 +176,24 @@ func established(pid int) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
+// logLineAfter finds the first line of n's agent log containing what and
+// stamped at or after since, and returns its stamp.
+func logLineAfter(n *Node, what string, since time.Time) (time.Time, bool) {
+	for _, line := range strings.Split(n.Log(), "\n") {
+		if !strings.Contains(line, what) {
+			continue
+		}
+		ts, _, ok := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		if !ok {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, ts); err == nil && !at.Before(since.Truncate(time.Millisecond)) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // connectedTo reports whether pid has an established connection to addr.
 func connectedTo(pid int, addr string) (bool, error) {
 	rs, err := established(pid)
@@ -195,6 +214,9 @@ func connectedTo(pid int, addr string) (bool, error) {
 // single-device reply, survive a worker killed mid-generation, and a head
 // killed mid-generation ends the workers' job.
 func TestRing(t *testing.T) {
+	// The agents log their engines' stderr at debug: the workers' "ring job
+	// ended" lines are the proof that a lost head ends the job.
+	t.Setenv("HOMERING_DEBUG", "1")
 	env := NewEnv(t)
 	a, b, c := env.NewNode(t, "a"), env.NewNode(t, "b"), env.NewNode(t, "c")
 	nodes := []*Node{a, b, c}
@@ -376,6 +398,7 @@ func TestRing(t *testing.T) {
 		if runner == 0 {
 			t.Fatalf("b's runner has no connection to the head a (children %v)", children(b.PID()))
 		}
+		killed := time.Now()
 		a.Kill(t)
 		d := WaitFor(t, 10*time.Second, "b's runner drops the head's connections", func() error {
 			if ok, err := connectedTo(runner, a.Addr); err != nil || ok {
@@ -383,7 +406,16 @@ func TestRing(t *testing.T) {
 			}
 			return nil
 		})
-		report = append(report, fmt.Sprintf("head killed → worker's connections to it closed: %s", d.Round(time.Millisecond)))
+		var ended time.Time
+		WaitFor(t, 10*time.Second, "b's engine logs the end of the job", func() error {
+			var ok bool
+			if ended, ok = logLineAfter(b, "ring job ended; windows closed", killed); !ok {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+		report = append(report, fmt.Sprintf("head killed → worker's connections to it closed: %s, its job ended and windows closed: %s",
+			d.Round(time.Millisecond), ended.Sub(killed).Round(time.Millisecond)))
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", runner)); err != nil {
 			t.Errorf("b's runner is gone after the head left (%v); it should end the job and keep serving", err)
 		}
