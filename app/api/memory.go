@@ -14,13 +14,16 @@ import (
 
 // memSampler keeps a short history of this device's memory. Sampling is
 // driven by readers (the live stream, the plan), at most once a second, so
-// nothing runs while no UI is open.
+// nothing runs while no UI is open. Pressure is ΔMemAvailable/MemTotal from
+// the first reading of the run, which stays the baseline after it scrolls
+// out of the history.
 type memSampler struct {
 	read func() (avail, total int64, err error)
 	keep int
 
-	mu   sync.Mutex // guards hist
+	mu   sync.Mutex // guards hist and base
 	hist []apitype.MemSample
+	base int64 // MemAvailable of the first reading: pressure is measured from it
 }
 
 func newMemSampler(read func() (int64, int64, error), keep int) *memSampler {
@@ -34,19 +37,25 @@ func (m *memSampler) sample(now time.Time) []apitype.MemSample {
 	defer m.mu.Unlock()
 	if n := len(m.hist); n == 0 || now.Sub(m.hist[n-1].At) >= time.Second {
 		if avail, total, err := m.read(); err == nil && total > 0 {
-			s := apitype.MemSample{At: now, Available: avail, Total: total}
-			base := avail
-			if len(m.hist) > 0 {
-				base = m.hist[0].Available
+			if m.base == 0 {
+				m.base = avail
 			}
-			s.Pressure = min(max(float64(base-avail)/float64(total), 0), 1)
-			m.hist = append(m.hist, s)
-			if len(m.hist) > m.keep {
-				m.hist = m.hist[len(m.hist)-m.keep:]
-			}
+			m.hist = addMemSampleFrom(m.hist, m.base, now, avail, total, m.keep)
 		}
 	}
 	return append([]apitype.MemSample(nil), m.hist...)
+}
+
+// addMemSampleFrom appends a reading whose pressure is measured from base
+// (MemAvailable before the run), clamped to [0,1].
+func addMemSampleFrom(hist []apitype.MemSample, base int64, now time.Time, avail, total int64, keep int) []apitype.MemSample {
+	s := apitype.MemSample{At: now, Available: avail, Total: total,
+		Pressure: min(max(float64(base-avail)/float64(total), 0), 1)}
+	hist = append(hist, s)
+	if len(hist) > keep {
+		hist = hist[len(hist)-keep:]
+	}
+	return hist
 }
 
 // readMeminfo reads MemAvailable and MemTotal from /proc/meminfo (Linux).

@@ -188,7 +188,11 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 			all[i].Profile = "measured"
 		}
 		if !d.Self && d.Paired && d.Visible && d.Contribute {
-			all[i].RTTMs = u.peers.get(d.ID, time.Now()).rttMs
+			e := u.peers.get(d.ID, time.Now())
+			all[i].RTTMs, all[i].Memory = e.rttMs, e.memory
+			if all[i].Memory == nil {
+				all[i].Memory = []apitype.MemSample{}
+			}
 		}
 		switch {
 		case d.Self:

@@ -5,13 +5,18 @@ import (
 	"sync"
 	"time"
 
+	"homering/app/api/apitype"
 	"homering/halda"
 )
 
 // peerEvery is how often a paired peer's profile and link RTT are asked
 // again while a UI is watching (each asks over one link: pings, then the
-// profile).
-const peerEvery = 30 * time.Second
+// profile, whose RAM figures the peer reads fresh for every answer). It is
+// also the resolution of a peer's memory-pressure history.
+const peerEvery = 10 * time.Second
+
+// peerMemKeep is how many memory readings of a peer are kept (10 minutes).
+const peerMemKeep = 60
 
 // peerLook is what one look at a peer found.
 type peerLook struct {
@@ -38,6 +43,8 @@ type peerEntry struct {
 	rttMs    *float64 // nil when the last look failed
 	profile  *halda.Device
 	measured bool
+	memory   []apitype.MemSample // oldest first
+	memBase  int64               // the peer's first MemAvailable seen: pressure is measured from it
 }
 
 // get returns the last look at peer (zero if none), starting a new one
@@ -65,11 +72,18 @@ func (c *peerCache) get(peer string, now time.Time) peerEntry {
 				n.rttMs = &v
 				if l.profile != nil {
 					n.profile, n.measured = l.profile, l.measured
+					if n.memBase == 0 {
+						n.memBase = l.profile.RAMAvailable
+					}
+					if l.profile.RAMTotal > 0 {
+						n.memory = addMemSampleFrom(n.memory, n.memBase, n.at, l.profile.RAMAvailable, l.profile.RAMTotal, peerMemKeep)
+					}
 				}
 			}
 			c.last[peer] = n
 			delete(c.running, peer)
 		}()
 	}
+	e.memory = append([]apitype.MemSample(nil), e.memory...) // the caller may keep it past the lock
 	return e
 }

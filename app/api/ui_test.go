@@ -389,7 +389,8 @@ func TestMemSampler(t *testing.T) {
 		{"within a second: no new reading", 500 * time.Millisecond, 9 * gib, 0, 1},
 		{"1 GiB of 20 taken", time.Second, 9 * gib, 0.05, 2},
 		{"more free than at the start clamps to 0; history keeps 2", 2 * time.Second, 12 * gib, 0, 2},
-		{"baseline is the oldest kept reading (9 GiB)", 3 * time.Second, 8 * gib, 0.05, 2},
+		// A steady load must not fade from the gauge as readings scroll out.
+		{"baseline stays the first reading (10 GiB) after it scrolls out", 3 * time.Second, 8 * gib, 0.10, 2},
 	}
 	for _, s := range steps {
 		avail = s.avail

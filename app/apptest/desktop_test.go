@@ -146,6 +146,23 @@ func (d *desktop) pixel(x, y int) string {
 	return strings.TrimSpace(out)
 }
 
+// pixelsChanged counts the pixels of the screen that differ from the
+// screenshot ref (-1 when it cannot tell).
+func (d *desktop) pixelsChanged(ref string) int {
+	p := filepath.Join(d.shots, "probe.png")
+	if _, err := d.run("import", "-window", "root", p); err != nil {
+		return -1
+	}
+	// compare prints the count of differing pixels and exits 1 when there
+	// are any; only its output matters.
+	out, _ := d.run("compare", "-metric", "AE", ref, p, "null:")
+	n, err := strconv.ParseFloat(strings.Fields(out + " x")[0], 64) // large counts print as 1.2e+06
+	if err != nil {
+		return -1
+	}
+	return int(n)
+}
+
 // greenInTray looks for the contributing icon's green in the panel's
 // top-right corner, where xfce4-panel's tray sits.
 func (d *desktop) greenInTray() bool {
@@ -360,6 +377,14 @@ wait $!
 	WaitFor(t, 20*time.Second, "the settings launch handing over to the window", func() error {
 		if n := strings.Count(log.String(), "window process ended"); n < 2 {
 			return fmt.Errorf("%d window processes ended", n)
+		}
+		return nil
+	})
+	// The window switches to Settings (a hash change run in the page): wait
+	// for the screen to stop showing the chat before the screenshot.
+	WaitFor(t, 10*time.Second, "the window showing Settings", func() error {
+		if n := d.pixelsChanged(filepath.Join(shots, "chat.png")); n < 5000 {
+			return fmt.Errorf("%d pixels differ from the chat screenshot", n)
 		}
 		return nil
 	})

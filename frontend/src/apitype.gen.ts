@@ -329,8 +329,9 @@ export interface MemSample {
   at: string
   available: number // MemAvailable
   total: number // MemTotal
-  // Pressure is (first MemAvailable of the history − now) / MemTotal:
-  // how much of the machine's memory this run has taken, clamped to [0,1].
+  // Pressure is (MemAvailable at the first reading of this agent's run −
+  // now) / MemTotal: how much of the machine's memory was taken since,
+  // clamped to [0,1].
   pressure: number
 }
 
@@ -363,7 +364,10 @@ export interface MapDevice {
   profile: string // "measured" or "default"
   ram_bytes: number
   vram_bytes: number
-  memory: MemSample[] | null // history, oldest first; empty for peers until they report it
+  // Memory is the history, oldest first: this device's every second, a
+  // paired peer's each time it answers a look (every 10 s while the map
+  // is watched); empty for other peers.
+  memory: MemSample[] | null
 }
 
 // Plan is GET /api/v1/plan: the device map.

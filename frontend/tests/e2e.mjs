@@ -117,6 +117,11 @@ try {
   // A story can end by itself before Stop is clicked: try a few times.
   await page.click('button[data-testid=params-toggle]')
   await page.fill('#maxt', '100000')
+  // At temperature 2 with top-p 1 the end-of-story token is rarely drawn,
+  // so the reply runs long enough to be stopped (greedy stories end fast).
+  const setRange = (sel, v) => page.$eval(sel, (e, v) => { e.value = v; e.dispatchEvent(new Event('input', { bubbles: true })) }, v)
+  await setRange('#temp', '2')
+  await setRange('#topp', '1')
   let t0 = 0
   for (let attempt = 0; attempt < 4 && !t0; attempt++) {
     await page.click('button.new')
@@ -208,6 +213,12 @@ try {
     }, null, { timeout: 15000 }).then((h) => h.jsonValue(), () => null)
     result.rtt_ms = rtts
     check('link RTT measured for every peer', rtts !== null, JSON.stringify(rtts))
+    // Each paired peer reports its memory with every look (app/api rtt.go).
+    const gauges = await page.waitForFunction(() => {
+      const els = [...document.querySelectorAll('[data-testid=device]')]
+      return els.every((e) => e.querySelector('.gauge')) ? els.length : null
+    }, null, { timeout: 15000 }).then((h) => h.jsonValue(), () => null)
+    check('memory gauge for every device', gauges !== null, `${gauges} of ${expectDevices}`)
   }
   // Live: the memory history grows from heartbeats without a reload.
   const before = await page.$eval('.spark polyline', (p) => p.getAttribute('points')?.split(' ').length || 0).catch(() => 0)

@@ -43,8 +43,9 @@ type MemSample struct {
 	At        time.Time `json:"at"`
 	Available int64     `json:"available"` // MemAvailable
 	Total     int64     `json:"total"`     // MemTotal
-	// Pressure is (first MemAvailable of the history − now) / MemTotal:
-	// how much of the machine's memory this run has taken, clamped to [0,1].
+	// Pressure is (MemAvailable at the first reading of this agent's run −
+	// now) / MemTotal: how much of the machine's memory was taken since,
+	// clamped to [0,1].
 	Pressure float64 `json:"pressure"`
 }
 
@@ -58,26 +59,29 @@ type Window struct {
 
 // MapDevice is one device on the device map.
 type MapDevice struct {
-	ID          string      `json:"id"`
-	Short       string      `json:"short"`
-	Name        string      `json:"name"`
-	Self        bool        `json:"self"`
-	Paired      bool        `json:"paired"`
-	Visible     bool        `json:"visible"`
-	Contribute  bool        `json:"contribute"`
-	InRing      bool        `json:"in_ring"`
-	RingIndex   int         `json:"ring_index"` // position in the ring; -1 when not in it
-	Role        string      `json:"role"`       // "head", "worker", "idle", "left out"
-	Why         string      `json:"why,omitempty"`
-	Case        string      `json:"case,omitempty"`
-	Windows     []Window    `json:"windows"`
-	PredictedMs float64     `json:"predicted_ms"`
-	MeasuredMs  *float64    `json:"measured_ms"` // nil until the ring runs
-	RTTMs       *float64    `json:"rtt_ms"`      // nil until measured
-	Profile     string      `json:"profile"`     // "measured" or "default"
-	RAMBytes    int64       `json:"ram_bytes"`
-	VRAMBytes   int64       `json:"vram_bytes"`
-	Memory      []MemSample `json:"memory"` // history, oldest first; empty for peers until they report it
+	ID          string   `json:"id"`
+	Short       string   `json:"short"`
+	Name        string   `json:"name"`
+	Self        bool     `json:"self"`
+	Paired      bool     `json:"paired"`
+	Visible     bool     `json:"visible"`
+	Contribute  bool     `json:"contribute"`
+	InRing      bool     `json:"in_ring"`
+	RingIndex   int      `json:"ring_index"` // position in the ring; -1 when not in it
+	Role        string   `json:"role"`       // "head", "worker", "idle", "left out"
+	Why         string   `json:"why,omitempty"`
+	Case        string   `json:"case,omitempty"`
+	Windows     []Window `json:"windows"`
+	PredictedMs float64  `json:"predicted_ms"`
+	MeasuredMs  *float64 `json:"measured_ms"` // nil until the ring runs
+	RTTMs       *float64 `json:"rtt_ms"`      // nil until measured
+	Profile     string   `json:"profile"`     // "measured" or "default"
+	RAMBytes    int64    `json:"ram_bytes"`
+	VRAMBytes   int64    `json:"vram_bytes"`
+	// Memory is the history, oldest first: this device's every second, a
+	// paired peer's each time it answers a look (every 10 s while the map
+	// is watched); empty for other peers.
+	Memory []MemSample `json:"memory"`
 }
 
 // Plan is GET /api/v1/plan: the device map.
