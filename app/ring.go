@@ -308,7 +308,11 @@ func (b *chatBackend) askJobs(ctx context.Context, job *ringJob, plan halda.Plan
 func (b *chatBackend) replan(job *ringJob) func(ctx context.Context, without []string) (runner.RingParams, error) {
 	return func(ctx context.Context, without []string) (runner.RingParams, error) {
 		start := time.Now()
-		job.lost = append(job.lost, without...)
+		for _, id := range without {
+			if !slices.Contains(job.lost, id) {
+				job.lost = append(job.lost, id)
+			}
+		}
 		p := job.problem
 		p.Devices = slices.DeleteFunc(slices.Clone(p.Devices), func(d halda.Device) bool { return slices.Contains(job.lost, d.Name) })
 		if p.Rounds > 0 && len(p.Devices) > p.Model.Layers/p.Rounds {

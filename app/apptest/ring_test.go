@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,6 +380,35 @@ func TestRing(t *testing.T) {
 		if got != storiesRef {
 			t.Errorf("reply with c back differs:\n got:  %q\n want: %q", got, storiesRef)
 		}
+	})
+
+	t.Run("a worker cut off the network mid-generation: the head notices the silence and finishes", func(t *testing.T) {
+		run := startChat(t, a, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
+		WaitFor(t, 30*time.Second, "the first tokens", func() error {
+			if len(run.reply()) < 8 {
+				return fmt.Errorf("%d bytes so far", len(run.reply()))
+			}
+			return nil
+		})
+		// No FIN, no RST: c's packets just stop, as when a laptop's Wi-Fi drops.
+		cut := time.Now()
+		env.ip("-n", c.NS, "link", "set", "lan0", "down")
+		defer env.ip("-n", c.NS, "link", "set", "lan0", "up")
+		got, st := run.wait(t, 60*time.Second)
+		if got != longRef {
+			t.Errorf("reply after cutting c off differs from the unfaulted one:\n got:  %q\n want: %q", got, longRef)
+		}
+		// b, whose activations went to c, may be lost with it (its link to
+		// c hangs); the reply must finish either way.
+		if st.Ring == nil || st.Ring.Replans < 1 || !slices.Contains(st.Ring.Lost, ids[c]) || len(st.Ring.Devices) > 2 {
+			t.Fatalf("ring after the cut: %+v, want a re-plan without c", st.Ring)
+		}
+		replanned, ok := a.Event("ring: re-planned without lost devices", "", cut)
+		if !ok {
+			t.Fatal("the head logged no re-plan after the cut")
+		}
+		report = append(report, fmt.Sprintf("worker cut off (silent) → head re-planned %s, + loss → next token %.0f ms (runner); finished on %d device(s) after %d re-plan(s)",
+			replanned.Sub(cut).Round(time.Millisecond), st.Ring.LossToTokenMs, len(st.Ring.Devices), st.Ring.Replans))
 	})
 
 	t.Run("the head killed mid-generation: the worker's job ends within seconds", func(t *testing.T) {
