@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,6 +197,15 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 			if tt.prompt != "" && st.PromptTokens <= prefillChunk {
 				t.Errorf("the long prompt has %d tokens, want more than %d", st.PromptTokens, prefillChunk)
 			}
+			// Workers run at lowered priority, ggml's threads made by the
+			// job included.
+			for _, w := range tt.workers {
+				for _, n := range niceValues(t, w.sup.PID()) {
+					if n != workerNice {
+						t.Fatalf("a thread of worker %s runs at nice %d, want %d", w.id, n, workerNice)
+					}
+				}
+			}
 			t.Logf("%d prompt + %d tokens; decode %.0f tokens/s on the ring, %.0f on one device; devices %+v", st.PromptTokens, len(got),
 				float64(st.DecodeTokens)/st.DecodeMS*1000, float64(single.DecodeTokens)/single.DecodeMS*1000, st.Devices)
 		})
@@ -321,6 +331,31 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.id {
 		t.Errorf("stats %+v: want one replan, the bad worker gone", st)
 	}
+}
+
+// niceValues returns the nice value of every thread of process pid.
+func niceValues(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		// Fields after the command name (which may hold spaces): state is
+		// field 3, nice field 19.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		n, err := strconv.Atoi(f[19-3])
+		if err != nil {
+			t.Fatalf("stat of thread %s: %v", task.Name(), err)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // mapsPath reports whether process pid maps a file under dir.
