@@ -15,10 +15,11 @@
 # directories, every pair paired by code), two warm-up chats (ship the
 # weight slices, load windows; the second because the agent may re-plan
 # after the first) and then the measured chat. Memory pressure of a ring
-# case counts from the idle, paired agents and includes the warm-ups. Prints TTFT, TPOT and memory
-# pressure per device (bench/ringbench/doc.go says how it is measured), the
-# ratios to (a) and whether (d) meets the target: ≥ 5x faster than (a),
-# pressure ≤ 6% per device.
+# case counts from the idle, paired agents and includes the warm-ups.
+# Prints TTFT, TPOT and memory pressure per device (bench/ringbench/doc.go
+# says how each is measured), the ratios to (a) and whether (d) meets the
+# target: >= 5x faster than (a), pressure <= 6% per device. Agent logs stay
+# in bench/out/ring/agent-d*.log (HOMERING_DEBUG=1 for more).
 #
 # Model: a generated llama, 60 layers, n_embd 2048, Q8_0, 3.0 GB, in
 # testdata/models/bench-ring/ (kept across runs), caps 1.5 GiB each, 16
@@ -114,7 +115,7 @@ ring_setup() {
 
 if ! go build -o "$out/homering" . 2>"$out/build.log"; then
 	na "homering does not build: $(head -3 "$out/build.log" | tr '\n' ' ')"
-elif ! "$out/homering" chat -h 2>&1 | grep -q -- -no-prefetch; then
+elif [[ $("$out/homering" chat -h 2>&1) != *-no-prefetch* ]]; then
 	na "homering chat has no ring options yet"
 elif ! setup_err=$(ring_setup 2>&1); then
 	na "ring setup failed: $(echo "$setup_err" | tail -3 | tr '\n' ' ')"
