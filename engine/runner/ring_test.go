@@ -63,7 +63,7 @@ func serveRing(t *testing.T, w *device, others ...*device) {
 	w.addr = addr
 }
 
-func modelShape(t *testing.T, path string) (layers, nEmbd int) {
+func modelShape(t testing.TB, path string) (layers, nEmbd int) {
 	t.Helper()
 	m, err := ggml.Open(path)
 	if err != nil {

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"context"
+	crand "crypto/rand"
+	"os"
+	"testing"
+	"time"
+
+	"homering/discovery/identity"
+)
+
+// benchModel is a generated llama of ~0.9 GB, 16 layers (build/gen-models.sh);
+// BENCH_QUICK runs the small generated model instead.
+const benchModel = "../../testdata/models/llama-1g-Q8_0.gguf"
+
+// BenchmarkRingDecode compares decode speed of a 3-process ring (head and
+// two workers on loopback, k = 1, layers split evenly) with the
+// single-device engine on the same model, one thread per process. It
+// reports both in tokens/s and their ratio (ring/single).
+func BenchmarkRingDecode(b *testing.B) {
+	model := benchModel
+	if os.Getenv("BENCH_QUICK") != "" {
+		model = smallModel
+	}
+	dev := func() *device {
+		d := &device{dir: b.TempDir(), cache: b.TempDir()}
+		ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.id = ident.ID.String()
+		d.sup = New(Options{Command: childCommand})
+		b.Cleanup(func() { d.sup.Close() })
+		return d
+	}
+	head, w1, w2 := dev(), dev(), dev()
+	for _, w := range []*device{w1, w2} {
+		other := w2
+		if w == w2 {
+			other = w1
+		}
+		addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: []string{head.id, other.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.addr = addr
+	}
+	lp := LoadParams{Model: model, NCtx: 256, Threads: 1}
+	g := *greedy(32)
+	g.Prompt = "Once upon a time"
+	layers, nEmbd := modelShape(b, model)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
+	ignore := func(Token) error { return nil }
+	// One run each first: the model mapped, the slices fetched.
+	if _, err := head.sup.Generate(context.Background(), lp, g, ignore); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := head.sup.RingGenerate(context.Background(), lp, rp, g, ignore, nil); err != nil {
+		b.Fatal(err)
+	}
+	var single, ring, singleMS, ringMS float64
+	for b.Loop() {
+		st, err := head.sup.Generate(context.Background(), lp, g, ignore)
+		if err != nil {
+			b.Fatal(err)
+		}
+		single, singleMS = single+float64(st.DecodeTokens), singleMS+st.DecodeMS
+		st, err = head.sup.RingGenerate(context.Background(), lp, rp, g, ignore, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ring, ringMS = ring+float64(st.DecodeTokens), ringMS+st.DecodeMS
+	}
+	b.ReportMetric(single/singleMS*1000, "single_tok/s")
+	b.ReportMetric(ring/ringMS*1000, "ring_tok/s")
+	b.ReportMetric((ring/ringMS)/(single/singleMS), "ring/single")
+}
