@@ -228,6 +228,11 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	if memo.err != nil {
 		out.Problem = &apitype.Problem{Code: "plan", Title: "No plan for this model on these devices.", Text: sentence(memo.err),
 			Fix: "Pick a smaller model, pair and turn on more devices, or raise the memory budget."}
+		if memo.m.Layers == 0 {
+			// The file itself could not be read: more devices would not help.
+			out.Problem = &apitype.Problem{Code: "model_unreadable", Title: "The selected model cannot be read.", Text: sentence(memo.err),
+				Fix: "Choose another model in Models."}
+		}
 		out.Devices = all
 		return out, nil
 	}

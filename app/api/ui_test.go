@@ -266,6 +266,18 @@ func TestUIPlanAndLive(t *testing.T) {
 	if p.Problem == nil || p.Problem.Code != "no_model" || len(p.Devices) != 1 || !p.Devices[0].Self {
 		t.Errorf("plan without a model = %+v, want only this device and a no_model problem", p)
 	}
+	// A file that is no model: the problem says to choose another, not to
+	// add devices.
+	broken := filepath.Join(t.TempDir(), "broken.gguf")
+	if err := os.WriteFile(broken, []byte("GGUF not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", Model: broken, ContextTokens: 256}, nil)
+	p = apitype.Plan{}
+	do(t, srv, "GET", "/api/v1/plan", nil, &p)
+	if p.Problem == nil || p.Problem.Code != "model_unreadable" || p.Layers != 0 || !strings.Contains(p.Problem.Fix, "another model") {
+		t.Errorf("plan of a broken file: problem %+v, %d layers; want model_unreadable with a fix naming another model", p.Problem, p.Layers)
+	}
 	do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", Model: storiesModel, ContextTokens: 256}, nil)
 	p = apitype.Plan{}
 	do(t, srv, "GET", "/api/v1/plan", nil, &p)
