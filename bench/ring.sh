@@ -137,5 +137,13 @@ else
 	done
 fi
 
+if [ -z "${BENCH_QUICK:-}" ]; then
+	# The baseline once more: disk-bound runs on a shared machine vary, and
+	# this row shows by how much within one run (the ratios use the first).
+	bench/out/ringbench evict "$model"
+	bench/out/ringbench measure -case "(a) llama.cpp again, after the ring" -out "$results" -cgroups "$cgs" -- \
+		bench/rig/enter "${RIG_NS[1]}" "${RIG_CG[1]}" bench/out/ringbench llama -m "$model" -n "$tokens" -threads 1 -ctx 512
+fi
+
 echo
 bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -target "(d) ring, Halda's plan, prefetch" "$results"
