@@ -317,6 +317,9 @@ func TestUIPlanAndLive(t *testing.T) {
 	if len(events) < 2 || events[0].Plan.Layers != 5 || events[0].Status.Device.Name != "box" {
 		t.Fatalf("live: %d events (want a snapshot at once and a heartbeat): %+v", len(events), events)
 	}
+	if events[0].Work == nil {
+		t.Errorf("live work is null; want [] (the UI reads a list)")
+	}
 	if n0, n1 := len(events[0].Plan.Devices[0].Memory), len(events[1].Plan.Devices[0].Memory); n1 <= n0 {
 		t.Errorf("heartbeat memory history %d → %d, want it to grow", n0, n1)
 	}
@@ -411,4 +414,57 @@ func TestMemSampler(t *testing.T) {
 			t.Errorf("%s: pressure %.4f with %d samples, want %.4f with %d", s.name, got, len(h), s.pressure, s.n)
 		}
 	}
+}
+
+// Work reported to the server reaches the live stream (soon after the
+// change; the heartbeat would also carry it) and leaves it when it ends.
+func TestLiveCarriesWork(t *testing.T) {
+	var srvAPI *Server
+	srv, _, _ := uiServerWith(t, func(s *Server) { srvAPI = s })
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/live", nil)
+	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := srv.Client().Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	next := func() apitype.Live {
+		t.Helper()
+		for sc.Scan() {
+			if b, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var l apitype.Live
+				if err := json.Unmarshal([]byte(b), &l); err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+		}
+		t.Fatalf("live stream ended: %v", sc.Err())
+		return apitype.Live{}
+	}
+	if l := next(); len(l.Work) != 0 {
+		t.Fatalf("work before any = %+v", l.Work)
+	}
+	srvAPI.Work.Begin(time.Now(), "transfer:b", "transfer", "Weights to b", "", 0)
+	srvAPI.Work.Progress(time.Now(), "transfer:b", 5, 10)
+	var got []apitype.Task
+	for range 5 {
+		if got = next().Work; len(got) == 1 && got[0].Done == 5 {
+			break
+		}
+	}
+	if len(got) != 1 || got[0].ID != "transfer:b" || got[0].Done != 5 || got[0].Total != 10 {
+		t.Fatalf("work in the stream = %+v, want the transfer at 5 of 10", got)
+	}
+	srvAPI.Work.End("transfer:b")
+	for range 5 {
+		if got = next().Work; len(got) == 0 {
+			return
+		}
+	}
+	t.Errorf("work after End = %+v, want none", got)
 }
