@@ -20,8 +20,10 @@ import (
 // small enough to stay far below the frame limit.
 const MaxChunk = 4 << 20
 
-// Slices travel on their own connection (purpose link, opened by the worker)
-// so that megabytes of weights never queue in front of activations.
+// Slices travel on their own connection (transport.PurposeSlice, which the
+// head dials to each worker next to its ring link; the worker sends the
+// requests) so that megabytes of weights never queue in front of
+// activations.
 
 // SliceServer serves the head's model file to workers.
 type SliceServer struct {
