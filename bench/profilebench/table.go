@@ -36,6 +36,16 @@ func table(args []string) error {
 	}
 	tw.Flush()
 	fmt.Println("spread: (slowest − fastest rep) / median of the measured reps, the machine's noise during the row.")
+	fmt.Println("paired: median over reps of each rep's prediction vs its own decode, measured seconds apart.")
+	for _, r := range rows {
+		var errs []float64
+		for i := range min(len(r.PredMs), len(r.MeasMs)) {
+			errs = append(errs, pct(r.PredMs[i], r.MeasMs[i]))
+		}
+		if len(errs) > 0 {
+			fmt.Printf("paired error %s %s t=%d: %+.1f%% (per rep %v)\n", r.Label, r.Model, r.Threads, median(errs), round1(errs))
+		}
+	}
 	for _, r := range rows {
 		fmt.Printf("%s %s t=%d: predicted per rep %v ms, measured per rep %v ms", r.Label, r.Model, r.Threads, round1(r.PredMs), round1(r.MeasMs))
 		if r.DiskMs > 0 {
