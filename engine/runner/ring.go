@@ -9,7 +9,8 @@ import (
 	"homering/engine/ring/wire"
 )
 
-// ErrNotYet is returned by ring calls this build does not carry out yet.
+// ErrNotYet was returned by the ring calls before they were carried out; no
+// call returns it any more (app/chat.go still tests for it).
 var ErrNotYet = errors.New("runner: the ring across processes is not available in this build yet")
 
 // RingPeer is one worker of a ring job: its device ID and the address its
@@ -35,9 +36,11 @@ type DeviceStats struct {
 	// ComputeMS is the device's measured compute time per token, all its
 	// windows together (decode tokens only).
 	ComputeMS float64 `json:"compute_ms"`
-	// MemPressure is the largest memory pressure the device reported during
-	// the job: the drop of MemAvailable over MemTotal since the job began,
-	// or cgroup usage over its limit inside a cgroup with one. 0..1.
+	// MemPressure is the largest memory pressure the device saw during the
+	// job: the drop of MemAvailable over MemTotal since the job began, or,
+	// inside a memory cgroup with a limit below the machine's RAM, the
+	// cgroup's usage less its page cache (mapped weights the kernel may
+	// evict) over the limit. 0..1.
 	MemPressure float64 `json:"mem_pressure"`
 	// Fetched is the weight-slice bytes the device fetched for the plan (0
 	// on a warm restart: its cache had the slice); SliceBytes its slice's

@@ -89,7 +89,9 @@ func evenPlan(id uint64, layers, nEmbd, k int, devs ...*device) *wire.Plan {
 }
 
 func ringParams(plan *wire.Plan, head *device, workers ...*device) RingParams {
-	rp := RingParams{Plan: plan, Identity: head.dir, TickMS: 250}
+	// A long tick: a loaded CI machine must not look like a dead one. A
+	// killed process is noticed at once anyway (its links close).
+	rp := RingParams{Plan: plan, Identity: head.dir, TickMS: 1000}
 	for _, w := range workers {
 		rp.Peers = append(rp.Peers, RingPeer{ID: w.id, Addr: w.addr})
 	}

@@ -96,6 +96,9 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 		}
 		p.Devices[i].ID = id
 	}
+	if rp.TickMS < 0 || rp.TickMS > 60000 {
+		return rp, fmt.Errorf("runner: a ring tick of %d ms is out of range; give 1-60000 ms, or 0 for the default", rp.TickMS)
+	}
 	if p.Devices[0].ID != self {
 		return rp, fmt.Errorf("runner: the plan's head is %s, this device is %s", p.Devices[0].ID, self)
 	}
@@ -473,7 +476,7 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 }
 
 func (h *headJob) jobStart() *wire.JobStart {
-	js := &wire.JobStart{Job: h.job, Model: h.rm.srv.Model, NCtx: h.nCtx, NoPrefetch: h.noPrefetch}
+	js := &wire.JobStart{Job: h.job, Model: h.rm.srv.Model, NCtx: h.nCtx, NoPrefetch: h.noPrefetch, TickMS: int(h.tick / time.Millisecond)}
 	for _, id := range slices.Sorted(mapKeys(h.peers)) {
 		js.Peers = append(js.Peers, wire.Peer{ID: id, Addr: h.peers[id].Addr})
 	}

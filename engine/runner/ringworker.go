@@ -181,7 +181,10 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 		done: make(chan struct{}), sliceConns: make(chan *transport.Conn, 1), peers: map[string]string{}, log: s.log.With("job", js.Job)}
 	j.setPeers(js.Peers)
 	j.eng = &workerEngine{j: j, g: &driver.GGML{NCtx: js.NCtx, Threads: s.sp.Threads}}
-	j.drv = driver.New(ring.New(s.self, int(defaultTick/time.Millisecond)), j.eng, defaultTick, j.log)
+	// Tick as the head does, so both sides call the other lost after the
+	// same silence.
+	tick := time.Duration(js.TickMS) * time.Millisecond
+	j.drv = driver.New(ring.New(s.self, js.TickMS), j.eng, tick, j.log)
 	j.drv.NoPrefetch = js.NoPrefetch
 	j.drv.Measure = j.eng.measures
 	j.drv.OnJobMsg = func(from string, m wire.Msg) {

@@ -38,7 +38,8 @@
 //	72 SliceList    model [32]byte, fileSize uint64, nTensors uint16, per
 //	                tensor: name string, size uint64, sha256 [32]byte
 //	73 JobStart     job uint64, model [32]byte, nCtx uint32, flags uint8
-//	                (bit 0: no prefetch), nPeers uint8,
+//	                (bit 0: no prefetch), tickMs uint32 (1-60000: the head's
+//	                tick, which the worker adopts), nPeers uint8,
 //	                per peer: id string, addr string (host:port of its
 //	                runner): the head's first frame on its link to a worker,
 //	                sent again when the peers change

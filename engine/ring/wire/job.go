@@ -32,7 +32,10 @@ type JobStart struct {
 	// NoPrefetch: never prefetch a window ahead of its turn (to measure
 	// what prefetching gains).
 	NoPrefetch bool
-	Peers      []Peer
+	// TickMS is the head's tick: the worker ticks alike, so both sides
+	// call the other lost after the same silence.
+	TickMS int
+	Peers  []Peer
 }
 
 // JobAck answers a JobStart: CodeOK, or why the worker refuses the job.
@@ -73,7 +76,9 @@ func (j *JobStart) appendTo(b []byte) []byte {
 	if j.NoPrefetch {
 		flags |= 1
 	}
-	b = append(b, flags, byte(len(j.Peers)))
+	b = append(b, flags)
+	b = be.AppendUint32(b, uint32(j.TickMS))
+	b = append(b, byte(len(j.Peers)))
 	for _, p := range j.Peers {
 		b = appendStr(appendStr(b, p.ID), p.Addr)
 	}
@@ -89,6 +94,7 @@ func (j *JobStart) decode(d *decoder) {
 		d.fail(ErrMalformed, "job flags %#x", flags)
 	}
 	j.NoPrefetch = flags&1 != 0
+	j.TickMS = int(d.u32("tick"))
 	n := d.count(int(d.u8("peers")), MaxPeers, 2, "peers")
 	if n == 0 {
 		return
@@ -106,6 +112,9 @@ func (j *JobStart) validate() error {
 	}
 	if j.NCtx < 1 || uint64(j.NCtx) > 1<<31 {
 		return fmt.Errorf("job n_ctx %d: %w", j.NCtx, ErrMalformed)
+	}
+	if j.TickMS < 1 || j.TickMS > 60000 {
+		return fmt.Errorf("job tick %d ms: %w", j.TickMS, ErrMalformed)
 	}
 	for _, p := range j.Peers {
 		if err := checkName(p.ID); err != nil {

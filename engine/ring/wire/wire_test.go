@@ -37,8 +37,8 @@ func TestRoundTrip(t *testing.T) {
 		{"goodbye", &Goodbye{Code: CodeHeadGone, Text: "head went away"}},
 		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
 		{"slice chunk", &SliceChunk{Model: model, Name: "blk.3.attn_q.weight", Offset: 2, Total: 5, Data: []byte{9, 8, 7}}},
-		{"job start", &JobStart{Job: 3, Model: model, NCtx: 512, Peers: []Peer{{ID: "b", Addr: "127.0.0.1:4000"}, {ID: "c", Addr: "[::1]:5"}}}},
-		{"job start no peers", &JobStart{Job: 3, Model: model, NCtx: 1, NoPrefetch: true}},
+		{"job start", &JobStart{Job: 3, Model: model, NCtx: 512, TickMS: 500, Peers: []Peer{{ID: "b", Addr: "127.0.0.1:4000"}, {ID: "c", Addr: "[::1]:5"}}}},
+		{"job start no peers", &JobStart{Job: 3, Model: model, NCtx: 1, TickMS: 1, NoPrefetch: true}},
 		{"job ack", &JobAck{Job: 3, Code: CodeBadPlan, Text: "serving another job"}},
 		{"job link", &JobLink{Job: 3}},
 		{"device stats", &DeviceStats{Plan: 2, Tokens: 12, ComputeUS: 1 << 40, Pressure: 10000, Fetched: 5, SliceBytes: 1 << 33}},
@@ -135,8 +135,9 @@ func TestEncodeRefusesBadMessages(t *testing.T) {
 		&Activation{Plan: 1, Layers: Range{0, 1}, Rows: 1, NEmbd: 2, DType: F32, Data: make([]byte, 4)},
 		&Goodbye{Text: strings.Repeat("x", MaxText+1)},
 		&SliceRequest{Name: ""},
-		&JobStart{Job: 1, NCtx: 0},
-		&JobStart{Job: 1, NCtx: 8, Peers: []Peer{{ID: "b"}}},
+		&JobStart{Job: 1, NCtx: 0, TickMS: 1},
+		&JobStart{Job: 1, NCtx: 8, TickMS: 0},
+		&JobStart{Job: 1, NCtx: 8, TickMS: 1, Peers: []Peer{{ID: "b"}}},
 		&DeviceStats{Pressure: 10001},
 	} {
 		if _, _, err := Encode(m); err == nil {
@@ -186,7 +187,7 @@ func TestF32Data(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	for _, m := range []Msg{plan2(), &PlanAck{Plan: 1, Text: "x"}, &Activation{Plan: 7, Layers: Range{0, 3}, Rows: 1, NEmbd: 1, DType: F32, Data: make([]byte, 4)},
 		&SliceList{Tensors: []SliceTensor{{Name: "t"}}}, &SliceChunk{Name: "t", Total: 1, Data: []byte{1}},
-		&JobStart{Job: 1, NCtx: 8, Peers: []Peer{{ID: "b", Addr: "x:1"}}}, &DeviceStats{Pressure: 5}} {
+		&JobStart{Job: 1, NCtx: 8, TickMS: 500, Peers: []Peer{{ID: "b", Addr: "x:1"}}}, &DeviceStats{Pressure: 5}} {
 		typ, p, _ := Encode(m)
 		f.Add(byte(typ), p)
 	}
