@@ -251,7 +251,11 @@ func TestRingWorkerKilled(t *testing.T) {
 		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
 	}
 	if st.Replans != 1 || st.LossToTokenMS <= 0 || len(st.Devices) != 2 {
-		t.Errorf("stats %+v: want one replan, a loss-to-token time and two devices", st)
+		t.Fatalf("stats %+v: want one replan, a loss-to-token time and two devices", st)
+	}
+	// w2 keeps its layers (2-4) in the new plan: its slice is reused.
+	if d := st.Devices[1]; d.ID != w2.id || d.Fetched != 0 || d.SliceBytes == 0 {
+		t.Errorf("survivor stats %+v: want w2 with its cached slice, nothing fetched", d)
 	}
 	t.Logf("kill to next token: %v (head: loss noticed to next token %.1f ms)", resumed.Sub(killed).Round(time.Millisecond), st.LossToTokenMS)
 }
@@ -331,7 +335,12 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
 	}
 	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.id {
-		t.Errorf("stats %+v: want one replan, the bad worker gone", st)
+		t.Fatalf("stats %+v: want one replan, the bad worker gone", st)
+	}
+	// w1 went from layers 1-3 to 2-5: layer 2 came from its cache, only
+	// layers 3 and 4 from the head.
+	if d := st.Devices[1]; d.Fetched <= 0 || d.Fetched >= d.SliceBytes {
+		t.Errorf("after the re-plan w1 fetched %d of its %d slice bytes, want only the layers it lacked", d.Fetched, d.SliceBytes)
 	}
 }
 

@@ -354,12 +354,23 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 	}
 	spec := slice.Spec{Model: e.j.model, Source: e.index, Hashes: e.hash, Layers: held(plan.Devices[idx].Windows)}
 	start := time.Now()
-	res, err := (&slice.Builder{Dir: e.j.s.sp.CacheDir}).Build(ctx, spec, e.src)
+	// Layers this device held in another slice (before a re-plan) come
+	// from the cache; only the others travel.
+	b := &slice.Builder{Dir: e.j.s.sp.CacheDir}
+	local := slice.OpenLocal(b.Dir, e.j.model, e.src)
+	res, err := b.Build(ctx, spec, local)
+	fetched := local.RemoteBytes()
+	local.Close()
+	if errors.Is(err, slice.ErrHashMismatch) {
+		e.j.log.Warn("a cached slice is damaged; fetching everything from the head", "err", err)
+		res, err = b.Build(ctx, spec, e.src)
+		fetched += res.Fetched
+	}
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
-	e.fetched, e.sliceLen = res.Fetched, res.Total
+	e.fetched, e.sliceLen = fetched, res.Total
 	e.mu.Unlock()
 	e.j.log.Info("ring slice ready", "path", res.Path, "reused", res.Reused, "fetched", res.Fetched, "bytes", res.Total, "took", time.Since(start).Round(time.Millisecond))
 	if res.Path != e.path {

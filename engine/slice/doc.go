@@ -36,4 +36,12 @@
 // synced: a slice file in use is always complete. A later Build of the same
 // source and layers finds PATH, checks its header and reuses it (warm
 // restart) without fetching anything.
+//
+// # Overlapping slices
+//
+// Local is a Source over the complete slices of the same model already in
+// the cache directory, with the head as the fallback: when a re-plan
+// changes a worker's windows, the layers it already held are copied from
+// disk and only the others travel. Tensors keep their names and bytes in
+// every slice, and Build checks each one's hash whichever source gave it.
 package slice

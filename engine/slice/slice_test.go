@@ -234,3 +234,47 @@ func TestPackageDoc(t *testing.T) {
 		t.Error("doc.go: the package comment is missing or too short to be a spec")
 	}
 }
+
+// A slice whose layers overlap one already in the cache reads the layers
+// it shares from there and fetches only the others.
+func TestLocalReusesCachedLayers(t *testing.T) {
+	src, spec := open(t, stories)
+	dir := t.TempDir()
+	b := &Builder{Dir: dir, Chunk: 1000}
+	first := spec
+	first.Layers = []Range{{3, 5}}
+	if _, err := b.Build(context.Background(), first, src); err != nil {
+		t.Fatal(err)
+	}
+	second := spec
+	second.Layers = []Range{{2, 5}}
+	local := OpenLocal(dir, spec.Model, src)
+	defer local.Close()
+	before := src.reads
+	res, err := b.Build(context.Background(), second, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layer2 int64
+	for _, ti := range Tensors(Spec{Model: spec.Model, Source: spec.Source, Hashes: spec.Hashes, Layers: []Range{{2, 3}}}) {
+		if strings.HasPrefix(ti.Name, "blk.2.") {
+			layer2 += ti.Size
+		}
+	}
+	if got := src.reads - before; got != layer2 || local.RemoteBytes() != layer2 || layer2 == 0 {
+		t.Errorf("fetched %d bytes remotely (Local counted %d), want layer 2's %d", got, local.RemoteBytes(), layer2)
+	}
+	if res.Fetched != res.Total {
+		t.Errorf("Build wrote %d of %d bytes: every tensor of a new slice is written", res.Fetched, res.Total)
+	}
+	if _, err := gguf.Open(res.Path); err != nil {
+		t.Errorf("the slice built from the cache: %v", err)
+	}
+
+	// Another model's slices are not read.
+	other := spec
+	other.Model[0] ^= 1
+	if l := OpenLocal(dir, other.Model, src); len(l.files) != 0 {
+		t.Errorf("OpenLocal found %d slices of another model", len(l.files))
+	}
+}
