@@ -538,6 +538,9 @@ func (h *headJob) deviceStats(plan *wire.Plan, mem *pressure) []DeviceStats {
 	out := make([]DeviceStats, 0, len(plan.Devices))
 	for i, d := range plan.Devices {
 		s := got[d.ID]
+		if i > 0 && s.Plan != plan.ID {
+			s = wire.DeviceStats{} // a late report of an earlier plan
+		}
 		ds := DeviceStats{ID: d.ID, Windows: slices.Clone(d.Windows), Fetched: int64(s.Fetched), SliceBytes: int64(s.SliceBytes)}
 		if s.Tokens > 0 {
 			ds.ComputeMS = float64(s.ComputeUS) / 1000 / float64(s.Tokens)

@@ -339,9 +339,6 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 		d.measure(c, time.Since(start))
 		return done
 	case op.prepare != nil:
-		d.statsMu.Lock()
-		clear(d.stats)
-		d.statsMu.Unlock()
 		code, text := wire.CodeOK, ""
 		if err := d.engine.Prepare(op.prepare, op.prepare.Index(d.selfID())); err != nil {
 			code, text = wire.CodeLoadFailed, err.Error()
@@ -406,6 +403,17 @@ func (d *Driver) report(plan *wire.Plan) {
 // step runs one event through the session and does its actions, queueing
 // engine work on pending; d.mu held.
 func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []engineOp {
+	// A new plan starts new measurements (the head's when it installs it,
+	// a worker's when the plan arrives), before any report of it.
+	_, install := ev.(ring.PlanInstalled)
+	if f, ok := ev.(ring.FrameIn); ok {
+		_, install = f.Msg.(*wire.Plan)
+	}
+	if install {
+		d.statsMu.Lock()
+		clear(d.stats)
+		d.statsMu.Unlock()
+	}
 	plan := d.s.Plan()
 	if p, ok := ev.(ring.Prepared); ok && p.Code == wire.CodeOK {
 		d.report(plan) // before the ack, on the same link: the head has the slice numbers when the plan is up
