@@ -260,6 +260,37 @@ func TestRingWorkerKilled(t *testing.T) {
 	t.Logf("kill to next token: %v (head: loss noticed to next token %.1f ms)", resumed.Sub(killed).Round(time.Millisecond), st.LossToTokenMS)
 }
 
+// The only worker killed: the head finishes the reply alone.
+func TestRingHeadFinishesAlone(t *testing.T) {
+	head, w1 := newDevice(t), newDevice(t)
+	serveRing(t, w1, head)
+	lp := LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
+	g := *greedy(100)
+	g.Prompt = "Once upon a time"
+	want := reference(t, head.sup, lp, g)
+	layers, nEmbd := modelShape(t, smallModel)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 2, head, w1), head, w1)
+	victim := w1.sup.PID()
+	if victim <= 0 {
+		t.Fatal("the worker has no runner process")
+	}
+	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
+		if n == 3 {
+			syscall.Kill(victim, syscall.SIGSTOP)
+			syscall.Kill(victim, syscall.SIGKILL)
+		}
+	}, replanWithout(t, layers, nEmbd, 1, head, w1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
+	}
+	if st.Replans != 1 || len(st.Devices) != 1 {
+		t.Errorf("stats %+v: want one replan and the head alone", st)
+	}
+}
+
 // fakeWorker is a worker that answers the head's job start and then sends
 // a frame that does not decode.
 func fakeWorker(t *testing.T, ctx context.Context, head string) (id, addr string) {
