@@ -31,7 +31,8 @@
 //	GET  /api/v1/plan            Plan: the device map (Halda's plan for the selected model)
 //	GET  /api/v1/live            text/event-stream of Live ("event: live"): at once, after
 //	                             node events or Work changes (batched 150 ms) and every 2 s
-//	                             (memory, heartbeat); Live.Work is the progress bars (work.go)
+//	                             (memory, heartbeat); Live.Work is the progress bars (work.go;
+//	                             a model load's bar fills against load-times.json)
 //	GET  /api/v1/conversations   []ConversationSummary, newest first
 //	GET, PUT, DELETE /api/v1/conversations/{id}   Conversation (conversations/ID.json)
 //

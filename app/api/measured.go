@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,12 +26,13 @@ import (
 //     generation (the engine runs one at a time). The runner protocol says
 //     nothing between the request and the first token, so this is what the
 //     agent can see; the bar fills against how long the same wait took
-//     last time.
+//     last time, remembered across restarts in LoadTimesFile.
 type measuredChat struct {
 	Chatter
-	work *Work
-	now  func() time.Time
-	seq  atomic.Uint64 // task IDs
+	work  *Work
+	now   func() time.Time
+	store string        // LoadTimesFile's path; "": remember in memory only
+	seq   atomic.Uint64 // task IDs
 
 	mu       sync.Mutex // guards the fields below
 	last     *measurement
@@ -42,8 +46,52 @@ type measurement struct {
 	at         time.Time
 }
 
-func newMeasuredChat(c Chatter, w *Work, now func() time.Time) *measuredChat {
-	return &measuredChat{Chatter: c, work: w, now: now, loadTook: map[string]time.Duration{}}
+// LoadTimesFile, in the config directory, keeps how long each model took to
+// load last time ({"/path/m.gguf": milliseconds}), so the first load after
+// a restart has an estimate too.
+const LoadTimesFile = "load-times.json"
+
+// newMeasuredChat wraps c; store is LoadTimesFile's path ("": none).
+func newMeasuredChat(c Chatter, w *Work, now func() time.Time, store string) *measuredChat {
+	m := &measuredChat{Chatter: c, work: w, now: now, store: store, loadTook: map[string]time.Duration{}}
+	if store != "" {
+		// A missing or damaged file only means no estimates yet.
+		if b, err := os.ReadFile(store); err == nil {
+			var ms map[string]int64
+			if json.Unmarshal(b, &ms) == nil {
+				for k, v := range ms {
+					if v > 0 {
+						m.loadTook[k] = time.Duration(v) * time.Millisecond
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+// saveLoadTimes writes loadTook to the store (m.mu held). Failing to write
+// costs only the next restart's estimate, so errors are dropped.
+func (m *measuredChat) saveLoadTimes() {
+	if m.store == "" {
+		return
+	}
+	ms := make(map[string]int64, len(m.loadTook))
+	for k, v := range m.loadTook {
+		ms[k] = v.Milliseconds()
+	}
+	b, err := json.Marshal(ms)
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(m.store), ".load-times-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), m.store) != nil {
+		os.Remove(tmp.Name())
+	}
 }
 
 // waitTask words the wait before the first token.
@@ -96,6 +144,7 @@ func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit f
 	case err == nil:
 		if kind == "load" && !first.IsZero() {
 			m.loadTook[model.Path] = max(first.Sub(start)-time.Duration(st.PromptMS*float64(time.Millisecond)), 0)
+			m.saveLoadTimes()
 		}
 		if st.CompletionTokens > 0 {
 			m.warm = model.Path

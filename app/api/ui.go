@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"io/fs"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +52,11 @@ func (s *Server) registerUI(m *http.ServeMux) {
 		// device map can show measured speed: see measured.go.
 		mc, ok := s.Chat.(*measuredChat)
 		if !ok {
-			mc = newMeasuredChat(s.Chat, s.Work, time.Now)
+			store := ""
+			if dir := s.Node.Status().ConfigDir; dir != "" {
+				store = filepath.Join(dir, LoadTimesFile)
+			}
+			mc = newMeasuredChat(s.Chat, s.Work, time.Now, store)
 			s.Chat = mc
 		}
 		u.chat = mc

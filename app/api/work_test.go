@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -82,7 +84,8 @@ func TestChatWaitIsWork(t *testing.T) {
 	w := NewWork()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	mc := newMeasuredChat(g, w, clock)
+	store := filepath.Join(t.TempDir(), LoadTimesFile)
+	mc := newMeasuredChat(g, w, clock, store)
 
 	type seen struct {
 		Kind, Title, Detail string
@@ -121,6 +124,23 @@ func TestChatWaitIsWork(t *testing.T) {
 	}
 	if m := mc.measured(); m == nil || *m != 20 {
 		t.Errorf("measured = %v, want 20 ms/token", m)
+	}
+
+	// After a restart the first load is expected to take as long as the
+	// last one did before it.
+	mc = newMeasuredChat(g, w, clock, store)
+	lastLoad := load
+	lastLoad.ExpectedMs = 500 // the fourth wait above: 1 s, 0.5 s of it the prompt
+	if got := step(nil, time.Second); got != lastLoad {
+		t.Errorf("first wait after a restart = %+v, want %+v", got, lastLoad)
+	}
+	// A damaged file only loses the estimate.
+	if err := os.WriteFile(store, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mc = newMeasuredChat(g, w, clock, store)
+	if got := step(nil, time.Second); got != load {
+		t.Errorf("first wait with a damaged %s = %+v, want %+v", LoadTimesFile, got, load)
 	}
 }
 
