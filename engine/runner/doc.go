@@ -104,7 +104,9 @@
 // serving child lowers its CPU priority (nice 10 on every thread on Linux,
 // the process on macOS). It runs one job at a time: on the head's PlanInstall
 // it fetches the slice of its windows into serve.cache_dir (engine/slice:
-// verified, resumable; a warm restart reuses it and fetches nothing), maps it
+// verified, resumable; a warm restart reuses it and fetches nothing, and
+// after a re-plan the layers it already held are copied from its cache, so
+// only the others travel), maps it
 // (weights stay page cache), opens its windows and dials its successor in
 // the ring (wire.JobLink first) unless that is the head. A job ends when the
 // head says goodbye, its link closes or it falls silent: the windows close
