@@ -400,6 +400,32 @@ func niceValues(t *testing.T, pid int) []int {
 	return out
 }
 
+// sliceMemory sums, over the mappings of files under dir in process pid,
+// the resident kB and the anonymous kB (private copies of file pages).
+func sliceMemory(t *testing.T, pid int, dir string) (rss, anon int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		t.Fatalf("read the smaps of worker %d: %v", pid, err)
+	}
+	in := false
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			in = len(f) >= 6 && strings.HasPrefix(f[5], dir)
+		case in && len(f) >= 2 && (f[0] == "Rss:" || f[0] == "Anonymous:"):
+			n, _ := strconv.Atoi(f[1])
+			if f[0] == "Rss:" {
+				rss += n
+			} else {
+				anon += n
+			}
+		}
+	}
+	return rss, anon
+}
+
 // mapsPath reports whether process pid maps a file under dir.
 func mapsPath(t *testing.T, pid int, dir string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
@@ -433,6 +459,12 @@ func TestRingHeadKilled(t *testing.T) {
 	_, _, err := ringTokens(t, head, lp, rp, g, func(n int) {
 		if n == 3 {
 			mapped = mapsPath(t, w1.sup.PID(), w1.cache) && mapsPath(t, w2.sup.PID(), w2.cache)
+			// The weights are the slice's pages, never private copies.
+			for _, w := range workers {
+				if rss, anon := sliceMemory(t, w.sup.PID(), w.cache); rss == 0 || anon != 0 {
+					t.Errorf("worker %s holds its slice as %d kB resident, %d kB of them anonymous; want file pages only", w.id, rss, anon)
+				}
+			}
 			syscall.Kill(headPID, syscall.SIGSTOP)
 			syscall.Kill(headPID, syscall.SIGKILL)
 			killed = time.Now()
