@@ -19,7 +19,9 @@
 # Prints TTFT, TPOT and memory pressure per device (bench/ringbench/doc.go
 # says how each is measured), the ratios to (a) and whether (d) meets the
 # target: >= 5x faster than (a), pressure <= 6% per device. Agent logs stay
-# in bench/out/ring/agent-d*.log (HOMERING_DEBUG=1 for more).
+# in bench/out/ring/agent-d*.log (HOMERING_DEBUG=1 for more), the rows in
+# bench/out/ring/last-results.jsonl. Full size takes ~20 minutes (shipping
+# ~2 GB of slices over 300 Mbit, more when a chat re-plans), quick ~2.
 #
 # Model: a generated llama, 60 layers, n_embd 2048, Q8_0, 3.0 GB, in
 # testdata/models/bench-ring/ (kept across runs), caps 1.5 GiB each, 16
@@ -58,9 +60,13 @@ results=$out/results-$$.jsonl
 homes=$out/homes-$$
 cleanup() {
 	rig_down # kills the agents (they are in the cgroups) before their homes go
-	rm -rf "$homes" "$results"
+	rm -rf "$homes"
+	[ -f "$results" ] && mv "$results" "$out/last-results.jsonl"
 }
 trap cleanup EXIT
+for d in "$out"/homes-*; do # slice caches of runs that were killed
+	if [ -d "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null; then rm -rf "$d"; fi
+done
 cgs="d1=${RIG_CG[1]},d2=${RIG_CG[2]},d3=${RIG_CG[3]}"
 echo "ring bench: model $(basename "$model") ($((msize / 1048576)) MiB), caps $((cap / 1048576)) MiB per device, $tokens tokens, 1 thread; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -120,14 +126,14 @@ elif [[ $("$out/homering" chat -h 2>&1) != *-no-prefetch* ]]; then
 elif ! setup_err=$(ring_setup 2>&1); then
 	na "ring setup failed: $(echo "$setup_err" | tail -3 | tr '\n' ' ')"
 else
-	bench/out/ringbench snapshot -cgroups "$cgs" >"$out/base-$$.json"
+	bench/out/ringbench snapshot -cgroups "$cgs" >"$out/base.json"
 	export -f cli
 	export root out homes
 	export RIG_NS_1=${RIG_NS[1]}
 	for j in 0 1 2; do
 		bench/out/ringbench evict "$model"
 		# shellcheck disable=SC2086 # the flags are words
-		bench/out/ringbench measure -case "${ring_cases[j]}" -out "$results" -cgroups "$cgs" -base "$out/base-$$.json" -parse chat -- \
+		bench/out/ringbench measure -case "${ring_cases[j]}" -out "$results" -cgroups "$cgs" -base "$out/base.json" -parse chat -- \
 			bash -c 'set -e
 				for w in 1 2; do
 					HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n 2 --temp 0 --raw --json "Warm up $w: ship the slices, load the windows." >/dev/null
