@@ -218,8 +218,13 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
 		st, err = b.sup.RingGenerate(ctx, lp, job.params, g, onToken, b.replan(job))
-		if errors.Is(err, runner.ErrNotYet) && first.IsZero() {
-			job, note = nil, "this build's engine cannot run a ring yet"
+		var died *runner.DiedError
+		if err != nil && first.IsZero() && ctx.Err() == nil && !errors.As(err, &died) {
+			// The ring never produced a token (every worker refused or
+			// vanished while preparing): this device alone still answers,
+			// more slowly, rather than losing the message.
+			b.log.Warn("the ring failed before its first token; answering on this device alone", "err", err)
+			job, note = nil, "the ring could not start: "+personText(err.Error())
 		} else {
 			ringRun = b.ringRun(job, st)
 			b.remember(job.model, ringRun, "")
@@ -281,11 +286,11 @@ func (b *chatBackend) problem(path string, err error) error {
 			died.During, what)}
 	case errors.As(err, &re) && re.Code == runner.CodeLoad:
 		b.report(apitype.Problem{Code: problemModel, Title: "The selected model cannot be loaded.",
-			Text: fmt.Sprintf("%s: %s", filepath.Base(path), re.Text), Fix: "Choose another model in Settings."})
+			Text: fmt.Sprintf("%s: %s", filepath.Base(path), personText(re.Text)), Fix: "Choose another model in Settings."})
 		return &api.ChatError{Status: http.StatusUnprocessableEntity, Text: fmt.Sprintf(
-			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(re.Text, "."))}
+			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(personText(re.Text), "."))}
 	case errors.As(err, &re):
-		return &api.ChatError{Status: http.StatusBadRequest, Text: strings.TrimSuffix(re.Text, ".") + "."}
+		return &api.ChatError{Status: http.StatusBadRequest, Text: strings.TrimSuffix(personText(re.Text), ".") + "."}
 	}
 	return err
 }
@@ -306,3 +311,23 @@ func chatStats(st runner.Stats, model string) apitype.ChatStats {
 
 // Close ends the engine child.
 func (b *chatBackend) Close() error { return b.sup.Close() }
+
+// personText drops the package prefixes ("ggml: gguf: ...") that wrapped
+// errors carry for developers; a person reads the sentence behind them.
+func personText(s string) string {
+	for {
+		pkg, rest, ok := strings.Cut(s, ": ")
+		if !ok || !enginePackage(pkg) {
+			return s
+		}
+		s = rest
+	}
+}
+
+func enginePackage(name string) bool {
+	switch name {
+	case "ggml", "gguf", "runner", "slice", "driver", "ring", "wire", "transport", "head", "halda", "lpsolve", "profile", "llama":
+		return true
+	}
+	return false
+}

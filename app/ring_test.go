@@ -146,3 +146,16 @@ func TestPrintRing(t *testing.T) {
 		}
 	}
 }
+
+func TestPersonText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"ggml: gguf: the file ends early (cut at 100 of 2000 bytes).", "the file ends early (cut at 100 of 2000 bytes)."},
+		{"open /m.gguf: no such file or directory", "open /m.gguf: no such file or directory"},
+		{"runner: the ring lost every worker", "the ring lost every worker"},
+		{"plain sentence", "plain sentence"},
+	} {
+		if got := personText(tc.in); got != tc.want {
+			t.Errorf("personText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

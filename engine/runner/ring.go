@@ -2,16 +2,11 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
 	"homering/engine/ring/wire"
 )
-
-// ErrNotYet was returned by the ring calls before they were carried out; no
-// call returns it any more (app/chat.go still tests for it).
-var ErrNotYet = errors.New("runner: the ring across processes is not available in this build yet")
 
 // RingPeer is one worker of a ring job: its device ID and the address its
 // runner child listens on (ServeRing's answer on that device).
