@@ -37,6 +37,24 @@ func TestPlanTable(t *testing.T) {
 	}
 }
 
+// TestPlanRounds: --rounds fixes k (70B on the testbed takes k=2 freely).
+func TestPlanRounds(t *testing.T) {
+	code, out, errs := runPlan(t, "--devices", testbed, "--shape", shape70, "--rounds", "4", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var p halda.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("not a plan: %v\n%s", err, out)
+	}
+	if p.K != 4 || p.Window != 20 {
+		t.Errorf("--rounds 4: k=%d window %d, want k=4 and windows of 20 layers", p.K, p.Window)
+	}
+	if code, _, errs := runPlan(t, "--devices", testbed, "--shape", shape70, "--rounds", "3"); code == 0 || !strings.Contains(errs, "rounds") {
+		t.Errorf("--rounds 3 on 80 layers: exit %d, %q; want an error naming rounds", code, errs)
+	}
+}
+
 func TestPlanJSON(t *testing.T) {
 	code, out, errs := runPlan(t, "--devices", testbed, "--shape", shape8, "--head", "D3", "--json")
 	if code != 0 {
