@@ -28,7 +28,8 @@
 # needs an engine that keeps a fixed part resident: not measured here.
 #
 # Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
-# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 3 tokens, and the cgroup
+# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 5 tokens (calibration
+# needs 5 samples), and the cgroup
 # row with 2 reps of 2 tokens. BENCH_REPS, BENCH_TOKENS override. The machine
 # is shared: the load average is printed; the per-rep values show the noise.
 set -euo pipefail
@@ -56,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ -n "${BENCH_QUICK:-}" ]; then
-	models="testdata/models/llama-1g-Q4_K.gguf"; threads="1"; reps=${BENCH_REPS:-2}; tokens=${BENCH_TOKENS:-3}
+	models="testdata/models/llama-1g-Q4_K.gguf"; threads="1"; reps=${BENCH_REPS:-2}; tokens=${BENCH_TOKENS:-5}
 	cgmodel="testdata/models/llama-1g-Q4_K.gguf"; cgreps=2; cgtokens=2
 else
 	models="testdata/models/llama-1g-Q8_0.gguf,testdata/models/llama-1g-Q4_K.gguf"; threads="1,2"
