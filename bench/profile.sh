@@ -21,7 +21,7 @@
 # Under the cgroup the profile's page-fault throughput (not the O_DIRECT
 # one) prices the re-read weights: see halda's package doc. One window that
 # does not fit re-reads all its weights every token (the kernel's LRU
-# against a cyclic sweep; /proc/self/io shows 841 of the 837 MB of layer
+# against a cyclic sweep; /proc/self/io shows 841 MB read per token for 837 MB of layer
 # and output weights read per token at a 55% limit), which is what Halda
 # charges when a window does not fit. Halda's plan for this device alone
 # would take k = 2 rounds and charge only the overflow (eq. 15), which
