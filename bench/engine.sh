@@ -7,8 +7,10 @@
 # ours/llama.cpp; the target is >= 1.0 for prefill and decode.
 #
 # Models: the generated ~1 GB llamas (16 layers, n_embd 2048) in Q8_0 and Q4_K,
-# prefill 128 tokens then 32 decode steps, 1 and 2 threads, 3 repetitions
+# prefill 128 tokens then 32 decode steps, 1 and 2 threads, 5 repetitions
 # (BENCH_REPS=N to change). BENCH_QUICK=1: stories260K, 1 thread, 1 repetition.
+# The engines run back to back (prefill against prefill, each decode step
+# against the same step) and the ratio is the median of those pairs' ratios.
 # The machine is shared: read the 1-thread rows and the tok/cpu-s columns first;
 # 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
 set -euo pipefail
@@ -22,7 +24,7 @@ if [ -n "${BENCH_QUICK:-}" ]; then
 	args=(-threads 1 -reps 1 -prefill 128 -decode 16)
 else
 	models="testdata/models/llama-1g-Q8_0.gguf,testdata/models/llama-1g-Q4_K.gguf"
-	args=(-threads "${BENCH_THREADS:-1,2}" -reps "${BENCH_REPS:-3}" -prefill 128 -decode 32)
+	args=(-threads "${BENCH_THREADS:-1,2}" -reps "${BENCH_REPS:-5}" -prefill 128 -decode 32)
 fi
 for m in ${models//,/ }; do
 	[ -f "$m" ] || { echo "bench/engine.sh: $m is missing; run build/setup.sh to generate the test models." >&2; exit 1; }

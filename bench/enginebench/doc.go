@@ -5,10 +5,15 @@
 //
 // For each model and thread count it loads both engines, warms them (one
 // untimed run each, which also pages the weights in), then for every
-// repetition and in alternating order runs, in each engine: clear the KV
-// cache, evaluate a prompt of -prefill tokens as one batch (only the last
-// token's logits, as a prefill does), then -decode single-token steps. It
-// prints the median tokens/s of each phase and the ratio ours/llama.cpp.
+// repetition clears both KV caches, evaluates a prompt of -prefill tokens as
+// one batch in each engine (only the last token's logits, as a prefill does),
+// then -decode single-token steps, each step in one engine right after the
+// other; which engine goes first alternates by repetition. It prints the
+// median tokens/s of each phase and engine, and as the ratio ours/llama.cpp
+// the median over repetitions of each back-to-back pair's ratio: on a shared
+// machine whose load swings within a minute, a ratio of two medians taken
+// minutes apart measures the load more than the engines (it read 0.87-0.90
+// for prefill while identical graphs ran identical kernels).
 // Both engines are fed the same tokens: the prompt is a fixed text tokenized
 // by the model, the decode tokens are llama.cpp's greedy choices.
 package main

@@ -71,22 +71,28 @@ func run(args []string, out io.Writer) error {
 			fmt.Fprintf(os.Stderr, "enginebench: %s, %d threads: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s\n",
 				name, th, r.ours.prefill, r.ref.prefill, r.ours.decode, r.ref.decode)
 			fmt.Fprintf(tw, "%s\t%d\tprefill %d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2f\t\n", name, th, c.prefill,
-				r.ours.prefill, r.ref.prefill, r.ours.prefill/r.ref.prefill, r.oursCPU.prefill, r.refCPU.prefill, r.oursCPU.prefill/r.refCPU.prefill)
+				r.ours.prefill, r.ref.prefill, r.ratio.prefill, r.oursCPU.prefill, r.refCPU.prefill, r.ratioCPU.prefill)
 			fmt.Fprintf(tw, "%s\t%d\tdecode %d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", name, th, c.decode,
-				r.ours.decode, r.ref.decode, r.ours.decode/r.ref.decode, r.oursCPU.decode, r.refCPU.decode, r.oursCPU.decode/r.refCPU.decode)
+				r.ours.decode, r.ref.decode, r.ratio.decode, r.oursCPU.decode, r.refCPU.decode, r.ratioCPU.decode)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "(medians of %d runs each, engines alternating; tok/s = tokens / wall time of the phase;\n"+
-		" tok/cpu-s = tokens / CPU time of the whole process in the phase, which a busy machine disturbs less)\n", c.reps)
+		" tok/cpu-s = tokens / CPU time of the whole process in the phase, which a busy machine disturbs less;\n"+
+		" ours/llama.cpp = median of the ratios of back-to-back pairs, one pair per run)\n", c.reps)
 	return nil
 }
 
 type speeds struct{ prefill, decode float64 } // tokens per second
 
-type result struct{ ours, ref, oursCPU, refCPU speeds }
+// result holds each engine's median speeds and, per measure (wall, CPU), the
+// median over runs of the ratio ours/llama.cpp of one run's back-to-back
+// pair. A ratio of medians would compare runs minutes apart; on a shared
+// machine whose load swings by 2x within a minute that is mostly noise, while
+// the two halves of a pair see about the same load.
+type result struct{ ours, ref, oursCPU, refCPU, ratio, ratioCPU speeds }
 
 // engine is the part of each engine the benchmark drives.
 type engine interface {
@@ -148,43 +154,65 @@ func measure(path string, threads int, c config) (result, error) {
 	engines := []engine{ours{w}, ref{r}}
 	times := make([][2][]time.Duration, 2) // [engine][phase]
 	cpus := make([][2][]time.Duration, 2)
-	for rep := -1; rep < c.reps; rep++ { // rep -1 warms up
+	for rep := -1; rep < c.reps; rep++ { // rep -1 warms up: pages the weights in, builds graphs
 		order := []int{0, 1}
 		if rep%2 == 1 {
-			order = []int{1, 0} // alternate, so drift in machine load hits both
+			order = []int{1, 0} // alternate who goes first, so neither always follows the other
+		}
+		// The two engines run back to back on each phase, prefill against
+		// prefill and each decode step against the same step, so the two
+		// halves of a pair see about the same machine load.
+		var wall, cpu [2][2]time.Duration // [engine][phase]
+		for _, i := range order {
+			engines[i].clear()
 		}
 		for _, i := range order {
-			e := engines[i]
-			e.clear()
 			t0, c0 := time.Now(), cpuTime()
-			if _, err := e.eval(prompt, 0); err != nil {
+			if _, err := engines[i].eval(prompt, 0); err != nil {
 				return result{}, err
 			}
-			t1, c1 := time.Now(), cpuTime()
-			steps := decode
-			if rep < 0 {
-				steps = decode[:min(2, len(decode))] // warm-up: page the weights in, build graphs
-			}
-			for j, tok := range steps {
-				if _, err := e.eval([]int32{tok}, c.prefill+j); err != nil {
+			wall[i][0], cpu[i][0] = time.Since(t0), cpuTime()-c0
+		}
+		steps := decode
+		if rep < 0 {
+			steps = decode[:min(2, len(decode))]
+		}
+		for j, tok := range steps {
+			for _, i := range order {
+				t0, c0 := time.Now(), cpuTime()
+				if _, err := engines[i].eval([]int32{tok}, c.prefill+j); err != nil {
 					return result{}, err
 				}
+				wall[i][1] += time.Since(t0)
+				cpu[i][1] += cpuTime() - c0
 			}
-			t2, c2 := time.Now(), cpuTime()
-			if rep >= 0 {
-				times[i][0] = append(times[i][0], t1.Sub(t0))
-				times[i][1] = append(times[i][1], t2.Sub(t1))
-				cpus[i][0] = append(cpus[i][0], c1-c0)
-				cpus[i][1] = append(cpus[i][1], c2-c1)
+		}
+		if rep < 0 {
+			continue
+		}
+		for i := range engines {
+			for ph := range 2 {
+				times[i][ph] = append(times[i][ph], wall[i][ph])
+				cpus[i][ph] = append(cpus[i][ph], cpu[i][ph])
 			}
 		}
 	}
 	tps := func(n int, ds []time.Duration) float64 { return float64(n) / median(ds).Seconds() }
+	// ratio: tokens/s ours over llama.cpp = time llama.cpp over time ours.
+	ratio := func(ds [][2][]time.Duration, phase int) float64 {
+		rs := make([]float64, len(ds[0][phase]))
+		for k := range rs {
+			rs[k] = ds[1][phase][k].Seconds() / ds[0][phase][k].Seconds()
+		}
+		return medianFloat(rs)
+	}
 	return result{
-		ours:    speeds{tps(c.prefill, times[0][0]), tps(c.decode, times[0][1])},
-		ref:     speeds{tps(c.prefill, times[1][0]), tps(c.decode, times[1][1])},
-		oursCPU: speeds{tps(c.prefill, cpus[0][0]), tps(c.decode, cpus[0][1])},
-		refCPU:  speeds{tps(c.prefill, cpus[1][0]), tps(c.decode, cpus[1][1])},
+		ours:     speeds{tps(c.prefill, times[0][0]), tps(c.decode, times[0][1])},
+		ref:      speeds{tps(c.prefill, times[1][0]), tps(c.decode, times[1][1])},
+		oursCPU:  speeds{tps(c.prefill, cpus[0][0]), tps(c.decode, cpus[0][1])},
+		refCPU:   speeds{tps(c.prefill, cpus[1][0]), tps(c.decode, cpus[1][1])},
+		ratio:    speeds{ratio(times, 0), ratio(times, 1)},
+		ratioCPU: speeds{ratio(cpus, 0), ratio(cpus, 1)},
 	}, nil
 }
 
@@ -221,6 +249,15 @@ func cpuTime() time.Duration {
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func medianFloat(xs []float64) float64 {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
