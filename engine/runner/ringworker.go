@@ -62,7 +62,7 @@ func startServer(ctx context.Context, sp ServeParams, log *slog.Logger) (*server
 			return transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
 		Authorize: func(id identity.DeviceID) transport.Decision {
-			if s.allow[id.String()] {
+			if s.allow[id.String()] || s.inJob(id.String()) {
 				return transport.AllowLink
 			}
 			return transport.Refuse
@@ -103,6 +103,17 @@ func startServer(ctx context.Context, sp ServeParams, log *slog.Logger) (*server
 func (s *server) stop() {
 	s.cancel()
 	<-s.done
+}
+
+// inJob reports whether id is a device of the job in flight. A person pairs
+// each worker with the head, not the workers with each other; the head
+// (paired, so trusted) names the job's devices by certificate hash, which
+// is enough to admit the predecessor's activation link for this job only.
+func (s *server) inJob(id string) bool {
+	s.mu.Lock()
+	j := s.job
+	s.mu.Unlock()
+	return j != nil && j.knows(id)
 }
 
 func (s *server) endJob() {
