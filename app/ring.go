@@ -1,15 +1,10 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -61,10 +56,7 @@ func (b *chatBackend) attach(n *node.Node) {
 // RingProfile implements node.Worker: the newest valid cached profile of
 // this device (homering profile), else a quick default.
 func (b *chatBackend) RingProfile() (halda.Device, bool) {
-	if p, ok := cachedProfile(filepath.Join(b.dir, "profiles")); ok {
-		if mem, err := sysinfo.ReadMemory(); err == nil {
-			p.Memory = mem
-		}
+	if p, ok, err := profile.LoadCached(b.dir); err == nil && ok {
 		return p.Device(""), true
 	}
 	return quickProfile(), false
@@ -75,43 +67,6 @@ func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, 
 	return b.sup.ServeRing(ctx, runner.ServeParams{
 		Identity: b.dir, Allowed: allowed, CacheDir: filepath.Join(b.dir, "cache", "slices"), Threads: b.threads,
 	})
-}
-
-// cachedProfile returns the newest profile in dir whose checksum holds
-// (engine/profile's cache format); Memory is left as measured.
-func cachedProfile(dir string) (profile.Profile, bool) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	var best profile.Profile
-	found := false
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var e struct {
-			SHA256  string          `json:"sha256"`
-			Profile json.RawMessage `json:"profile"`
-		}
-		if json.Unmarshal(b, &e) != nil {
-			continue
-		}
-		var compact bytes.Buffer
-		if json.Compact(&compact, e.Profile) != nil {
-			continue
-		}
-		sum := sha256.Sum256(compact.Bytes())
-		var p profile.Profile
-		if hex.EncodeToString(sum[:]) != e.SHA256 || json.Unmarshal(e.Profile, &p) != nil {
-			continue
-		}
-		if p.CPUReadBytesPerSec <= 0 || len(p.CPUFlops) == 0 || p.Version != profile.Version {
-			continue
-		}
-		if !found || p.MeasuredAt.After(best.MeasuredAt) {
-			best, found = p, true
-		}
-	}
-	return best, found
 }
 
 // quickProfile is a device not profiled yet: a modest laptop CPU with this

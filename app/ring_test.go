@@ -2,9 +2,6 @@ package app
 
 import (
 	"bytes"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,40 +17,6 @@ import (
 func testProfile(at time.Time, flops float64) profile.Profile {
 	return profile.Profile{Version: profile.Version, Key: "k-" + at.Format("150405"), MeasuredAt: at, OS: "linux", CPUs: 2, Threads: 1,
 		CPUFlops: map[string]float64{"f32": flops}, CPUReadBytesPerSec: 1e10, MemReadBytesPerSec: 1e10}
-}
-
-// TestCachedProfile reads what engine/profile's cache writes: the newest
-// entry whose checksum holds; a tampered or foreign file is skipped.
-func TestCachedProfile(t *testing.T) {
-	dir := t.TempDir()
-	if _, ok := cachedProfile(dir); ok {
-		t.Fatal("an empty cache gave a profile")
-	}
-	c := profile.NewCache(dir, slog.New(slog.DiscardHandler))
-	now := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
-	for _, p := range []profile.Profile{testProfile(now.Add(-time.Hour), 1e9), testProfile(now, 2e9)} {
-		if err := c.Store(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p, ok := cachedProfile(dir)
-	if !ok || p.CPUFlops["f32"] != 2e9 {
-		t.Fatalf("cachedProfile = %v %v, want the newest (2e9 FLOP/s)", p.CPUFlops, ok)
-	}
-	// Tamper with the newest: its checksum fails, the older one is used.
-	f := filepath.Join(dir, "k-010000.json")
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, bytes.Replace(b, []byte("2000000000"), []byte("9000000000"), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "junk.json"), []byte("{not json"), 0o644)
-	p, ok = cachedProfile(dir)
-	if !ok || p.CPUFlops["f32"] != 1e9 {
-		t.Errorf("after tampering: %v %v, want the older profile (1e9 FLOP/s)", p.CPUFlops, ok)
-	}
 }
 
 func TestQuickProfileSolves(t *testing.T) {
