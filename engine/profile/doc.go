@@ -30,7 +30,12 @@
 //     and reduced by the median of the paired differences so that machine
 //     noise hits both alike, give one whole layer's time (attention, norms,
 //     rope and per-op costs included), and 𝒯 is set so that
-//     f/s + b'/𝒯 at the probe's 256-token KV equals it. A probe that
+//     f/s + b'/𝒯 at the probe's 256-token KV equals it. When the hot
+//     rates put more than half the probed layer in compute (a busy machine
+//     preempting a pool thread wrecks their two-size slope: 0.2-0.5 GFLOPS
+//     for q8_0 with 2 threads against 20 with 1), every rate is raised so
+//     that compute is half of it (Probe.FlopsScale): the layer keeps its
+//     measured time. A probe that
 //     measures nothing (noise) falls back to the matmul split. The plain
 //     streaming read bandwidth (MemReadBytesPerSec) is reported beside it.
 //   - RAM total and available, swap, and the memory cgroup limit

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"homering/engine/profile/sysinfo"
 )
@@ -67,5 +68,41 @@ func TestMeasureFault(t *testing.T) {
 	r, scratch, err = measureFault("", "../../testdata/models", 24<<20, testLog(t))
 	if err != nil || r <= 0 || !scratch {
 		t.Errorf("measureFault(no model) = %v, scratch %v, %v; want a rate from a scratch file", r, scratch, err)
+	}
+}
+
+func TestFitProbe(t *testing.T) {
+	pr := Probe{LayerSec: 0.010, LayerBytes: 40e6}
+	tests := []struct {
+		name      string
+		flops     map[string]float64
+		wantRead  float64
+		wantScale float64
+		wantFlops map[string]float64
+	}{{
+		name:      "sane rates: 3 ms compute, 7 ms reading 40 MB",
+		flops:     map[string]float64{"q8_0": 30e9, "f16": 10e9},
+		wantRead:  40e6 / 0.007,
+		wantScale: 1,
+		wantFlops: map[string]float64{"q8_0": 30e9, "f16": 10e9},
+	}, {
+		name:      "wrecked rates (100 ms of compute in a 10 ms layer) are raised to half the layer",
+		flops:     map[string]float64{"q8_0": 0.9e9, "f16": 10e9},
+		wantRead:  40e6 / 0.005,
+		wantScale: 0.1 / 0.005,
+		wantFlops: map[string]float64{"q8_0": 0.9e9 * 20, "f16": 10e9 * 20},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The layer: 90 MFLOP of q8_0 (3 ms at 30 GFLOPS); no f16.
+			read, scale := fitProbe(tt.flops, map[string]float64{"q8_0": 90e6}, pr)
+			approx := cmpopts.EquateApprox(1e-9, 0)
+			if diff := cmp.Diff([]float64{tt.wantRead, tt.wantScale}, []float64{read, scale}, approx); diff != "" {
+				t.Errorf("fitProbe (read, scale) (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantFlops, tt.flops, approx); diff != "" {
+				t.Errorf("flops after fitProbe (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -25,6 +25,9 @@ type Probe struct {
 	LayerBytes int64   `json:"layer_bytes"` // its weights plus KV at probeContext
 	AttnFlops  float64 `json:"attn_flops"`  // its attention FLOPs at probeContext (F16 KV)
 	Layers     int     `json:"layers"`      // n, the layers the difference spans
+	// FlopsScale, when above 1, is the factor the matmul rates were raised
+	// by to keep compute within half the layer's time (fitProbe).
+	FlopsScale float64 `json:"flops_scale,omitempty"`
 }
 
 // probeSteps is how many paired steps are timed after two warm-up steps.

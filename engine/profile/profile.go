@@ -317,14 +317,13 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 			log.Warn("profile: layer probe failed; memory throughput from the matmuls alone", "err", err)
 		} else {
 			layerFlops["f16"] += pr.AttnFlops
-			var compute float64
-			for k, f := range layerFlops {
-				if s := p.CPUFlops[k]; s > 0 {
-					compute += f / s
-				}
+			var scale float64
+			p.CPUReadBytesPerSec, scale = fitProbe(p.CPUFlops, layerFlops, pr)
+			if scale > 1 {
+				log.Warn("profile: the matmul rates put more than half a layer's probed time in compute; scaled up (a busy machine preempting the thread pool)", "factor", scale)
+				pr.FlopsScale = scale
 			}
 			p.Probe = &pr
-			p.CPUReadBytesPerSec = float64(pr.LayerBytes) / max(pr.LayerSec-compute, 0.01*pr.LayerSec)
 		}
 	}
 
@@ -376,6 +375,36 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	p.TookSec = time.Since(start).Seconds()
 	log.Debug("profile: measured", "took", time.Since(start), "key", p.Key)
 	return p, nil
+}
+
+// maxComputeShare bounds the compute part of a probed layer: a decode step
+// streams the layer's weights from RAM, so compute is never most of it (on
+// this machine with one thread it is about 30%).
+const maxComputeShare = 0.5
+
+// fitProbe sets 𝒯 so that Halda's per-layer time f/s + b'/𝒯 equals the
+// probe's layer time. The hot matmul rates come from the slope of two short
+// timings, which a preempted pool thread wrecks on a busy machine (seen:
+// 0.2-0.5 GFLOPS for q8_0 with 2 threads against 20 with 1): when they put
+// more than maxComputeShare of the layer in compute, every rate in flops is
+// multiplied by scale > 1 so that compute is that share, keeping the layer
+// at its measured time. flops is changed in place.
+func fitProbe(flops, layerFlops map[string]float64, pr Probe) (readBytesPerSec, scale float64) {
+	var compute float64
+	for k, f := range layerFlops {
+		if s := flops[k]; s > 0 {
+			compute += f / s
+		}
+	}
+	scale = 1
+	if limit := maxComputeShare * pr.LayerSec; compute > limit {
+		scale = compute / limit
+		for k := range flops {
+			flops[k] *= scale
+		}
+		compute = limit
+	}
+	return float64(pr.LayerBytes) / (pr.LayerSec - compute), scale
 }
 
 func gpus() []GPU {
