@@ -139,6 +139,13 @@ func printProfile(w io.Writer, p profile.Profile, d halda.Device) {
 		fmt.Fprintf(tw, "layer probe\t%.2f ms per layer on the engine (decode step, %s of weights and KV)\n", pr.LayerSec*1e3, bytesStr(pr.LayerBytes))
 	}
 	fmt.Fprintf(tw, "disk (%s)\t%s sequential, %s random (64 KiB), page cache bypassed: %v\n", p.Disk.Path, gb(p.Disk.SeqBytesPerSec), gb(p.Disk.RandBytesPerSec), p.Disk.Uncached)
+	if p.Disk.FaultBytesPerSec > 0 {
+		where := "the model's layers"
+		if p.Disk.FaultScratch {
+			where = "a scratch file laid out like the model's layers"
+		}
+		fmt.Fprintf(tw, "page faults\t%s reading %s through a mapping in the engine's order (Halda pages at this rate)\n", gb(p.Disk.FaultBytesPerSec), where)
+	}
 	fmt.Fprintf(tw, "measured\t%s in %.1f s (key %s)\n", p.MeasuredAt.Format("2006-01-02 15:04:05 MST"), p.TookSec, p.Key)
 	tw.Flush()
 	fmt.Fprintln(w)
