@@ -12,7 +12,7 @@
 #   (e) (d) without prefetch                         (homering chat --no-prefetch)
 # Every engine runs 1 CPU thread (HOMERING_THREADS=1 for the agents), greedy.
 # The ring cases run `homering headless` on each device (fresh config
-# directories, every pair paired by code), two warm-up chats (ship the
+# directories, each worker paired with the head by code), two warm-up chats (ship the
 # weight slices, load windows; the second because the agent may re-plan
 # after the first) and then the measured chat. Memory pressure of a ring
 # case counts from the idle, paired agents and includes the warm-ups.
@@ -106,17 +106,17 @@ ring_setup() {
 		done
 		cli "$i" peers -json >/dev/null || { echo "agent d$i did not start: $(tail -5 "$out/agent-d$i.log")"; return 1; }
 	done
-	# Every device pairs with every other, as in a home where each was
-	# paired once: workers link to each other for the activation edge.
+	# Each worker pairs with the head only, as a person does; the head
+	# vouches for the other workers of its job (engine/runner).
 	local pair
-	for pair in 1:2 1:3 2:3; do
+	for pair in 1:2 1:3; do
 		local a=${pair%:*} b=${pair#*:} code
 		code=$(cli "$b" pair -no-wait -json | sed -n 's/.*"code": *"\([0-9-]*\)".*/\1/p')
 		cli "$a" pair "${RIG_ADDR[b]}" "$code" >/dev/null || { echo "pairing d$a with d$b failed"; return 1; }
 	done
 	bench/out/ringbench wait-peers -n 2 -timeout 30s -- env HOMERING_HOME="$root/$homes/d1" \
 		nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" peers -json || return 1
-	echo "ring: agents up on ${RIG_ADDR[*]:1}, every pair of devices paired, d1 is the head" >&2
+	echo "ring: agents up on ${RIG_ADDR[*]:1}, each worker paired with d1, the head" >&2
 }
 
 if ! go build -o "$out/homering" . 2>"$out/build.log"; then
