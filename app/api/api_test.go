@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +17,8 @@ import (
 	"homering/app/node"
 	"homering/discovery/identity"
 	"homering/discovery/mdns"
+	"homering/internal/testlog"
 )
-
-// tWriter hands log lines to t.Log until the test ends. Servers and the
-// node log from goroutines that may outlive the test (an HTTP handler still
-// finishing, a node loop stopping), and t.Log after the end panics.
-type tWriter struct {
-	t    *testing.T
-	mu   sync.Mutex // guards done
-	done bool
-}
-
-func newTWriter(t *testing.T) *tWriter {
-	w := &tWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-func (w *tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
 
 func TestAPI(t *testing.T) {
 	dir := t.TempDir()
@@ -56,7 +28,7 @@ func TestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(newTWriter(t), nil))
+	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
 	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
 		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
 	ctx, cancel := context.WithCancel(context.Background())

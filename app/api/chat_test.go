@@ -21,6 +21,7 @@ import (
 	"homering/app/node"
 	"homering/discovery/identity"
 	"homering/discovery/mdns"
+	"homering/internal/testlog"
 )
 
 // scripted is a Chatter that streams fixed tokens, or blocks until stopped.
@@ -86,7 +87,7 @@ func newChatServer(t *testing.T, chat Chatter, apiKey string) (*httptest.Server,
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(newTWriter(t), nil))
+	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
 	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
 		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
 	s := &Server{Node: n, Log: log, Token: "secret", Chat: chat}

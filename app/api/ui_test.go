@@ -25,6 +25,7 @@ import (
 	"homering/discovery/mdns"
 	"homering/engine/profile"
 	"homering/engine/profile/sysinfo"
+	"homering/internal/testlog"
 )
 
 // storiesModel is a real, trained GGUF (llama architecture, f32, 5 layers).
@@ -48,7 +49,7 @@ func uiServerWith(t *testing.T, set func(*Server)) (*httptest.Server, string, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(newTWriter(t), nil))
+	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
 	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
 		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
 	ctx, cancel := context.WithCancel(context.Background())

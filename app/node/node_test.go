@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,34 +14,8 @@ import (
 	"homering/discovery/identity"
 	"homering/discovery/mdns"
 	"homering/engine/ring/transport"
+	"homering/internal/testlog"
 )
-
-// tWriter logs to t until the test ends: a link or listener goroutine may
-// write after that, and t.Log would then panic.
-type tWriter struct {
-	t    *testing.T
-	mu   *sync.Mutex
-	done *bool
-}
-
-func newTWriter(t *testing.T) tWriter {
-	w := tWriter{t: t, mu: &sync.Mutex{}, done: new(bool)}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		*w.done = true
-	})
-	return w
-}
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !*w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
 
 // testNode runs a Node on loopback with a free link port. mDNS is off (no
 // interface is offered); the real mDNS path is tested in app/apptest.
@@ -57,7 +30,7 @@ func testNode(t *testing.T, name string, contribute bool) *Node {
 	}
 	n := New(Options{
 		Dir: dir, Config: cfg, Identity: id, App: "0.1.0-test", Hostname: "host",
-		Log: slog.New(slog.NewTextHandler(newTWriter(t), nil)).With("node", name), Now: time.Now,
+		Log: slog.New(slog.NewTextHandler(testlog.Writer(t), nil)).With("node", name), Now: time.Now,
 		Random: rand.Reader, Run: name, Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil },
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -18,40 +18,13 @@ import (
 	"homering/engine/ring/transport"
 	"homering/halda"
 	"homering/halda/lpsolve"
+	"homering/internal/testlog"
 )
 
 const smallModel = "../../testdata/models/llama-Q4_K.gguf"
 
 func testLog(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(newTWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// tWriter sends log lines to t.Log. A goroutine the test started (a
-// background refresh, a transport server) may still log after the test
-// returned, when t.Log panics; lines after the end are dropped.
-type tWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool // guarded by mu; set when the test ends
-}
-
-func newTWriter(t *testing.T) *tWriter {
-	w := &tWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-func (w *tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
+	return slog.New(slog.NewTextHandler(testlog.Writer(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // quick keeps the real measurement short for CI.

@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"homering/internal/testlog"
 )
 
 const (
@@ -41,35 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(newTWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-// tWriter sends log lines to the test's log while the test runs. A
-// goroutine (a link reader, the driver's loop) may still log after the test
-// returned, when t.Log panics; lines after the end are dropped.
-type tWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool // guarded by mu; set when the test ends
-}
-
-func newTWriter(t *testing.T) *tWriter {
-	w := &tWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-func (w *tWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(b)))
-	}
-	return len(b), nil
+	return slog.New(slog.NewTextHandler(testlog.Writer(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 func childCommand() *exec.Cmd {

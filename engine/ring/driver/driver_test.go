@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"homering/engine/ring"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
+	"homering/internal/testlog"
 )
 
 const stories = "../../../../shared/models/stories260K.gguf"
@@ -29,35 +29,7 @@ const nGen = 12
 func rg(a, b int) wire.Range { return wire.Range{Start: a, End: b} }
 
 func logger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(newTWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// tWriter sends log lines to the test's log while the test runs. A
-// goroutine (a link reader, the driver's loop) may still log after the test
-// returned, when t.Log panics; lines after the end are dropped.
-type tWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool // guarded by mu; set when the test ends
-}
-
-func newTWriter(t *testing.T) *tWriter {
-	w := &tWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-func (w *tWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(b)))
-	}
-	return len(b), nil
+	return slog.New(slog.NewTextHandler(testlog.Writer(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func openModel(t *testing.T) *ggml.Model {

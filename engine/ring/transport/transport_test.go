@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"homering/discovery/identity"
+	"homering/internal/testlog"
 )
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -180,38 +181,10 @@ func newNode(t *testing.T, name string) *node {
 			}
 			return Refuse
 		},
-		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(n.logs, newTWriter(t)), nil)),
+		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(n.logs, testlog.Writer(t)), nil)),
 		Timeout: 5 * time.Second,
 	})
 	return n
-}
-
-// tWriter sends log lines to the test's log while the test runs. A server
-// goroutine may still log after the test returned (t.Log then races with
-// testing's own bookkeeping and panics), so lines after the end are dropped.
-type tWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool // guarded by mu; set when the test ends
-}
-
-func newTWriter(t *testing.T) *tWriter {
-	w := &tWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-func (w *tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
 }
 
 func (n *node) serve(t *testing.T, handle func(context.Context, *Conn)) {
