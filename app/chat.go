@@ -38,6 +38,10 @@ type chatBackend struct {
 	// show them); nil: only the chat's error says it.
 	problems problemSink
 
+	// work shows weight transfers as progress bars (the API's Work list);
+	// nil: not shown.
+	work *api.Work
+
 	// node asks peers for profiles and jobs; nil: this device alone.
 	node *node.Node
 	ring ringMemory
@@ -214,10 +218,14 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	var err error
 	var ringRun *apitype.RingRun
 	job, note := b.planRing(ctx, path, nCtx, req)
+	endTransfers := func() {}
 	if job != nil {
 		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
-		st, err = b.sup.RingGenerate(ctx, lp, job.params, g, onToken, b.replan(job))
+		rp := job.params
+		rp.OnProgress, endTransfers = b.transferProgress(job)
+		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
+		endTransfers()
 		var died *runner.DiedError
 		if err != nil && first.IsZero() && ctx.Err() == nil && !errors.As(err, &died) {
 			// The ring never produced a token (every worker refused or
@@ -330,4 +338,41 @@ func enginePackage(name string) bool {
 		return true
 	}
 	return false
+}
+
+// transferProgress turns the runner's weight-transfer reports into progress
+// bars, one per worker ("transfer:ID"); end removes those still shown.
+func (b *chatBackend) transferProgress(job *ringJob) (report func(runner.Progress), end func()) {
+	if b.work == nil {
+		return nil, func() {}
+	}
+	var mu sync.Mutex
+	shown := map[string]bool{}
+	report = func(p runner.Progress) {
+		id := "transfer:" + p.Device
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if !shown[id] {
+			name := job.names[p.Device].Name
+			if name == "" {
+				name = p.Device[:min(7, len(p.Device))]
+			}
+			b.work.Begin(now, id, "transfer", "Sending weights to "+name,
+				"The first reply on this plan waits for them; the device keeps them for later replies.", 0)
+			shown[id] = true
+		}
+		b.work.Progress(now, id, p.Done, p.Total)
+		if p.Done >= p.Total {
+			b.work.End(id)
+		}
+	}
+	end = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range shown {
+			b.work.End(id)
+		}
+	}
+	return report, end
 }

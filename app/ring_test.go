@@ -8,8 +8,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/app/api"
 	"homering/app/api/apitype"
 	"homering/engine/profile"
+	"homering/engine/runner"
 	"homering/halda"
 	"homering/halda/lpsolve"
 )
@@ -120,5 +122,37 @@ func TestPersonText(t *testing.T) {
 		if got := personText(tc.in); got != tc.want {
 			t.Errorf("personText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// The runner's transfer reports become one progress bar per worker, named
+// after the device, gone once all its weights arrived or the reply ended.
+func TestTransferProgress(t *testing.T) {
+	b := &chatBackend{work: api.NewWork()}
+	job := &ringJob{names: map[string]apitype.Peer{"KITCHEN-ID": {Name: "kitchen"}}}
+	report, end := b.transferProgress(job)
+	report(runner.Progress{Device: "KITCHEN-ID", Done: 40, Total: 100})
+	report(runner.Progress{Device: "GARAGEPC-ID", Done: 5, Total: 50})
+	got := b.work.List(time.Now())
+	if len(got) != 2 {
+		t.Fatalf("tasks %+v, want two transfers", got)
+	}
+	byID := map[string]apitype.Task{}
+	for _, task := range got {
+		byID[task.ID] = task
+	}
+	if k := byID["transfer:KITCHEN-ID"]; k.Title != "Sending weights to kitchen" || k.Kind != "transfer" || k.Done != 40 || k.Total != 100 {
+		t.Errorf("kitchen's bar: %+v", k)
+	}
+	if g := byID["transfer:GARAGEPC-ID"]; g.Title != "Sending weights to GARAGEP" {
+		t.Errorf("an unnamed device's bar: %+v", g)
+	}
+	report(runner.Progress{Device: "KITCHEN-ID", Done: 100, Total: 100})
+	if got := b.work.List(time.Now()); len(got) != 1 || got[0].ID != "transfer:GARAGEPC-ID" {
+		t.Errorf("after kitchen got everything: %+v", got)
+	}
+	end()
+	if got := b.work.List(time.Now()); len(got) != 0 {
+		t.Errorf("after the reply: %+v", got)
 	}
 }

@@ -71,6 +71,8 @@
 //	              "peers":[{"id":"WORKER-ID","addr":"192.168.1.7:41234"}],
 //	              "identity":"/home/me/.config/homering","tick_ms":500},
 //	      "generate":{…}}
+//	{"id":5,"type":"progress","progress":{"device":"WORKER-ID","done":4194304,"total":96468992}}
+//	                                          (weights sent to a worker; a few a second at most)
 //	{"id":5,"type":"token",…}                 (zero or more)
 //	{"id":5,"type":"replan","without":["WORKER-ID"]}
 //	{"id":6,"op":"plan","target":5,"ring":{…}}  (the parent's answer)

@@ -33,8 +33,9 @@ const (
 	EvUnloaded = "unloaded"
 	EvError    = "error"
 
-	EvReplan  = "replan"  // ring_generate: workers were lost; answer with op plan
-	EvServing = "serving" // serve_ring: listening at Addr
+	EvReplan   = "replan"   // ring_generate: workers were lost; answer with op plan
+	EvServing  = "serving"  // serve_ring: listening at Addr
+	EvProgress = "progress" // ring_generate: weights sent to a worker so far
 )
 
 // Error codes of an error Event.
@@ -167,4 +168,15 @@ type Event struct {
 
 	Without []string `json:"without,omitempty"` // replan: the lost devices
 	Addr    string   `json:"addr,omitempty"`    // serving
+
+	Progress *Progress `json:"progress,omitempty"` // progress
+}
+
+// Progress is how far the head has sent a worker the weights of its
+// windows: Done of at most Total tensor bytes (a worker whose cache already
+// holds layers fetches less, and the transfer ends below Total).
+type Progress struct {
+	Device string `json:"device"`
+	Done   int64  `json:"done"`
+	Total  int64  `json:"total"`
 }

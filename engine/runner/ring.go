@@ -22,6 +22,10 @@ type RingParams struct {
 	Identity   string     `json:"identity"`              // config dir holding this device's certificate and key
 	NoPrefetch bool       `json:"no_prefetch,omitempty"` // never prefetch the next window (bench/ring case e)
 	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (a worker silent for 3 ticks is lost)
+
+	// OnProgress (parent side only) hears how far weight slices have been
+	// sent to each worker, at most a few times a second per worker.
+	OnProgress func(Progress) `json:"-"`
 }
 
 // DeviceStats is one device's part of a ring generation, as measured.
@@ -78,7 +82,11 @@ func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingPar
 	if err := s.p.send(Request{ID: id, Op: OpRingGenerate, Load: &lp, Ring: &rp, Generate: &g}); err != nil {
 		return Stats{}, s.dead("generating on the ring")
 	}
+	onProgress := rp.OnProgress
 	return s.stream(ctx, id, onToken, func(ev Event) error {
+		if ev.Type == EvProgress && ev.Progress != nil && onProgress != nil {
+			onProgress(*ev.Progress)
+		}
 		if ev.Type != EvReplan {
 			return nil
 		}

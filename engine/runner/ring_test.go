@@ -148,6 +148,7 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 	serveRing(t, w1, head)
 	serveRing(t, w2, head)
 	longPrompt := strings.Repeat("Once upon a time there was a little dog. ", 60)
+	coldCaches := true
 	for _, tt := range []struct {
 		name    string
 		model   string
@@ -180,12 +181,29 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 			layers, nEmbd := modelShape(t, tt.model)
 			devs := append([]*device{head}, tt.workers...)
 			rp := ringParams(evenPlan(1, layers, nEmbd, tt.k, devs...), head, tt.workers...)
+			sent := map[string]Progress{}
+			rp.OnProgress = func(p Progress) {
+				if p.Done > p.Total || p.Done < sent[p.Device].Done {
+					t.Errorf("progress %+v after %+v", p, sent[p.Device])
+				}
+				sent[p.Device] = p
+			}
 			got, st, err := ringTokens(t, head, lp, rp, g, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tokens (-single device +ring)\n%s", diff)
+			}
+			if coldCaches {
+				// The first job ships every worker all of its windows' weights,
+				// and the head reports it to the end.
+				for _, w := range tt.workers {
+					if p := sent[w.id]; p.Total == 0 || p.Done != p.Total {
+						t.Errorf("weights sent to %s: %+v, want all of them", w.id, p)
+					}
+				}
+				coldCaches = false
 			}
 			if len(st.Devices) != len(devs) || st.Replans != 0 {
 				t.Fatalf("stats %+v: want %d devices and no replan", st, len(devs))

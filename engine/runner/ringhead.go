@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -141,6 +142,7 @@ type headJob struct {
 	eng        *driver.GGML
 	plans      <-chan RingParams
 
+	sent      *transferProgress
 	peers     map[string]RingPeer // every worker known to this job
 	connected map[string]bool
 	ctx       context.Context // the job's links and slice servers
@@ -184,7 +186,8 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 		}
 	}
 	h := &headJob{c: c, id: id, log: c.log.With("ring", "head"), rm: c.rm, self: self, nCtx: nCtx, tick: defaultTick,
-		plans: plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: req.Load.Threads, noPrefetch: rp.NoPrefetch}
+		plans: plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: req.Load.Threads, noPrefetch: rp.NoPrefetch,
+		sent: newTransferProgress(c, id)}
 	if rp.TickMS > 0 {
 		h.tick = time.Duration(rp.TickMS) * time.Millisecond
 	}
@@ -419,6 +422,9 @@ func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.
 			}
 		}
 		if len(lost) == 0 {
+			for _, d := range rp.Plan.Devices[1:] {
+				h.sent.setTotal(d.ID, h.rm.srv.Need(held(d.Windows)))
+			}
 			if added {
 				h.updatePeers(rp.Plan)
 			}
@@ -466,7 +472,7 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	}
 	h.slices = append(h.slices, sc)
 	go func() {
-		if err := h.rm.srv.Serve(ctx, sc); err != nil {
+		if err := h.rm.srv.ServeCounted(ctx, sc, func(n int64) { h.sent.add(p.ID, n) }); err != nil {
 			h.log.Warn("slice connection ended", "device", p.ID, "err", err)
 		}
 	}()
@@ -633,4 +639,42 @@ func (u *utf8Pending) flush() string {
 	out := string(u.b)
 	u.b = u.b[:0]
 	return out
+}
+
+// transferProgress counts the weight bytes sent to each worker and tells the
+// parent, at most every progressEvery per worker and once at the total.
+type transferProgress struct {
+	c  *child
+	id uint64 // the ring_generate request
+
+	mu    sync.Mutex
+	done  map[string]int64
+	total map[string]int64
+	last  map[string]time.Time
+}
+
+const progressEvery = 200 * time.Millisecond
+
+func newTransferProgress(c *child, id uint64) *transferProgress {
+	return &transferProgress{c: c, id: id, done: map[string]int64{}, total: map[string]int64{}, last: map[string]time.Time{}}
+}
+
+func (t *transferProgress) setTotal(dev string, n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total[dev] = n
+}
+
+func (t *transferProgress) add(dev string, n int64) {
+	t.mu.Lock()
+	t.done[dev] += n
+	done, total := t.done[dev], t.total[dev]
+	now := time.Now()
+	if now.Sub(t.last[dev]) < progressEvery && (total == 0 || done < total) {
+		t.mu.Unlock()
+		return
+	}
+	t.last[dev] = now
+	t.mu.Unlock()
+	_ = t.c.send(Event{ID: t.id, Type: EvProgress, Progress: &Progress{Device: dev, Done: done, Total: max(total, done)}})
 }

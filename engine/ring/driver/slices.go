@@ -77,6 +77,22 @@ func (s *SliceServer) list() (*wire.SliceList, error) {
 
 // Serve answers slice requests on c until it closes or a request is bad.
 func (s *SliceServer) Serve(ctx context.Context, c *transport.Conn) error {
+	return s.ServeCounted(ctx, c, nil)
+}
+
+// Need is how many tensor bytes a worker holding layers fetches at most (a
+// cold cache): the size of its slice's tensors, for progress bars.
+func (s *SliceServer) Need(layers []slice.Range) int64 {
+	var n int64
+	for _, t := range slice.Tensors(slice.Spec{Source: s.g, Layers: layers}) {
+		n += t.Size
+	}
+	return n
+}
+
+// ServeCounted is Serve that calls sent (when non-nil) with the tensor
+// bytes of each chunk it sent, for the head's transfer progress.
+func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent func(n int64)) error {
 	defer c.Close()
 	for ctx.Err() == nil {
 		f, err := c.Recv()
@@ -100,6 +116,9 @@ func (s *SliceServer) Serve(ctx context.Context, c *transport.Conn) error {
 		}
 		if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
 			return nil
+		}
+		if ch, ok := resp.(*wire.SliceChunk); ok && sent != nil && req.Name != wire.SliceHeader {
+			sent(int64(len(ch.Data)))
 		}
 	}
 	return ctx.Err()
