@@ -219,6 +219,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	if len(toks) >= h.nCtx {
 		return fail(CodeBadRequest, fmt.Errorf("runner: the prompt does not fit in the context (%d tokens, context %d); shorten it or raise the context size", len(toks), h.nCtx))
 	}
+	h.nCtx = jobContext(h.nCtx, len(toks), g.MaxTokens)
 
 	// Sampling: greedy is the engine's argmax (exact); anything else uses
 	// engine/sample on the head's logits. Logits of a prefill chunk that is
@@ -677,4 +678,18 @@ func (t *transferProgress) add(dev string, n int64) {
 	t.last[dev] = now
 	t.mu.Unlock()
 	_ = t.c.send(Event{ID: t.id, Type: EvProgress, Progress: &Progress{Device: dev, Done: done, Total: max(total, done)}})
+}
+
+// jobContext is the KV cache size of a ring job. A job ends with its
+// request, so its caches need hold only this request (prompt and reply,
+// also after a re-prefill), rounded up to 256 positions and never more than
+// the context: a 27-layer window's F16 KV at n_ctx 512 is ~113 MB of
+// anonymous memory that a 60-token chat never touches, and memory pressure
+// on every device counts it.
+func jobContext(nCtx, prompt, maxTokens int) int {
+	if maxTokens <= 0 {
+		return nCtx
+	}
+	need := prompt + maxTokens + 1
+	return min(nCtx, (need+255)/256*256)
 }
