@@ -186,22 +186,8 @@ func (s *Supervisor) ensure(ctx context.Context, lp LoadParams) error {
 	if s.p != nil && s.model == lp {
 		return nil
 	}
-	if s.p == nil {
-		if wait := Backoff(s.deaths, s.opt.MinBackoff, s.opt.MaxBackoff) - time.Since(s.died); s.deaths > 0 && wait > 0 {
-			s.log.Info("waiting before restarting the engine", "after_deaths", s.deaths, "wait", wait.Round(time.Millisecond))
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			}
-		}
-		p, err := s.start()
-		if err != nil {
-			return err
-		}
-		s.p, s.model = p, LoadParams{}
+	if err := s.started(ctx); err != nil {
+		return err
 	}
 	id := s.id()
 	if err := s.p.send(Request{ID: id, Op: OpLoad, Load: &lp}); err != nil {
