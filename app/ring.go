@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -69,27 +68,13 @@ func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, 
 	})
 }
 
-// quickProfile is a device not profiled yet: a modest laptop CPU with this
-// machine's cores and memory (as app/api's device map assumes).
+// quickProfile is this device before the profiler measured it, with its
+// memory as the OS counts it now.
 func quickProfile() halda.Device {
-	cores := float64(max(runtime.NumCPU(), 1))
-	flops := 5e9 * cores
-	d := halda.Device{
-		OS: halda.Linux,
-		CPUFlops: map[string]float64{"f32": flops / 2, "f16": flops / 2, "bf16": flops / 2, "q8_0": flops, "q4_0": flops,
-			"q4_k": flops, "q5_k": flops, "q6_k": flops},
-		CPUReadBytesPerSec: 10e9, RAMAvailable: 8 << 30, RAMTotal: 16 << 30,
-		DiskSeqBytesPerSec: 1e9, DiskRandBytesPerSec: 200e6,
-	}
-	if runtime.GOOS == "darwin" {
-		d.OS = halda.MacOS
-	} else if runtime.GOOS == "windows" {
-		d.OS = halda.Windows
-	}
 	if mem, err := sysinfo.ReadMemory(); err == nil && mem.Total > 0 {
-		d.RAMAvailable, d.RAMTotal = mem.Available, mem.Total
+		return profile.Unmeasured("", mem.Available, mem.Total)
 	}
-	return d
+	return profile.Unmeasured("", 8<<30, 16<<30)
 }
 
 // ringJob is a plan being run: the problem it was solved from (to re-plan

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -21,23 +20,12 @@ import (
 const defaultLinkSec = 1e-3
 
 // defaultProfile is the profile used for a device until the profiler has
-// measured it: a modest laptop CPU (no GPU), with the memory this device
-// reads from /proc/meminfo (peers are assumed alike until they answer
-// with their own).
+// measured it (profile.Unmeasured), with the memory this device reads from
+// /proc/meminfo (peers are assumed alike until they answer with their own).
 func defaultProfile(name string, avail, total, budget int64) halda.Device {
-	cores := float64(max(runtime.NumCPU(), 1))
-	flops := 5e9 * cores // per core, quantized matmul-vector on AVX2
-	return halda.Device{
-		Name: name, OS: halda.Linux,
-		CPUFlops: map[string]float64{"f32": flops / 2, "f16": flops / 2, "bf16": flops / 2, "q8_0": flops, "q4_0": flops,
-			"q4_k": flops, "q5_k": flops, "q6_k": flops},
-		CPUReadBytesPerSec:  10e9,
-		RAMAvailable:        avail,
-		RAMTotal:            total,
-		MemoryBudget:        budget,
-		DiskSeqBytesPerSec:  1e9,
-		DiskRandBytesPerSec: 200e6,
-	}
+	d := profile.Unmeasured(name, avail, total)
+	d.MemoryBudget = budget
+	return d
 }
 
 // planMemo caches the last plan; Solve runs again only when its inputs
