@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"homering/app/api/apitype"
@@ -44,22 +43,5 @@ func (n *Node) LinkRTT(ctx context.Context, peer string, pings int) (time.Durati
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	best := time.Duration(-1)
-	for range max(pings, 1) {
-		start := n.o.Now()
-		if err := c.Send(transport.Frame{Type: transport.MsgPing, Payload: []byte("rtt")}); err != nil {
-			return 0, err
-		}
-		f, err := c.Recv()
-		if err != nil {
-			return 0, err
-		}
-		if f.Type != transport.MsgPong {
-			return 0, fmt.Errorf("node: the link answered a ping with frame type %d", f.Type)
-		}
-		if d := n.o.Now().Sub(start); best < 0 || d < best {
-			best = d
-		}
-	}
-	return best, nil
+	return n.pings(c, max(pings, 1), []byte("rtt"))
 }
