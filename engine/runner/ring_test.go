@@ -234,19 +234,38 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 	}
 }
 
+// threeRing is a head and two workers serving it, the generation the
+// fault tests run (200 greedy tokens of smallModel), its single-device
+// reply, and an even k=1 plan over the three.
+type threeRing struct {
+	head, w1, w2  *device
+	lp            LoadParams
+	g             GenerateParams
+	want          []int32
+	layers, nEmbd int
+	rp            RingParams
+}
+
+func newThreeRing(t *testing.T) threeRing {
+	t.Helper()
+	r := threeRing{head: newDevice(t), w1: newDevice(t), w2: newDevice(t)}
+	serveRing(t, r.w1, r.head, r.w2)
+	serveRing(t, r.w2, r.head, r.w1)
+	r.lp = LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
+	r.g = *greedy(200)
+	r.g.Prompt = "Once upon a time"
+	r.want = reference(t, r.head.sup, r.lp, r.g)
+	r.layers, r.nEmbd = modelShape(t, smallModel)
+	r.rp = ringParams(evenPlan(1, r.layers, r.nEmbd, 1, r.head, r.w1, r.w2), r.head, r.w1, r.w2)
+	return r
+}
+
 // A worker killed mid-generation: the head asks for a plan without it,
 // re-prefills on the two devices left and finishes a reply equal to the
 // unfaulted one.
 func TestRingWorkerKilled(t *testing.T) {
-	head, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
-	serveRing(t, w1, head, w2)
-	serveRing(t, w2, head, w1)
-	lp := LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
-	g := *greedy(200)
-	g.Prompt = "Once upon a time"
-	want := reference(t, head.sup, lp, g)
-	layers, nEmbd := modelShape(t, smallModel)
-	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
+	r := newThreeRing(t)
+	head, w1, w2, lp, g, want, rp := r.head, r.w1, r.w2, r.lp, r.g, r.want, r.rp
 	victim := w1.sup.PID()
 	if victim <= 0 {
 		t.Fatal("worker 1 has no runner process")
@@ -263,7 +282,7 @@ func TestRingWorkerKilled(t *testing.T) {
 		case n == 4:
 			resumed = time.Now()
 		}
-	}, replanWithout(t, layers, nEmbd, 1, head, w1, w2))
+	}, replanWithout(t, r.layers, r.nEmbd, 1, head, w1, w2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,15 +479,8 @@ func mapsPath(t *testing.T, pid int, dir string) bool {
 // job (a restarted head) finds the slices in their caches and fetches
 // nothing.
 func TestRingHeadKilled(t *testing.T) {
-	head, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
-	serveRing(t, w1, head, w2)
-	serveRing(t, w2, head, w1)
-	lp := LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
-	g := *greedy(200)
-	g.Prompt = "Once upon a time"
-	want := reference(t, head.sup, lp, g)
-	layers, nEmbd := modelShape(t, smallModel)
-	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
+	r := newThreeRing(t)
+	head, w1, w2, lp, g, want, rp := r.head, r.w1, r.w2, r.lp, r.g, r.want, r.rp
 	headPID := head.sup.PID()
 	if headPID <= 0 {
 		t.Fatal("the head has no runner process")
