@@ -44,6 +44,9 @@ type chatBackend struct {
 
 	// node asks peers for profiles and jobs; nil: this device alone.
 	node *node.Node
+	// prof measures this device in the background; a chat stops it
+	// (app/profile_bg.go). nil: no background measurement.
+	prof *bgProfile
 	ring ringMemory
 
 	mu      sync.Mutex // guards running
@@ -197,6 +200,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	b.mu.Lock()
 	b.running[run] = struct{}{}
 	b.mu.Unlock()
+	defer b.prof.Busy()() // a background measurement stops now and resumes when idle
 	defer func() {
 		b.mu.Lock()
 		delete(b.running, run)
@@ -244,6 +248,9 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		}
 		b.remember("", nil, note)
 		st, err = b.sup.Generate(ctx, lp, g, onToken)
+		if err == nil {
+			b.learnAlone(path, nCtx, st) // calibration: app/profile_calib.go
+		}
 	}
 	out := chatStats(st, strings.TrimSuffix(filepath.Base(path), ".gguf"))
 	out.Ring = ringRun

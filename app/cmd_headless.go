@@ -105,6 +105,7 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer chat.startProfile(ctx)() // measures this device when due, never during a chat: app/profile_bg.go
 	var wg sync.WaitGroup
 	var nodeErr, apiErr error
 	wg.Add(2)

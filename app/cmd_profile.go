@@ -14,9 +14,11 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"homering/app/config"
 	"homering/engine/profile"
+	"homering/engine/runner"
 	"homering/halda"
 )
 
@@ -51,13 +53,16 @@ func cmdProfile(ctx context.Context, e env) int {
 	name := fs.String("name", "", "device name in the plan (default: the host name)")
 	fresh := fs.Bool("fresh", false, "measure now instead of using the cached profile")
 	ctxTokens := fs.Int("context", 0, "tokens of KV cache for the model profile (default: 4096 or the model's)")
+	progress := fs.Bool("progress", false, "measure now at low priority, cache the result and print only one JSON line per step (the agent's background measurement)")
+	matmulMs := fs.Int("matmul-ms", 0, "milliseconds spent timing each matrix shape (default 120)")
+	faultMiB := fs.Int("fault-mib", 0, "MiB of the model read through page faults (default 288)")
 	if err := fs.Parse(e.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() > 0 || *threads < 1 {
+	if fs.NArg() > 0 || *threads < 1 || *matmulMs < 0 || *faultMiB < 0 {
 		fmt.Fprintln(e.stderr, "homering profile: unexpected arguments; give at most --model FILE and flags.")
 		fs.Usage()
 		return 2
@@ -68,9 +73,13 @@ func cmdProfile(ctx context.Context, e env) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := profile.Options{Model: *model, Threads: *threads, ScratchDir: os.TempDir()}
+	opts := profile.Options{Model: *model, Threads: *threads, ScratchDir: os.TempDir(),
+		MatmulTime: time.Duration(*matmulMs) * time.Millisecond, FaultBytes: int64(*faultMiB) << 20}
 	var p profile.Profile
 	cache := profile.NewCache(filepath.Join(dir, "profiles"), log)
+	if *progress {
+		return profileProgress(ctx, e, cache, opts, log)
+	}
 	if *fresh {
 		p, err = profile.Measure(ctx, opts, log)
 		if err == nil {
@@ -105,6 +114,28 @@ func cmdProfile(ctx context.Context, e env) int {
 		}
 		fmt.Fprintln(e.stdout)
 		printModelProfile(e.stdout, m)
+	}
+	return 0
+}
+
+// profileProgress is `homering profile --progress`, the child the agent
+// starts to measure this device in the background (app/profile_bg.go): it
+// lowers its priority, prints each step as one JSON line (profile.Step),
+// caches the profile and exits. SIGTERM (the agent: a chat started) stops
+// it at the next step.
+func profileProgress(ctx context.Context, e env, cache *profile.Cache, opts profile.Options, log *slog.Logger) int {
+	if err := runner.LowerPriority(); err != nil {
+		log.Warn("profile: could not lower the priority; measuring at normal priority", "err", err)
+	}
+	enc := json.NewEncoder(e.stdout)
+	opts.Progress = func(s profile.Step) { enc.Encode(s) }
+	p, err := profile.Measure(ctx, opts, log)
+	if err == nil {
+		err = cache.Store(p)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "homering profile: %v\n", err)
+		return 1
 	}
 	return 0
 }

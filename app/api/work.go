@@ -52,6 +52,21 @@ func (w *Work) Progress(now time.Time, id string, done, total int64) {
 	w.notify()
 }
 
+// Steps sets how far the task id is in steps (Unit "steps") and retitles
+// it: the title says "n/m" and the detail the step running now. A task not
+// begun is begun.
+func (w *Work) Steps(now time.Time, id, kind, title, detail string, done, total int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.tasks[id]
+	if !ok {
+		t = &task{began: now}
+		w.tasks[id] = t
+	}
+	t.ID, t.Kind, t.Title, t.Detail, t.Done, t.Total, t.Unit = id, kind, title, detail, done, total, "steps"
+	w.notify()
+}
+
 // End removes the task id (no-op when it is not running).
 func (w *Work) End(id string) {
 	w.mu.Lock()

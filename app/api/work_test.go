@@ -51,6 +51,24 @@ func TestWorkList(t *testing.T) {
 	}
 }
 
+func TestWorkSteps(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := NewWork()
+	w.Steps(t0, "profile", "profile", "Measuring this device (0/9)", "CPU kernels: q4_k", 0, 9)
+	changed := w.Changed()
+	w.Steps(t0.Add(time.Second), "profile", "profile", "Measuring this device (3/9)", "memory bandwidth", 3, 9)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Steps did not signal a change")
+	}
+	want := []apitype.Task{{ID: "profile", Kind: "profile", Title: "Measuring this device (3/9)", Detail: "memory bandwidth",
+		ElapsedMs: 2000, Done: 3, Total: 9, Unit: "steps"}}
+	if diff := cmp.Diff(want, w.List(t0.Add(2*time.Second))); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+}
+
 // gated is a Chatter whose first token waits for a signal, so a test can
 // look at the Work list while a chat waits.
 type gated struct {

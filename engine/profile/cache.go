@@ -198,18 +198,33 @@ func LoadCached(configDir string) (p Profile, ok bool, err error) {
 
 // Latest is LoadCached for this cache's directory.
 func (c *Cache) Latest() (p Profile, ok bool, err error) {
+	all, err := c.Entries()
+	for _, q := range all {
+		if !ok || q.MeasuredAt.After(p.MeasuredAt) {
+			p, ok = q, true
+		}
+	}
+	return p, ok, err
+}
+
+// Entries lists this machine's cached profiles that pass every check of Get
+// (any model, any thread count), with Memory read fresh; corrupt and
+// unreadable entries are left out. err reports only what stops the
+// look-up itself.
+func (c *Cache) Entries() ([]Profile, error) {
 	mem, err := sysinfo.ReadMemory()
 	if err != nil {
-		return Profile{}, false, err
+		return nil, err
 	}
 	prefix := fingerprint(mem, gpus()) + "-"
 	names, err := os.ReadDir(c.Dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return Profile{}, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return Profile{}, false, fmt.Errorf("profile: read the profile cache: %w", err)
+		return nil, fmt.Errorf("profile: read the profile cache: %w", err)
 	}
+	var out []Profile
 	for _, e := range names {
 		k, isJSON := strings.CutSuffix(e.Name(), ".json")
 		if !isJSON || !strings.HasPrefix(k, prefix) {
@@ -220,14 +235,10 @@ func (c *Cache) Latest() (p Profile, ok bool, err error) {
 			c.Log.Debug("profile: cached entry not used", "err", lerr)
 			continue
 		}
-		if !ok || q.MeasuredAt.After(p.MeasuredAt) {
-			p, ok = q, true
-		}
+		q.Memory = mem
+		out = append(out, q)
 	}
-	if ok {
-		p.Memory = mem
-	}
-	return p, ok, nil
+	return out, nil
 }
 
 // Store caches p under its key (after a measurement made outside Get).

@@ -67,6 +67,12 @@
 //     again once.
 //   - OS, architecture, CPU model, backends.
 //
+// Options.Progress is told each step (every timed shape, memory, the
+// layer probe, disk, page faults) before it runs and once at the end, and
+// Measure stops at the next step when its context ends: the agent's
+// background measurement (`homering profile --progress`, a child process)
+// draws it as a progress bar and stops it when a chat starts.
+//
 // The whole measurement takes about 4-6 s with one thread on this 2-core
 // machine (bounded: 120 ms per matmul shape, 256 MiB of memory reads, ≤ 0.8 s
 // + 0.5 s of disk, 288 MiB of page faults, 22 probe steps); with as many
@@ -84,6 +90,12 @@
 // a non-positive rate is measured again and overwritten, never trusted. An
 // entry older than MaxAge is served at once and re-measured in a background
 // goroutine (Wait waits for it): a chat is never blocked by profiling.
+//
+// Due(entries, now, maxAge, threads, types) says why a measurement is due
+// ("" when none is): no valid entry (Cache.Entries) with that thread count,
+// only ones older than maxAge, or none that rates every weight type of the
+// model about to run (ModelTypes). The agent asks it before measuring in
+// the background.
 //
 // LoadCached(configDir) (Profile, ok, error) only reads: this machine's
 // newest entry that passes every check above, Memory read fresh; ok is false
@@ -103,5 +115,6 @@
 //
 // Subpackage calib turns measured per-token compute and link times into
 // calibrated coefficients (rolling medians) and recomputes the plan's
-// prediction with them.
+// prediction with them; the agent feeds it every run's measured times as
+// ratios to the uncalibrated prediction (calib.Ratio, calib.FromRatios).
 package profile

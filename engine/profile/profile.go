@@ -117,6 +117,18 @@ type Options struct {
 	// (default 288 MiB: three sweeps of 96 MiB, long enough to average
 	// out the disk's hiccups).
 	FaultBytes int64
+	// Progress, when set, is told each step as it starts (Done steps of
+	// Total finished) and once more at the end (Done == Total): the
+	// agent's progress bar. Called on Measure's goroutine.
+	Progress func(Step)
+}
+
+// Step is how far a measurement is: Done of Total steps finished, and what
+// the next one measures.
+type Step struct {
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+	Phase string `json:"phase"`
 }
 
 func (o Options) withDefaults() Options {
@@ -229,6 +241,42 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	p.Fingerprint = fingerprint(mem, p.GPUs)
 	p.Key = key(p.Fingerprint, o.Threads, layer, output)
 
+	// The steps, counted ahead for the progress bar: each layer shape, each
+	// further type, memory, the layer probe (with a model), disk, faults.
+	var shapes []Shape
+	seen := map[string]bool{}
+	for _, s := range layer {
+		if !ggml.CanProfileType(int(s.Type)) {
+			log.Warn("profile: weight type not measurable; Halda charges it at the slowest rate", "type", s.Type.String())
+			continue
+		}
+		shapes = append(shapes, s)
+		seen[typeKey(s.Type)] = true
+	}
+	extra := slices.Clone(requiredTypes)
+	if output != nil {
+		extra = append([]gguf.Type{output.Type}, extra...)
+	}
+	var extraTypes []gguf.Type
+	for _, t := range extra {
+		if k := typeKey(t); !seen[k] && ggml.CanProfileType(int(t)) {
+			seen[k] = true
+			extraTypes = append(extraTypes, t)
+		}
+	}
+	total := len(shapes) + len(extraTypes) + 3
+	if o.Model != "" {
+		total++
+	}
+	done := 0
+	step := func(phase string) error {
+		if o.Progress != nil {
+			o.Progress(Step{Done: done, Total: total, Phase: phase})
+		}
+		done++
+		return ctx.Err()
+	}
+
 	// Matmuls: each layer shape hot and cold; the output's and each
 	// required type's hot rate at the layer's width.
 	var flops, hot, coldExtra float64
@@ -239,13 +287,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		r := rate[k]
 		rate[k] = [2]float64{r[0] + f, r[1] + s}
 	}
-	for _, s := range layer {
-		if err := ctx.Err(); err != nil {
+	for _, s := range shapes {
+		if err := step(fmt.Sprintf("CPU kernels: %s %d×%d", typeKey(s.Type), s.K, s.Rows)); err != nil {
 			return Profile{}, err
-		}
-		if !ggml.CanProfileType(int(s.Type)) {
-			log.Warn("profile: weight type not measurable; Halda charges it at the slowest rate", "type", s.Type.String())
-			continue
 		}
 		m, err := timeShape(s, o, true)
 		if err != nil {
@@ -271,15 +315,8 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		layerFlops[typeKey(s.Type)] += 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
 	}
 	width := layer[0].K
-	extra := slices.Clone(requiredTypes)
-	if output != nil {
-		extra = append([]gguf.Type{output.Type}, extra...)
-	}
-	for _, t := range extra {
-		if _, done := rate[typeKey(t)]; done || !ggml.CanProfileType(int(t)) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
+	for _, t := range extraTypes {
+		if err := step("CPU kernels: " + typeKey(t)); err != nil {
 			return Profile{}, err
 		}
 		k := width
@@ -299,6 +336,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 			p.CPUFlops[k] = r[0] / r[1]
 		}
 	}
+	if err := step("memory bandwidth"); err != nil {
+		return Profile{}, err
+	}
 	p.MemReadBytesPerSec = memBandwidth(o.Threads)
 	// Hand the bandwidth buffer back now: under a memory limit a dead heap
 	// of 256 MiB would push the probe's layers out to disk.
@@ -308,6 +348,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	// 𝒯 is then set so that Halda's per-layer time f/s + b'/𝒯 equals it:
 	// the matmul-only split misses attention, norms and per-op costs.
 	if o.Model != "" {
+		if err := step("one layer on the engine"); err != nil {
+			return Profile{}, err
+		}
 		pr, err := probeLayers(o.Model, o.Threads, mem.Available)
 		if err == nil && !(pr.LayerSec > 0) {
 			// Three layers no slower than one: noise on a busy machine.
@@ -330,6 +373,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	// Disk: the model's own file, else a scratch file in its place.
 	// A model file too small to time a disk on (a test model) is
 	// replaced by a scratch file next to it: same disk.
+	if err := step("disk read throughput"); err != nil {
+		return Profile{}, err
+	}
 	diskPath := o.Model
 	if st, err := os.Stat(diskPath); diskPath != "" && err == nil && st.Size() < 64<<20 {
 		o.ScratchDir, diskPath = filepath.Dir(diskPath), ""
@@ -355,6 +401,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	if o.Model != "" {
 		faultDir = filepath.Dir(o.Model)
 	}
+	if err := step("page-fault reads"); err != nil {
+		return Profile{}, err
+	}
 	fault, scratch, err := measureFault(o.Model, faultDir, o.FaultBytes, log)
 	switch {
 	case err == nil:
@@ -373,6 +422,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	}
 	p.MeasuredAt = time.Now().UTC()
 	p.TookSec = time.Since(start).Seconds()
+	if o.Progress != nil {
+		o.Progress(Step{Done: total, Total: total, Phase: "done"})
+	}
 	log.Debug("profile: measured", "took", time.Since(start), "key", p.Key)
 	return p, nil
 }

@@ -121,6 +121,9 @@ type Task struct {
 	// Done and Total count bytes (or steps); Total 0: unknown.
 	Done  int64 `json:"done"`
 	Total int64 `json:"total"`
+	// Unit is what Done and Total count: "" bytes, "steps" measurement
+	// steps (profiling).
+	Unit string `json:"unit,omitempty"`
 	// ExpectedMs is how long the same work took last time (0: unknown); with
 	// no byte count the bar fills against it.
 	ExpectedMs int64 `json:"expected_ms,omitempty"`

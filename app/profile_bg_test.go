@@ -1,0 +1,196 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/app/api"
+	"homering/app/api/apitype"
+	"homering/app/config"
+	"homering/engine/profile"
+	"homering/engine/runner"
+	"homering/internal/testlog"
+)
+
+// TestHelperChild is no test: the agent tests start this test binary as
+// their `homering runner` and `homering profile` children (testChild).
+func TestHelperChild(t *testing.T) {
+	v := os.Getenv("HOMERING_TEST_CHILD")
+	if v == "" {
+		return
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(v), &args); err != nil {
+		os.Exit(3)
+	}
+	os.Exit(Main(args))
+}
+
+// testChild is `homering ARGS` run by this test binary.
+func testChild(args ...string) *exec.Cmd {
+	b, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperChild$")
+	cmd.Env = append(os.Environ(), "HOMERING_TEST_CHILD="+string(b))
+	return cmd
+}
+
+// pollUntil polls cond every 10 ms until it holds or d passes.
+func pollUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func profileTask(w *api.Work) (apitype.Task, bool) {
+	for _, t := range w.List(time.Now()) {
+		if t.Kind == profileTaskID {
+			return t, true
+		}
+	}
+	return apitype.Task{}, false
+}
+
+// TestAgentProfilesInBackground: with no cached profile the agent measures
+// this device in a child process, showing its steps as a progress bar; a
+// chat started meanwhile stops the measurement and answers on the engine
+// child without waiting for it; when idle again the measurement runs to
+// its end and lands in the cache the planner reads.
+func TestAgentProfilesInBackground(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv(config.EnvHome, home) // the children's config directory
+	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
+	model, err := filepath.Abs(profileModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &chatBackend{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
+		dir: home, override: model, threads: 1, log: log, running: map[*chatRun]struct{}{}, work: api.NewWork()}
+	t.Cleanup(func() { b.Close() })
+	b.prof = newBgProfile(home, 1, func() string { return model }, b.work, log)
+	b.prof.command, b.prof.quiet = testChild, 0
+	b.prof.extra = []string{"--matmul-ms", "40", "--fault-mib", "24"}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		b.prof.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-ran
+	})
+
+	// The bar appears and counts steps.
+	seen := map[int64]bool{}
+	var first apitype.Task
+	pollUntil(t, time.Minute, "profiling bar past its first step", func() bool {
+		task, ok := profileTask(b.work)
+		if ok && task.Total > 0 {
+			seen[task.Done] = true
+			first = task
+		}
+		return ok && task.Done >= 1
+	})
+	if first.Unit != "steps" || first.Done >= first.Total || first.Title == "" || first.Detail == "" {
+		t.Fatalf("profiling task = %+v; want a titled step count short of its total", first)
+	}
+
+	// A chat now stops the measurement and does not wait for it.
+	chatStart := time.Now()
+	var barDuringChat bool
+	st, err := b.Chat(context.Background(), apitype.ChatRequest{Prompt: "Once upon a time", MaxTokens: 8},
+		func(string) error {
+			_, shown := profileTask(b.work)
+			barDuringChat = barDuringChat || shown
+			return nil
+		})
+	if err != nil {
+		t.Fatalf("chat during profiling: %v", err)
+	}
+	if st.CompletionTokens == 0 {
+		t.Errorf("chat during profiling generated nothing: %+v", st)
+	}
+	if barDuringChat {
+		t.Error("the profiling bar showed while the chat generated: the measurement was not stopped")
+	}
+	if n := b.prof.Stopped(); n < 1 {
+		t.Errorf("measurements stopped by the chat = %d, want ≥ 1", n)
+	}
+	if _, ok, _ := profile.LoadCached(home); ok {
+		t.Error("a profile was cached before the chat ended: the chat waited for the measurement")
+	}
+
+	// Idle again: it measures from the start, to its end, into the cache.
+	var p profile.Profile
+	pollUntil(t, 3*time.Minute, "cached profile", func() bool {
+		if task, ok := profileTask(b.work); ok {
+			seen[task.Done] = true
+		}
+		var ok bool
+		p, ok, _ = profile.LoadCached(home)
+		return ok
+	})
+	pollUntil(t, 10*time.Second, "end of the profiling bar", func() bool {
+		_, ok := profileTask(b.work)
+		return !ok
+	})
+	if len(seen) < 3 {
+		t.Errorf("the bar showed steps %v; want it to progress through at least 3", seen)
+	}
+	began := p.MeasuredAt.Add(-time.Duration(p.TookSec * float64(time.Second)))
+	if !began.After(chatStart) {
+		t.Errorf("the cached measurement began at %v, before the chat (%v): it should be the one resumed after it", began, chatStart)
+	}
+	types, err := profile.ModelTypes(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := profile.NewCache(filepath.Join(home, profile.CacheDirName), log)
+	entries, err := cache.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := profile.Due(entries, time.Now(), profile.DefaultMaxAge, 1, types); why != "" {
+		t.Errorf("after the background measurement a measurement is still due: %s", why)
+	}
+	if _, why := b.prof.due(); why != "" {
+		t.Errorf("the agent still finds a measurement due: %s", why)
+	}
+}
+
+func TestProfileQuietFromEnv(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        time.Duration
+		off, ok     bool
+	}{
+		{name: "unset"},
+		{name: "a duration", value: "30s", want: 30 * time.Second, ok: true},
+		{name: "zero: at once", value: "0s", ok: true},
+		{name: "off", value: "off", off: true, ok: true},
+		{name: "garbage keeps the default", value: "soon"},
+		{name: "negative keeps the default", value: "-1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, off, ok := profileQuietFromEnv(func(string) string { return tt.value })
+			got := []any{d, off, ok}
+			if diff := cmp.Diff([]any{tt.want, tt.off, tt.ok}, got); diff != "" {
+				t.Errorf("profileQuietFromEnv(%q) (-want +got):\n%s", tt.value, diff)
+			}
+		})
+	}
+}
