@@ -57,5 +57,9 @@ func cmdStatus(ctx context.Context, e env) int {
 	if rs.Note != "" {
 		fmt.Fprintf(e.stdout, "the last chat ran on this device alone: %s\n", rs.Note)
 	}
+	if s := rs.Self; s != nil {
+		fmt.Fprintf(e.stdout, "last chat on this device alone: %s, measured %.2f ms/token, predicted %.2f (calibrated by %d earlier run(s)), %.2f as profiled\n",
+			s.Model, s.MeasuredMs, s.PredictedMs, s.CalibratedRuns, s.UncalibratedMs)
+	}
 	return 0
 }

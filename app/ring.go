@@ -15,6 +15,7 @@ import (
 	"homering/app/node"
 	"homering/discovery/identity"
 	"homering/engine/profile"
+	"homering/engine/profile/calib"
 	"homering/engine/profile/modelprof"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
@@ -42,6 +43,12 @@ type ringMemory struct {
 	model  string
 	at     time.Time
 	note   string // why the last chat ran on this device alone
+	// alone is the last single-device chat's predictions beside its
+	// measurement (app/profile_calib.go).
+	alone *apitype.SelfRun
+
+	calibOnce sync.Once
+	calib     *calibStore // the devices' calibration ratios; calibration()
 }
 
 // attach wires the backend to the node: problems show in its status, ring
@@ -55,6 +62,13 @@ func (b *chatBackend) attach(n *node.Node) {
 // RingProfile implements node.Worker: the newest valid cached profile of
 // this device (homering profile), else a quick default.
 func (b *chatBackend) RingProfile() (halda.Device, bool) {
+	b.prof.Touch() // a head is planning with this device: no background measurement now
+	return b.selfDevice()
+}
+
+// selfDevice is this device's newest valid cached profile, else a quick
+// default (measured false).
+func (b *chatBackend) selfDevice() (halda.Device, bool) {
 	if p, ok, err := profile.LoadCached(b.dir); err == nil && ok {
 		return p.Device(""), true
 	}
@@ -63,6 +77,7 @@ func (b *chatBackend) RingProfile() (halda.Device, bool) {
 
 // ServeRing implements node.Worker: the runner child listens for the head.
 func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, error) {
+	b.prof.Touch() // a job is coming: no background measurement now
 	return b.sup.ServeRing(ctx, runner.ServeParams{
 		Identity: b.dir, Allowed: allowed, CacheDir: filepath.Join(b.dir, "cache", "slices"), Threads: b.threads,
 	})
@@ -90,6 +105,9 @@ type ringJob struct {
 	selfProf bool // this device's profile was measured
 	lost     []string
 	model    string
+	path     string                  // the model file (calibration key)
+	raw      map[string]halda.Device // uncalibrated profiles by device
+	rawMs    float64                 // Halda's uncalibrated prediction per token
 }
 
 // planRing decides where a request runs. It returns nil and a note when
@@ -138,7 +156,7 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	if len(job.profiles) == 0 {
 		return nil, "no paired device answered"
 	}
-	self, measured := b.RingProfile()
+	self, measured := b.selfDevice()
 	self.Name, job.selfProf = job.self.ID, measured
 	self.LinkSec = map[string]float64{}
 	devs := []halda.Device{self}
@@ -154,6 +172,15 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	}
 	job.problem = halda.Problem{Devices: devs, Model: m, DefaultLinkSec: max(maxLink, 1e-4),
 		KeepAllDevices: forced, HeadHoldsLayers: true, Rounds: req.Rounds}
+	// Plan with the devices calibrated by earlier runs' measurements
+	// (app/profile_calib.go); the uncalibrated ones stay for the next ratio.
+	job.raw = map[string]halda.Device{}
+	for _, d := range devs {
+		job.raw[d.Name] = d
+	}
+	var rawPlan halda.Plan
+	job.problem, rawPlan = b.calibrated(job.problem, path, job.self.ID)
+	job.rawMs, job.path = rawPlan.PredictedMs, path
 	key := fmt.Sprint(path, nCtx, req.Devices, req.Rounds)
 	for range len(devs) {
 		plan, err := halda.Solve(job.problem, lpsolve.Solver{})
@@ -288,7 +315,7 @@ func (b *chatBackend) replan(job *ringJob) func(ctx context.Context, without []s
 
 // ringRun describes the finished generation for stats, status and the map.
 func (b *chatBackend) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
-	r := &apitype.RingRun{K: job.plan.K, Layers: job.problem.Model.Layers, PredictedMs: job.plan.PredictedMs,
+	r := &apitype.RingRun{K: job.plan.K, Layers: job.problem.Model.Layers, PredictedMs: job.plan.PredictedMs, UncalibratedMs: job.rawMs,
 		Replans: st.Replans, Lost: append([]string{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
 	if job.params.Plan != nil {
 		r.PlanID = job.params.Plan.ID
@@ -324,6 +351,19 @@ func (b *chatBackend) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 		if m, ok := measured[a.Device]; ok {
 			d.MeasuredMs, d.MemPressure = m.ComputeMS, m.MemPressure
 		}
+		if raw, ok := job.raw[a.Device]; ok {
+			var cal halda.Device
+			for _, c := range job.problem.Devices {
+				if c.Name == a.Device {
+					cal = c
+				}
+			}
+			unc := calib.Uncalibrated(a, raw, cal)
+			d.UncalibratedMs = a.PredictedMs - a.ComputeMs - a.DiskMs + unc
+			if d.MeasuredMs > 0 {
+				b.learn(a.Device, job.self.ID, job.path, d.MeasuredMs, unc)
+			}
+		}
 		r.Devices = append(r.Devices, d)
 	}
 	return r
@@ -333,7 +373,7 @@ func (b *chatBackend) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 func (b *chatBackend) RingStatus() apitype.RingStatus {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
-	s := apitype.RingStatus{Model: b.ring.model, Last: b.ring.last, Note: b.ring.note}
+	s := apitype.RingStatus{Model: b.ring.model, Last: b.ring.last, Note: b.ring.note, Self: b.ring.alone}
 	if !b.ring.at.IsZero() {
 		at := b.ring.at
 		s.At = &at

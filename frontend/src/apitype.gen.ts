@@ -258,8 +258,11 @@ export interface RingRun {
   plan_id: number
   k: number
   layers: number
-  predicted_ms: number // Halda's prediction per token
+  predicted_ms: number // Halda's prediction per token (calibrated when earlier runs were measured)
   measured_ms: number // decode ms per token, whole ring
+  // UncalibratedMs is Halda's prediction with the profiles as measured,
+  // before calibration by earlier runs.
+  uncalibrated_ms?: number
   replans: number
   lost: string[] | null // device IDs lost mid-generation
   // LossToTokenMs is the time from noticing the last loss to the next
@@ -275,8 +278,10 @@ export interface RingDevice {
   name: string
   case: string
   windows: Window[] | null
-  predicted_ms: number // Halda: this device's share per token
+  predicted_ms: number // Halda: this device's share per token (calibrated)
   measured_ms: number // its windows' compute per token, as it reported
+  // UncalibratedMs is its share with its profile as measured.
+  uncalibrated_ms?: number
   mem_pressure: number // 0..1, the largest it reported
   rtt_ms: number | null // link from the head; nil for the head
   profile: string // "measured" or "default"
@@ -289,6 +294,23 @@ export interface RingStatus {
   at: string | null // when Last finished
   // Note says why the last chat ran on this device alone, if it did.
   note?: string
+  // Self is the last chat that ran on this device alone: its measured
+  // speed beside Halda's predictions; nil before one.
+  self?: SelfRun
+}
+
+// SelfRun is a chat on this device alone: what Halda predicted per token,
+// with its profile calibrated by the earlier runs (PredictedMs) and as
+// measured (UncalibratedMs), beside what the run measured.
+export interface SelfRun {
+  model: string
+  measured_ms: number
+  predicted_ms: number
+  uncalibrated_ms: number
+  // CalibratedRuns is how many earlier runs calibrated PredictedMs (0:
+  // it equals UncalibratedMs).
+  calibrated_runs: number
+  at: string
 }
 
 // Settings is GET/POST /api/v1/settings: what the Settings page edits.
@@ -407,6 +429,9 @@ export interface Task {
   // Done and Total count bytes (or steps); Total 0: unknown.
   done: number
   total: number
+  // Unit is what Done and Total count: "" bytes, "steps" measurement
+  // steps (profiling).
+  unit?: string
   // ExpectedMs is how long the same work took last time (0: unknown); with
   // no byte count the bar fills against it.
   expected_ms?: number

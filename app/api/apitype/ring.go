@@ -5,13 +5,16 @@ import "time"
 // RingRun is one generation's ring: the plan it ran on last (after any
 // re-plan) and what each device measured.
 type RingRun struct {
-	PlanID      uint64   `json:"plan_id"`
-	K           int      `json:"k"`
-	Layers      int      `json:"layers"`
-	PredictedMs float64  `json:"predicted_ms"` // Halda's prediction per token
-	MeasuredMs  float64  `json:"measured_ms"`  // decode ms per token, whole ring
-	Replans     int      `json:"replans"`
-	Lost        []string `json:"lost"` // device IDs lost mid-generation
+	PlanID      uint64  `json:"plan_id"`
+	K           int     `json:"k"`
+	Layers      int     `json:"layers"`
+	PredictedMs float64 `json:"predicted_ms"` // Halda's prediction per token (calibrated when earlier runs were measured)
+	MeasuredMs  float64 `json:"measured_ms"`  // decode ms per token, whole ring
+	// UncalibratedMs is Halda's prediction with the profiles as measured,
+	// before calibration by earlier runs.
+	UncalibratedMs float64  `json:"uncalibrated_ms,omitempty"`
+	Replans        int      `json:"replans"`
+	Lost           []string `json:"lost"` // device IDs lost mid-generation
 	// LossToTokenMs is the time from noticing the last loss to the next
 	// token (re-plan, re-prefill, one token); 0 without a loss.
 	LossToTokenMs float64      `json:"loss_to_token_ms"`
@@ -25,11 +28,13 @@ type RingDevice struct {
 	Name        string   `json:"name"`
 	Case        string   `json:"case"`
 	Windows     []Window `json:"windows"`
-	PredictedMs float64  `json:"predicted_ms"` // Halda: this device's share per token
+	PredictedMs float64  `json:"predicted_ms"` // Halda: this device's share per token (calibrated)
 	MeasuredMs  float64  `json:"measured_ms"`  // its windows' compute per token, as it reported
-	MemPressure float64  `json:"mem_pressure"` // 0..1, the largest it reported
-	RTTMs       *float64 `json:"rtt_ms"`       // link from the head; nil for the head
-	Profile     string   `json:"profile"`      // "measured" or "default"
+	// UncalibratedMs is its share with its profile as measured.
+	UncalibratedMs float64  `json:"uncalibrated_ms,omitempty"`
+	MemPressure    float64  `json:"mem_pressure"` // 0..1, the largest it reported
+	RTTMs          *float64 `json:"rtt_ms"`       // link from the head; nil for the head
+	Profile        string   `json:"profile"`      // "measured" or "default"
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.
@@ -39,4 +44,21 @@ type RingStatus struct {
 	At    *time.Time `json:"at"`    // when Last finished
 	// Note says why the last chat ran on this device alone, if it did.
 	Note string `json:"note,omitempty"`
+	// Self is the last chat that ran on this device alone: its measured
+	// speed beside Halda's predictions; nil before one.
+	Self *SelfRun `json:"self,omitempty"`
+}
+
+// SelfRun is a chat on this device alone: what Halda predicted per token,
+// with its profile calibrated by the earlier runs (PredictedMs) and as
+// measured (UncalibratedMs), beside what the run measured.
+type SelfRun struct {
+	Model          string  `json:"model"`
+	MeasuredMs     float64 `json:"measured_ms"`
+	PredictedMs    float64 `json:"predicted_ms"`
+	UncalibratedMs float64 `json:"uncalibrated_ms"`
+	// CalibratedRuns is how many earlier runs calibrated PredictedMs (0:
+	// it equals UncalibratedMs).
+	CalibratedRuns int       `json:"calibrated_runs"`
+	At             time.Time `json:"at"`
 }

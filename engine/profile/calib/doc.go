@@ -27,4 +27,13 @@
 // halda.Solve on the calibrated Problem (Recalibrate); whether to switch to
 // the new plan is Switch: only when it beats the current one's recomputed
 // prediction by the thesis's margin (τ = 0.95).
+//
+// Across plans a device's windows change, so its samples are kept as
+// ratios: Ratio(measured, predicted) is one run's measured compute time
+// over the uncalibrated prediction for its part (ComputeMs + DiskMs).
+// FromRatios(plan, ratios) turns each device's median ratio into one
+// sample under plan (the ratio times its predicted time there), so
+// Recalibrate scales its rates by it; Uncalibrated(a, raw, cal) recovers
+// the uncalibrated time of an assignment made with calibrated profiles
+// (each term scales back by its factor), the denominator of the next ratio.
 package calib

@@ -1,0 +1,240 @@
+package app
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"homering/app/api/apitype"
+	"homering/app/config"
+	"homering/engine/profile"
+	"homering/engine/profile/calib"
+	"homering/engine/profile/modelprof"
+	"homering/engine/runner"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+// Calibration in the agent (engine/profile/calib): after each run the
+// measured compute time per token of every device (runner.Stats of a
+// single-device chat, DeviceStats of a ring) over Halda's uncalibrated
+// prediction for its part is one ratio; the last calib.DefaultComputeWindow
+// ratios per device, model and thread count are kept next to the profile
+// cache (profiles/calibration/, one checksummed file each; a corrupt one is
+// ignored and started afresh). The next plan is solved with each device's
+// rates scaled by its median ratio (calib.FromRatios, calib.Recalibrate).
+
+// calibDirName is the directory under the profile cache holding the ratios.
+const calibDirName = "calibration"
+
+// minCalibTokens is the fewest decoded tokens a single-device run needs to
+// count: its mean per token is then a steady measurement.
+const minCalibTokens = 4
+
+// calibStore keeps the ratios on disk. Safe for concurrent use.
+type calibStore struct {
+	dir string // profiles/calibration under the config directory
+	log *slog.Logger
+	mu  sync.Mutex
+}
+
+func newCalibStore(configDir string, log *slog.Logger) *calibStore {
+	return &calibStore{dir: filepath.Join(configDir, profile.CacheDirName, calibDirName), log: log}
+}
+
+// calibKey names a device's ratios: its ID, the model (name and size: a
+// re-quantised file is another model) and the thread count (0 for a peer:
+// its engine runs with its own setting, the same from run to run).
+func calibKey(device, model string, threads int) string {
+	size := int64(0)
+	if fi, err := os.Stat(model); err == nil {
+		size = fi.Size()
+	}
+	return fmt.Sprintf("%s|%s|%d|t%d", device, filepath.Base(model), size, threads)
+}
+
+type calibEntry struct {
+	Key    string    `json:"key"`
+	Ratios []float64 `json:"ratios"`
+}
+
+type calibFile struct {
+	SHA256 string          `json:"sha256"`
+	Entry  json.RawMessage `json:"entry"`
+}
+
+func (s *calibStore) path(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return filepath.Join(s.dir, hex.EncodeToString(h[:8])+".json")
+}
+
+// ratios returns key's ratios, oldest first; nil when there are none or the
+// file cannot be trusted (logged).
+func (s *calibStore) ratios(key string) []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.load(key)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("calibration: entry ignored; starting afresh", "key", key, "err", err)
+	}
+	return r
+}
+
+func (s *calibStore) load(key string) ([]float64, error) {
+	b, err := os.ReadFile(s.path(key))
+	if err != nil {
+		return nil, err
+	}
+	var f calibFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("does not parse: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, f.Entry); err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(compact.Bytes()); hex.EncodeToString(sum[:]) != f.SHA256 {
+		return nil, errors.New("fails its checksum")
+	}
+	var e calibEntry
+	if err := json.Unmarshal(f.Entry, &e); err != nil {
+		return nil, err
+	}
+	if e.Key != key {
+		return nil, fmt.Errorf("holds key %q", e.Key)
+	}
+	for _, r := range e.Ratios {
+		if !(r > 0) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("holds ratio %v", r)
+		}
+	}
+	return e.Ratios, nil
+}
+
+// add appends one ratio to key's rolling window and stores it.
+func (s *calibStore) add(key string, r float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rs, _ := s.load(key) // an untrusted entry starts afresh
+	rs = append(rs, r)
+	if n := calib.DefaultComputeWindow; len(rs) > n {
+		rs = rs[len(rs)-n:]
+	}
+	eb, err := json.Marshal(calibEntry{Key: key, Ratios: rs})
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(eb)
+	b, err := json.Marshal(calibFile{SHA256: hex.EncodeToString(sum[:]), Entry: eb})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	return config.WriteFile(s.path(key), b)
+}
+
+// calibration returns the store of this backend's config directory.
+func (b *chatBackend) calibration() *calibStore {
+	b.ring.calibOnce.Do(func() { b.ring.calib = newCalibStore(b.dir, b.log) })
+	return b.ring.calib
+}
+
+// threadsOf is the thread count a device's ratios are kept for.
+func (b *chatBackend) threadsOf(device, self string) int {
+	if device == self {
+		return b.threads
+	}
+	return 0
+}
+
+// calibrated returns p with its devices calibrated by their ratios for
+// model (self names this device), and the plan Halda makes with the
+// uncalibrated profiles (its PredictedMs is the uncalibrated prediction).
+// Without ratios, or when solving fails, p comes back unchanged.
+func (b *chatBackend) calibrated(p halda.Problem, model, self string) (halda.Problem, halda.Plan) {
+	raw, err := halda.Solve(p, lpsolve.Solver{})
+	if err != nil {
+		return p, halda.Plan{}
+	}
+	ratios := map[string][]float64{}
+	st := b.calibration()
+	for _, d := range p.Devices {
+		if rs := st.ratios(calibKey(d.Name, model, b.threadsOf(d.Name, self))); len(rs) > 0 {
+			ratios[d.Name] = rs
+		}
+	}
+	cals := calib.FromRatios(raw, ratios)
+	if len(cals) == 0 {
+		return p, raw
+	}
+	q, _, err := calib.Recalibrate(p, raw, cals, lpsolve.Solver{})
+	if err != nil {
+		b.log.Warn("calibration: the calibrated problem has no plan; planning uncalibrated", "err", err)
+		return p, raw
+	}
+	return q, raw
+}
+
+// learn records one device's measured compute ms per token against the
+// uncalibrated prediction for its part.
+func (b *chatBackend) learn(device, self, model string, measuredMs, uncalibratedMs float64) {
+	r, ok := calib.Ratio(measuredMs, uncalibratedMs)
+	if !ok {
+		return
+	}
+	if err := b.calibration().add(calibKey(device, model, b.threadsOf(device, self)), r); err != nil {
+		b.log.Warn("calibration: could not store", "err", err)
+	}
+}
+
+// learnAlone calibrates this device from a single-device chat: Halda's
+// prediction for this device alone (uncalibrated and calibrated with the
+// runs before) beside what it measured, kept for status and the map.
+func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
+	if st.DecodeTokens < minCalibTokens || !(st.DecodeMS > 0) {
+		return
+	}
+	m, err := modelprof.FromGGUF(path, nCtx)
+	if err != nil {
+		return
+	}
+	self := b.selfID()
+	dev, _ := b.selfDevice()
+	dev.Name = self
+	p := halda.Problem{Devices: []halda.Device{dev}, Model: m, DefaultLinkSec: 1e-4, HeadHoldsLayers: true}
+	q, raw := b.calibrated(p, path, self)
+	if len(raw.Ring) == 0 {
+		return
+	}
+	cal, err := halda.Solve(q, lpsolve.Solver{})
+	if err != nil || len(cal.Ring) == 0 {
+		return
+	}
+	measured := st.DecodeMS / float64(st.DecodeTokens)
+	runs := len(b.calibration().ratios(calibKey(self, path, b.threads)))
+	b.learn(self, self, path, measured, raw.Ring[0].ComputeMs+raw.Ring[0].DiskMs)
+	b.ring.mu.Lock()
+	b.ring.alone = &apitype.SelfRun{Model: filepath.Base(path), MeasuredMs: measured, PredictedMs: cal.PredictedMs,
+		UncalibratedMs: raw.PredictedMs, CalibratedRuns: runs, At: time.Now()}
+	b.ring.mu.Unlock()
+}
+
+// selfID names this device in plans and calibration: its device ID, or
+// "self" without a node.
+func (b *chatBackend) selfID() string {
+	if b.node != nil {
+		return b.node.Status().Device.ID
+	}
+	return "self"
+}
