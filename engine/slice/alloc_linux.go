@@ -15,3 +15,13 @@ func allocate(f *os.File, size int64) error {
 	}
 	return err
 }
+
+// freeSpace is the bytes an unprivileged writer may still use in dir's
+// filesystem.
+func freeSpace(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}

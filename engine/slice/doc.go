@@ -29,19 +29,38 @@
 // Build writes PATH.part: header first, then the whole size reserved with
 // fallocate (a full disk fails here, before any download, with ErrNoSpace),
 // then each tensor at its final offset, hashed on the way and compared with
-// the head's SHA-256 (ErrHashMismatch). Each verified tensor's name is
-// appended to PATH.part.done and synced, so an interrupted build resumes
-// with the tensors still missing (re-verifying those it keeps). When all are
-// there the part file is synced and renamed to PATH and the directory
-// synced: a slice file in use is always complete. A later Build of the same
-// source and layers finds PATH, checks its header and reuses it (warm
-// restart) without fetching anything.
+// the head's SHA-256 (ErrHashMismatch). Verified tensors are made durable in
+// batches: after every 64 MiB of them (and when a build stops early: an
+// error, a cancel) the part file is synced, then their names are appended to
+// PATH.part.done and that is synced, so the log never names data that is not
+// on disk, and an interrupted build resumes with the tensors still missing
+// (re-verifying those it keeps). When all are there the part file is synced
+// and renamed to PATH and the directory synced: a slice file in use is
+// always complete. A later Build of the same source and layers finds PATH,
+// checks its header and reuses it (warm restart) without fetching anything.
 //
-// # Overlapping slices
+// # A cache of several slices per model
 //
-// Local is a Source over the complete slices of the same model already in
-// the cache directory, with the head as the fallback: when a re-plan
-// changes a worker's windows, the layers it already held are copied from
-// disk and only the others travel. Tensors keep their names and bytes in
-// every slice, and Build checks each one's hash whichever source gave it.
+// A worker's cache (Cache) holds complete slices of the models it serves,
+// several per model once re-plans have moved its windows, and never copies
+// layers from one slice file into another. When its windows change, Cover
+// splits the layers it needs into pieces, each held by one cached slice
+// (the slice holding the longest run from each layer: the fewest pieces),
+// and the runs no slice holds, which are fetched from the head into one new
+// slice of exactly those layers. The worker maps every file it uses
+// (several mappings of one model: page cache, no anonymous copies) and runs
+// each window as consecutive sub-windows, one per piece, each with its own
+// KV cache; chained in one process they compute the same bits as the whole
+// window (engine/ggml). A survivor whose new windows are all cached fetches
+// nothing and only opens files.
+//
+// Pruning: after preparing a job the worker calls Prune with the files it
+// maps. It removes the least recently used entries (a slice file, or a part
+// file of an interrupted build with its done log) until the cache holds at
+// most Budget(job's slice bytes, configured cap) = max(2 × job, cap; cap 0
+// is DefaultCap, 1 GiB) and the disk has at least MinFree (1 GiB) free. It
+// never removes a file in use nor a part file written in the last two
+// minutes (a build may be running); "used" is the file's modification time,
+// which Touch sets whenever a job maps a slice. A full disk while building
+// prunes everything not in use and tries once more.
 package slice

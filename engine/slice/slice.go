@@ -46,6 +46,10 @@ type Source interface {
 	ReadTensor(ctx context.Context, name string, off int64, p []byte) error
 }
 
+// syncEvery is how many verified tensor bytes Build writes between syncs of
+// the part file and its done log: an interruption loses at most this much.
+const syncEvery = 64 << 20
+
 // Builder builds slices in a cache directory.
 type Builder struct {
 	Dir      string
@@ -185,7 +189,26 @@ func (b *Builder) Build(ctx context.Context, spec Spec, src Source) (Result, err
 		chunk = 4 << 20
 	}
 	buf := make([]byte, chunk)
-	var have int64
+	var have, unsynced int64
+	var pending []string // verified tensors not yet in the done log
+	// commit makes the pending tensors durable, then logs them: one sync of
+	// the data per syncEvery bytes, not one per tensor.
+	commit := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := f.Sync(); err != nil {
+			return diskError(err, size, b.Dir)
+		}
+		if _, err := dl.WriteString(strings.Join(pending, "\n") + "\n"); err != nil {
+			return diskError(err, size, b.Dir)
+		}
+		if err := dl.Sync(); err != nil {
+			return diskError(err, size, b.Dir)
+		}
+		pending, unsynced = pending[:0], 0
+		return nil
+	}
 	for i, t := range layout.tensors {
 		off := int64(len(header)) + layout.offsets[i]
 		want := spec.Hashes[t.Name]
@@ -196,10 +219,12 @@ func (b *Builder) Build(ctx context.Context, spec Spec, src Source) (Result, err
 		h := sha256.New()
 		for pos := int64(0); pos < t.Size; {
 			if err := ctx.Err(); err != nil {
+				_ = commit() // keep what is verified for the resume
 				return res, err
 			}
 			n := min(int64(len(buf)), t.Size-pos)
 			if err := src.ReadTensor(ctx, t.Name, pos, buf[:n]); err != nil {
+				_ = commit()
 				return res, fmt.Errorf("slice: fetch %s at %d: %w", t.Name, pos, err)
 			}
 			if _, err := f.WriteAt(buf[:n], off+pos); err != nil {
@@ -213,18 +238,16 @@ func (b *Builder) Build(ctx context.Context, spec Spec, src Source) (Result, err
 			}
 		}
 		if [32]byte(h.Sum(nil)) != want {
+			_ = commit()
 			return res, fmt.Errorf("%w: %s (fetch it again)", ErrHashMismatch, t.Name)
 		}
 		have += t.Size
 		// The data must be durable before the log says it is there.
-		if err := f.Sync(); err != nil {
-			return res, diskError(err, size, b.Dir)
-		}
-		if _, err := dl.WriteString(t.Name + "\n"); err != nil {
-			return res, diskError(err, size, b.Dir)
-		}
-		if err := dl.Sync(); err != nil {
-			return res, diskError(err, size, b.Dir)
+		pending = append(pending, t.Name)
+		if unsynced += t.Size; unsynced >= syncEvery {
+			if err := commit(); err != nil {
+				return res, err
+			}
 		}
 	}
 	if err := f.Sync(); err != nil {
