@@ -36,7 +36,12 @@
 // into logits, sampled greedily (argmax, lowest id on ties) unless Sample is
 // set. Evaluations are split into batches of at most ggml.MaxBatch rows. Its
 // KV caches follow the positions the activations carry (KVTruncate when a pass starts
-// before the cache end, as after a re-prefill).
+// before the cache end, as after a re-prefill). A worker whose layers lie in
+// several slice files (GGML.Parts) runs each window as consecutive
+// sub-windows, one per file it spans, each with its own KV cache, passing
+// hidden states from one to the next in process: the same bits as one
+// window (engine/ggml proves splits exact). Prefetch and Release act on
+// every file a window spans.
 //
 // # Weight slices
 //

@@ -9,19 +9,66 @@ import (
 	"homering/engine/ring/wire"
 )
 
-// GGML is the Engine over an engine/ggml model this device has mapped (the
-// full file or its slice).
+// GGML is the Engine over the engine/ggml model files this device has
+// mapped: the full file or its slice (M), or several slices (Parts).
 type GGML struct {
-	M       *ggml.Model
+	M *ggml.Model
+	// Parts, when set, replace M: mapped files and the layers each runs
+	// (sorted, disjoint), as a worker holds them after a re-plan (its cached
+	// slices and one with the layers it lacked). A window spanning several
+	// parts runs as consecutive sub-windows, one per part, each with its own
+	// KV cache; chained in one process they give the window's bits
+	// (engine/ggml). Set them before Prepare; they cannot hold the token
+	// embedding or the output head (a worker's windows never do).
+	Parts   []Part
 	NCtx    int
 	Threads int
 	// Sample picks the token from the head's logits; nil is greedy (argmax,
 	// lowest id on ties). It runs on the driver's engine goroutine.
 	Sample func(logits []float32) int32
 
-	mu   sync.Mutex     // guards wins and out: Compute runs off the driver's loop
-	wins []*ggml.Window // per round
-	out  *ggml.Window   // head: output head alone, [L, L)
+	mu   sync.Mutex   // guards wins and out: Compute runs off the driver's loop
+	wins []round      // per round
+	out  *ggml.Window // head: output head alone, [L, L)
+}
+
+// Part is a mapped file and the layers [First, Last) this device runs on it.
+type Part struct {
+	First, Last int
+	M           *ggml.Model
+}
+
+// round is one plan window as the sub-windows that compute it, in order.
+type round struct {
+	w    wire.Range
+	subs []*ggml.Window
+	ms   []*ggml.Model // subs[i]'s model
+}
+
+func (g *GGML) info() ggml.ModelInfo {
+	if g.M == nil && len(g.Parts) > 0 {
+		return g.Parts[0].M.Info()
+	}
+	return g.M.Info()
+}
+
+// split cuts window w at the parts' boundaries.
+func (g *GGML) split(w wire.Range) ([]Part, error) {
+	if len(g.Parts) == 0 {
+		return []Part{{First: w.Start, Last: w.End, M: g.M}}, nil
+	}
+	var out []Part
+	at := w.Start
+	for _, p := range g.Parts {
+		if at < w.End && p.First <= at && at < p.Last {
+			out = append(out, Part{First: at, Last: min(p.Last, w.End), M: p.M})
+			at = min(p.Last, w.End)
+		}
+	}
+	if at < w.End || w.Start == w.End {
+		return nil, fmt.Errorf("driver: no mapped file holds layer %d of window [%d, %d)", at, w.Start, w.End)
+	}
+	return out, nil
 }
 
 // Prepare opens this device's windows of plan.
@@ -32,17 +79,34 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	if idx < 0 {
 		return fmt.Errorf("driver: this device is not in plan %d", plan.ID)
 	}
-	n := g.M.Info().NLayer
-	if plan.Layers != n || plan.NEmbd != g.M.Info().NEmbd || plan.DType != wire.F32 {
-		return fmt.Errorf("driver: plan %d is for %d layers of %d (%s), the model has %d of %d", plan.ID, plan.Layers, plan.NEmbd, plan.DType, n, g.M.Info().NEmbd)
+	if g.M == nil && len(g.Parts) == 0 {
+		return fmt.Errorf("driver: no model mapped for plan %d", plan.ID)
+	}
+	info := g.info()
+	n := info.NLayer
+	if plan.Layers != n || plan.NEmbd != info.NEmbd || plan.DType != wire.F32 {
+		return fmt.Errorf("driver: plan %d is for %d layers of %d (%s), the model has %d of %d", plan.ID, plan.Layers, plan.NEmbd, plan.DType, n, info.NEmbd)
+	}
+	if idx == 0 && g.M == nil {
+		return fmt.Errorf("driver: the head of plan %d needs its model file (M), not parts", plan.ID)
 	}
 	for r, w := range plan.Devices[idx].Windows {
-		win, err := g.M.NewWindow(ggml.WindowParams{First: w.Start, Last: w.End, Embed: idx == 0 && r == 0, NCtx: g.NCtx, Threads: g.Threads})
+		parts, err := g.split(w)
 		if err != nil {
 			g.close()
 			return err
 		}
-		g.wins = append(g.wins, win)
+		rd := round{w: w}
+		for i, p := range parts {
+			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0, NCtx: g.NCtx, Threads: g.Threads})
+			if err != nil {
+				rd.close()
+				g.close()
+				return err
+			}
+			rd.subs, rd.ms = append(rd.subs, win), append(rd.ms, p.M)
+		}
+		g.wins = append(g.wins, rd)
 	}
 	if idx == 0 {
 		out, err := g.M.NewWindow(ggml.WindowParams{First: n, Last: n, Output: true, NCtx: g.NCtx, Threads: g.Threads})
@@ -55,9 +119,15 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	return nil
 }
 
-func (g *GGML) close() {
-	for _, w := range g.wins {
+func (r round) close() {
+	for _, w := range r.subs {
 		w.Close()
+	}
+}
+
+func (g *GGML) close() {
+	for _, r := range g.wins {
+		r.close()
 	}
 	g.wins = nil
 	if g.out != nil {
@@ -78,28 +148,32 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	done := ring.ComputeDone{Seq: c.Seq, Round: c.Round, Output: c.Output}
-	win := g.out
+	subs := []*ggml.Window{g.out}
 	if !c.Output {
 		if c.Round >= len(g.wins) {
 			return done, fmt.Errorf("driver: no window for round %d", c.Round)
 		}
-		win = g.wins[c.Round]
+		subs = g.wins[c.Round].subs
 	}
-	if win == nil {
+	if subs[0] == nil {
 		return done, fmt.Errorf("driver: no output head on this device")
 	}
-	// A pass that starts before the cache end (a re-prefill) overwrites it.
-	if win.KVLen() > c.Pos {
-		win.KVTruncate(c.Pos)
+	nEmbd := g.info().NEmbd
+	tokens := c.Tokens
+	var v []float32
+	if tokens == nil {
+		v = wire.F32s(c.Hidden.Data)
 	}
-	nEmbd := g.M.Info().NEmbd
-	var hidden []float32
-	if c.Tokens == nil {
-		hidden = wire.F32s(c.Hidden.Data)
-	}
-	v, err := evalChunked(win, c.Tokens, hidden, nEmbd, c.Pos)
-	if err != nil {
-		return done, err
+	for _, win := range subs {
+		// A pass that starts before the cache end (a re-prefill) overwrites it.
+		if win.KVLen() > c.Pos {
+			win.KVTruncate(c.Pos)
+		}
+		var err error
+		if v, err = evalChunked(win, tokens, v, nEmbd, c.Pos); err != nil {
+			return done, err
+		}
+		tokens = nil // the next sub-window takes this one's hidden states
 	}
 	if c.Output {
 		if g.Sample != nil {
@@ -153,16 +227,18 @@ func argmax(v []float32) int32 {
 	return int32(best)
 }
 
-// Prefetch and Release act on the window's pages.
-func (g *GGML) Prefetch(w wire.Range) { g.pages(w, g.M.Prefetch) }
-func (g *GGML) Release(w wire.Range)  { g.pages(w, g.M.Release) }
+// Prefetch and Release act on the window's pages (in every file it spans).
+func (g *GGML) Prefetch(w wire.Range) { g.pages(w, (*ggml.Model).Prefetch) }
+func (g *GGML) Release(w wire.Range)  { g.pages(w, (*ggml.Model).Release) }
 
-func (g *GGML) pages(w wire.Range, f func([]ggml.ByteRange) error) {
+func (g *GGML) pages(w wire.Range, f func(*ggml.Model, []ggml.ByteRange) error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, win := range g.wins {
-		if p := win.Params(); p.First == w.Start && p.Last == w.End {
-			_ = f(win.WeightRanges())
+	for _, r := range g.wins {
+		if r.w == w {
+			for i, win := range r.subs {
+				_ = f(r.ms[i], win.WeightRanges())
+			}
 		}
 	}
 }

@@ -1,0 +1,134 @@
+package driver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/ggml"
+	"homering/engine/ring"
+	"homering/engine/ring/wire"
+	"homering/engine/slice"
+)
+
+// A worker whose layers lie in two slice files (as after a re-plan: a
+// cached slice and one with the layers it lacked) runs each window as
+// sub-windows over both and gives the single-device engine's tokens, for a
+// window spanning both files (k = 1) and windows in one file each (k = 2,
+// with Release on).
+func TestPartsEqualSingleDevice(t *testing.T) {
+	want := reference(t)
+	ctx := context.Background()
+	srv, err := NewSliceServer(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	src := sliceLink(t, ctx, srv)
+	g, hashes, err := src.FetchIndex(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	open := func(rs ...slice.Range) *ggml.Model {
+		t.Helper()
+		res, err := (&slice.Builder{Dir: dir}).Build(ctx, slice.Spec{Model: srv.Model, Source: g, Hashes: hashes, Layers: rs}, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ggml.Open(res.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	a13, a35 := open(slice.Range{Start: 1, End: 3}), open(slice.Range{Start: 3, End: 5})
+	parts := []Part{{First: 1, Last: 3, M: a13}, {First: 3, Last: 5, M: a35}}
+	for _, tt := range []struct {
+		name string
+		plan *wire.Plan
+	}{
+		{"k=1 window across two files", &wire.Plan{ID: 1, K: 1, Devices: []wire.Device{
+			{ID: "a", Windows: []wire.Range{rg(0, 2)}},
+			{ID: "b", Windows: []wire.Range{rg(2, 5)}}}}},
+		{"k=2 a window in each file", &wire.Plan{ID: 2, K: 2, Devices: []wire.Device{
+			{ID: "a", Windows: []wire.Range{rg(0, 1), rg(2, 4)}},
+			{ID: "b", Release: true, Windows: []wire.Range{rg(1, 2), rg(4, 5)}}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ma := openModel(t)
+			tt.plan.Layers, tt.plan.NEmbd, tt.plan.DType = ma.Info().NLayer, ma.Info().NEmbd, wire.F32
+			ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{Parts: parts, NCtx: 64, Threads: 1}
+			defer ea.Close()
+			defer eb.Close()
+			a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
+			b := New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
+			pipe(t, ctx, a, "a", b, "b")
+			done := make(chan error, 2)
+			go func() { done <- a.Run(ctx) }()
+			go func() { done <- b.Run(ctx) }()
+			go func() {
+				for range b.Out() {
+				}
+			}()
+			if err := a.Post(ctx, ring.PlanInstalled{Plan: tt.plan}); err != nil {
+				t.Fatal(err)
+			}
+			await[ring.Ready](t, a)
+			var got []int32
+			in, pos := prompt, 0
+			for range nGen {
+				if err := a.Post(ctx, ring.StartToken{Tokens: in, Pos: pos}); err != nil {
+					t.Fatal(err)
+				}
+				tok := await[ring.EmitToken](t, a).Token
+				pos += len(in)
+				got = append(got, tok)
+				in = []int32{tok}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("tokens (-single device +ring over parts)\n%s", diff)
+			}
+			cancel()
+			for range 2 {
+				<-done
+			}
+		})
+	}
+}
+
+func TestSplitAtParts(t *testing.T) {
+	var m1, m2 ggml.Model // split only compares and copies the pointers
+	g := &GGML{Parts: []Part{{First: 2, Last: 4, M: &m1}, {First: 4, Last: 9, M: &m2}}}
+	for _, tt := range []struct {
+		name string
+		w    wire.Range
+		want []Part
+		err  bool
+	}{
+		{"inside one part", rg(2, 4), []Part{{First: 2, Last: 4, M: &m1}}, false},
+		{"across two", rg(3, 6), []Part{{First: 3, Last: 4, M: &m1}, {First: 4, Last: 6, M: &m2}}, false},
+		{"a layer no part holds", rg(1, 3), nil, true},
+		{"past the last part", rg(8, 10), nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := g.split(tt.w)
+			if (err != nil) != tt.err {
+				t.Fatalf("split(%v) error %v, want error %v", tt.w, err, tt.err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("split(%v) = %d parts, want %d", tt.w, len(got), len(tt.want))
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("part %d: got [%d, %d) on %p, want [%d, %d) on %p", i, got[i].First, got[i].Last, got[i].M, tt.want[i].First, tt.want[i].Last, tt.want[i].M)
+				}
+			}
+		})
+	}
+}
