@@ -98,19 +98,22 @@
 // device IDs in serve.allowed, and answer with its address:
 //
 //	{"id":7,"op":"serve_ring","serve":{"identity":"/cfg","allowed":["HEAD-ID"],
-//	      "cache_dir":"/cache/slices","listen":"[::]:0","threads":2}}
+//	      "cache_dir":"/cache/slices","cache_max":0,"listen":"[::]:0","threads":2}}
 //	{"id":7,"type":"serving","addr":"[::]:41234"}
 //	{"id":8,"op":"stop","target":7}  →  {"id":7,"type":"done","stats":{"reason":"cancelled"}}
 //
 // Serving runs beside generations and emits nothing else until it stops. A
 // serving child lowers its CPU priority (nice 10 on every thread on Linux,
 // the process on macOS). It runs one job at a time: on the head's PlanInstall
-// it fetches the slice of its windows into serve.cache_dir (engine/slice:
-// verified, resumable; a warm restart reuses it and fetches nothing, and
-// after a re-plan the layers it already held are copied from its cache, so
-// only the others travel), maps it
-// (weights stay page cache), opens its windows and dials its successor in
-// the ring (wire.JobLink first) unless that is the head. A job ends when the
+// it finds the layers of its windows in the slices of serve.cache_dir and
+// fetches into a new slice only the layers none of them holds (engine/slice:
+// verified, resumable; a warm restart, or a re-plan that leaves it layers
+// it held, fetches nothing and copies nothing), maps every slice it uses
+// (weights stay page cache), opens each window as consecutive sub-windows,
+// one per slice file it spans, prunes the cache (least recently used
+// slices, to max(2 × its slices, serve.cache_max or 1 GiB) and 1 GiB free
+// disk) and dials its successor in the ring (wire.JobLink first) unless
+// that is the head. A job ends when the
 // head says goodbye, its link closes or it falls silent: the windows close
 // and the slice is unmapped, and the child waits for the next job.
 package runner

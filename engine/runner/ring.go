@@ -53,8 +53,11 @@ type ServeParams struct {
 	Identity string   `json:"identity"` // config dir holding this device's certificate and key
 	Allowed  []string `json:"allowed"`  // device IDs that may connect: the head and the other workers
 	CacheDir string   `json:"cache_dir"`
-	Listen   string   `json:"listen"` // "": "[::]:0"
-	Threads  int      `json:"threads,omitempty"`
+	// CacheMax is what the slice cache may keep beyond twice the current
+	// job's slices (engine/slice Budget); 0: slice.DefaultCap (1 GiB).
+	CacheMax int64  `json:"cache_max,omitempty"`
+	Listen   string `json:"listen"` // "": "[::]:0"
+	Threads  int    `json:"threads,omitempty"`
 }
 
 // RingGenerate runs g on the ring of rp with this device as the head: the

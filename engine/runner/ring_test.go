@@ -397,7 +397,14 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	want := reference(t, head.sup, lp, g)
 	layers, nEmbd := modelShape(t, stories260K)
 	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, bad), head, w1, bad)
-	got, st, err := ringTokens(t, head, lp, rp, g, nil, replanWithout(t, layers, nEmbd, 1, head, w1, bad))
+	var files []string
+	var anon int
+	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
+		if n == 2 { // on the new plan: the bad worker is never Ready
+			files = mappedFiles(t, w1.sup.PID(), w1.cache)
+			_, anon = sliceMemory(t, w1.sup.PID(), w1.cache)
+		}
+	}, replanWithout(t, layers, nEmbd, 1, head, w1, bad))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,11 +414,30 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.id {
 		t.Fatalf("stats %+v: want one replan, the bad worker gone", st)
 	}
-	// w1 went from layers 1-3 to 2-5: layer 2 came from its cache, only
-	// layers 3 and 4 from the head.
+	// w1 went from layers 1-3 to 2-5: layer 2 stays in its cached slice,
+	// only layers 3 and 4 come from the head, into a second slice; its
+	// window runs over both mappings, file pages only.
 	if d := st.Devices[1]; d.Fetched <= 0 || d.Fetched >= d.SliceBytes {
 		t.Errorf("after the re-plan w1 fetched %d of its %d slice bytes, want only the layers it lacked", d.Fetched, d.SliceBytes)
 	}
+	if len(files) != 2 || anon != 0 {
+		t.Errorf("after the re-plan w1 maps %q (%d kB anonymous), want its two slices as file pages", files, anon)
+	}
+}
+
+// mappedFiles lists the files under dir that process pid maps.
+func mappedFiles(t *testing.T, pid int, dir string) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatalf("read the maps of worker %d: %v", pid, err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 6 && strings.HasPrefix(f[5], dir) && !slices.Contains(out, f[5]) {
+			out = append(out, f[5])
+		}
+	}
+	return out
 }
 
 // niceValues returns the nice value of every thread of process pid.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -308,20 +309,21 @@ loop:
 	j.log.Info("ring job ended; windows closed", "reason", reason)
 }
 
-// workerEngine is a worker's driver.Engine: Prepare fetches the slice of
-// the plan's windows from the head (or finds it in the cache), maps it and
-// opens the windows, and links this device to its successor.
+// workerEngine is a worker's driver.Engine: Prepare finds the layers of the
+// plan's windows in the slice cache, fetches from the head into a new slice
+// only those no cached slice holds, maps every slice it uses and opens the
+// windows over them, and links this device to its successor.
 type workerEngine struct {
 	j *workerJob
-	g *driver.GGML // g.M: the mapped slice, nil before the first plan
+	g *driver.GGML // g.Parts: the mapped slices and their layers
 
-	path  string // of the mapped slice
-	src   *driver.ConnSource
-	index *gguf.File
-	hash  map[string][32]byte
-	mem   *pressure
+	models map[string]*ggml.Model // mapped slices by path
+	src    *driver.ConnSource
+	index  *gguf.File
+	hash   map[string][32]byte
+	mem    *pressure
 
-	mu                sync.Mutex // guards fetched, sliceBytes (read by the driver's loop)
+	mu                sync.Mutex // guards fetched, sliceLen (read by the driver's loop)
 	fetched, sliceLen int64
 }
 
@@ -364,38 +366,144 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 		e.index, e.hash = g, h
 	}
 	spec := slice.Spec{Model: e.j.model, Source: e.index, Hashes: e.hash, Layers: held(plan.Devices[idx].Windows)}
-	start := time.Now()
-	// Layers this device held in another slice (before a re-plan) come
-	// from the cache; only the others travel.
-	b := &slice.Builder{Dir: e.j.s.sp.CacheDir}
-	local := slice.OpenLocal(b.Dir, e.j.model, e.src)
-	res, err := b.Build(ctx, spec, local)
-	fetched := local.RemoteBytes()
-	local.Close()
-	if errors.Is(err, slice.ErrHashMismatch) {
-		e.j.log.Warn("a cached slice is damaged; fetching everything from the head", "err", err)
-		res, err = b.Build(ctx, spec, e.src)
-		fetched += res.Fetched
+	var sliceLen int64
+	for _, t := range slice.Tensors(spec) {
+		sliceLen += t.Size
 	}
+	cache := &slice.Cache{Dir: e.j.s.sp.CacheDir}
+	start := time.Now()
+	pieces, fetched, err := e.fetchMissing(ctx, cache, spec)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
-	e.fetched, e.sliceLen = fetched, res.Total
+	e.fetched, e.sliceLen = fetched, sliceLen
 	e.mu.Unlock()
-	e.j.log.Info("ring slice ready", "path", res.Path, "reused", res.Reused, "fetched", res.Fetched, "bytes", res.Total, "took", time.Since(start).Round(time.Millisecond))
-	if res.Path != e.path {
-		e.closeModel()
-		m, err := ggml.Open(res.Path)
-		if err != nil {
+	fetchedAt := time.Now()
+	// The old plan's windows go first: the slices only they used are
+	// unmapped, those still used stay mapped.
+	e.g.Close()
+	parts, err := e.mapPieces(pieces)
+	if err != nil {
+		// A cached slice that does not open: drop it and fetch its layers.
+		var bad *openError
+		if !errors.As(err, &bad) {
 			return err
 		}
-		e.g.M, e.path = m, res.Path
+		e.j.log.Warn("a cached slice does not open; fetching its layers again", "err", err)
+		_ = os.Remove(bad.path)
+		if pieces, fetched, err = e.fetchMissing(ctx, cache, spec); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		e.fetched += fetched
+		e.mu.Unlock()
+		if parts, err = e.mapPieces(pieces); err != nil {
+			return err
+		}
 	}
+	e.g.Parts = parts
 	if err := e.g.Prepare(plan, idx); err != nil {
 		return err
 	}
+	inUse := e.paths()
+	cache.Touch(inUse...)
+	e.j.log.Info("ring windows open", "layers", spec.Layers, "files", len(inUse), "sub_windows", len(parts),
+		"fetched", fetched, "bytes", sliceLen, "fetch_took", fetchedAt.Sub(start).Round(time.Millisecond),
+		"open_took", time.Since(fetchedAt).Round(time.Millisecond))
+	if p, err := cache.Prune(inUse, slice.Budget(sliceLen, e.j.s.sp.CacheMax), slice.MinFree); err != nil {
+		e.j.log.Warn("cannot prune the slice cache", "err", err)
+	} else if len(p.Removed) > 0 {
+		e.j.log.Info("slice cache pruned", "removed", len(p.Removed), "freed", p.Freed, "left", p.Left)
+	}
 	return e.linkSuccessor(plan, idx)
+}
+
+// fetchMissing covers spec's layers with the cached slices and fetches the
+// layers none holds into one new slice; it returns the pieces, each with
+// its file, and the bytes fetched.
+func (e *workerEngine) fetchMissing(ctx context.Context, cache *slice.Cache, spec slice.Spec) ([]slice.Piece, int64, error) {
+	pieces, missing := slice.Cover(spec.Layers, cache.Slices(spec.Model))
+	if len(missing) == 0 {
+		return pieces, 0, nil
+	}
+	miss := spec
+	miss.Layers = missing
+	b := &slice.Builder{Dir: cache.Dir}
+	res, err := b.Build(ctx, miss, e.src)
+	if errors.Is(err, slice.ErrNoSpace) {
+		// Make room: every slice this job does not map goes, then try once more.
+		keep := e.paths()
+		for _, p := range pieces {
+			if p.Path != "" {
+				keep = append(keep, p.Path)
+			}
+		}
+		if p, perr := cache.Prune(keep, 0, 0); perr == nil && len(p.Removed) > 0 {
+			e.j.log.Warn("disk full: removed unused slices", "removed", len(p.Removed), "freed", p.Freed)
+			res, err = b.Build(ctx, miss, e.src)
+		}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range pieces {
+		if pieces[i].Path == "" {
+			pieces[i].Path = res.Path
+		}
+	}
+	return pieces, res.Fetched, nil
+}
+
+// openError names a slice that ggml could not open.
+type openError struct {
+	path string
+	err  error
+}
+
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+
+// mapPieces maps the slices pieces name (keeping those mapped already,
+// unmapping the others) and returns the parts the windows run on. The
+// windows must be closed.
+func (e *workerEngine) mapPieces(pieces []slice.Piece) ([]driver.Part, error) {
+	used := map[string]bool{}
+	for _, p := range pieces {
+		used[p.Path] = true
+	}
+	for path, m := range e.models {
+		if !used[path] {
+			m.Close()
+			delete(e.models, path)
+		}
+	}
+	if e.models == nil {
+		e.models = map[string]*ggml.Model{}
+	}
+	parts := make([]driver.Part, 0, len(pieces))
+	for _, p := range pieces {
+		m := e.models[p.Path]
+		if m == nil {
+			var err error
+			if m, err = ggml.Open(p.Path); err != nil {
+				return nil, &openError{path: p.Path, err: err}
+			}
+			e.models[p.Path] = m
+		}
+		parts = append(parts, driver.Part{First: p.Start, Last: p.End, M: m})
+	}
+	return parts, nil
+}
+
+// paths lists the mapped slices.
+func (e *workerEngine) paths() []string {
+	out := make([]string, 0, len(e.models))
+	for p := range e.models {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // linkSuccessor dials the next worker of the ring, unless a link to it is
@@ -449,26 +557,17 @@ func held(ws []wire.Range) []slice.Range {
 }
 
 func (e *workerEngine) Compute(c ring.Compute) (ring.ComputeDone, error) { return e.g.Compute(c) }
-func (e *workerEngine) Prefetch(w wire.Range) {
-	if e.g.M != nil {
-		e.g.Prefetch(w)
-	}
-}
-func (e *workerEngine) Release(w wire.Range) {
-	if e.g.M != nil {
-		e.g.Release(w)
-	}
-}
+func (e *workerEngine) Prefetch(w wire.Range)                            { e.g.Prefetch(w) }
+func (e *workerEngine) Release(w wire.Range)                             { e.g.Release(w) }
 
-// Close frees the windows and unmaps the slice (the driver calls it on
+// Close frees the windows and unmaps the slices (the driver calls it on
 // EndJob, the job once more when it ends).
-func (e *workerEngine) Close() { e.closeModel() }
-
-func (e *workerEngine) closeModel() {
+func (e *workerEngine) Close() {
 	e.g.Close()
-	if e.g.M != nil {
-		e.g.M.Close()
-		e.g.M, e.path = nil, ""
+	e.g.Parts = nil
+	for path, m := range e.models {
+		m.Close()
+		delete(e.models, path)
 	}
 }
 
