@@ -8,10 +8,12 @@
 # --context 256 --rounds 1`: the KV length the engine pads to, and one window
 # per token, which is what is measured), and a measured decode (one window
 # [0, L) of engine/ggml, median ms/token after two warm-up steps). "predicted"/"measured" are the medians over reps; "spread" is the
-# measured reps' (max − min)/median, the noise. Then calibration
-# (engine/profile/calib): the median rep's device calibrated with the token
-# samples of the even reps (rolling median), re-planned, and compared with
-# the median of the odd reps' tokens, held out.
+# measured reps' (max − min)/median, the noise. Then calibration as the
+# agent does it (engine/profile/calib, app/profile_calib.go): the median
+# rep's device calibrated with the median of the even reps' ratios of
+# measured to predicted ms, one per token (calib.Ratio, FromRatios),
+# re-planned, and compared with the median of the odd reps' tokens, held
+# out.
 #
 # Targets: whole model resident ±15% before calibration and ±5% after, for 1
 # and 2 threads; under a memory cgroup smaller than the model (weights read
@@ -28,10 +30,10 @@
 # needs an engine that keeps a fixed part resident: not measured here.
 #
 # Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
-# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 5 tokens (calibration
-# needs 5 samples), and the cgroup
-# row with 2 reps of 2 tokens. BENCH_REPS, BENCH_TOKENS override. The machine
-# is shared: the load average is printed; the per-rep values show the noise.
+# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 5 tokens (rep 0's
+# ratio calibrates, rep 1 is held out), and the cgroup row with 2 reps of 2
+# tokens. BENCH_REPS, BENCH_TOKENS override. The machine is shared: the
+# load average is printed; the per-rep values show the noise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh

@@ -70,10 +70,10 @@ type config struct {
 // run measures every model × thread count, rep by rep: in each rep every
 // configuration gets a fresh `homering profile` → `homering plan`
 // prediction and then a decode measurement, so a slow spell of the shared
-// machine hits all rows alike instead of one row's reps. Then calibration:
-// the even reps' device and token samples calibrate, the odd reps' tokens
-// (median) are the held-out measurement the recomputed prediction is
-// checked against.
+// machine hits all rows alike instead of one row's reps. Then calibration
+// as the agent does it: the even reps' ratios of measured to predicted
+// (calib.Ratio, FromRatios) calibrate, the odd reps' tokens (median) are
+// the held-out measurement the recomputed prediction is checked against.
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	bin := fs.String("homering", "bench/out/homering", "homering binary")
@@ -146,24 +146,28 @@ func run(args []string) error {
 		if len(first.Ring) > 0 {
 			r.Case = string(first.Ring[0].Case)
 		}
-		cal := calib.Calibrator{ComputeWindow: 1 << 20}
-		var held []float64
+		// Calibration as the agent does it (app/profile_calib.go), one
+		// ratio per token: each even rep's tokens over that rep's own
+		// prediction; their median calibrates the median rep's device (a
+		// stalled token or rep is outvoted).
+		var ratios, held []float64
 		for i, ms := range c.tokens {
+			if i%2 == 1 {
+				held = append(held, ms...)
+				continue
+			}
+			a := assignment(c.plans[i], c.devs[i].Name)
 			for _, v := range ms {
-				if i%2 == 0 {
-					cal.Compute(v / 1e3)
-				} else {
-					held = append(held, v)
+				if r, ok := calib.Ratio(v, a.ComputeMs+a.DiskMs); ok {
+					ratios = append(ratios, r)
 				}
 			}
 		}
-		var a halda.Assignment
-		for _, x := range first.Ring {
-			if x.Device == c.devs[mid].Name {
-				a = x
-			}
+		dev := c.devs[mid]
+		if cal, ok := calib.FromRatios(first, map[string][]float64{dev.Name: ratios})[dev.Name]; ok {
+			dev = cal.Apply(dev, assignment(first, dev.Name))
 		}
-		b, err := json.Marshal(cal.Apply(c.devs[mid], a))
+		b, err := json.Marshal(dev)
 		if err != nil {
 			return err
 		}
@@ -182,6 +186,16 @@ func run(args []string) error {
 		}
 	}
 	return nil
+}
+
+// assignment is device's part of plan (zero when it has none).
+func assignment(plan halda.Plan, device string) halda.Assignment {
+	for _, a := range plan.Ring {
+		if a.Device == device {
+			return a
+		}
+	}
+	return halda.Assignment{}
 }
 
 // medianIndex is the index of v's median element (the lower one for an
