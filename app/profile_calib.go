@@ -151,30 +151,27 @@ func (b *chatBackend) calibration() *calibStore {
 }
 
 // threadsOf is the thread count a device's ratios are kept for.
-func (b *chatBackend) threadsOf(device, self string) int {
-	if device == self {
+func (b *chatBackend) threadsOf(device string) int {
+	if device == b.selfID() {
 		return b.threads
 	}
 	return 0
 }
 
 // calibrated returns p with its devices calibrated by their ratios for
-// model (self names this device), and the plan Halda makes with the
+// model, and the plan Halda makes with the
 // uncalibrated profiles (its PredictedMs is the uncalibrated prediction).
 // Without ratios, or when solving fails, p comes back unchanged.
-func (b *chatBackend) calibrated(p halda.Problem, model, self string) (halda.Problem, halda.Plan) {
+func (b *chatBackend) calibrated(p halda.Problem, model string) (halda.Problem, halda.Plan) {
 	raw, err := halda.Solve(p, lpsolve.Solver{})
 	if err != nil {
 		return p, halda.Plan{}
 	}
-	ratios := map[string][]float64{}
-	st := b.calibration()
+	var names []string
 	for _, d := range p.Devices {
-		if rs := st.ratios(calibKey(d.Name, model, b.threadsOf(d.Name, self))); len(rs) > 0 {
-			ratios[d.Name] = rs
-		}
+		names = append(names, d.Name)
 	}
-	cals := calib.FromRatios(raw, ratios)
+	cals := calib.FromRatios(raw, b.CalibrationRatios(model, names))
 	if len(cals) == 0 {
 		return p, raw
 	}
@@ -188,12 +185,12 @@ func (b *chatBackend) calibrated(p halda.Problem, model, self string) (halda.Pro
 
 // learn records one device's measured compute ms per token against the
 // uncalibrated prediction for its part.
-func (b *chatBackend) learn(device, self, model string, measuredMs, uncalibratedMs float64) {
+func (b *chatBackend) learn(device, model string, measuredMs, uncalibratedMs float64) {
 	r, ok := calib.Ratio(measuredMs, uncalibratedMs)
 	if !ok {
 		return
 	}
-	if err := b.calibration().add(calibKey(device, model, b.threadsOf(device, self)), r); err != nil {
+	if err := b.calibration().add(calibKey(device, model, b.threadsOf(device)), r); err != nil {
 		b.log.Warn("calibration: could not store", "err", err)
 	}
 }
@@ -213,7 +210,7 @@ func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
 	dev, _ := b.selfDevice()
 	dev.Name = self
 	p := halda.Problem{Devices: []halda.Device{dev}, Model: m, DefaultLinkSec: 1e-4, HeadHoldsLayers: true}
-	q, raw := b.calibrated(p, path, self)
+	q, raw := b.calibrated(p, path)
 	if len(raw.Ring) == 0 {
 		return
 	}
@@ -223,7 +220,7 @@ func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
 	}
 	measured := st.DecodeMS / float64(st.DecodeTokens)
 	runs := len(b.calibration().ratios(calibKey(self, path, b.threads)))
-	b.learn(self, self, path, measured, raw.Ring[0].ComputeMs+raw.Ring[0].DiskMs)
+	b.learn(self, path, measured, raw.Ring[0].ComputeMs+raw.Ring[0].DiskMs)
 	b.ring.mu.Lock()
 	b.ring.alone = &apitype.SelfRun{Model: filepath.Base(path), MeasuredMs: measured, PredictedMs: cal.PredictedMs,
 		UncalibratedMs: raw.PredictedMs, CalibratedRuns: runs, At: time.Now()}
@@ -237,4 +234,16 @@ func (b *chatBackend) selfID() string {
 		return b.node.Status().Device.ID
 	}
 	return "self"
+}
+
+// CalibrationRatios implements api.CalibrationSource: the ratios kept for
+// each device and model, for the device map's plan.
+func (b *chatBackend) CalibrationRatios(model string, deviceIDs []string) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, id := range deviceIDs {
+		if rs := b.calibration().ratios(calibKey(id, model, b.threadsOf(id))); len(rs) > 0 {
+			out[id] = rs
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"homering/app/config"
 	"homering/engine/profile/calib"
 	"homering/engine/runner"
+	"homering/halda"
 	"homering/internal/testlog"
 )
 
@@ -117,6 +118,8 @@ func TestAgentCalibratesAloneRuns(t *testing.T) {
 	if second.CalibratedRuns != 1 {
 		t.Errorf("second run calibrated by %d runs, want 1", second.CalibratedRuns)
 	}
+	t.Logf("first run: measured %.3f ms/token, predicted %.3f; second: measured %.3f, predicted %.3f calibrated, %.3f uncalibrated",
+		first.MeasuredMs, first.PredictedMs, second.MeasuredMs, second.PredictedMs, second.UncalibratedMs)
 	before := math.Abs(second.UncalibratedMs - first.MeasuredMs)
 	after := math.Abs(second.PredictedMs - first.MeasuredMs)
 	if !(after < before) {
@@ -125,5 +128,43 @@ func TestAgentCalibratesAloneRuns(t *testing.T) {
 	again := newBackend()
 	if got := len(again.calibration().ratios(calibKey("self", model, 1))); got != 2 {
 		t.Errorf("a new agent reads %d ratios, want 2", got)
+	}
+}
+
+// TestRingRunLearns: a ring run stores each device's measured compute over
+// its uncalibrated share (a calibrated device's share scaled back) and
+// reports the uncalibrated prediction beside the calibrated one.
+func TestRingRunLearns(t *testing.T) {
+	b := &chatBackend{dir: t.TempDir(), threads: 1, log: slog.New(slog.DiscardHandler)}
+	raw := halda.Device{Name: "peer", CPUReadBytesPerSec: 1e9, DiskSeqBytesPerSec: 1e9}
+	cal := raw
+	cal.CPUReadBytesPerSec = 2e9 // calibrated twice as fast as profiled
+	job := &ringJob{
+		problem: halda.Problem{Devices: []halda.Device{{Name: "self"}, cal}},
+		plan: halda.Plan{Ring: []halda.Assignment{
+			{Device: "self", ComputeMs: 10, PredictedMs: 12},
+			{Device: "peer", ComputeMs: 20, DiskMs: 5, PredictedMs: 27},
+		}},
+		raw:  map[string]halda.Device{"self": {Name: "self"}, "peer": raw},
+		self: apitype.Device{ID: "self"}, path: "m.gguf", rawMs: 50,
+	}
+	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: "self", ComputeMS: 15}, {ID: "peer", ComputeMS: 90}}})
+	if run.UncalibratedMs != 50 {
+		t.Errorf("run uncalibrated %v ms, want the uncalibrated plan's 50", run.UncalibratedMs)
+	}
+	got := map[string]float64{}
+	for _, d := range run.Devices {
+		got[d.ID] = d.UncalibratedMs
+	}
+	// peer: compute 20 ms calibrated is 40 ms as profiled, + 5 disk + 2 network.
+	if diff := cmp.Diff(map[string]float64{"self": 12, "peer": 47}, got); diff != "" {
+		t.Errorf("uncalibrated shares (-want +got):\n%s", diff)
+	}
+	st := b.calibration()
+	if diff := cmp.Diff([]float64{1.5}, st.ratios(calibKey("self", "m.gguf", 1))); diff != "" {
+		t.Errorf("this device's ratios (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float64{2}, st.ratios(calibKey("peer", "m.gguf", 0))); diff != "" {
+		t.Errorf("the peer's ratios (-want +got):\n%s", diff)
 	}
 }

@@ -179,7 +179,7 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 		job.raw[d.Name] = d
 	}
 	var rawPlan halda.Plan
-	job.problem, rawPlan = b.calibrated(job.problem, path, job.self.ID)
+	job.problem, rawPlan = b.calibrated(job.problem, path)
 	job.rawMs, job.path = rawPlan.PredictedMs, path
 	key := fmt.Sprint(path, nCtx, req.Devices, req.Rounds)
 	for range len(devs) {
@@ -361,7 +361,7 @@ func (b *chatBackend) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 			unc := calib.Uncalibrated(a, raw, cal)
 			d.UncalibratedMs = a.PredictedMs - a.ComputeMs - a.DiskMs + unc
 			if d.MeasuredMs > 0 {
-				b.learn(a.Device, job.self.ID, job.path, d.MeasuredMs, unc)
+				b.learn(a.Device, job.path, d.MeasuredMs, unc)
 			}
 		}
 		r.Devices = append(r.Devices, d)

@@ -10,6 +10,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/engine/profile"
+	"homering/engine/profile/calib"
 	"homering/engine/profile/modelprof"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -32,9 +33,43 @@ func defaultProfile(name string, avail, total, budget int64) halda.Device {
 // change (devices, model, context, budget), not on every heartbeat.
 type planMemo struct {
 	key  string
-	plan halda.Plan
+	plan halda.Plan // calibrated when the chat backend kept ratios
+	raw  halda.Plan // with the profiles as measured; zero when plan is
 	m    halda.Model
 	err  error
+}
+
+// CalibrationSource is implemented by a Chatter that learns from its runs
+// (app/profile_calib.go): per device ID, the ratios of measured to
+// predicted ms per token it kept for model. The device map plans with the
+// devices calibrated by them (calib.FromRatios, Recalibrate) and shows the
+// uncalibrated prediction beside.
+type CalibrationSource interface {
+	CalibrationRatios(model string, deviceIDs []string) map[string][]float64
+}
+
+// calibration is the chat backend's ratios by short ID for the members.
+func (u *ui) calibration(model string, ms []member) map[string][]float64 {
+	c := u.s.Chat
+	if mc, ok := c.(*measuredChat); ok {
+		c = mc.Chatter
+	}
+	src, ok := c.(CalibrationSource)
+	if !ok {
+		return nil
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.id
+	}
+	byID := src.CalibrationRatios(model, ids)
+	out := map[string][]float64{}
+	for _, m := range ms {
+		if r := byID[m.id]; len(r) > 0 {
+			out[m.short] = r
+		}
+	}
+	return out
 }
 
 // member is a device the plan may use, with its API identity.
@@ -197,7 +232,8 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		out.Devices = all
 		return out, nil
 	}
-	key := fmt.Sprint(set.Model, set.ContextTokens, set.MemoryBudget, len(devs), ms)
+	ratios := u.calibration(set.Model, ms)
+	key := fmt.Sprint(set.Model, set.ContextTokens, set.MemoryBudget, len(devs), ms, ratios)
 	u.mu.Lock()
 	memo := u.planMemo
 	u.mu.Unlock()
@@ -205,7 +241,13 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		memo = planMemo{key: key}
 		memo.m, memo.err = modelFromGGUF(set.Model, set.ContextTokens)
 		if memo.err == nil {
-			memo.plan, memo.err = halda.Solve(halda.Problem{Devices: devs, Model: memo.m, DefaultLinkSec: defaultLinkSec}, lpsolve.Solver{})
+			p := halda.Problem{Devices: devs, Model: memo.m, DefaultLinkSec: defaultLinkSec}
+			memo.plan, memo.err = halda.Solve(p, lpsolve.Solver{})
+			if cals := calib.FromRatios(memo.plan, ratios); memo.err == nil && len(cals) > 0 {
+				if _, cp, err := calib.Recalibrate(p, memo.plan, cals, lpsolve.Solver{}); err == nil {
+					memo.raw, memo.plan = memo.plan, cp
+				}
+			}
 		}
 		u.mu.Lock()
 		u.planMemo = memo
@@ -224,7 +266,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		out.Devices = all
 		return out, nil
 	}
-	out.K, out.PredictedMs = memo.plan.K, memo.plan.PredictedMs
+	out.K, out.PredictedMs, out.UncalibratedMs = memo.plan.K, memo.plan.PredictedMs, memo.raw.PredictedMs
 	var ordered []apitype.MapDevice
 	for ri, a := range memo.plan.Ring {
 		i, ok := byShort[a.Device]
@@ -243,6 +285,11 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 			d.Role = "head"
 		}
 		d.PredictedMs, d.RAMBytes, d.VRAMBytes = a.PredictedMs, a.RAMBytes, a.VRAMBytes
+		for _, r := range memo.raw.Ring {
+			if r.Device == a.Device {
+				d.UncalibratedMs = r.PredictedMs
+			}
+		}
 		for _, l := range a.Layers {
 			d.Windows = append(d.Windows, apitype.Window{Start: l.Start, End: l.End, GPU: min(a.N, l.End-l.Start)})
 		}

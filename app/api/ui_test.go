@@ -8,11 +8,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -468,4 +470,74 @@ func TestLiveCarriesWork(t *testing.T) {
 		}
 	}
 	t.Errorf("work after End = %+v, want none", got)
+}
+
+// calibrating is a Chatter that kept calibration ratios (app/profile_calib.go).
+type calibrating struct {
+	gated
+	ratios map[string][]float64 // by device ID; set before the server runs
+	mu     sync.Mutex
+	asked  []string // models asked for
+}
+
+func (c *calibrating) CalibrationRatios(model string, ids []string) map[string][]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, model)
+	out := map[string][]float64{}
+	for _, id := range ids {
+		if r, ok := c.ratios[id]; ok {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// The device map plans with the devices calibrated by the chat backend's
+// ratios and shows the uncalibrated prediction beside.
+func TestUIPlanCalibrated(t *testing.T) {
+	tests := []struct {
+		name  string
+		ratio []float64 // this device's; nil: none kept
+		want  float64   // predicted over uncalibrated
+	}{
+		{name: "no runs kept", want: 1},
+		{name: "measured twice as slow", ratio: []float64{2, 2.1, 1.9}, want: 2},
+		{name: "measured faster", ratio: []float64{0.5}, want: 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &calibrating{ratios: map[string][]float64{}}
+			srv, _, _ := uiServerWith(t, func(s *Server) {
+				s.Chat = c
+				if tt.ratio != nil {
+					c.ratios[s.Node.Status().Device.ID] = tt.ratio
+				}
+			})
+			do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", Model: storiesModel, ContextTokens: 256}, nil)
+			var p apitype.Plan
+			do(t, srv, "GET", "/api/v1/plan", nil, &p)
+			if p.Problem != nil || len(p.Devices) != 1 || p.PredictedMs <= 0 {
+				t.Fatalf("plan = %+v, problem %+v", p, p.Problem)
+			}
+			c.mu.Lock()
+			if len(c.asked) == 0 || c.asked[0] != storiesModel {
+				t.Errorf("ratios asked for %q, want the selected model", c.asked)
+			}
+			c.mu.Unlock()
+			d := p.Devices[0]
+			if tt.ratio == nil {
+				if p.UncalibratedMs != 0 || d.UncalibratedMs != 0 {
+					t.Errorf("uncalibrated %v / %v ms without ratios, want 0 (the prediction is not calibrated)", p.UncalibratedMs, d.UncalibratedMs)
+				}
+				return
+			}
+			if got := p.PredictedMs / p.UncalibratedMs; math.Abs(got-tt.want) > 0.02*tt.want {
+				t.Errorf("predicted %.4f ms over uncalibrated %.4f = %.3f, want %.3f", p.PredictedMs, p.UncalibratedMs, got, tt.want)
+			}
+			if d.UncalibratedMs <= 0 || d.PredictedMs != p.PredictedMs {
+				t.Errorf("this device: predicted %v, uncalibrated %v; want the plan's and a raw one", d.PredictedMs, d.UncalibratedMs)
+			}
+		})
+	}
 }

@@ -381,6 +381,9 @@ export interface MapDevice {
   case?: string
   windows: Window[] | null
   predicted_ms: number
+  // UncalibratedMs is its prediction with the profiles as measured, when
+  // the plan's is calibrated by earlier runs (0: not calibrated).
+  uncalibrated_ms?: number
   measured_ms: number | null // nil until the ring runs
   rtt_ms: number | null // nil until measured
   profile: string // "measured" or "default"
@@ -399,6 +402,9 @@ export interface Plan {
   layers: number
   k: number
   predicted_ms: number
+  // UncalibratedMs is the prediction with the profiles as measured, when
+  // PredictedMs is calibrated by earlier runs (0: not calibrated).
+  uncalibrated_ms?: number
   devices: MapDevice[] | null // ring order first, then the rest
   problem?: Problem
   at: string

@@ -73,11 +73,14 @@ type MapDevice struct {
 	Case        string   `json:"case,omitempty"`
 	Windows     []Window `json:"windows"`
 	PredictedMs float64  `json:"predicted_ms"`
-	MeasuredMs  *float64 `json:"measured_ms"` // nil until the ring runs
-	RTTMs       *float64 `json:"rtt_ms"`      // nil until measured
-	Profile     string   `json:"profile"`     // "measured" or "default"
-	RAMBytes    int64    `json:"ram_bytes"`
-	VRAMBytes   int64    `json:"vram_bytes"`
+	// UncalibratedMs is its prediction with the profiles as measured, when
+	// the plan's is calibrated by earlier runs (0: not calibrated).
+	UncalibratedMs float64  `json:"uncalibrated_ms,omitempty"`
+	MeasuredMs     *float64 `json:"measured_ms"` // nil until the ring runs
+	RTTMs          *float64 `json:"rtt_ms"`      // nil until measured
+	Profile        string   `json:"profile"`     // "measured" or "default"
+	RAMBytes       int64    `json:"ram_bytes"`
+	VRAMBytes      int64    `json:"vram_bytes"`
 	// Memory is the history, oldest first: this device's every second, a
 	// paired peer's each time it answers a look (every 10 s while the map
 	// is watched); empty for other peers.
@@ -86,14 +89,17 @@ type MapDevice struct {
 
 // Plan is GET /api/v1/plan: the device map.
 type Plan struct {
-	Model       string      `json:"model"` // display name; "" when none is selected
-	ModelPath   string      `json:"model_path"`
-	Layers      int         `json:"layers"`
-	K           int         `json:"k"`
-	PredictedMs float64     `json:"predicted_ms"`
-	Devices     []MapDevice `json:"devices"` // ring order first, then the rest
-	Problem     *Problem    `json:"problem,omitempty"`
-	At          time.Time   `json:"at"`
+	Model       string  `json:"model"` // display name; "" when none is selected
+	ModelPath   string  `json:"model_path"`
+	Layers      int     `json:"layers"`
+	K           int     `json:"k"`
+	PredictedMs float64 `json:"predicted_ms"`
+	// UncalibratedMs is the prediction with the profiles as measured, when
+	// PredictedMs is calibrated by earlier runs (0: not calibrated).
+	UncalibratedMs float64     `json:"uncalibrated_ms,omitempty"`
+	Devices        []MapDevice `json:"devices"` // ring order first, then the rest
+	Problem        *Problem    `json:"problem,omitempty"`
+	At             time.Time   `json:"at"`
 }
 
 // Live is one event of GET /api/v1/live (server-sent events named "live"):
