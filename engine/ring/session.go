@@ -139,7 +139,11 @@ func (s *Session) tick() []Action {
 	var out []Action
 	// Sorted, so that the actions do not depend on map order.
 	for _, id := range slices.Sorted(mapKeys(s.lastHeard)) {
-		silent := s.now - s.lastHeard[id]
+		heard, watched := s.lastHeard[id]
+		if !watched {
+			continue // a loss earlier in this tick dropped the plan and stopped watching
+		}
+		silent := s.now - heard
 		if limit := SilenceTicks(s.tickMs, s.rtt[id]); silent >= limit {
 			out = append(out, s.peerLost(id, fmt.Sprintf("silent for %d ticks", silent))...)
 		}
