@@ -20,6 +20,14 @@ import (
 // small enough to stay far below the frame limit.
 const MaxChunk = 4 << 20
 
+// ServeChunk is the most tensor bytes the head puts in one SliceChunk,
+// whatever a worker asks for (ConnSource asks again for the rest). Each
+// chunk is in the head's memory three times while it goes (read, encoded,
+// framed) and a worker's once more: with 4 MiB chunks and two workers
+// fetching, the head's Go heap peaked at 35 MB of anonymous memory, which
+// memory pressure counts; with 1 MiB it stays near the runtime's minimum.
+const ServeChunk = 1 << 20
+
 // Slices travel on their own connection (transport.PurposeSlice, which the
 // head dials to each worker next to its ring link; the worker sends the
 // requests) so that megabytes of weights never queue in front of
@@ -94,6 +102,7 @@ func (s *SliceServer) Need(layers []slice.Range) int64 {
 // bytes of each chunk it sent, for the head's transfer progress.
 func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent func(n int64)) error {
 	defer c.Close()
+	var buf []byte // a chunk's bytes, reused for the next
 	for ctx.Err() == nil {
 		f, err := c.Recv()
 		if err != nil {
@@ -105,7 +114,7 @@ func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent 
 			_ = c.SendError(transport.CodeProtocol, "expected a slice request")
 			return fmt.Errorf("driver: slice server: bad request (type %d): %v", f.Type, err)
 		}
-		resp, err := s.answer(req)
+		resp, err := s.answer(req, &buf)
 		if err != nil {
 			_ = c.SendError(transport.CodeProtocol, err.Error())
 			return err
@@ -124,7 +133,9 @@ func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent 
 	return ctx.Err()
 }
 
-func (s *SliceServer) answer(req *wire.SliceRequest) (wire.Msg, error) {
+// answer answers one request; a chunk's data is read into *buf (grown
+// as needed, at most ServeChunk).
+func (s *SliceServer) answer(req *wire.SliceRequest, buf *[]byte) (wire.Msg, error) {
 	if req.Model != s.Model {
 		return nil, errors.New("driver: slice request for another model")
 	}
@@ -145,8 +156,11 @@ func (s *SliceServer) answer(req *wire.SliceRequest) (wire.Msg, error) {
 	if req.Offset > uint64(size) {
 		return nil, fmt.Errorf("driver: offset %d past the %d bytes of %s", req.Offset, size, req.Name)
 	}
-	n := min(int64(req.Length), MaxChunk, size-int64(req.Offset))
-	data := make([]byte, n)
+	n := min(int64(req.Length), ServeChunk, size-int64(req.Offset))
+	if int64(cap(*buf)) < n {
+		*buf = make([]byte, ServeChunk)
+	}
+	data := (*buf)[:n]
 	if _, err := src.ReadAt(data, int64(req.Offset)); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("driver: read %s: %w", req.Name, err)
 	}

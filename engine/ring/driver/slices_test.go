@@ -1,14 +1,17 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"net"
+	"os"
 	"testing"
 
 	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/gguf"
+	"homering/engine/ring"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
@@ -110,8 +113,52 @@ func TestSliceServerRefusesBadRequests(t *testing.T) {
 		{Model: srv.Model, Name: "blk.99.attn_q.weight", Length: 10},
 		{Model: srv.Model, Name: "token_embd.weight", Offset: 1 << 40, Length: 10},
 	} {
-		if m, err := srv.answer(req); err == nil {
+		var buf []byte
+		if m, err := srv.answer(req, &buf); err == nil {
 			t.Errorf("answer(%+v) = %v, want an error", req, m)
 		}
+	}
+}
+
+// The head answers with at most ServeChunk bytes, whatever a worker asks
+// for, and a worker reading a tensor larger than that gets every byte.
+func TestSliceServerServesSmallChunks(t *testing.T) {
+	const model = "../../../testdata/models/llama-1g-Q8_0.gguf" // a 70 MB token embedding
+	ctx := context.Background()
+	srv, err := NewSliceServer(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var buf []byte
+	m, err := srv.answer(&wire.SliceRequest{Model: srv.Model, Name: "token_embd.weight", Length: MaxChunk}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := m.(*wire.SliceChunk); !ok || len(c.Data) != ServeChunk {
+		t.Fatalf("answer to a request for %d bytes: %v, want a chunk of %d", MaxChunk, ring.MsgString(m), ServeChunk)
+	}
+
+	src := sliceLink(t, ctx, srv)
+	got := make([]byte, 3*ServeChunk+123)
+	if err := src.ReadTensor(ctx, "token_embd.weight", 5, got); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, _ := g.Tensor("token_embd.weight")
+	f, err := os.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := make([]byte, len(got))
+	if _, err := f.ReadAt(want, ti.Offset+5); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("the tensor's bytes read over the slice connection differ from the file's")
 	}
 }
