@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -255,6 +257,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	h.drv.NoPrefetch = h.noPrefetch
 	runDone := make(chan error, 1)
 	go func() { runDone <- h.drv.Run(jctx) }()
+	var peak memPeak
 	defer func() {
 		// Tell the workers the job is over, so they free their memory now
 		// rather than when they notice the silence.
@@ -267,9 +270,18 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 		for _, sc := range h.slices {
 			sc.Close()
 		}
+		kv, compute := h.eng.Memory()
+		a := peak.at
+		debug.FreeOSMemory() // what the job allocated, before the next one
+		h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
+			"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute))
 	}()
 
 	mem := newPressure()
+	// Slices are served off this loop: sample memory while nothing else
+	// happens too.
+	memTick := time.NewTicker(250 * time.Millisecond)
+	defer memTick.Stop()
 	var st Stats
 	st.PromptTokens = len(toks)
 	all := slices.Clone(toks)
@@ -281,7 +293,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	var plan *wire.Plan
 
 	startPass := func() error {
-		chunk := all[pos:min(pos+prefillChunk, len(all))]
+		chunk := all[pos:passEnd(pos, nPrompt, len(all), st)]
 		inflight = len(chunk)
 		sampleNow.Store(pos+len(chunk) == len(all))
 		return h.drv.Post(jctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos})
@@ -307,11 +319,20 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 		case err := <-runDone:
 			runDone <- err // for the deferred cleanup
 			return fail(CodeRing, fmt.Errorf("runner: the ring stopped: %w", err))
+		case <-memTick.C:
+			mem.sample()
+			peak.sample()
+			continue
 		case a = <-h.drv.Out():
 		}
 		mem.sample()
+		peak.sample()
 		switch a := a.(type) {
 		case ring.Ready:
+			// Every worker has its slice now: give back at once the Go heap
+			// the transfers grew (the runtime would keep it for minutes, and
+			// memory pressure counts it).
+			debug.FreeOSMemory()
 			// A new plan has fresh windows: (re-)prefill the conversation.
 			pos = 0
 			if err := startPass(); err != nil {
@@ -385,6 +406,41 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 			}
 		}
 	}
+}
+
+// exactReprefill is the most generated tokens a re-prefill after a re-plan
+// evaluates one per pass, as they were decoded, and exactReprefillTime the
+// most time that may take (at the measured time per token): batched passes
+// round differently from one-token ones, and the near-tie logits of a
+// random-weight model can then pick another token than the unfaulted run.
+// Beyond either bound they go in batches like the prompt: a long reply
+// resumes sooner, and a trained model's logits are rarely that close.
+const (
+	exactReprefill     = 64
+	exactReprefillTime = 10 * time.Second
+)
+
+// passEnd is where the forward pass that starts at position pos of a
+// conversation of total tokens (the first nPrompt the prompt) ends. The
+// prompt goes in passes of at most prefillChunk, its last one ending at
+// the prompt's end, as the first prefill did; the tokens generated after
+// it go one per pass, as they were decoded, when a re-prefill has at most
+// exactReprefill of them and they take at most exactReprefillTime at the
+// decode speed measured so far (st), else in passes like the prompt's. So
+// a re-prefill computes what the unfaulted run computed, bit for bit.
+func passEnd(pos, nPrompt, total int, st Stats) int {
+	if pos < nPrompt {
+		return min(pos+prefillChunk, nPrompt)
+	}
+	gen := total - nPrompt
+	perToken := 0.0
+	if st.DecodeTokens > 0 {
+		perToken = st.DecodeMS / float64(st.DecodeTokens)
+	}
+	if gen <= exactReprefill && float64(gen)*perToken <= float64(exactReprefillTime.Milliseconds()) {
+		return pos + 1
+	}
+	return min(pos+prefillChunk, total)
 }
 
 // askPlan asks the parent for a plan without the lost devices and waits for
@@ -593,6 +649,8 @@ func (p *pressure) sample() float64 {
 	p.max = max(p.max, min(v, 1))
 	return p.max
 }
+
+func mb(n int64) float64 { return math.Round(float64(n)/(1<<20)*10) / 10 }
 
 // promptTokens formats and tokenizes g as engine/head does.
 func promptTokens(v *llama.Vocab, g GenerateParams) ([]int32, error) {
