@@ -32,6 +32,9 @@ import (
 // cache (profiles/calibration/, one checksummed file each; a corrupt one is
 // ignored and started afresh). The next plan is solved with each device's
 // rates scaled by its median ratio (calib.FromRatios, calib.Recalibrate).
+// Link times: the hidden-state round trip measured at each ring plan goes
+// into a rolling median per peer (calib.Link, in memory), which the plan
+// uses.
 
 // calibDirName is the directory under the profile cache holding the ratios.
 const calibDirName = "calibration"
@@ -146,8 +149,8 @@ func (s *calibStore) add(key string, r float64) error {
 
 // calibration returns the store of this backend's config directory.
 func (b *chatBackend) calibration() *calibStore {
-	b.ring.calibOnce.Do(func() { b.ring.calib = newCalibStore(b.dir, b.log) })
-	return b.ring.calib
+	b.ring.calibOnce.Do(func() { b.ring.ratios = newCalibStore(b.dir, b.log) })
+	return b.ring.ratios
 }
 
 // threadsOf is the thread count a device's ratios are kept for.
@@ -246,4 +249,14 @@ func (b *chatBackend) CalibrationRatios(model string, deviceIDs []string) map[st
 		}
 	}
 	return out
+}
+
+// linkMedian records one measured one-way link time to peer and returns
+// the rolling median of the last calib.DefaultLinkWindow (seconds).
+func (b *chatBackend) linkMedian(peer string, sec float64) float64 {
+	b.ring.mu.Lock()
+	defer b.ring.mu.Unlock()
+	b.ring.links.Link(peer, sec)
+	d := b.ring.links.Apply(halda.Device{LinkSec: map[string]float64{peer: sec}}, halda.Assignment{})
+	return d.LinkSec[peer]
 }

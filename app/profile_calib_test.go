@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"homering/app/api/apitype"
 	"homering/app/config"
@@ -166,5 +167,17 @@ func TestRingRunLearns(t *testing.T) {
 	}
 	if diff := cmp.Diff([]float64{2}, st.ratios(calibKey("peer", "m.gguf", 0))); diff != "" {
 		t.Errorf("the peer's ratios (-want +got):\n%s", diff)
+	}
+}
+
+func TestLinkMedian(t *testing.T) {
+	b := &chatBackend{}
+	var got []float64
+	for _, s := range []float64{0.002, 0.010, 0.003, 0.002, 0.004} {
+		got = append(got, b.linkMedian("p", s))
+	}
+	b.linkMedian("q", 0.5) // another peer's samples stay apart
+	if diff := cmp.Diff([]float64{0.002, 0.006, 0.003, 0.0025, 0.003}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("rolling medians (-want +got):\n%s", diff)
 	}
 }

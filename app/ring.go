@@ -48,7 +48,8 @@ type ringMemory struct {
 	alone *apitype.SelfRun
 
 	calibOnce sync.Once
-	calib     *calibStore // the devices' calibration ratios; calibration()
+	ratios    *calibStore      // the devices' calibration ratios; calibration()
+	links     calib.Calibrator // this device's link times to its peers
 }
 
 // attach wires the backend to the node: problems show in its status, ring
@@ -163,7 +164,10 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	maxLink := 0.0
 	for _, id := range slices.Sorted(maps.Keys(job.profiles)) {
 		pp := job.profiles[id]
-		link := pp.HiddenRTT.Seconds() / 2 // one-way: a hidden state there (the pong brings it back)
+		// One-way: a hidden state there (the pong brings it back); the
+		// rolling median of the last plans' measurements (calib.Link), so
+		// one slow ping does not move the ring.
+		link := b.linkMedian(id, pp.HiddenRTT.Seconds()/2)
 		maxLink = max(maxLink, link)
 		self.LinkSec[id] = link
 		d := pp.Device
