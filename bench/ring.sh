@@ -17,8 +17,11 @@
 # after the first) and then the measured chat. Memory pressure of a ring
 # case counts from the idle, paired agents and includes the warm-ups.
 # Prints TTFT, TPOT and memory pressure per device (bench/ringbench/doc.go
-# says how each is measured), the ratios to (a) and whether (d) meets the
-# target: >= 5x faster than (a), pressure <= 6% per device. Agent logs stay
+# says how each is measured) with what each device held at its peak
+# (anonymous, kernel memory, each process's anonymous memory), the ratios
+# to (a) (full size: to the median of (a) before and after the ring cases)
+# and whether (d) meets the target: >= 5x faster than (a), pressure <= 6%
+# per device. Agent logs stay
 # in bench/out/ring/agent-d*.log (HOMERING_DEBUG=1 for more), the rows in
 # bench/out/ring/last-results.jsonl. Full size takes ~20 minutes (shipping
 # ~2 GB of slices over 300 Mbit, more when a chat re-plans), quick ~2.
@@ -144,12 +147,14 @@ else
 fi
 
 if [ -z "${BENCH_QUICK:-}" ]; then
-	# The baseline once more: disk-bound runs on a shared machine vary, and
-	# this row shows by how much within one run (the ratios use the first).
+	# The baseline once more: llama.cpp alone swings 2.6-4.5 s/token between
+	# runs on a shared machine. The ratios are to the median of both runs,
+	# and the verdict line shows the ratio to each, so one noisy baseline
+	# cannot decide it.
 	bench/out/ringbench evict "$model"
 	bench/out/ringbench measure -case "(a) llama.cpp again, after the ring" -out "$results" -cgroups "$cgs" -- \
 		bench/rig/enter "${RIG_NS[1]}" "${RIG_CG[1]}" bench/out/ringbench llama -m "$model" -n "$tokens" -threads 1 -ctx 512
 fi
 
 echo
-bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -target "(d) ring, Halda's plan, prefetch" "$results"
+bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -baseline "(a) llama.cpp again, after the ring" -target "(d) ring, Halda's plan, prefetch" "$results"

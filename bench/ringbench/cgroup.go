@@ -17,6 +17,7 @@ type cgroup struct {
 	limit     int64
 
 	base, peak   int64 // non-reclaimable bytes before the case, and the most since
+	peakParts    map[string]int64
 	peakUsage    int64
 	oomAtStart   int64
 	oomNow       int64
@@ -76,20 +77,74 @@ func readKeyed(path string) map[string]int64 {
 }
 
 // now returns usage and non-reclaimable bytes (usage minus file pages, as
-// engine/profile/sysinfo counts a cgroup's available memory).
-func (c *cgroup) now() (usage, nonReclaimable int64, err error) {
+// engine/profile/sysinfo counts a cgroup's available memory) and the
+// memory.stat they came from.
+func (c *cgroup) now() (usage, nonReclaimable int64, st map[string]int64, err error) {
 	usage, err = c.readInt(c.pick("memory.usage_in_bytes", "memory.current"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	st := readKeyed(c.pick("memory.stat", "memory.stat"))
+	st = readKeyed(c.pick("memory.stat", "memory.stat"))
 	var file int64
 	if c.v2 {
 		file = st["active_file"] + st["inactive_file"]
 	} else {
 		file = st["total_active_file"] + st["total_inactive_file"]
 	}
-	return usage, max(usage-file, 0), nil
+	return usage, max(usage-file, 0), st, nil
+}
+
+// parts says what non-reclaimable memory is made of: the cgroup's
+// anonymous, shared-memory and kernel memory, and each process's resident
+// anonymous memory (RssAnon) by command line.
+func (c *cgroup) parts(st map[string]int64) map[string]int64 {
+	p := map[string]int64{}
+	if c.v2 {
+		p["anon"], p["shmem"], p["sock"] = st["anon"], st["shmem"], st["sock"]
+		if k, ok := st["kernel"]; ok {
+			p["kernel"] = k
+		} else {
+			p["kernel"] = st["kernel_stack"] + st["pagetables"] + st["slab"] + st["percpu"]
+		}
+	} else {
+		p["anon"], p["shmem"] = st["total_rss"], st["total_shmem"]
+		if k, err := c.readInt(filepath.Join(c.dir, "memory.kmem.usage_in_bytes")); err == nil {
+			p["kernel"] = k
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	if err != nil {
+		return p
+	}
+	for _, f := range strings.Fields(string(b)) {
+		status, err := os.ReadFile(filepath.Join("/proc", f, "status"))
+		if err != nil {
+			continue
+		}
+		name := processName(f)
+		for _, l := range strings.Split(string(status), "\n") {
+			if k := strings.Fields(l); len(k) >= 2 && k[0] == "RssAnon:" {
+				n, _ := strconv.ParseInt(k[1], 10, 64)
+				p["process "+name] += n * 1024
+			}
+		}
+	}
+	return p
+}
+
+// processName is a process's program name and first argument ("homering
+// runner").
+func processName(pid string) string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	if err != nil || len(b) == 0 {
+		return pid
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	name := filepath.Base(args[0])
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		name += " " + args[1]
+	}
+	return name
 }
 
 func (c *cgroup) ooms() int64 {
@@ -100,21 +155,24 @@ func (c *cgroup) ooms() int64 {
 }
 
 func (c *cgroup) begin() error {
-	_, nr, err := c.now()
+	_, nr, _, err := c.now()
 	if err != nil {
 		return fmt.Errorf("device %s: %w", c.name, err)
 	}
-	c.base, c.peak, c.peakUsage = nr, nr, 0
+	c.base, c.peak, c.peakUsage, c.peakParts = nr, nr, 0, nil
 	c.oomAtStart = c.ooms()
 	c.oomNow = c.oomAtStart
 	return nil
 }
 
 func (c *cgroup) sample() {
-	u, nr, err := c.now()
+	u, nr, st, err := c.now()
 	if err != nil {
 		c.sampleErrors++
 		return
+	}
+	if nr > c.peak || c.peakParts == nil {
+		c.peakParts = c.parts(st)
 	}
 	c.peak = max(c.peak, nr)
 	c.peakUsage = max(c.peakUsage, u)
@@ -129,5 +187,6 @@ func (c *cgroup) result() DevMem {
 		OOMKills:           c.oomNow - c.oomAtStart,
 		CapBytes:           c.limit,
 		PeakNonReclaimable: c.peak,
+		PeakParts:          c.peakParts,
 	}
 }

@@ -7,7 +7,9 @@
 //	ringbench measure -case NAME -out FILE -cgroups d1=DIR,... [-parse json|chat] -- COMMAND...
 //	ringbench na -case NAME -why TEXT -out FILE       a row that could not be measured
 //	ringbench evict FILE...                           drop the files' clean pages from the page cache
-//	ringbench table -baseline NAME FILE               the table and ratios to the baseline
+//	ringbench table -baseline NAME [-baseline NAME2] [-target NAME] FILE
+//	                                                  the table and ratios to the baseline (the
+//	                                                  median of its runs when several are named)
 //
 // llama and engine print one JSON line {"ttft_ms","tpot_ms","tokens",
 // "load_ms"} after a warm-up generation (a different prompt, 2 tokens):
@@ -27,4 +29,8 @@
 //   - usage: the peak of usage (page cache included) over the cap, to show
 //     the cap was binding.
 //   - OOM kills in the cgroup during the case.
+//   - peak parts: at the peak of non-reclaimable memory, the cgroup's
+//     anonymous, shared and kernel memory (memory.stat, memory.kmem on v1)
+//     and each of its processes' RssAnon, named by command line: what the
+//     pressure is made of.
 package main

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -211,6 +212,33 @@ type DevMem struct {
 	OOMKills           int64   `json:"oom_kills"`
 	CapBytes           int64   `json:"cap_bytes"`
 	PeakNonReclaimable int64   `json:"peak_non_reclaimable_bytes"`
+	// PeakParts is what the device held at its peak, in bytes: the
+	// cgroup's "anon", "shmem", "kernel" (and "sock" on v2) memory and
+	// "process NAME" for each process's resident anonymous memory.
+	PeakParts map[string]int64 `json:"peak_parts,omitempty"`
+}
+
+func (d DevMem) hasProcesses() bool {
+	for k := range d.PeakParts {
+		if strings.HasPrefix(k, "process ") {
+			return true
+		}
+	}
+	return false
+}
+
+// partsString prints PeakParts in MB, the cgroup's parts first.
+func (d DevMem) partsString() string {
+	var cg, procs []string
+	for _, k := range slices.Sorted(maps.Keys(d.PeakParts)) {
+		s := fmt.Sprintf("%s %.1f MB", k, float64(d.PeakParts[k])/(1<<20))
+		if strings.HasPrefix(k, "process ") {
+			procs = append(procs, strings.TrimPrefix(s, "process "))
+		} else {
+			cg = append(cg, s)
+		}
+	}
+	return strings.Join(cg, ", ") + "; anonymous per process: " + strings.Join(procs, ", ")
 }
 
 func appendRow(path string, r Row) error {

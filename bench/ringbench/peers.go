@@ -71,7 +71,7 @@ func snapshot(args []string) error {
 	}
 	base := map[string]int64{}
 	for _, d := range devs {
-		_, nr, err := d.now()
+		_, nr, _, err := d.now()
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,38 +102,73 @@ func TestCgroupV1(t *testing.T) {
 	write("memory.stat", "total_active_file 200\ntotal_inactive_file 100\n")
 	write("memory.oom_control", "oom_kill 3\n")
 	c.sample()
+	write("memory.usage_in_bytes", "950\n") // a new peak: 650 non-reclaimable, its parts are read
+	write("memory.stat", "total_active_file 200\ntotal_inactive_file 100\ntotal_rss 600\ntotal_shmem 20\n")
+	write("memory.kmem.usage_in_bytes", "30\n")
+	write("cgroup.procs", fmt.Sprintf("%d\n", os.Getpid()))
+	c.sample()
 	write("memory.usage_in_bytes", "400\n") // the peak stays
 	c.sample()
-	want := DevMem{Name: "d1", Pressure: 0.55, Usage: 0.9, OOMKills: 1, CapBytes: 1000, PeakNonReclaimable: 600}
-	if diff := cmp.Diff(want, c.result()); diff != "" {
+	got := c.result()
+	self := got.PeakParts["process "+processName(fmt.Sprint(os.Getpid()))]
+	if self <= 0 {
+		t.Errorf("peak parts %v: want this process's anonymous memory", got.PeakParts)
+	}
+	want := DevMem{Name: "d1", Pressure: 0.6, Usage: 0.95, OOMKills: 1, CapBytes: 1000, PeakNonReclaimable: 650,
+		PeakParts: map[string]int64{"anon": 600, "shmem": 20, "kernel": 30, "process " + processName(fmt.Sprint(os.Getpid())): self}}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 }
 
 func TestTable(t *testing.T) {
-	dir := t.TempDir()
-	res := filepath.Join(dir, "r.jsonl")
 	dev := func(p float64) []DevMem { return []DevMem{{Name: "d1", Pressure: p, Usage: 1}} }
-	for _, r := range []Row{
-		{Case: "(a)", Timing: Timing{TTFTMs: 1000, TPOTMs: 600, Tokens: 4}, Devices: dev(0.1)},
-		{Case: "(c)", NA: "homering chat has no\nring options"},
-		{Case: "(d)", Timing: Timing{TTFTMs: 500, TPOTMs: 100, Tokens: 4}, Devices: dev(0.05)},
+	a := Row{Case: "(a)", Timing: Timing{TTFTMs: 1000, TPOTMs: 600, Tokens: 4}, Devices: dev(0.1)}
+	aAgain := Row{Case: "(a) again", Timing: Timing{TTFTMs: 1000, TPOTMs: 400, Tokens: 4}, Devices: dev(0.1)}
+	c := Row{Case: "(c)", NA: "homering chat has no\nring options"}
+	d := Row{Case: "(d)", Timing: Timing{TTFTMs: 500, TPOTMs: 100, Tokens: 4},
+		Devices: []DevMem{{Name: "d1", Pressure: 0.05, Usage: 1, PeakParts: map[string]int64{"anon": 3 << 20, "process homering runner": 2 << 20}}}}
+	for _, tt := range []struct {
+		name      string
+		rows      []Row
+		baselines []string
+		want      []string
+	}{
+		{"one baseline", []Row{a, c, d}, []string{"(a)"}, []string{
+			"6.00x", // (d) TPOT ratio
+			"(c): not available: homering chat has no ring options",
+			"(d) is 6.00x faster than (a) (want ≥ 5x: met); worst pressure 5.0% (want ≤ 6%: met)",
+			"(d), d1 at its peak: anon 3.0 MB; anonymous per process: homering runner 2.0 MB",
+		}},
+		{"two baselines: the median decides, both are shown", []Row{a, c, d, aAgain}, []string{"(a)", "(a) again"}, []string{
+			"speed-up vs median (a)",
+			"5.00x", // 500 / 100
+			"(d) is 5.00x faster than the median of 2 runs of the baseline (500 ms; 6.00x of (a) (600 ms), 4.00x of (a) again (400 ms); the target holds against 1 of them) (want ≥ 5x: met)",
+		}},
+		{"a baseline that failed is left out", []Row{a, d, {Case: "(a) again", NA: "OOM"}}, []string{"(a)", "(a) again"}, []string{
+			"(d) is 6.00x faster than (a) (want ≥ 5x: met)",
+		}},
 	} {
-		if err := appendRow(res, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out strings.Builder
-	if err := table([]string{"-baseline", "(a)", "-target", "(d)", res}, &out); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"6.00x", // (d) TPOT ratio
-		"(c): not available: homering chat has no ring options",
-		"(d) is 6.00x faster than (a) (want ≥ 5x: met); worst pressure 5.0% (want ≤ 6%: met)",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, out.String())
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			res := filepath.Join(t.TempDir(), "r.jsonl")
+			for _, r := range tt.rows {
+				if err := appendRow(res, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var args []string
+			for _, b := range tt.baselines {
+				args = append(args, "-baseline", b)
+			}
+			var out strings.Builder
+			if err := table(append(args, "-target", "(d)", res), &out); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("table lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }
