@@ -45,8 +45,10 @@
 // build_attn/build_ffn/build_norm in src/llama-graph.cpp at the pinned
 // version): F16 KV cache written with set_rows, the non-flash attention path
 // (mul_mat, soft_max_ext with an F32 causal mask, mul_mat with the transposed
-// V), the KV length padded to a multiple of 256 and the cache size rounded up
-// to 256 as llama.cpp does, the same rope parameters (NEOX for qwen, the
+// V), the cache size rounded up to 256 as llama.cpp does (the span attended
+// over is padded to 32 cells, not llama.cpp's 256: masked cells add exact
+// zeros, so the bits stay the same and short prompts attend over half as
+// many cells), the same rope parameters (NEOX for qwen, the
 // rope_freqs factors of Llama 3, linear and YaRN scaling), the same norm eps
 // and attention scale, and the output rows selected with get_rows at the last
 // layer. So the same ggml kernels see the same inputs: the logits equal
@@ -62,7 +64,7 @@
 // Graphs depend only on the batch size and the padded KV length; positions,
 // cells and the mask are inputs. A window keeps its last graph and the
 // scheduler's allocation and reuses them when the shape repeats (every decode
-// step within a 256-token stretch), as llama.cpp does.
+// step within a 32-token stretch).
 //
 // # Invariants
 //

@@ -12,7 +12,17 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
-#define HR_KV_PAD 256 // llama_kv_cache::get_n_kv pads n_kv to 256
+// HR_KV_SPAN_PAD pads the number of cells a graph attends over (n_kv).
+// llama.cpp pads it to 256 (llama_kv_cache::get_n_kv) so that its graphs
+// repeat; we pad to 32, which keeps the logits bit-identical to llama.cpp's
+// while a 128-token prefill attends over 128 cells instead of 256: cells
+// past the last used one are masked to -inf, so soft_max writes exact zeros
+// for them and each KQV dot product only gains trailing +0 terms, which leave
+// every SIMD lane's partial sum unchanged (F16 vec_dot and tinyBLAS both
+// accumulate per lane over k and reduce at the end; 32 is a multiple of their
+// step). The KV cache is zeroed when created and truncated, so a masked
+// cell never holds a NaN. engine/enginetest checks the bits.
+#define HR_KV_SPAN_PAD 32
 #define HR_PAD(x, n) (((x) + (n) - 1) / (n) * (n))
 
 struct hr_model {
@@ -645,9 +655,9 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 	const int used_after = pos + n;
 	int64_t n_kv = 0;
 	if (w->n_layers > 0) {
-		n_kv = HR_PAD(used_after, HR_KV_PAD);
-		if (n_kv < HR_KV_PAD) {
-			n_kv = HR_KV_PAD;
+		n_kv = HR_PAD(used_after, HR_KV_SPAN_PAD);
+		if (n_kv < HR_KV_SPAN_PAD) {
+			n_kv = HR_KV_SPAN_PAD;
 		}
 		if (n_kv > kv_size) {
 			n_kv = kv_size;

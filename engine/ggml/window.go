@@ -23,9 +23,9 @@ type WindowParams struct {
 	Threads     int   // 0 = all cores
 }
 
-// kvPad is llama.cpp's KV padding: its cache holds a multiple of 256 cells
-// and attends over a multiple of 256 of them, and the attention sums must run
-// over the same number of cells for the logits to be the same bits.
+// kvPad is llama.cpp's KV cache granularity: its cache holds a multiple of
+// 256 cells. (The span attended over is padded less: see HR_KV_SPAN_PAD in
+// engine.c.)
 const kvPad = 256
 
 // Window evaluates layers [First, Last) of its model with its own KV cache.
