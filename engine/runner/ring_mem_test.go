@@ -85,7 +85,13 @@ func BenchmarkRingMemory(b *testing.B) {
 			b.ReportMetric(float64(v)/(1<<20), name+"_"+role+"_anon_MB")
 			parts = append(parts, fmt.Sprintf("%s %.1f MB (idle %.1f)", role, float64(v)/(1<<20), float64(idle[pid])/(1<<20)))
 		}
+		// The head logs its account as the job ends; the line may reach the
+		// supervisor's stderr reader after the done event.
 		line := headMemoryLine(logs.String())
+		for deadline := time.Now().Add(3 * time.Second); len(line) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // polling for the log line, with a deadline
+			line = headMemoryLine(logs.String())
+		}
 		for _, k := range []string{"anon_mb", "go_heap_mb", "go_free_mb", "go_other_mb", "kv_mb", "compute_mb", "rest_mb"} {
 			if v, ok := line[k]; ok {
 				b.ReportMetric(v, name+"_head_"+strings.TrimSuffix(k, "_mb")+"_MB")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -343,6 +344,11 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 		if err := d.engine.Prepare(op.prepare, op.prepare.Index(d.selfID())); err != nil {
 			code, text = wire.CodeLoadFailed, err.Error()
 		}
+		// A worker's Prepare may have fetched its slice: give the heap the
+		// transfer grew back to the OS now, not over minutes (memory
+		// pressure counts it, and nothing else runs here before the plan
+		// is up).
+		debug.FreeOSMemory()
 		return ring.Prepared{Plan: op.prepare.ID, Code: code, Text: text}
 	case op.prefetch != nil:
 		d.engine.Prefetch(*op.prefetch)
@@ -352,6 +358,7 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 		if c, ok := d.engine.(Closer); ok {
 			c.Close()
 		}
+		debug.FreeOSMemory() // the job is over here: nothing of it should stay
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"homering/engine/gguf"
 	"homering/engine/ring/transport"
@@ -42,7 +44,16 @@ type SliceServer struct {
 
 	mu     sync.Mutex
 	hashes *wire.SliceList // computed on first request, guarded by mu
+
+	served atomic.Int64 // chunk bytes sent since the heap was last given back
 }
+
+// freeEvery is how many chunk bytes the server sends between giving the
+// Go heap's free memory back to the OS: every chunk leaves its copies as
+// garbage, and the runtime returns freed memory slowly on its own (at the
+// peak of a 0.9 GB transfer 9 of the head's 18 MB of Go heap were free
+// memory it had not returned).
+const freeEvery = 32 << 20
 
 // NewSliceServer opens the model file at path.
 func NewSliceServer(path string) (*SliceServer, error) {
@@ -126,8 +137,14 @@ func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent 
 		if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
 			return nil
 		}
-		if ch, ok := resp.(*wire.SliceChunk); ok && sent != nil && req.Name != wire.SliceHeader {
-			sent(int64(len(ch.Data)))
+		if ch, ok := resp.(*wire.SliceChunk); ok {
+			if sent != nil && req.Name != wire.SliceHeader {
+				sent(int64(len(ch.Data)))
+			}
+			if s.served.Add(int64(len(ch.Data))) >= freeEvery {
+				s.served.Store(0)
+				debug.FreeOSMemory()
+			}
 		}
 	}
 	return ctx.Err()
