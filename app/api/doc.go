@@ -28,11 +28,14 @@
 //	POST /api/v1/settings        Settings → Settings (400 with every problem in one sentence each)
 //	GET  /api/v1/models          Models: GGUFs in the model folder, Ollama, LM Studio and the
 //	                             Hugging Face cache, each with a Halda fit label
-//	GET  /api/v1/plan            Plan: the device map (Halda's plan for the selected model)
+//	GET  /api/v1/plan            Plan: the device map (Halda's plan for the selected model;
+//	                             calibrated by the Chatter's ratios when it is a
+//	                             CalibrationSource, the uncalibrated prediction beside)
 //	GET  /api/v1/live            text/event-stream of Live ("event: live"): at once, after
 //	                             node events or Work changes (batched 150 ms) and every 2 s
 //	                             (memory, heartbeat); Live.Work is the progress bars (work.go;
-//	                             a model load's bar fills against load-times.json)
+//	                             a model load's bar fills against load-times.json, the
+//	                             background measurement's counts steps: Task.Unit "steps")
 //	GET  /api/v1/conversations   []ConversationSummary, newest first
 //	GET, PUT, DELETE /api/v1/conversations/{id}   Conversation (conversations/ID.json)
 //
