@@ -39,6 +39,45 @@ const defaultTick = 500 * time.Millisecond
 // ring's links for long).
 const prefillChunk = ggml.MaxBatch
 
+// passBudget is the share of a device's memory (its cgroup limit, else its
+// RAM) that ggml's compute buffers of one prefill pass may take on it: they
+// grow to the largest pass evaluated and stay until the job ends, ~90 KB
+// per row for a 2048-wide model (46 MB for 512 rows on one window), and
+// memory pressure counts them. The head judges by its own memory.
+const passBudget = 0.02
+
+// passRows is the most rows a prefill pass carries on a ring of model info
+// on a device with memory limit bytes: prefillChunk, or fewer (a power of
+// two, at least 32) when the compute buffers of prefillChunk rows would
+// take more than passBudget of it. A row's buffers are estimated from the
+// model's shape: the feed-forward's three F32 rows of NFF, the attention
+// scores of every head over the context, a hidden state (108 KB for the
+// model that measured 90 KB).
+func passRows(info ggml.ModelInfo, nCtx int, limit int64) int {
+	perRow := 4 * int64(3*info.NFF+info.NHead*((nCtx+255)/256*256)+info.NEmbd)
+	if limit <= 0 || perRow <= 0 {
+		return prefillChunk
+	}
+	rows := prefillChunk
+	for rows > 32 && float64(int64(rows)*perRow) > passBudget*float64(limit) {
+		rows /= 2
+	}
+	return rows
+}
+
+// memLimit is the memory this device has: its cgroup's limit when that is
+// below its RAM, else its RAM; 0 when unknown.
+func memLimit() int64 {
+	m, err := sysinfo.ReadMemory()
+	if err != nil {
+		return 0
+	}
+	if cg := m.Cgroup; cg != nil && cg.Limit > 0 && cg.Limit < m.Total {
+		return cg.Limit
+	}
+	return m.Total
+}
+
 // ringModel is the head's model for ring jobs, kept between requests.
 type ringModel struct {
 	path  string
@@ -290,10 +329,14 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	var lastTok time.Time
 	var text utf8Pending
 	nPrompt := len(toks)
+	rows := passRows(h.rm.model.Info(), h.nCtx, memLimit())
+	if rows < prefillChunk {
+		h.log.Info("ring prefill passes shortened: memory is short", "rows", rows)
+	}
 	var plan *wire.Plan
 
 	startPass := func() error {
-		chunk := all[pos:passEnd(pos, nPrompt, len(all), st)]
+		chunk := all[pos:passEnd(pos, nPrompt, len(all), rows, st)]
 		inflight = len(chunk)
 		sampleNow.Store(pos+len(chunk) == len(all))
 		return h.drv.Post(jctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos})
@@ -422,15 +465,15 @@ const (
 
 // passEnd is where the forward pass that starts at position pos of a
 // conversation of total tokens (the first nPrompt the prompt) ends. The
-// prompt goes in passes of at most prefillChunk, its last one ending at
-// the prompt's end, as the first prefill did; the tokens generated after
-// it go one per pass, as they were decoded, when a re-prefill has at most
+// prompt goes in passes of at most rows, its last one ending at the
+// prompt's end, as the first prefill did; the tokens generated after it go
+// one per pass, as they were decoded, when a re-prefill has at most
 // exactReprefill of them and they take at most exactReprefillTime at the
 // decode speed measured so far (st), else in passes like the prompt's. So
 // a re-prefill computes what the unfaulted run computed, bit for bit.
-func passEnd(pos, nPrompt, total int, st Stats) int {
+func passEnd(pos, nPrompt, total, rows int, st Stats) int {
 	if pos < nPrompt {
-		return min(pos+prefillChunk, nPrompt)
+		return min(pos+rows, nPrompt)
 	}
 	gen := total - nPrompt
 	perToken := 0.0
@@ -440,7 +483,7 @@ func passEnd(pos, nPrompt, total int, st Stats) int {
 	if gen <= exactReprefill && float64(gen)*perToken <= float64(exactReprefillTime.Milliseconds()) {
 		return pos + 1
 	}
-	return min(pos+prefillChunk, total)
+	return min(pos+rows, total)
 }
 
 // askPlan asks the parent for a plan without the lost devices and waits for
