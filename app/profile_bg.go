@@ -277,9 +277,9 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 	// The bar begins, steps and ends under mu, with the check for a stop:
 	// once Busy returns, no bar shows until the next measurement.
 	p.mu.Lock()
-	if p.active > 0 {
+	if p.active > 0 || time.Since(p.quietAt) < p.quiet {
 		p.mu.Unlock()
-		return errProfileDeferred
+		return errProfileDeferred // a chat or ring job came in meanwhile
 	}
 	p.cancel = cancel
 	if p.work != nil {
@@ -313,14 +313,24 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 	}
 	p.log.Info("profile: measuring this device in the background", "why", why, "model", filepath.Base(model), "threads", p.threads, "pid", cmd.Process.Pid)
 	// Stopping: SIGTERM lets the child end at its next step and remove
-	// its scratch files; a child that does not is killed.
+	// its scratch files; one that has not ended profileStopWait later is
+	// killed.
+	exited := make(chan struct{})
 	stop := context.AfterFunc(mctx, func() {
 		if cmd.Process.Signal(syscall.SIGTERM) != nil {
+			cmd.Process.Kill()
+			return
+		}
+		t := time.NewTimer(profileStopWait)
+		defer t.Stop()
+		select {
+		case <-exited:
+		case <-t.C:
+			p.log.Warn("profile: the measurement did not stop in time; killing it")
 			cmd.Process.Kill()
 		}
 	})
 	defer stop()
-	cmd.WaitDelay = profileStopWait
 
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
@@ -340,6 +350,7 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 		p.mu.Unlock()
 	}
 	err = cmd.Wait()
+	close(exited)
 	if mctx.Err() != nil && ctx.Err() == nil {
 		return errProfileDeferred
 	}
