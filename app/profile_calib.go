@@ -153,17 +153,18 @@ func (b *chatBackend) calibration() *calibStore {
 	return b.ring.ratios
 }
 
-// threadsOf is the thread count a device's ratios are kept for.
-func (b *chatBackend) threadsOf(device string) int {
-	if device == b.selfID() {
+// threadsOf is the thread count a device's ratios are kept for (self:
+// this device's ID).
+func (b *chatBackend) threadsOf(device, self string) int {
+	if device == self {
 		return b.threads
 	}
 	return 0
 }
 
 // calibrated returns p with its devices calibrated by their ratios for
-// model, and the plan Halda makes with the
-// uncalibrated profiles (its PredictedMs is the uncalibrated prediction).
+// model, and the plan Halda makes with the uncalibrated profiles (its
+// PredictedMs is the uncalibrated prediction).
 // Without ratios, or when solving fails, p comes back unchanged.
 func (b *chatBackend) calibrated(p halda.Problem, model string) (halda.Problem, halda.Plan) {
 	raw, err := halda.Solve(p, lpsolve.Solver{})
@@ -193,7 +194,7 @@ func (b *chatBackend) learn(device, model string, measuredMs, uncalibratedMs flo
 	if !ok {
 		return
 	}
-	if err := b.calibration().add(calibKey(device, model, b.threadsOf(device)), r); err != nil {
+	if err := b.calibration().add(calibKey(device, model, b.threadsOf(device, b.selfID())), r); err != nil {
 		b.log.Warn("calibration: could not store", "err", err)
 	}
 }
@@ -222,7 +223,7 @@ func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
 		return
 	}
 	measured := st.DecodeMS / float64(st.DecodeTokens)
-	runs := len(b.calibration().ratios(calibKey(self, path, b.threads)))
+	runs := len(b.calibration().ratios(calibKey(self, path, b.threadsOf(self, self))))
 	b.learn(self, path, measured, raw.Ring[0].ComputeMs+raw.Ring[0].DiskMs)
 	b.ring.mu.Lock()
 	b.ring.alone = &apitype.SelfRun{Model: filepath.Base(path), MeasuredMs: measured, PredictedMs: cal.PredictedMs,
@@ -242,9 +243,10 @@ func (b *chatBackend) selfID() string {
 // CalibrationRatios implements api.CalibrationSource: the ratios kept for
 // each device and model, for the device map's plan.
 func (b *chatBackend) CalibrationRatios(model string, deviceIDs []string) map[string][]float64 {
+	self := b.selfID()
 	out := map[string][]float64{}
 	for _, id := range deviceIDs {
-		if rs := b.calibration().ratios(calibKey(id, model, b.threadsOf(id))); len(rs) > 0 {
+		if rs := b.calibration().ratios(calibKey(id, model, b.threadsOf(id, self))); len(rs) > 0 {
 			out[id] = rs
 		}
 	}
