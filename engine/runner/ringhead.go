@@ -348,6 +348,10 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 		return Event{ID: h.id, Type: EvDone, Stats: &st}
 	}
 
+	// Until the plan is up, the workers fetch their slices from this
+	// process: collect their garbage sooner (see servingGC).
+	gc := debug.SetGCPercent(servingGC)
+	defer func() { debug.SetGCPercent(gc) }()
 	if plan, err = h.install(jctx, rp, &st); err != nil {
 		if ctx.Err() != nil {
 			return finish(ReasonCancelled)
@@ -375,6 +379,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 			// Every worker has its slice now: give back at once the Go heap
 			// the transfers grew (the runtime would keep it for minutes, and
 			// memory pressure counts it).
+			debug.SetGCPercent(gc)
 			debug.FreeOSMemory()
 			// A new plan has fresh windows: (re-)prefill the conversation.
 			pos = 0
@@ -394,6 +399,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 				return fail(CodeRing, err)
 			}
 			st.Replans++
+			debug.SetGCPercent(servingGC)
 			if plan, err = h.install(jctx, rp, &st); err != nil {
 				if ctx.Err() != nil {
 					return finish(ReasonCancelled)
@@ -450,6 +456,13 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 		}
 	}
 }
+
+// servingGC is the head's GOGC while workers fetch slices from it (from
+// installing a plan until it is up; no token is computed then): every
+// chunk sent leaves its copies as garbage, and at the default 100 the heap
+// grows to twice what is live before the collector runs (25 MB of Go heap
+// at the peak of shipping the bench model's slices to two workers).
+const servingGC = 25
 
 // exactReprefill is the most generated tokens a re-prefill after a re-plan
 // evaluates one per pass, as they were decoded, and exactReprefillTime the
