@@ -47,6 +47,8 @@
 //   - Disk sequential and random read throughput of the disk holding the
 //     model, by our own reads that bypass the page cache (sysinfo). Without
 //     a model (or with one under 64 MiB) a scratch file on that disk is used.
+//     Scratch files a killed measurement left (older than an hour) are
+//     removed first (sysinfo.RemoveStaleScratch).
 //   - Page-fault read throughput (Disk.FaultBytesPerSec, Halda's
 //     disk_fault_read_bytes_per_s): what a device paging its weights gets.
 //     Large direct reads overstate it (1.5 GB/s O_DIRECT against 0.6-0.9

@@ -370,6 +370,16 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		}
 	}
 
+	// Scratch files of a measurement killed before its cleanup.
+	dirs := []string{o.ScratchDir}
+	if o.Model != "" {
+		dirs = append(dirs, filepath.Dir(o.Model))
+	}
+	for _, dir := range dirs {
+		if n, _ := sysinfo.RemoveStaleScratch(dir, time.Hour, time.Now()); n > 0 {
+			log.Info("profile: removed scratch files an earlier measurement left", "dir", dir, "files", n)
+		}
+	}
 	// Disk: the model's own file, else a scratch file in its place.
 	// A model file too small to time a disk on (a test model) is
 	// replaced by a scratch file next to it: same disk.

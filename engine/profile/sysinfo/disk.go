@@ -130,10 +130,36 @@ func alignedBuffer(n int) []byte {
 	return b[o : o+n : o+n]
 }
 
+// scratchPattern names ScratchFile's files (os.CreateTemp's pattern).
+const scratchPattern = ".homering-disk-*"
+
+// RemoveStaleScratch removes ScratchFile's files in dir last written more
+// than age before now: a measurement killed before its cleanup (the agent
+// kills a background measurement that does not stop in time) leaves one,
+// and a live measurement writes its file within seconds. It returns how
+// many it removed.
+func RemoveStaleScratch(dir string, age time.Duration, now time.Time) (int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, scratchPattern))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		st, err := os.Lstat(name)
+		if err != nil || !st.Mode().IsRegular() || now.Sub(st.ModTime()) <= age {
+			continue
+		}
+		if os.Remove(name) == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // ScratchFile writes a file of size bytes in dir for measuring that disk when
 // there is no model file yet, and returns its path; the caller removes it.
 func ScratchFile(dir string, size int64) (string, error) {
-	f, err := os.CreateTemp(dir, ".homering-disk-*")
+	f, err := os.CreateTemp(dir, scratchPattern)
 	if err != nil {
 		return "", fmt.Errorf("sysinfo: create a scratch file in %s: %w", dir, err)
 	}

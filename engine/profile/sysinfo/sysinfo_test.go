@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -141,5 +142,32 @@ func TestFingerprintStable(t *testing.T) {
 	}
 	if a == Fingerprint(16<<30, "gpu0") || a == Fingerprint(8<<30, "gpu1") {
 		t.Error("Fingerprint ignores RAM or GPUs")
+	}
+}
+
+func TestRemoveStaleScratch(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	write := func(name string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := write(".homering-disk-111", 2*time.Hour)
+	fresh := write(".homering-disk-222", time.Minute)
+	other := write("model.gguf", 48*time.Hour)
+	n, err := RemoveStaleScratch(dir, time.Hour, now)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveStaleScratch = %d, %v; want 1 removed", n, err)
+	}
+	for p, want := range map[string]bool{old: false, fresh: true, other: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", filepath.Base(p), err == nil, want)
+		}
 	}
 }
