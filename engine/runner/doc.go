@@ -83,10 +83,17 @@
 // job) the child sends replan and waits for a plan request naming the
 // generation: new ring parameters without those devices (the agent re-runs
 // Halda). It connects any new workers, installs the plan and re-prefills the
-// conversation so far (prompt and the tokens already streamed) from position
-// 0; with greedy sampling the reply is the one an unfaulted run gives. A
-// stop ends the wait. Prompts and re-prefills go round the ring in passes of
-// at most 512 tokens. Greedy sampling is the engine's argmax; a temperature
+// conversation so far from position 0: the prompt in the passes the first
+// prefill used, then the tokens already streamed one per pass, as they were
+// decoded (up to 64 of them and 10 s at the measured speed; more go in
+// batches), so that the re-prefill computes the unfaulted run's bits and,
+// with greedy sampling, the reply is the one an unfaulted run gives. A
+// stop ends the wait. Prompts go round the ring in passes of at most 512
+// tokens, fewer (down to 32) when the compute buffers of a pass would take
+// more than 2% of the head's memory (cgroup limit, else RAM). Until a plan
+// is up the head serves slices at GOGC 25 and then gives its free heap
+// back to the OS; at the end of each job it logs its peak anonymous memory
+// and its parts (Go heap, KV, compute buffers). Greedy sampling is the engine's argmax; a temperature
 // above 0 or a repeat penalty samples the head's logits with engine/sample,
 // seeded as generate is. Stats.devices has, per device of the last plan, its
 // windows, measured compute ms per token, memory pressure (workers report

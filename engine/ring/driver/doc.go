@@ -49,7 +49,17 @@
 // their own, so megabytes of weights never queue in front of activations:
 // "@list" gives every tensor's size and SHA-256 (hashed once, on first
 // request), "@header" the source's header bytes (whose SHA-256 is the
-// model's identity), a tensor name its bytes in chunks of at most MaxChunk.
+// model's identity), a tensor name its bytes in chunks of at most
+// ServeChunk (1 MiB; a request may ask for up to MaxChunk, ConnSource asks
+// again for the rest): a chunk is in memory three times while it goes, and
+// the server hands the freed heap back to the OS every 32 MiB it sends.
 // ConnSource (worker) is the matching engine/slice Source; FetchIndex gets
 // the header and hashes a slice.Spec needs.
+//
+// # Memory
+//
+// After Prepare (a worker's slice fetch) and when a job ends, the driver
+// gives the Go heap's free memory back to the OS (debug.FreeOSMemory):
+// memory pressure counts it, and the runtime would return it over minutes.
+// GGML.Memory reports the windows' KV caches and compute buffers.
 package driver
