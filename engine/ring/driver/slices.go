@@ -190,16 +190,27 @@ type ConnSource struct {
 	C     *transport.Conn
 	Model [32]byte
 	mu    sync.Mutex
+	// broken is set when a read stopped with answers still in flight: they
+	// would be taken for the answers to later requests, so the connection
+	// is not used again.
+	broken error
 }
 
-func (s *ConnSource) roundTrip(req *wire.SliceRequest) (wire.Msg, error) {
+// pipeDepth is how many chunk requests ReadTensor keeps in flight: the head
+// answers them in order while the worker hashes and writes the previous
+// ones, so a round trip (and a wake-up of a low-priority worker) is paid per
+// window, not per chunk. The head still holds one chunk at a time.
+const pipeDepth = 4
+
+func (s *ConnSource) send(req *wire.SliceRequest) error {
 	typ, p, err := wire.Encode(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.C.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
-		return nil, err
-	}
+	return s.C.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
+}
+
+func (s *ConnSource) recv() (wire.Msg, error) {
 	f, err := s.C.Recv()
 	if err != nil {
 		return nil, err
@@ -207,23 +218,80 @@ func (s *ConnSource) roundTrip(req *wire.SliceRequest) (wire.Msg, error) {
 	return wire.Decode(wire.Type(f.Type), f.Payload)
 }
 
-// ReadTensor fills p with bytes [off, off+len(p)) of tensor name.
-func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p []byte) error {
+func (s *ConnSource) roundTrip(req *wire.SliceRequest) (wire.Msg, error) {
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	if err := s.send(req); err != nil {
+		return nil, err
+	}
+	return s.recv()
+}
+
+// ReadTensor fills p with bytes [off, off+len(p)) of tensor name, asking for
+// at most ServeChunk bytes at a time with up to pipeDepth requests in flight.
+// A goroutine sends the requests while this one reads the answers, so the
+// pipeline needs no buffering in the connection (net.Pipe has none).
+func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p []byte) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	type ask struct{ at, n int } // a request, relative to p
+	toSend := make(chan ask, pipeDepth+1)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for a := range toSend {
+			if err := s.send(&wire.SliceRequest{Model: s.Model, Name: name, Offset: uint64(off) + uint64(a.at), Length: uint32(a.n)}); err != nil {
+				s.C.Close() // the reader below sees it
+				for range toSend {
+				}
+				return
+			}
+		}
+	}()
+	var inflight []ask // asked for, in order: the head answers in order
+	defer func() {
+		close(toSend)
+		if err != nil && len(inflight) > 0 {
+			// Answers still on their way would be taken for those of later
+			// requests: this connection is done. (The sender ends when the
+			// connection closes.)
+			s.broken = fmt.Errorf("driver: the slice connection is out of step after: %w", err)
+			return
+		}
+		<-sent
+	}()
+	ask1 := func(a ask) {
+		inflight = append(inflight, a)
+		toSend <- a // never blocks: at most pipeDepth are in flight
+	}
+	next := 0 // the first byte of p not asked for yet
 	for got := 0; got < len(p); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		m, err := s.roundTrip(&wire.SliceRequest{Model: s.Model, Name: name, Offset: uint64(off) + uint64(got), Length: uint32(min(len(p)-got, MaxChunk))})
+		for len(inflight) < pipeDepth && next < len(p) {
+			n := min(len(p)-next, ServeChunk)
+			ask1(ask{next, n})
+			next += n
+		}
+		m, err := s.recv()
 		if err != nil {
 			return err
 		}
+		a := inflight[0]
+		inflight = inflight[1:]
 		c, ok := m.(*wire.SliceChunk)
-		if !ok || c.Name != name || c.Offset != uint64(off)+uint64(got) || len(c.Data) == 0 {
-			return fmt.Errorf("driver: unexpected answer to a request for %s at %d", name, off+int64(got))
+		if !ok || c.Name != name || c.Offset != uint64(off)+uint64(a.at) || len(c.Data) == 0 || len(c.Data) > a.n {
+			return fmt.Errorf("driver: unexpected answer to a request for %s at %d", name, off+int64(a.at))
 		}
-		got += copy(p[got:], c.Data)
+		got += copy(p[a.at:], c.Data)
+		if len(c.Data) < a.n { // a head with a smaller chunk limit: ask for the rest
+			ask1(ask{a.at + len(c.Data), a.n - len(c.Data)})
+		}
 	}
 	return nil
 }
