@@ -20,8 +20,8 @@ import (
 // BenchmarkRingMemory measures what a ring job costs each device in
 // anonymous memory (what memory pressure counts; weights are page cache):
 // a 3-process ring (head and two workers on loopback, k = 1, layers split
-// evenly), a cold job (the workers fetch their slices from the head) and a
-// warm one. It samples every runner child's RssAnon every 5 ms and reports
+// evenly), a cold job (the workers fetch their slices from the head) and
+// three warm ones. It samples every runner child's RssAnon every 5 ms and reports
 // each device's peak, and the parts of the head's peak that it logs at the
 // end of a job (Go heap, Go runtime, KV caches, compute buffers, the rest).
 // HOMERING_BENCH_MODEL picks the model (CI: the small generated one), e.g.
@@ -106,6 +106,8 @@ func BenchmarkRingMemory(b *testing.B) {
 		}
 		job("cold")
 		job("warm")
+		job("warm2") // memory the head keeps across jobs shows here
+		job("warm3")
 	}
 }
 

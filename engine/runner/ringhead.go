@@ -311,7 +311,10 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 		}
 		kv, compute := h.eng.Memory()
 		a := peak.at
-		debug.FreeOSMemory() // what the job allocated, before the next one
+		// What the job allocated goes back before the next one.
+		h.eng.Close()
+		debug.FreeOSMemory()
+		driver.TrimMalloc()
 		h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
 			"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute))
 	}()

@@ -359,6 +359,7 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 			c.Close()
 		}
 		debug.FreeOSMemory() // the job is over here: nothing of it should stay
+		TrimMalloc()
 	}
 	return nil
 }
