@@ -54,7 +54,9 @@
 // again for the rest): a chunk is in memory three times while it goes, and
 // the server hands the freed heap back to the OS every 32 MiB it sends.
 // ConnSource (worker) is the matching engine/slice Source; FetchIndex gets
-// the header and hashes a slice.Spec needs.
+// the header and hashes a slice.Spec needs. It keeps up to four chunk
+// requests in flight (a goroutine sends them, the reader takes the answers
+// in order), so a worker pays a round trip per four chunks, not per chunk.
 //
 // # Memory
 //
