@@ -22,7 +22,9 @@
 # to (a) (full size: to the median of (a) before and after the ring cases)
 # and whether (d) meets the target: >= 5x faster than (a), pressure <= 6%
 # per device. Agent logs stay
-# in bench/out/ring/agent-d*.log (HOMERING_DEBUG=1 for more), the rows in
+# in bench/out/ring/agent-d*.log (HOMERING_DEBUG=1 for more: then the head's
+# log has each ring job's peak anonymous memory and its parts, "ring job
+# memory"), the rows in
 # bench/out/ring/last-results.jsonl. Full size takes ~20 minutes (shipping
 # ~2 GB of slices over 300 Mbit, more when a chat re-plans), quick ~2.
 #
