@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"homering/discovery/identity"
+	"homering/engine/ring/wire"
 )
 
 // BenchmarkRingWorkerKilled measures the time from killing a worker
@@ -29,7 +30,22 @@ import (
 // the first token). Each iteration restarts the killed worker and resets
 // the survivor's cache to what it held before the kill.
 // HOMERING_BENCH_MODEL picks the model as for BenchmarkRingDecode.
+//
+// grows: the re-plan splits the layers evenly over the two devices left, so
+// the survivor runs layers it lacks as well (fetched into a new slice).
+// keeps: the head takes the lost worker's layers and the survivor keeps its
+// own: it fetches nothing and only opens its cached slice.
 func BenchmarkRingWorkerKilled(b *testing.B) {
+	for _, keep := range []bool{false, true} {
+		name := "survivor_grows"
+		if keep {
+			name = "survivor_keeps"
+		}
+		b.Run(name, func(b *testing.B) { ringWorkerKilled(b, keep) })
+	}
+}
+
+func ringWorkerKilled(b *testing.B, keep bool) {
 	model := smallModel
 	if m := os.Getenv(benchModelEnv); m != "" {
 		model = m
@@ -63,12 +79,19 @@ func BenchmarkRingWorkerKilled(b *testing.B) {
 	g.Prompt = "Once upon a time"
 	layers, nEmbd := modelShape(b, model)
 	next := uint64(100)
+	first := evenPlan(1, layers, nEmbd, 1, head, w1, w2)
 	replan := func(_ context.Context, without []string) (RingParams, error) {
 		next++
-		return ringParams(evenPlan(next, layers, nEmbd, 1, head, w2), head, w2), nil
+		p := evenPlan(next, layers, nEmbd, 1, head, w2)
+		if keep {
+			s := first.Devices[2].Windows[0].Start
+			p.Devices[0].Windows = []wire.Range{{Start: 0, End: s}}
+			p.Devices[1].Windows = []wire.Range{{Start: s, End: layers}}
+		}
+		return ringParams(p, head, w2), nil
 	}
 	// Warm up: the slices of the first plan fetched, the model mapped.
-	if _, err := head.sup.RingGenerate(context.Background(), lp, ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2), g, func(Token) error { return nil }, nil); err != nil {
+	if _, err := head.sup.RingGenerate(context.Background(), lp, ringParams(first, head, w1, w2), g, func(Token) error { return nil }, nil); err != nil {
 		b.Fatal(err)
 	}
 	warm := cacheFiles(b, w2.cache)
