@@ -31,6 +31,7 @@ type server struct {
 	ln    net.Listener
 	log   *slog.Logger
 	allow map[string]bool
+	cache *slice.Cache // the slice cache, shared by the jobs (one at a time)
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Serve and every job have ended
@@ -49,7 +50,8 @@ func startServer(ctx context.Context, sp ServeParams, log *slog.Logger) (*server
 	if err != nil {
 		return nil, err
 	}
-	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[string]bool{}, done: make(chan struct{})}
+	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[string]bool{}, done: make(chan struct{}),
+		cache: &slice.Cache{Dir: sp.CacheDir}}
 	for _, a := range sp.Allowed {
 		id, _, err := canonicalID(a)
 		if err != nil {
@@ -370,7 +372,7 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 	for _, t := range slice.Tensors(spec) {
 		sliceLen += t.Size
 	}
-	cache := &slice.Cache{Dir: e.j.s.sp.CacheDir}
+	cache := e.j.s.cache
 	start := time.Now()
 	pieces, fetched, err := e.fetchMissing(ctx, cache, spec)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"homering/engine/gguf"
@@ -113,6 +114,9 @@ type Cache struct {
 	free func(dir string) (int64, error)
 	// now is the clock for Touch and the building window; nil: time.Now.
 	now func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]Cached // headers read, by path: a complete slice never changes
 }
 
 func (c *Cache) clock() time.Time {
@@ -123,12 +127,24 @@ func (c *Cache) clock() time.Time {
 }
 
 // Slices lists the complete slices of model in the cache, by path. A file
-// whose header does not read or names another source is not listed.
+// whose header does not read or names another source is not listed. A
+// slice's header is read once per Cache (a model's header with its
+// vocabulary takes tens of milliseconds to parse): complete slices are
+// never rewritten, only removed, and a rebuilt one holds what its name says.
 func (c *Cache) Slices(model [32]byte) []Cached {
 	paths, _ := filepath.Glob(filepath.Join(c.Dir, hex.EncodeToString(model[:8])+"-*.gguf"))
 	want := hex.EncodeToString(model[:])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]Cached{}
+	}
 	var out []Cached
 	for _, p := range paths {
+		if cs, ok := c.seen[p]; ok {
+			out = append(out, cs)
+			continue
+		}
 		g, err := gguf.Open(p)
 		if err != nil {
 			continue
@@ -144,6 +160,7 @@ func (c *Cache) Slices(model [32]byte) []Cached {
 		}
 		cs.Input, _ = g.Bool("homering.slice.input")
 		cs.Output, _ = g.Bool("homering.slice.output")
+		c.seen[p] = cs
 		out = append(out, cs)
 	}
 	return out
@@ -253,6 +270,9 @@ func (c *Cache) Prune(keep []string, maxBytes, minFree int64) (Pruned, error) {
 		for _, p := range e.paths[1:] {
 			_ = os.Remove(p)
 		}
+		c.mu.Lock()
+		delete(c.seen, e.paths[0])
+		c.mu.Unlock()
 		out.Removed = append(out.Removed, e.paths[0])
 		out.Freed += e.bytes
 		out.Left -= e.bytes
