@@ -21,12 +21,22 @@ type WindowParams struct {
 	GPULayers   []int // layers to place on a GPU device; non-empty on a CPU-only machine is an error
 	NCtx        int   // KV cache capacity in tokens
 	Threads     int   // 0 = all cores
+	// KVRound is the granularity the KV cache's capacity is rounded up to,
+	// in cells: 0 is llama.cpp's 256; a multiple of 32 (the padding of the
+	// span attended over, HR_KV_SPAN_PAD) gives the same bits with less
+	// memory for a short context (a ring job's cache holds its request).
+	KVRound int
 }
 
 // kvPad is llama.cpp's KV cache granularity: its cache holds a multiple of
 // 256 cells. (The span attended over is padded less: see HR_KV_SPAN_PAD in
 // engine.c.)
 const kvPad = 256
+
+// kvSpanPad is engine.c's HR_KV_SPAN_PAD: the span a graph attends over is
+// padded to it, so a cache whose capacity is a multiple of it computes
+// the same bits as one of kvPad's.
+const kvSpanPad = 32
 
 // Window evaluates layers [First, Last) of its model with its own KV cache.
 // A Window is not safe for concurrent use; windows of one model may be used
@@ -35,7 +45,7 @@ type Window struct {
 	m     *Model
 	p     WindowParams
 	c     *C.hr_window
-	kvCap int // cells allocated: NCtx rounded up to kvPad
+	kvCap int // cells allocated: NCtx rounded up to kvPad or KVRound
 }
 
 // NewWindow checks p against the model and allocates the window's KV cache
@@ -55,6 +65,8 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		return nil, fmt.Errorf("%w: NCtx %d must be between 1 and %d", ErrBadWindow, p.NCtx, 1<<20)
 	case p.Threads < 0:
 		return nil, fmt.Errorf("%w: Threads %d is negative", ErrBadWindow, p.Threads)
+	case p.KVRound < 0 || p.KVRound%kvSpanPad != 0:
+		return nil, fmt.Errorf("%w: KVRound %d is not 0 or a positive multiple of %d", ErrBadWindow, p.KVRound, kvSpanPad)
 	case !p.Embed && !p.Output && p.First == p.Last:
 		return nil, fmt.Errorf("%w: the window computes nothing (no layers, embedding or output)", ErrBadWindow)
 	}
@@ -74,7 +86,11 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 	if threads == 0 || threads > m.threads {
 		threads = m.threads
 	}
-	kvCap := (p.NCtx + kvPad - 1) / kvPad * kvPad
+	round := kvPad
+	if p.KVRound > 0 {
+		round = p.KVRound
+	}
+	kvCap := (p.NCtx + round - 1) / round * round
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
