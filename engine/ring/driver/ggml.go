@@ -98,7 +98,7 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		}
 		rd := round{w: w}
 		for i, p := range parts {
-			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0, NCtx: g.NCtx, Threads: g.Threads})
+			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0, NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
 			if err != nil {
 				rd.close()
 				g.close()
@@ -109,7 +109,7 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		g.wins = append(g.wins, rd)
 	}
 	if idx == 0 {
-		out, err := g.M.NewWindow(ggml.WindowParams{First: n, Last: n, Output: true, NCtx: g.NCtx, Threads: g.Threads})
+		out, err := g.M.NewWindow(ggml.WindowParams{First: n, Last: n, Output: true, NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
 		if err != nil {
 			g.close()
 			return err
