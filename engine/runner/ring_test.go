@@ -566,9 +566,9 @@ func TestJobContext(t *testing.T) {
 		name                    string
 		nCtx, prompt, max, want int
 	}{
-		{"a short chat holds what it uses", 4096, 40, 16, 256},
+		{"a short chat holds what it uses", 4096, 40, 16, 64},
 		{"exactly a step", 4096, 200, 55, 256},
-		{"one past a step", 4096, 200, 56, 512},
+		{"one past a step", 4096, 200, 56, 288},
 		{"never more than the context", 512, 400, 400, 512},
 		{"no limit on the reply: the whole context", 2048, 40, 0, 2048},
 	} {

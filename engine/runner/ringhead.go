@@ -799,14 +799,15 @@ func (t *transferProgress) add(dev string, n int64) {
 
 // jobContext is the KV cache size of a ring job. A job ends with its
 // request, so its caches need hold only this request (prompt and reply,
-// also after a re-prefill), rounded up to 256 positions and never more than
-// the context: a 27-layer window's F16 KV at n_ctx 512 is ~113 MB of
-// anonymous memory that a 60-token chat never touches, and memory pressure
-// on every device counts it.
+// also after a re-prefill), rounded up to 32 positions (the windows' KV
+// granularity, driver's kvRound) and never more than the context: KV that a
+// 60-token chat never touches is anonymous memory memory pressure counts on
+// every device (a 27-layer window of the bench model: 14 MB at 256 cells,
+// 3.5 MB at 64).
 func jobContext(nCtx, prompt, maxTokens int) int {
 	if maxTokens <= 0 {
 		return nCtx
 	}
 	need := prompt + maxTokens + 1
-	return min(nCtx, (need+255)/256*256)
+	return min(nCtx, (need+31)/32*32)
 }
