@@ -13,6 +13,8 @@
 # against the same step) and the ratio is the median of those pairs' ratios.
 # The machine is shared: read the 1-thread rows and the tok/cpu-s columns first;
 # 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
+# Neither engine leaves a thread spinning between evaluations (see
+# bench/enginebench/doc.go), so one does not slow the other down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh

@@ -16,4 +16,12 @@
 // for prefill while identical graphs ran identical kernels).
 // Both engines are fed the same tokens: the prompt is a fixed text tokenized
 // by the model, the decode tokens are llama.cpp's greedy choices.
+//
+// Fairness of running both in one process: neither engine may leave a thread
+// busy when the other starts. llama.cpp (as ollama runs it, no attached
+// thread pool) creates and joins its worker threads inside each graph
+// compute; engine/ggml's persistent pool sleeps between evaluations. Before
+// that pool stopped spinning (ggml's default poll level 50, ~50 ms of a core
+// after every evaluation), llama.cpp's 2-thread decode steps ran beside our
+// spinning worker and this benchmark read 1.4-1.7 for 2-thread decode.
 package main
