@@ -1,6 +1,7 @@
 // Package ring is one device's view of a piped ring (PRP, prima.cpp §3.1;
 // DESIGN §3, §7) as a pure state machine: Session.Step(Event) []Action. It
-// opens no sockets, starts no goroutines and reads no clock; the driver
+// opens no sockets, starts no goroutines and reads no clock (time comes as
+// ticks, and how late a tick is as its data); the driver
 // (engine/ring/transport's loop in the runner) turns frames, ticks and
 // finished computations into events and carries out the actions. The same
 // state and event always give the same actions.
@@ -46,12 +47,41 @@
 // it is disconnected and treated as lost.
 //
 // The head watches every device and a worker watches the head. A peer is
-// lost when its link closes (PeerLost) or when it has been silent for
-// SilenceTicks(tick, rtt) = max(3 ticks, 4 × measured RTT) ticks (Heard
-// events carry pongs and RTTs). A lost worker makes the head drop the plan
-// and emit Replan{Without}; the conversation is then re-prefilled on the
-// new plan (Ready.Resume says so). A lost head ends the job on a worker
-// (EndJob), which frees its memory.
+// lost when its link closes (PeerLost: a killed process, seen at once) or
+// when it has been silent too long (a hung, stopped or unplugged one; see
+// Silence). A lost worker makes the head drop the plan and emit
+// Replan{Without}; the conversation is then re-prefilled on the new plan
+// (Ready.Resume says so). A lost head ends the job on a worker (EndJob),
+// which frees its memory.
+//
+// # Silence
+//
+// Every event from a watched peer is a sign of life: a Heard (the driver
+// pings every link each tick; the pong carries the RTT) or any frame. Each
+// Tick counts one tick of silence against every watched peer not heard
+// since; a peer is lost when its count reaches its limit. A false loss
+// costs a re-plan and a re-prefill, so silence is counted fairly:
+//
+//   - Order: the driver steps the events already queued before a Tick, so
+//     a pong read just before the tick is not silence.
+//   - Late ticks: Tick.GapMs is the time since the previous Tick by the
+//     driver's clock. A tick more than LateTicks (2) periods late means
+//     this device itself did not run (CPU starvation, paging): the peers'
+//     answers may sit unread, so the tick counts against no one. At most
+//     MaxForgiven (3) late ticks go uncounted per silence, so a device
+//     starved for good still finds a dead peer, after at most limit + 3
+//     ticks.
+//   - Limit: SilenceTicks(tick, rtt, gap) = max(3 ticks, 4 × the last RTT,
+//     2 × the largest silence the peer ended in the last GapWindow (120)
+//     ticks), capped at SilenceCap (12 ticks: 6 s at the runner's 500 ms
+//     tick, well inside the 10 s from a fault to the next token). A peer
+//     that once went quiet for 4 ticks (paging, starved at a low priority)
+//     and came back is allowed 8 from then on; a minute later it is
+//     forgotten.
+//   - Preparing: while a plan is prepared, a worker that has not
+//     acknowledged it yet (to the head) and the head until the plan is up
+//     (to a worker, whose slice it serves) get SilenceCap: fetching,
+//     hashing and mapping a slice is the heaviest work of a job.
 //
 // A device that joins is adopted only between requests and only when
 // Adopt(current, candidate) holds: the predicted cost with it is below

@@ -16,7 +16,11 @@ type FrameIn struct {
 }
 
 // Tick is one period of the driver's timer; all timeouts count ticks.
-type Tick struct{}
+// GapMs is how long after the previous Tick the driver stepped this one (0:
+// unknown, taken as on time): more than LateTicks periods means this device
+// was starved, and the tick does not count the peers' silence (up to
+// MaxForgiven per silence).
+type Tick struct{ GapMs int }
 
 // Heard says a peer answered a ping; RTTMs is the measured round trip.
 type Heard struct {

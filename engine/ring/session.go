@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"homering/engine/ring/wire"
@@ -40,9 +41,10 @@ type Session struct {
 	idx   int        // this device's position in plan.Devices
 	head  string     // plan.Devices[0].ID
 
-	now       int            // ticks since the session began
-	lastHeard map[string]int // tick of the last sign of life, per watched peer
-	rtt       map[string]int // ms, per peer; 0 until measured
+	now     int                 // ticks since the session began
+	watched map[string]*silence // per watched peer: its silence so far
+	rtt     map[string]int      // ms, per peer; 0 until measured
+	gaps    map[string][]gap    // per peer, silences it ended lately (longer than a tick)
 
 	expect key  // the next input this device accepts
 	busy   bool // a Compute is out
@@ -59,9 +61,18 @@ type Session struct {
 	lost        map[string]bool // devices already reported lost under this plan
 }
 
+// silence is a watched peer's silence since its last sign of life.
+type silence struct {
+	ticks    int // ticks counted against it
+	forgiven int // late ticks not counted
+}
+
+// gap is a silence a sign of life ended: at which tick, how many ticks long.
+type gap struct{ at, ticks int }
+
 // New returns a session for device self, Down; tickMs is the period of Tick.
 func New(self string, tickMs int) *Session {
-	return &Session{self: self, tickMs: tickMs, lastHeard: map[string]int{}, rtt: map[string]int{}}
+	return &Session{self: self, tickMs: tickMs, watched: map[string]*silence{}, rtt: map[string]int{}, gaps: map[string][]gap{}}
 }
 
 // Busy reports whether a Compute of this device is out.
@@ -76,13 +87,34 @@ func (s *Session) State() State { return s.state }
 // Plan returns the installed plan, nil when Down.
 func (s *Session) Plan() *wire.Plan { return s.plan }
 
+// Silence detection (doc.go, "Silence").
+const (
+	// SilenceFloor is the least silence, in ticks, that makes a peer lost.
+	SilenceFloor = 3
+	// SilenceCap is the most: 6 s at the runner's 500 ms tick, so a hung
+	// peer is caught well inside the 10 s from a fault to the next token.
+	SilenceCap = 12
+	// LateTicks: a Tick that comes more than this many periods after the
+	// previous one is late (this device itself was starved).
+	LateTicks = 2
+	// MaxForgiven is how many late ticks one silence may leave uncounted,
+	// so that a device starved for good still finds a dead peer.
+	MaxForgiven = 3
+	// GapWindow is how many ticks a silence that ended is remembered (one
+	// minute at 500 ms).
+	GapWindow = 120
+)
+
 // SilenceTicks is how many silent ticks make a peer lost: max(3 ticks,
-// 4 × RTT), rounded up to whole ticks. A non-positive tick counts as 3.
-func SilenceTicks(tickMs, rttMs int) int {
-	if tickMs <= 0 || rttMs <= 0 {
-		return 3
+// 4 × RTT, 2 × the largest silence it ended lately (gapTicks)), rounded up
+// to whole ticks and capped at SilenceCap. A non-positive tick or RTT
+// leaves the RTT out.
+func SilenceTicks(tickMs, rttMs, gapTicks int) int {
+	n := 2 * max(gapTicks, 0)
+	if tickMs > 0 && rttMs > 0 {
+		n = max(n, (4*rttMs+tickMs-1)/tickMs)
 	}
-	return max(3, (4*rttMs+tickMs-1)/tickMs)
+	return min(max(n, SilenceFloor), SilenceCap)
 }
 
 // Adopt reports whether a plan predicted to cost candidateMs per token is
@@ -99,11 +131,9 @@ func (s *Session) isHead() bool { return s.plan != nil && s.idx == 0 }
 func (s *Session) Step(ev Event) []Action {
 	switch ev := ev.(type) {
 	case Tick:
-		return s.tick()
+		return s.tick(ev)
 	case Heard:
-		if _, ok := s.lastHeard[ev.From]; ok {
-			s.lastHeard[ev.From] = s.now
-		}
+		s.heard(ev.From)
 		if ev.RTTMs > 0 {
 			s.rtt[ev.From] = ev.RTTMs
 		}
@@ -126,47 +156,96 @@ func (s *Session) Step(ev Event) []Action {
 	case Joined:
 		return s.joined(ev)
 	case FrameIn:
-		if _, ok := s.lastHeard[ev.From]; ok {
-			s.lastHeard[ev.From] = s.now
-		}
+		s.heard(ev.From)
 		return s.frameIn(ev.From, ev.Msg)
 	}
 	return nil
 }
 
-func (s *Session) tick() []Action {
+func (s *Session) tick(t Tick) []Action {
 	s.now++
+	// A late tick means this device itself did not run (starved, paging):
+	// the peers' answers may be waiting unread, so it is not their silence.
+	late := s.tickMs > 0 && t.GapMs > LateTicks*s.tickMs
 	var out []Action
 	// Sorted, so that the actions do not depend on map order.
-	for _, id := range slices.Sorted(mapKeys(s.lastHeard)) {
-		heard, watched := s.lastHeard[id]
+	for _, id := range slices.Sorted(maps.Keys(s.watched)) {
+		w, watched := s.watched[id]
 		if !watched {
 			continue // a loss earlier in this tick dropped the plan and stopped watching
 		}
-		silent := s.now - heard
-		if limit := SilenceTicks(s.tickMs, s.rtt[id]); silent >= limit {
-			out = append(out, s.peerLost(id, fmt.Sprintf("silent for %d ticks", silent))...)
+		if late && w.forgiven < MaxForgiven {
+			w.forgiven++
+			continue
+		}
+		w.ticks++
+		if limit := s.silenceLimit(id); w.ticks >= limit {
+			out = append(out, s.peerLost(id, fmt.Sprintf("silent for %d ticks (limit %d)", w.ticks, limit))...)
 		}
 	}
 	return out
 }
 
-func mapKeys(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
+// heard notes a sign of life of peer id: its silence ends, and is
+// remembered when it was longer than a tick (but not a silence while
+// preparing: the cap covered it, and it says nothing of serving).
+func (s *Session) heard(id string) {
+	w, ok := s.watched[id]
+	if !ok {
+		return
+	}
+	if w.ticks > 1 && !s.preparing(id) {
+		gs := slices.DeleteFunc(s.gaps[id], func(g gap) bool { return s.now-g.at > GapWindow })
+		s.gaps[id] = append(gs, gap{at: s.now, ticks: w.ticks})
+	}
+	*w = silence{}
+}
+
+// silenceLimit is how many silent ticks make watched peer id lost now.
+func (s *Session) silenceLimit(id string) int {
+	if s.preparing(id) {
+		return SilenceCap
+	}
+	largest := 0
+	for _, g := range s.gaps[id] {
+		if s.now-g.at <= GapWindow {
+			largest = max(largest, g.ticks)
 		}
 	}
+	return SilenceTicks(s.tickMs, s.rtt[id], largest)
+}
+
+// SilenceOf returns how many ticks peer id has been silent and how many
+// make it lost now; ok is false when this device does not watch id.
+func (s *Session) SilenceOf(id string) (ticks, limit int, ok bool) {
+	w, ok := s.watched[id]
+	if !ok {
+		return 0, 0, false
+	}
+	return w.ticks, s.silenceLimit(id), true
+}
+
+// preparing reports whether peer id is busy preparing this device's plan:
+// on the head, a worker that has not acknowledged it yet (fetching and
+// hashing its slice, opening windows); on a worker, the head until the plan
+// is up (it serves the slices). Both are at their heaviest CPU and disk
+// work of a job then, so they get the longest limit.
+func (s *Session) preparing(id string) bool {
+	if s.plan == nil || s.state != Preparing && s.state != Committing {
+		return false
+	}
+	if s.isHead() {
+		return !s.acks[id]
+	}
+	return id == s.head
 }
 
 // watch restarts failure detection for the peers this device watches.
 func (s *Session) watch() {
-	clear(s.lastHeard)
+	clear(s.watched)
 	for i, d := range s.plan.Devices {
 		if d.ID != s.self && (s.idx == 0 || i == 0) {
-			s.lastHeard[d.ID] = s.now
+			s.watched[d.ID] = &silence{}
 		}
 	}
 }
@@ -209,7 +288,7 @@ func (s *Session) prepared(ev Prepared) []Action {
 	out := []Action{Send{To: s.head, Msg: &wire.PlanAck{Plan: ev.Plan, Code: ev.Code, Text: ev.Text}}}
 	if ev.Code != wire.CodeOK {
 		s.plan, s.state = nil, Down
-		clear(s.lastHeard)
+		clear(s.watched)
 		return append(out, EndJob{Reason: "cannot serve the plan: " + ev.Text})
 	}
 	s.state = Committing
@@ -386,7 +465,7 @@ func (s *Session) peerLost(id, reason string) []Action {
 			return nil // the head watches everyone and re-plans
 		}
 		s.plan, s.state, s.busy = nil, Down, false
-		clear(s.lastHeard)
+		clear(s.watched)
 		return []Action{EndJob{Reason: "head " + id + " lost: " + reason}}
 	}
 	if s.lost[id] {
@@ -410,7 +489,7 @@ func (s *Session) dropPlan(out []Action) []Action {
 	s.state, s.inflight, s.busy = Down, false, false
 	// Keep plan and lost so that later losses add to Without; only the
 	// next PlanInstalled clears them. Stop watching: a re-plan is coming.
-	clear(s.lastHeard)
+	clear(s.watched)
 	return out
 }
 

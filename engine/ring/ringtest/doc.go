@@ -6,16 +6,20 @@
 // that pass every message through the wire codec, a fake compute (an
 // order-sensitive map per layer, so a token shows whether every layer ran
 // once and in order; Reference computes the same on one device), and a
-// tick counter that also answers pings on every live link. Every action a
+// tick counter that also answers pings on every live link (Heard before
+// each device's Tick, as the driver steps queued events before a tick). Every action a
 // session returns is printed one per line ("a->b Activation …",
 // "b: Compute …"), so a script's expected output is the protocol trace.
 //
 // Commands: devices IDS [tick=MS]; plan id=N k=K DEV=a-b,c-d … [release=IDS]
 // [nembd=N] (first device is the head); token IDS [pos=N]; tick [N];
 // slow DEV=TICKS; rtt DEV=MS; fail-prepare DEV TEXT; drop DEV [close];
-// dup A->B; capture A->B; hold A->B [Kind] (the next frame, of a kind
+// stall DEV=TICKS (stopped: answers, hears and ticks nothing, frames to
+// it wait; then its first tick is late); tick [N] late=DEVS (those read no
+// answer before a tick 3 periods after the previous one); dup A->B; capture A->B; hold A->B [Kind] (the next frame, of a kind
 // such as Commit, waits for replay); replay; inject A->B seq=N r=N [layers=a-b]
-// [nembd=N] [plan=N]; join DEV candidate=MS current=MS; done; state.
+// [nembd=N] [plan=N]; join DEV candidate=MS current=MS; done; state; silence (each
+// watched peer's silence and limit, in ticks).
 //
 // RunFile parses the format (command line, "----", expected output up to a
 // blank line; '#' comments) with the standard library and rewrites the

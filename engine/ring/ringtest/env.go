@@ -40,6 +40,9 @@ type dev struct {
 	s        *ring.Session
 	slow     int // ticks a Compute takes
 	gone     bool
+	stalled  int        // ticks it stays stopped (stall)
+	missed   int        // ticks it missed while stopped
+	backlog  []delivery // what reached it while stopped
 	rttMs    int
 	failPrep string // answer Prepare with this error text
 	pending  []pendingCompute
@@ -103,11 +106,17 @@ func (e *Env) handle(c Cmd) error {
 		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos})
 	case "tick":
 		n := 1
-		if len(c.Args) > 0 {
+		if len(c.Args) > 0 && !strings.Contains(c.Args[0], "=") {
 			n = atoi(c.Args[0])
 		}
+		late, _ := c.Arg("late")
 		for range n {
-			e.tick()
+			e.tick(strings.Split(late, ","))
+		}
+	case "stall":
+		for _, a := range c.Args {
+			id, v, _ := strings.Cut(a, "=")
+			e.devs[id].stalled = atoi(v)
 		}
 	case "slow":
 		for _, a := range c.Args {
@@ -151,6 +160,15 @@ func (e *Env) handle(c Cmd) error {
 		e.step(e.head, ring.Joined{ID: id, CandidateMs: atof(cand), CurrentMs: atof(cur)})
 	case "done":
 		e.step(e.head, ring.RequestDone{})
+	case "silence":
+		for _, id := range e.ids() {
+			d := e.devs[id]
+			for _, o := range e.ids() {
+				if n, limit, ok := d.s.SilenceOf(o); ok {
+					fmt.Fprintf(&e.out, "%s: %s silent %d of %d ticks\n", id, o, n, limit)
+				}
+			}
+		}
 	case "state":
 		for _, id := range e.ids() {
 			d := e.devs[id]
@@ -277,26 +295,53 @@ func (e *Env) run() {
 		if dv == nil || dv.gone {
 			continue
 		}
+		if dv.stalled > 0 {
+			dv.backlog = append(dv.backlog, d)
+			continue
+		}
 		for _, a := range dv.s.Step(d.ev) {
 			e.do(dv, a)
 		}
 	}
 }
 
-func (e *Env) tick() {
+// tick moves time by one period. Every live link answers its pings, but a
+// stopped device (stall) answers and hears nothing and does not tick; a
+// late one (late) reads no answer before its tick, which comes 3 periods
+// after the previous one. A device whose stall is over first takes what
+// reached it meanwhile, then ticks late.
+func (e *Env) tick(late []string) {
 	live := e.live()
-	// Every live link answers its pings; then time moves.
+	awake := func(id string) bool { return e.devs[id].stalled == 0 }
 	for _, id := range live {
+		d := e.devs[id]
+		if !awake(id) {
+			continue
+		}
+		e.queue = append(e.queue, d.backlog...)
+		d.backlog = nil
 		for _, o := range live {
-			if o != id {
+			if o != id && awake(o) && !slices.Contains(late, id) {
 				e.queue = append(e.queue, delivery{id, ring.Heard{From: o, RTTMs: e.devs[o].rttMs}})
 			}
 		}
-		e.queue = append(e.queue, delivery{id, ring.Tick{}})
+		gap := e.TickMs
+		if slices.Contains(late, id) {
+			gap = 3 * e.TickMs
+		}
+		if d.missed > 0 {
+			gap, d.missed = (d.missed+1)*e.TickMs, 0
+		}
+		e.queue = append(e.queue, delivery{id, ring.Tick{GapMs: gap}})
 	}
 	e.run()
 	for _, id := range live {
 		d := e.devs[id]
+		if !awake(id) {
+			d.stalled--
+			d.missed++
+			continue
+		}
 		var keep []pendingCompute
 		for _, pc := range d.pending {
 			if pc.left--; pc.left > 0 {
