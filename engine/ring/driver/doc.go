@@ -16,6 +16,16 @@
 // goroutine, so engine calls never overlap, and a slow Prepare (a slice
 // download) or Compute never stalls ticks, pings and frames.
 //
+// Each tick the loop first steps the events already queued (a pong or frame
+// read before the tick is a sign of life before it, not silence), then
+// pings every link and steps Tick{GapMs}: the time since the previous tick
+// by this process's clock, so that the session can tell a tick late
+// because this process was starved from a silent peer (engine/ring, doc
+// "Silence"). A link's reader answers a ping itself, waiting on neither the
+// loop nor the engine, and a link's writer sends pings and pongs ahead of
+// the frames queued (activations, stats), so a busy link still answers in
+// time.
+//
 // Actions that concern the caller (EmitToken, Ready, Replan, EndJob) are
 // delivered on Out; the caller must keep reading it. On EndJob the driver
 // also closes an Engine that implements Closer: a worker whose head is gone

@@ -53,6 +53,9 @@ type Driver struct {
 	start  time.Time // pings carry the time since start
 	in     chan ring.Event
 	out    chan ring.Action
+	// lastTick is when the loop stepped the previous Tick; only the loop
+	// touches it.
+	lastTick time.Time
 
 	// Measure, when set, is asked for this device's memory pressure and
 	// slice transfer each time a worker reports its stats to the head.
@@ -139,12 +142,19 @@ func (d *Driver) Post(ctx context.Context, ev ring.Event) error {
 
 // queued sends a link's frames from its own goroutine, so that neither the
 // loop nor a reader ever blocks on a slow or synchronous peer (two readers
-// answering each other's pings over net.Pipe would deadlock).
+// answering each other's pings over net.Pipe would deadlock). Pings and
+// pongs go ahead of the frames waiting (megabytes of activations or
+// weights): a pong answered late reads as silence.
 type queued struct {
 	c      *transport.Conn
-	q      chan transport.Frame
+	q      chan transport.Frame // frames, in order
+	ctl    chan transport.Frame // pings and pongs
 	mu     sync.Mutex
-	closed bool // guarded by mu; q is closed with it
+	closed bool // guarded by mu; q and ctl are closed with it
+}
+
+func newQueued(c *transport.Conn) *queued {
+	return &queued{c: c, q: make(chan transport.Frame, 256), ctl: make(chan transport.Frame, 16)}
 }
 
 // ErrBacklog means a peer stopped reading: its queue is full.
@@ -156,8 +166,12 @@ func (l *queued) Send(f transport.Frame) error {
 	if l.closed {
 		return net.ErrClosed
 	}
+	q := l.q
+	if f.Type == transport.MsgPing || f.Type == transport.MsgPong {
+		q = l.ctl
+	}
 	select {
-	case l.q <- f:
+	case q <- f:
 		return nil
 	default:
 		return ErrBacklog
@@ -169,16 +183,50 @@ func (l *queued) Close() error {
 	if !l.closed {
 		l.closed = true
 		close(l.q)
+		close(l.ctl)
 	}
 	l.mu.Unlock()
 	return l.c.Close()
 }
 
 func (l *queued) run() {
-	for f := range l.q {
+	q, ctl := l.q, l.ctl
+	for q != nil || ctl != nil {
+		var f transport.Frame
+		var ok bool
+		select {
+		case f, ok = <-ctl: // first, when one waits
+			if !ok {
+				ctl = nil
+				continue
+			}
+		default:
+			select {
+			case f, ok = <-ctl:
+				if !ok {
+					ctl = nil
+					continue
+				}
+			case f, ok = <-q:
+				if !ok {
+					q = nil
+					continue
+				}
+			}
+		}
 		if err := l.c.Send(f); err != nil {
 			l.c.Close()
-			for range l.q { // drain until Close
+			for q != nil || ctl != nil { // drain until Close
+				select {
+				case _, ok := <-q:
+					if !ok {
+						q = nil
+					}
+				case _, ok := <-ctl:
+					if !ok {
+						ctl = nil
+					}
+				}
 			}
 			return
 		}
@@ -188,7 +236,7 @@ func (l *queued) run() {
 // AddConn makes c the link to peer id and reads its frames until it fails
 // or ctx ends.
 func (d *Driver) AddConn(ctx context.Context, id string, c *transport.Conn) {
-	l := &queued{c: c, q: make(chan transport.Frame, 256)}
+	l := newQueued(c)
 	go l.run()
 	d.mu.Lock()
 	d.links[id] = l
@@ -264,6 +312,7 @@ type engineOp struct {
 func (d *Driver) Run(ctx context.Context) error {
 	t := time.NewTicker(d.tick)
 	defer t.Stop()
+	d.lastTick = time.Now()
 	ops := make(chan engineOp)
 	results := make(chan ring.Event, 1)
 	var failed error // a compute error ends Run
@@ -305,14 +354,8 @@ func (d *Driver) Run(ctx context.Context) error {
 			pending = pending[1:]
 			continue
 		case <-t.C:
-			ev = ring.Tick{}
-			// Ping every link; the pong is the sign of life (Heard) and the RTT.
-			stamp := binary.BigEndian.AppendUint64(nil, uint64(time.Since(d.start)))
-			d.mu.Lock()
-			for _, l := range d.links {
-				_ = l.Send(transport.Frame{Type: transport.MsgPing, Payload: stamp})
-			}
-			d.mu.Unlock()
+			pending = d.onTick(ctx, time.Now(), results, pending)
+			continue
 		case ev = <-d.in:
 		case ev = <-results:
 		}
@@ -320,6 +363,34 @@ func (d *Driver) Run(ctx context.Context) error {
 		pending = d.step(ctx, ev, pending)
 		d.mu.Unlock()
 	}
+}
+
+// onTick pings every link and steps a Tick that says how long it has been
+// since the previous one (now − lastTick: a late tick means this process
+// was starved). The events already queued go first: a pong or frame read
+// before the tick is a sign of life before it, not silence.
+func (d *Driver) onTick(ctx context.Context, now time.Time, results <-chan ring.Event, pending []engineOp) []engineOp {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for n := len(d.in); n > 0; n-- { // only this loop takes from d.in
+		pending = d.step(ctx, <-d.in, pending)
+	}
+	select {
+	case ev := <-results:
+		pending = d.step(ctx, ev, pending)
+	default:
+	}
+	gap := 0
+	if !d.lastTick.IsZero() {
+		gap = int(now.Sub(d.lastTick).Milliseconds())
+	}
+	d.lastTick = now
+	// The pong is the sign of life (Heard) and the RTT.
+	stamp := binary.BigEndian.AppendUint64(nil, uint64(time.Since(d.start)))
+	for _, l := range d.links {
+		_ = l.Send(transport.Frame{Type: transport.MsgPing, Payload: stamp})
+	}
+	return d.step(ctx, ring.Tick{GapMs: gap}, pending)
 }
 
 // runOp does one engine operation on the engine goroutine and returns the
