@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"homering/app/config"
 	"homering/engine/profile"
 	"homering/engine/profile/calib"
+	"homering/engine/profile/envelope"
 	"homering/engine/profile/modelprof"
 	"homering/engine/runner"
 	"homering/halda"
@@ -29,9 +29,10 @@ import (
 // single-device chat, DeviceStats of a ring) over Halda's uncalibrated
 // prediction for its part is one ratio; the last calib.DefaultComputeWindow
 // ratios per device, model and thread count are kept next to the profile
-// cache (profiles/calibration/, one checksummed file each; a corrupt one is
-// ignored and started afresh). The next plan is solved with each device's
-// rates scaled by its median ratio (calib.FromRatios, calib.Recalibrate).
+// cache (profiles/calibration/, one file each, checksummed as the profiles
+// are: engine/profile/envelope; a corrupt one is ignored and started
+// afresh). The next plan is solved with each device's rates scaled by its
+// median ratio (calib.FromRatios, calib.Recalibrate).
 // Link times: the hidden-state round trip measured at each ring plan goes
 // into a rolling median per peer (calib.Link, in memory), which the plan
 // uses.
@@ -70,10 +71,9 @@ type calibEntry struct {
 	Ratios []float64 `json:"ratios"`
 }
 
-type calibFile struct {
-	SHA256 string          `json:"sha256"`
-	Entry  json.RawMessage `json:"entry"`
-}
+// calibField names the entry in a calibration file
+// (engine/profile/envelope): files written by earlier versions hold it there.
+const calibField = "entry"
 
 func (s *calibStore) path(key string) string {
 	h := sha256.Sum256([]byte(key))
@@ -97,19 +97,12 @@ func (s *calibStore) load(key string) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var f calibFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("does not parse: %w", err)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, f.Entry); err != nil {
+	payload, err := envelope.Open(b, calibField)
+	if err != nil {
 		return nil, err
 	}
-	if sum := sha256.Sum256(compact.Bytes()); hex.EncodeToString(sum[:]) != f.SHA256 {
-		return nil, errors.New("fails its checksum")
-	}
 	var e calibEntry
-	if err := json.Unmarshal(f.Entry, &e); err != nil {
+	if err := json.Unmarshal(payload, &e); err != nil {
 		return nil, err
 	}
 	if e.Key != key {
@@ -132,12 +125,7 @@ func (s *calibStore) add(key string, r float64) error {
 	if n := calib.DefaultComputeWindow; len(rs) > n {
 		rs = rs[len(rs)-n:]
 	}
-	eb, err := json.Marshal(calibEntry{Key: key, Ratios: rs})
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(eb)
-	b, err := json.Marshal(calibFile{SHA256: hex.EncodeToString(sum[:]), Entry: eb})
+	b, err := envelope.Seal(calibField, calibEntry{Key: key, Ratios: rs})
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package profile
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/engine/profile/envelope"
 	"homering/engine/profile/sysinfo"
 )
 
@@ -28,7 +27,8 @@ const DefaultMaxAge = 7 * 24 * time.Hour
 
 // Cache keeps measured profiles in Dir (app/config's per-OS directory plus
 // "profiles"), one file per key (hardware fingerprint + what was measured).
-// A file holds the profile and the SHA-256 of its exact bytes; anything that
+// A file holds the profile and the SHA-256 of its compact JSON (an
+// engine/profile/envelope with the field "profile"); anything that
 // does not parse, fails the hash, names another key or version, or holds a
 // non-positive rate is measured again and overwritten: never trusted.
 type Cache struct {
@@ -49,10 +49,9 @@ func NewCache(dir string, log *slog.Logger) *Cache {
 	return &Cache{Dir: dir, Log: log, measure: Measure, now: time.Now, refreshing: map[string]bool{}}
 }
 
-type entry struct {
-	SHA256  string          `json:"sha256"`
-	Profile json.RawMessage `json:"profile"`
-}
+// envelopeField names the profile in a cache file (engine/profile/envelope):
+// files written by earlier versions hold it there.
+const envelopeField = "profile"
 
 // Get returns this device's profile for o: the cached one when it is valid
 // (refreshed in the background when older than MaxAge, never blocking the
@@ -151,21 +150,12 @@ func (c *Cache) load(k string) (Profile, error) {
 		}
 		return Profile{}, fmt.Errorf("%w: %w", ErrCacheEntry, err)
 	}
-	var e entry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return Profile{}, fmt.Errorf("%w: %s does not parse: %w", ErrCacheEntry, c.path(k), err)
-	}
-	// Hash the compact form: the entry's indentation is not part of it.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, e.Profile); err != nil {
+	payload, err := envelope.Open(b, envelopeField)
+	if err != nil {
 		return Profile{}, fmt.Errorf("%w: %s: %w", ErrCacheEntry, c.path(k), err)
 	}
-	sum := sha256.Sum256(compact.Bytes())
-	if hex.EncodeToString(sum[:]) != e.SHA256 {
-		return Profile{}, fmt.Errorf("%w: %s fails its checksum", ErrCacheEntry, c.path(k))
-	}
 	var p Profile
-	dec := json.NewDecoder(bytes.NewReader(e.Profile))
+	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return Profile{}, fmt.Errorf("%w: %s: %w", ErrCacheEntry, c.path(k), err)
@@ -247,12 +237,7 @@ func (c *Cache) Store(p Profile) error { return c.store(p) }
 // store writes atomically (temp file + rename): a crash mid-write leaves the
 // old entry or none, and a torn file would fail its checksum anyway.
 func (c *Cache) store(p Profile) error {
-	pb, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(pb)
-	b, err := json.Marshal(entry{SHA256: hex.EncodeToString(sum[:]), Profile: pb})
+	b, err := envelope.Seal(envelopeField, p)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,8 @@
 // "profiles"). The key is a hardware fingerprint (OS, architecture, CPU
 // model and count, RAM, host name, GPUs; not a cgroup limit) plus a hash of
 // what was measured (thread count and layer shapes). Each file holds the
-// profile and the SHA-256 of its compact JSON; an entry that cannot be read,
+// profile and the SHA-256 of its compact JSON (engine/profile/envelope, the
+// same format as app's calibration ratios); an entry that cannot be read,
 // does not parse, fails the checksum, names another key or version, or holds
 // a non-positive rate is measured again and overwritten, never trusted. An
 // entry older than MaxAge is served at once and re-measured in a background

@@ -11,7 +11,7 @@ import (
 // TestPackageDocs requires a doc.go with a package comment in this package
 // and its subpackages.
 func TestPackageDocs(t *testing.T) {
-	for _, dir := range []string{".", "sysinfo", "calib", "modelprof"} {
+	for _, dir := range []string{".", "sysinfo", "calib", "modelprof", "envelope"} {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, dir+"/doc.go", nil, parser.ParseComments|parser.PackageClauseOnly)
 		if err != nil {
