@@ -314,13 +314,21 @@ func (s *Server) modelName(asked string) string {
 	return asked
 }
 
-func decodeCompat(w http.ResponseWriter, r *http.Request, v any, fail func(int, string)) bool {
+// compatRequest decodes a compatible API's request body and translates it
+// with from; when either fails it answers through fail and ok is false.
+func compatRequest[T any](w http.ResponseWriter, r *http.Request, fail func(int, string),
+	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, ok bool) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
-	if err := dec.Decode(v); err != nil {
+	if err := dec.Decode(&in); err != nil {
 		fail(http.StatusBadRequest, "The request body is not valid JSON: "+err.Error()+".")
-		return false
+		return in, req, false
 	}
-	return true
+	req, err := from(in)
+	if err != nil {
+		fail(chatFailure(err))
+		return in, req, false
+	}
+	return in, req, true
 }
 
 // run calls the Chatter, or reports why there is none.
@@ -330,6 +338,18 @@ func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(str
 		return apitype.ChatStats{}, err
 	}
 	return c.Chat(ctx, req, emit)
+}
+
+// runWhole runs req to its end for an answer that is not streamed; when it
+// fails it answers through fail and ok is false.
+func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, fail func(int, string)) (text string, st apitype.ChatStats, ok bool) {
+	var b strings.Builder
+	st, err := s.run(ctx, req, func(t string) error { b.WriteString(t); return nil })
+	if err != nil {
+		fail(chatFailure(err))
+		return "", st, false
+	}
+	return b.String(), st, true
 }
 
 // openaiFail writes an OpenAI-shaped error: client mistakes are
@@ -359,13 +379,9 @@ type openaiReply struct {
 func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, reply openaiReply) {
 	fail := openaiFail(w)
 	if !stream {
-		var b strings.Builder
-		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			fail(chatFailure(err))
-			return
+		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
+			writeJSON(w, http.StatusOK, reply.whole(text, st))
 		}
-		writeJSON(w, http.StatusOK, reply.whole(b.String(), st))
 		return
 	}
 	ev := newSSE(w)
@@ -385,13 +401,8 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 
 func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 	fail := openaiFail(w)
-	var in openai.ChatCompletionRequest
-	if !decodeCompat(w, r, &in, fail) {
-		return
-	}
-	req, err := openai.FromChat(in)
-	if err != nil {
-		fail(chatFailure(err))
+	in, req, ok := compatRequest(w, r, fail, openai.FromChat)
+	if !ok {
 		return
 	}
 	id, created, model := newID("chatcmpl-"), time.Now().Unix(), s.modelName(in.Model)
@@ -413,13 +424,8 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 	fail := openaiFail(w)
-	var in openai.CompletionRequest
-	if !decodeCompat(w, r, &in, fail) {
-		return
-	}
-	req, err := openai.FromCompletion(in)
-	if err != nil {
-		fail(chatFailure(err))
+	in, req, ok := compatRequest(w, r, fail, openai.FromCompletion)
+	if !ok {
 		return
 	}
 	id, created, model := newID("cmpl-"), time.Now().Unix(), s.modelName(in.Model)
@@ -440,24 +446,15 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, code, anthropic.NewError(typ, msg))
 	}
-	var in anthropic.MessagesRequest
-	if !decodeCompat(w, r, &in, fail) {
-		return
-	}
-	req, err := anthropic.FromMessages(in)
-	if err != nil {
-		fail(chatFailure(err))
+	in, req, ok := compatRequest(w, r, fail, anthropic.FromMessages)
+	if !ok {
 		return
 	}
 	id, model := newID("msg_"), s.modelName(in.Model)
 	if !in.Stream {
-		var b strings.Builder
-		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			fail(chatFailure(err))
-			return
+		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
+			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, st))
 		}
-		writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, b.String(), st))
 		return
 	}
 	if _, err := s.chatter(); err != nil {
@@ -504,15 +501,15 @@ func ndjson(w http.ResponseWriter) func(v any) error {
 	}
 }
 
+// ollamaFail writes Ollama's error shape.
+func ollamaFail(w http.ResponseWriter) func(code int, msg string) {
+	return func(code int, msg string) { writeJSON(w, code, ollama.ErrorBody{Error: msg}) }
+}
+
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, msg string) { writeJSON(w, code, ollama.ErrorBody{Error: msg}) }
-	var in ollama.ChatRequest
-	if !decodeCompat(w, r, &in, fail) {
-		return
-	}
-	req, err := ollama.FromChat(in)
-	if err != nil {
-		fail(chatFailure(err))
+	fail := ollamaFail(w)
+	in, req, ok := compatRequest(w, r, fail, ollama.FromChat)
+	if !ok {
 		return
 	}
 	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), s.modelName(in.Model), fail,
@@ -521,14 +518,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, msg string) { writeJSON(w, code, ollama.ErrorBody{Error: msg}) }
-	var in ollama.GenerateRequest
-	if !decodeCompat(w, r, &in, fail) {
-		return
-	}
-	req, err := ollama.FromGenerate(in)
-	if err != nil {
-		fail(chatFailure(err))
+	fail := ollamaFail(w)
+	in, req, ok := compatRequest(w, r, fail, ollama.FromGenerate)
+	if !ok {
 		return
 	}
 	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), s.modelName(in.Model), fail,
@@ -539,13 +531,9 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, model string,
 	fail func(int, string), piece func(string, string) any, done func(string, string, apitype.ChatStats) any) {
 	if !stream {
-		var b strings.Builder
-		st, err := s.run(r.Context(), req, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			fail(chatFailure(err))
-			return
+		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
+			writeJSON(w, http.StatusOK, done(model, text, st))
 		}
-		writeJSON(w, http.StatusOK, done(model, b.String(), st))
 		return
 	}
 	if _, err := s.chatter(); err != nil {
