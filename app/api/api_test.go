@@ -20,8 +20,10 @@ import (
 	"homering/internal/testlog"
 )
 
-func TestAPI(t *testing.T) {
-	dir := t.TempDir()
+// testNode is a node on dir for the API to serve: a fresh identity, no
+// network interfaces (no mDNS), link port 0; log writes to t.
+func testNode(t *testing.T, dir string) (*node.Node, *identity.Identity, *slog.Logger) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.LinkPort = 0
 	id, err := identity.LoadOrCreate(dir, time.Now(), rand.Reader)
@@ -31,10 +33,22 @@ func TestAPI(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
 	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
 		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
+	return n, id, log
+}
+
+// runNode runs n until the test ends and returns a context that ends with
+// it.
+func runNode(t *testing.T, n *node.Node) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
+func TestAPI(t *testing.T) {
+	n, id, log := testNode(t, t.TempDir())
+	ctx := runNode(t, n)
 
 	srv := httptest.NewServer((&Server{Node: n, Log: log, Token: "secret"}).Handler())
 	defer srv.Close()

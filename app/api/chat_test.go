@@ -2,26 +2,18 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"homering/app/api/apitype"
 	"homering/app/api/client"
-	"homering/app/config"
-	"homering/app/node"
-	"homering/discovery/identity"
-	"homering/discovery/mdns"
-	"homering/internal/testlog"
 )
 
 // scripted is a Chatter that streams fixed tokens, or blocks until stopped.
@@ -80,16 +72,7 @@ func (s *scripted) Running() int { return 0 }
 
 func newChatServer(t *testing.T, chat Chatter, apiKey string) (*httptest.Server, *client.Client, http.Handler) {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.LinkPort = 0
-	id, err := identity.LoadOrCreate(dir, time.Now(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
-	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
-		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
+	n, _, log := testNode(t, t.TempDir())
 	s := &Server{Node: n, Log: log, Token: "secret", Chat: chat}
 	if apiKey != "" {
 		s.APIKey = func() string { return apiKey }

@@ -3,11 +3,9 @@ package api
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -22,12 +20,8 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
-	"homering/app/node"
-	"homering/discovery/identity"
-	"homering/discovery/mdns"
 	"homering/engine/profile"
 	"homering/engine/profile/sysinfo"
-	"homering/internal/testlog"
 )
 
 // storiesModel is a real, trained GGUF (llama architecture, f32, 5 layers).
@@ -45,23 +39,45 @@ func uiServerWith(t *testing.T, set func(*Server)) (*httptest.Server, string, st
 	t.Helper()
 	dir, home := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
-	cfg := config.Default()
-	cfg.LinkPort = 0
-	id, err := identity.LoadOrCreate(dir, time.Now(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
-	n := node.New(node.Options{Dir: dir, Config: cfg, Identity: id, App: "test", Hostname: "box", Log: log,
-		Now: time.Now, Random: rand.Reader, Run: "r", Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil }})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
+	n, _, log := testNode(t, dir)
+	runNode(t, n)
 	s := &Server{Node: n, Log: log, Token: "secret"}
 	set(s)
 	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	t.Cleanup(srv.Close) // before the node stops: cleanups run last first
 	return srv, dir, home
+}
+
+// liveEvents opens GET /api/v1/live on srv (with the token cookie) for at
+// most timeout and returns a function that reads its next snapshot,
+// failing t when the stream ends first.
+func liveEvents(t *testing.T, srv *httptest.Server, timeout time.Duration) func() apitype.Live {
+	t.Helper()
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/live", nil)
+	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	res, err := srv.Client().Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	return func() apitype.Live {
+		t.Helper()
+		for sc.Scan() {
+			if b, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var l apitype.Live
+				if err := json.Unmarshal([]byte(b), &l); err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+		}
+		t.Fatalf("live stream ended: %v", sc.Err())
+		return apitype.Live{}
+	}
 }
 
 // do sends a request with the token cookie (as the browser does) unless
@@ -296,28 +312,9 @@ func TestUIPlanAndLive(t *testing.T) {
 		t.Errorf("head = %+v, want the head running all 5 layers, a prediction, a memory reading, nothing measured", d)
 	}
 
-	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/live", nil)
-	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := srv.Client().Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	var events []apitype.Live
-	for sc.Scan() && len(events) < 2 {
-		if b, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			var l apitype.Live
-			if err := json.Unmarshal([]byte(b), &l); err != nil {
-				t.Fatal(err)
-			}
-			events = append(events, l)
-		}
-	}
-	if len(events) < 2 || events[0].Plan.Layers != 5 || events[0].Status.Device.Name != "box" {
+	next := liveEvents(t, srv, 10*time.Second)
+	events := []apitype.Live{next(), next()} // a snapshot at once, then a heartbeat
+	if events[0].Plan.Layers != 5 || events[0].Status.Device.Name != "box" {
 		t.Fatalf("live: %d events (want a snapshot at once and a heartbeat): %+v", len(events), events)
 	}
 	if events[0].Work == nil {
@@ -424,31 +421,7 @@ func TestMemSampler(t *testing.T) {
 func TestLiveCarriesWork(t *testing.T) {
 	var srvAPI *Server
 	srv, _, _ := uiServerWith(t, func(s *Server) { srvAPI = s })
-	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/live", nil)
-	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := srv.Client().Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	next := func() apitype.Live {
-		t.Helper()
-		for sc.Scan() {
-			if b, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var l apitype.Live
-				if err := json.Unmarshal([]byte(b), &l); err != nil {
-					t.Fatal(err)
-				}
-				return l
-			}
-		}
-		t.Fatalf("live stream ended: %v", sc.Err())
-		return apitype.Live{}
-	}
+	next := liveEvents(t, srv, 20*time.Second)
 	if l := next(); len(l.Work) != 0 {
 		t.Fatalf("work before any = %+v", l.Work)
 	}
