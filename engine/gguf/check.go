@@ -98,13 +98,10 @@ func sameShape(got, want []int64) bool {
 	return true
 }
 
-// CheckTensors checks that the file is a model Homering's engine can run and
-// that llama.cpp would load: a supported dense architecture, every required
-// tensor present with the shape llama.cpp expects for s, and no tensor the
-// loader would not use. Call it (after Shape) before handing the file to any
-// C code: it turns what would be a C abort or a wrong result into a
-// *FormatError.
-func (f *File) CheckTensors(s ModelShape) error {
+// checkShape is what CheckTensors and CheckSliceTensors check before any
+// tensor: a supported dense architecture and hyper-parameters llama.cpp's
+// loader accepts.
+func (f *File) checkShape(s ModelShape) error {
 	if !Supported(s.Arch) {
 		return f.metaErr(ErrUnsupported, "uses architecture %s", s.Arch)
 	}
@@ -119,6 +116,19 @@ func (f *File) CheckTensors(s ModelShape) error {
 	}
 	if s.Arch == "qwen2" && s.HeadDimK*s.NHead != s.NEmbd {
 		return f.metaErr(ErrBadMetadata, "qwen2 needs heads x head dimension (%d x %d) to equal the embedding length %d", s.NHead, s.HeadDimK, s.NEmbd)
+	}
+	return nil
+}
+
+// CheckTensors checks that the file is a model Homering's engine can run and
+// that llama.cpp would load: a supported dense architecture, every required
+// tensor present with the shape llama.cpp expects for s, and no tensor the
+// loader would not use. Call it (after Shape) before handing the file to any
+// C code: it turns what would be a C abort or a wrong result into a
+// *FormatError.
+func (f *File) CheckTensors(s ModelShape) error {
+	if err := f.checkShape(s); err != nil {
+		return err
 	}
 	used := map[string]bool{}
 	for _, r := range expectedTensors(s) {

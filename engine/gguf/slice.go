@@ -146,20 +146,8 @@ func (f *File) CheckSliceTensors(s ModelShape, h Holding) error {
 	if !h.Slice {
 		return f.CheckTensors(s)
 	}
-	if !Supported(s.Arch) {
-		return f.metaErr(ErrUnsupported, "uses architecture %s", s.Arch)
-	}
-	if n, ok := f.Int(s.Arch + ".expert_count"); ok && n > 0 {
-		return f.metaErr(ErrUnsupported, "is a mixture-of-experts model (%d experts)", n)
-	}
-	if s.NLayer == 0 || s.NFF == 0 || s.NVocab == 0 {
-		return f.metaErr(ErrBadMetadata, "the model has %d layers, feed-forward length %d and %d tokens; none may be 0", s.NLayer, s.NFF, s.NVocab)
-	}
-	if s.Arch == "llama" && s.NRot != s.HeadDimK {
-		return f.metaErr(ErrBadMetadata, "rope.dimension_count is %d but the head dimension is %d; llama models rotate whole heads", s.NRot, s.HeadDimK)
-	}
-	if s.Arch == "qwen2" && s.HeadDimK*s.NHead != s.NEmbd {
-		return f.metaErr(ErrBadMetadata, "qwen2 needs heads x head dimension (%d x %d) to equal the embedding length %d", s.NHead, s.HeadDimK, s.NEmbd)
+	if err := f.checkShape(s); err != nil {
+		return err
 	}
 	used := map[string]bool{}
 	for _, r := range expectedTensors(s) {
