@@ -115,9 +115,9 @@ func (f *File) keyText(key string) string {
 	return "(none)"
 }
 
-// heldTensor reports whether a tensor named name belongs to a part h holds.
-// rope_freqs belongs to every layer.
-func heldTensor(h Holding, name string) bool {
+// HoldsTensor reports whether a tensor named name belongs to a part h
+// holds. rope_freqs belongs to every layer.
+func (h Holding) HoldsTensor(name string) bool {
 	switch {
 	case strings.HasPrefix(name, "blk."):
 		rest := name[4:]
@@ -151,7 +151,7 @@ func (f *File) CheckSliceTensors(s ModelShape, h Holding) error {
 	}
 	used := map[string]bool{}
 	for _, r := range expectedTensors(s) {
-		if !heldTensor(h, r.name) {
+		if !h.HoldsTensor(r.name) {
 			continue
 		}
 		t, ok := f.Tensor(r.name)
@@ -178,7 +178,7 @@ func (f *File) CheckSliceTensors(s ModelShape, h Holding) error {
 	}
 	for _, t := range f.Tensors {
 		if !used[t.Name] {
-			if heldTensor(Holding{Layers: []LayerRange{{0, s.NLayer}}, Input: true, Output: true}, t.Name) {
+			if (Holding{Layers: []LayerRange{{0, s.NLayer}}, Input: true, Output: true}).HoldsTensor(t.Name) {
 				return f.metaErr(ErrBadTensor, "tensor %s is outside what the weight slice says it holds (%s)", t.Name, h)
 			}
 			return f.metaErr(ErrUnsupported, "has tensor %s, which a dense %s model does not have", t.Name, s.Arch)

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -69,38 +68,17 @@ type Result struct {
 
 // Tensors lists the source tensors a slice of spec holds, in file order.
 func Tensors(spec Spec) []gguf.TensorInfo {
+	h := gguf.Holding{Slice: true, Input: spec.Input, Output: spec.Output}
+	for _, r := range spec.Layers {
+		h.Layers = append(h.Layers, gguf.LayerRange{Start: r.Start, End: r.End})
+	}
 	var out []gguf.TensorInfo
 	for _, t := range spec.Source.Tensors {
-		if held(spec, t.Name) {
+		if h.HoldsTensor(t.Name) {
 			out = append(out, t)
 		}
 	}
 	return out
-}
-
-func held(spec Spec, name string) bool {
-	switch {
-	case strings.HasPrefix(name, "blk."):
-		rest := name[4:]
-		i := strings.IndexByte(rest, '.')
-		n, err := strconv.Atoi(rest[:max(i, 0)])
-		if i < 0 || err != nil {
-			return false
-		}
-		for _, r := range spec.Layers {
-			if n >= r.Start && n < r.End {
-				return true
-			}
-		}
-		return false
-	case strings.HasPrefix(name, "token_embd."):
-		return spec.Input
-	case strings.HasPrefix(name, "output_norm."), strings.HasPrefix(name, "output."):
-		return spec.Output
-	case strings.HasPrefix(name, "rope_freqs."):
-		return true
-	}
-	return false
 }
 
 func (spec Spec) check() error {
