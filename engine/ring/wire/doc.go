@@ -38,11 +38,13 @@
 //	72 SliceList    model [32]byte, fileSize uint64, nTensors uint16, per
 //	                tensor: name string, size uint64, sha256 [32]byte
 //	73 JobStart     job uint64, model [32]byte, nCtx uint32, flags uint8
-//	                (bit 0: no prefetch), tickMs uint32 (1-60000: the head's
-//	                tick, which the worker adopts), nPeers uint8,
-//	                per peer: id string, addr string (host:port of its
-//	                runner): the head's first frame on its link to a worker,
-//	                sent again when the peers change
+//	                (bit 0: no prefetch; bit 1: idle, the head holds the job
+//	                between requests and the worker may end it), tickMs
+//	                uint32 (1-60000: the head's tick, which the worker
+//	                adopts), nPeers uint8, per peer: id string, addr string
+//	                (host:port of its runner): the head's first frame on its
+//	                link to a worker, sent again when the peers change and
+//	                when the job goes idle or back to work
 //	74 JobAck       job uint64, code uint16, text: the worker's answer
 //	75 JobLink      job uint64: first frame of the link a worker dials to
 //	                its successor in the ring (for activations)

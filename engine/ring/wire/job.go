@@ -36,6 +36,12 @@ type JobStart struct {
 	// call the other lost after the same silence.
 	TickMS int
 	Peers  []Peer
+	// Idle: the head holds the job between requests (its windows' KV for
+	// the conversation's next turn) and computes nothing until it sends
+	// the JobStart again without Idle. A worker may end an idle job at any
+	// time (another head's job, memory pressure); the head then starts
+	// afresh.
+	Idle bool
 }
 
 // JobAck answers a JobStart: CodeOK, or why the worker refuses the job.
@@ -76,6 +82,9 @@ func (j *JobStart) appendTo(b []byte) []byte {
 	if j.NoPrefetch {
 		flags |= 1
 	}
+	if j.Idle {
+		flags |= 2
+	}
 	b = append(b, flags)
 	b = be.AppendUint32(b, uint32(j.TickMS))
 	b = append(b, byte(len(j.Peers)))
@@ -90,10 +99,10 @@ func (j *JobStart) decode(d *decoder) {
 	copy(j.Model[:], d.take(32, "model"))
 	j.NCtx = int(d.u32("n_ctx"))
 	flags := d.u8("flags")
-	if flags&^1 != 0 {
+	if flags&^3 != 0 {
 		d.fail(ErrMalformed, "job flags %#x", flags)
 	}
-	j.NoPrefetch = flags&1 != 0
+	j.NoPrefetch, j.Idle = flags&1 != 0, flags&2 != 0
 	j.TickMS = int(d.u32("tick"))
 	n := d.count(int(d.u8("peers")), MaxPeers, 2, "peers")
 	if n == 0 {

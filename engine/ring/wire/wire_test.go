@@ -39,6 +39,7 @@ func TestRoundTrip(t *testing.T) {
 		{"slice chunk", &SliceChunk{Model: model, Name: "blk.3.attn_q.weight", Offset: 2, Total: 5, Data: []byte{9, 8, 7}}},
 		{"job start", &JobStart{Job: 3, Model: model, NCtx: 512, TickMS: 500, Peers: []Peer{{ID: "b", Addr: "127.0.0.1:4000"}, {ID: "c", Addr: "[::1]:5"}}}},
 		{"job start no peers", &JobStart{Job: 3, Model: model, NCtx: 1, TickMS: 1, NoPrefetch: true}},
+		{"job start idle", &JobStart{Job: 3, Model: model, NCtx: 64, TickMS: 500, NoPrefetch: true, Idle: true}},
 		{"job ack", &JobAck{Job: 3, Code: CodeBadPlan, Text: "serving another job"}},
 		{"job link", &JobLink{Job: 3}},
 		{"device stats", &DeviceStats{Plan: 2, Tokens: 12, ComputeUS: 1 << 40, Pressure: 10000, Fetched: 5, SliceBytes: 1 << 33}},
