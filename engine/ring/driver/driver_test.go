@@ -66,28 +66,36 @@ func reference(t *testing.T) []int32 {
 	return out
 }
 
-// pipe connects two drivers with transport's real framing and Hello.
-func pipe(t testing.TB, ctx context.Context, a *Driver, aID string, b *Driver, bID string) {
+// link connects two ends of a net.Pipe with transport's real framing and
+// Hello: from's end (the client, which writes first) and to's end, each
+// naming the other as its remote. Both close when the test ends.
+func link(t testing.TB, from, to string) (fromEnd, toEnd *transport.Conn) {
 	t.Helper()
 	c1, c2 := net.Pipe()
 	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
 	errc := make(chan error, 1)
-	var server *transport.Conn
 	go func() {
 		var err error
-		server, err = transport.Handshake(c2, false, hello, identity.DeviceID{1}, aID)
+		toEnd, err = transport.Handshake(c2, false, hello, identity.DeviceID{1}, from)
 		errc <- err
 	}()
-	client, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, bID)
+	fromEnd, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	a.AddConn(ctx, bID, client)
-	b.AddConn(ctx, aID, server)
-	t.Cleanup(func() { client.Close(); server.Close() })
+	t.Cleanup(func() { fromEnd.Close(); toEnd.Close() })
+	return fromEnd, toEnd
+}
+
+// pipe connects two drivers with transport's real framing and Hello.
+func pipe(t testing.TB, ctx context.Context, a *Driver, aID string, b *Driver, bID string) {
+	t.Helper()
+	ac, bc := link(t, aID, bID)
+	a.AddConn(ctx, bID, ac)
+	b.AddConn(ctx, aID, bc)
 }
 
 func await[T ring.Action](t *testing.T, d *Driver) T {
@@ -108,9 +116,50 @@ func await[T ring.Action](t *testing.T, d *Driver) T {
 	}
 }
 
-// Ticks are long (250 ms: silence means 750 ms) so that a loaded CI machine
-// is not mistaken for a lost device.
-//
+// twoDeviceTokens runs plan (its layer count and width set from info) on
+// head a with engine ea and worker b with eb, linked by a pipe, and returns
+// the nGen greedy tokens a emits from prompt. Ticks are long (250 ms:
+// silence means 750 ms) so that a loaded CI machine is not mistaken for a
+// lost device.
+func twoDeviceTokens(t *testing.T, plan *wire.Plan, info ggml.ModelInfo, ea, eb Engine) []int32 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan.Layers, plan.NEmbd, plan.DType = info.NLayer, info.NEmbd, wire.F32
+	a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
+	b := New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
+	pipe(t, ctx, a, "a", b, "b")
+	done := make(chan error, 2)
+	go func() { done <- a.Run(ctx) }()
+	go func() { done <- b.Run(ctx) }()
+	go func() {
+		for range b.Out() { // workers' Ready and EndJob: not needed here
+		}
+	}()
+	defer func() {
+		cancel()
+		for range 2 {
+			<-done
+		}
+	}()
+	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	await[ring.Ready](t, a)
+	var got []int32
+	in, pos := prompt, 0
+	for range nGen {
+		if err := a.Post(ctx, ring.StartToken{Tokens: in, Pos: pos}); err != nil {
+			t.Fatal(err)
+		}
+		tok := await[ring.EmitToken](t, a).Token
+		pos += len(in)
+		got = append(got, tok)
+		in = []int32{tok}
+	}
+	return got
+}
+
 // Two devices over transport frames give the same greedy tokens as the
 // single-device engine, with k = 1 and k = 2.
 func TestTwoDevicesEqualSingleDevice(t *testing.T) {
@@ -128,45 +177,13 @@ func TestTwoDevicesEqualSingleDevice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
 			ma, mb := openModel(t), openModel(t)
-			tt.plan.Layers, tt.plan.NEmbd, tt.plan.DType = ma.Info().NLayer, ma.Info().NEmbd, wire.F32
 			ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{M: mb, NCtx: 64, Threads: 1}
 			defer ea.Close()
 			defer eb.Close()
-			a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
-			b := New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
-			pipe(t, ctx, a, "a", b, "b")
-			done := make(chan error, 2)
-			go func() { done <- a.Run(ctx) }()
-			go func() { done <- b.Run(ctx) }()
-			go func() {
-				for range b.Out() { // workers' Ready and EndJob: not needed here
-				}
-			}()
-
-			if err := a.Post(ctx, ring.PlanInstalled{Plan: tt.plan}); err != nil {
-				t.Fatal(err)
-			}
-			await[ring.Ready](t, a)
-			var got []int32
-			in, pos := prompt, 0
-			for range nGen {
-				if err := a.Post(ctx, ring.StartToken{Tokens: in, Pos: pos}); err != nil {
-					t.Fatal(err)
-				}
-				tok := await[ring.EmitToken](t, a).Token
-				pos += len(in)
-				got = append(got, tok)
-				in = []int32{tok}
-			}
+			got := twoDeviceTokens(t, tt.plan, ma.Info(), ea, eb)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tokens (-single device +ring)\n%s", diff)
-			}
-			cancel()
-			for range 2 {
-				<-done
 			}
 		})
 	}
@@ -183,20 +200,7 @@ func TestMalformedFrameMeansLost(t *testing.T) {
 	ea := &GGML{M: ma, NCtx: 64, Threads: 1}
 	defer ea.Close()
 	a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
-	c1, c2 := net.Pipe()
-	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
-	errc := make(chan error, 1)
-	var bad *transport.Conn
-	go func() {
-		var err error
-		bad, err = transport.Handshake(c2, false, hello, identity.DeviceID{1}, "a")
-		errc <- err
-	}()
-	client, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, "b")
-	if err != nil || <-errc != nil {
-		t.Fatal(err)
-	}
-	defer bad.Close()
+	client, bad := link(t, "a", "b")
 	a.AddConn(ctx, "b", client)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

@@ -3,12 +3,10 @@ package driver
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"homering/engine/ggml"
-	"homering/engine/ring"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
 )
@@ -21,16 +19,7 @@ import (
 func TestPartsEqualSingleDevice(t *testing.T) {
 	want := reference(t)
 	ctx := context.Background()
-	srv, err := NewSliceServer(stories)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	src := sliceLink(t, ctx, srv)
-	g, hashes, err := src.FetchIndex(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, src, g, hashes := fetchIndex(t, ctx)
 	dir := t.TempDir()
 	open := func(rs ...slice.Range) *ggml.Model {
 		t.Helper()
@@ -59,44 +48,13 @@ func TestPartsEqualSingleDevice(t *testing.T) {
 			{ID: "b", Release: true, Windows: []wire.Range{rg(1, 2), rg(4, 5)}}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
 			ma := openModel(t)
-			tt.plan.Layers, tt.plan.NEmbd, tt.plan.DType = ma.Info().NLayer, ma.Info().NEmbd, wire.F32
 			ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{Parts: parts, NCtx: 64, Threads: 1}
 			defer ea.Close()
 			defer eb.Close()
-			a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
-			b := New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
-			pipe(t, ctx, a, "a", b, "b")
-			done := make(chan error, 2)
-			go func() { done <- a.Run(ctx) }()
-			go func() { done <- b.Run(ctx) }()
-			go func() {
-				for range b.Out() {
-				}
-			}()
-			if err := a.Post(ctx, ring.PlanInstalled{Plan: tt.plan}); err != nil {
-				t.Fatal(err)
-			}
-			await[ring.Ready](t, a)
-			var got []int32
-			in, pos := prompt, 0
-			for range nGen {
-				if err := a.Post(ctx, ring.StartToken{Tokens: in, Pos: pos}); err != nil {
-					t.Fatal(err)
-				}
-				tok := await[ring.EmitToken](t, a).Token
-				pos += len(in)
-				got = append(got, tok)
-				in = []int32{tok}
-			}
+			got := twoDeviceTokens(t, tt.plan, ma.Info(), ea, eb)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tokens (-single device +ring over parts)\n%s", diff)
-			}
-			cancel()
-			for range 2 {
-				<-done
 			}
 		})
 	}

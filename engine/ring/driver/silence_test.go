@@ -2,12 +2,10 @@ package driver
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"homering/discovery/identity"
 	"homering/engine/ring"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
@@ -22,20 +20,7 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	ea := &GGML{M: ma, NCtx: 16, Threads: 1}
 	defer ea.Close()
 	a := New(ring.New("a", 20), ea, 20*time.Millisecond, logger(t).With("device", "a"))
-	c1, c2 := net.Pipe()
-	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
-	errc := make(chan error, 1)
-	var frozen *transport.Conn
-	go func() {
-		var err error
-		frozen, err = transport.Handshake(c2, false, hello, identity.DeviceID{1}, "a")
-		errc <- err
-	}()
-	client, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, "b")
-	if err != nil || <-errc != nil {
-		t.Fatal(err)
-	}
-	defer frozen.Close()
+	client, frozen := link(t, "a", "b")
 	a.AddConn(ctx, "b", client)
 	// b acknowledges the plan, then swallows everything without answering.
 	go func() {

@@ -4,37 +4,39 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"net"
 	"os"
 	"testing"
 
-	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/gguf"
 	"homering/engine/ring"
-	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
 )
 
 func sliceLink(t *testing.T, ctx context.Context, srv *SliceServer) *ConnSource {
 	t.Helper()
-	c1, c2 := net.Pipe()
-	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
-	errc := make(chan error, 1)
-	go func() {
-		c, err := transport.Handshake(c2, false, hello, identity.DeviceID{1}, "worker")
-		errc <- err
-		if err == nil {
-			_ = srv.Serve(ctx, c)
-		}
-	}()
-	c, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, "head")
-	if err != nil || <-errc != nil {
+	c, head := link(t, "worker", "head")
+	go func() { _ = srv.Serve(ctx, head) }()
+	return &ConnSource{C: c, Model: srv.Model}
+}
+
+// fetchIndex serves stories from a slice server over a pipe and returns
+// the server, a worker's source on the pipe and the index the worker
+// fetched through it (the model's header and its tensors' hashes).
+func fetchIndex(t *testing.T, ctx context.Context) (*SliceServer, *ConnSource, *gguf.File, map[string][32]byte) {
+	t.Helper()
+	srv, err := NewSliceServer(stories)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return &ConnSource{C: c, Model: srv.Model}
+	t.Cleanup(func() { srv.Close() })
+	src := sliceLink(t, ctx, srv)
+	g, hashes, err := src.FetchIndex(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, src, g, hashes
 }
 
 // A worker fetches its slice from the head over a transport connection:
@@ -42,16 +44,7 @@ func sliceLink(t *testing.T, ctx context.Context, srv *SliceServer) *ConnSource 
 // logits as the head's file.
 func TestFetchSliceFromHead(t *testing.T) {
 	ctx := context.Background()
-	srv, err := NewSliceServer(stories)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	src := sliceLink(t, ctx, srv)
-	g, hashes, err := src.FetchIndex(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, src, g, hashes := fetchIndex(t, ctx)
 	dir := t.TempDir()
 	b := &slice.Builder{Dir: dir, Chunk: 8192}
 

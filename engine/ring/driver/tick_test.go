@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"homering/discovery/identity"
 	"homering/engine/ring"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
@@ -141,20 +139,7 @@ func TestLateTickDoesNotCount(t *testing.T) {
 // Pings and pongs go out before the frames waiting on a link, so a peer's
 // silence is not a queue of activations in front of its pong.
 func TestPongsGoFirst(t *testing.T) {
-	c1, c2 := net.Pipe()
-	hello := transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: "test"}
-	errc := make(chan error, 1)
-	var far *transport.Conn
-	go func() {
-		var err error
-		far, err = transport.Handshake(c2, false, hello, identity.DeviceID{1}, "a")
-		errc <- err
-	}()
-	near, err := transport.Handshake(c1, true, hello, identity.DeviceID{2}, "b")
-	if err != nil || <-errc != nil {
-		t.Fatal(err)
-	}
-	defer far.Close()
+	near, far := link(t, "a", "b")
 	l := newQueued(near)
 	defer l.Close()
 	data := transport.Frame{Type: transport.MsgRingFirst, Payload: make([]byte, 64<<10)}
