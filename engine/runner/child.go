@@ -174,6 +174,9 @@ func (c *child) handle(ctx context.Context, line []byte) {
 	case OpUnload:
 		c.unload()
 		c.send(Event{ID: req.ID, Type: EvUnloaded})
+	case OpRingEnd:
+		c.rm.endKept()
+		c.send(Event{ID: req.ID, Type: EvEnded})
 	case OpRingGenerate:
 		plans := make(chan RingParams, 1)
 		c.startGen(ctx, req.ID, plans, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req, plans) })

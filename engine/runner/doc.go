@@ -100,6 +100,33 @@
 // theirs) and slice bytes fetched. When the generation ends the head says
 // goodbye and closes its links: the job ends on every worker.
 //
+// Kept jobs: a ring_generate with ring.keep_ms > 0 asks the head to hold
+// the job idle that long after the request (links, plan, every device's
+// windows and their KV caches) instead of ending it. Its KV caches hold
+// the request (need = prompt + max_tokens + 1) and room for a next turn:
+// max(2 × need, need + 128 + max_tokens + 1) positions, rounded up to 32,
+// at most n_ctx (max_tokens 0: n_ctx). The head sends each
+// worker wire.JobStart again with Idle set; the next ring_generate with
+// the same plan (its ID aside), peers, identity, tick, prefetch, threads
+// and n_ctx, whose prompt and max_tokens fit the caches, clears Idle and
+// prefills only the prompt tokens after the prefix they share with the
+// tokens the caches hold (at least the last one; every window truncates
+// its cache where that pass starts); stats.cached_tokens counts the
+// prefix, stats.passes and stats.rows what went round. Anything else
+// (another plan, a lost or departed worker, another model, settings or
+// context size, a prompt that does not fit) ends the kept job and starts
+// a fresh one, so the reply is a fresh job's. A kept job ends when its
+// time is up, when a worker is lost, when the head's model closes (load,
+// unload, another model) and on memory: a device (head or worker) whose
+// idle windows hold more than 5% of its memory (cgroup limit, else RAM)
+// in KV caches and compute buffers, or whose available memory falls
+// below 5%, lets the job go at once (checked every second while idle).
+// A worker asked for a job by another head ends an idle job rather than
+// refuse; a worker holds an idle job 10 minutes at most. The parent ends a
+// kept job at once with
+//
+//	{"id":9,"op":"ring_end"}  →  {"id":9,"type":"ended"}
+//
 // Worker: serve_ring makes the child listen for heads (serve.listen,
 // default "[::]:0") with the identity in serve.identity, admitting only the
 // device IDs in serve.allowed, and answer with its address:

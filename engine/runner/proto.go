@@ -22,6 +22,7 @@ const (
 	OpRingGenerate = "ring_generate" // head: run a generation on a ring
 	OpPlan         = "plan"          // head: the new plan a replan event asked for
 	OpServeRing    = "serve_ring"    // worker: listen and serve ring jobs
+	OpRingEnd      = "ring_end"      // head: end the ring job held idle (RingParams.KeepMS); answered with ended
 )
 
 // Types of an Event.
@@ -36,6 +37,7 @@ const (
 	EvReplan   = "replan"   // ring_generate: workers were lost; answer with op plan
 	EvServing  = "serving"  // serve_ring: listening at Addr
 	EvProgress = "progress" // ring_generate: weights sent to a worker so far
+	EvEnded    = "ended"    // ring_end: no ring job is held any more
 )
 
 // Error codes of an error Event.
@@ -152,6 +154,11 @@ type Stats struct {
 	// LossToTokenMS is the time from noticing the last lost worker to the
 	// next token reaching the parent (re-plan, re-prefill and one token).
 	LossToTokenMS float64 `json:"loss_to_token_ms,omitempty"`
+	// Passes is how many forward passes went round the ring, Rows how many
+	// token rows they carried (prefill, re-prefill and decode): a request
+	// on a kept job evaluates PromptTokens - CachedTokens prompt rows.
+	Passes int `json:"passes,omitempty"`
+	Rows   int `json:"rows,omitempty"`
 }
 
 // Event is one line from the child.

@@ -22,6 +22,11 @@ type RingParams struct {
 	Identity   string     `json:"identity"`              // config dir holding this device's certificate and key
 	NoPrefetch bool       `json:"no_prefetch,omitempty"` // never prefetch the next window (bench/ring case e)
 	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (a worker silent for 3 ticks is lost)
+	// KeepMS holds the job idle this long after the request (0: it ends
+	// with the request; at most an hour): the next request with the same
+	// plan, peers and settings reuses it and evaluates only the tokens
+	// after the prefix its KV caches share with the new prompt.
+	KeepMS int `json:"keep_ms,omitempty"`
 
 	// OnProgress (parent side only) hears how far weight slices have been
 	// sent to each worker, at most a few times a second per worker.
@@ -193,4 +198,38 @@ func (s *Supervisor) endServing() {
 		close(s.serveStop)
 	}
 	s.serveID, s.serving, s.serveAddr, s.serveStop = 0, nil, "", nil
+}
+
+// EndRingJob ends the ring job the child holds idle after a request with
+// RingParams.KeepMS, if any (its workers free their windows now rather
+// than when its time is up). No child, no kept job: nothing happens.
+func (s *Supervisor) EndRingJob(ctx context.Context) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if s.p == nil {
+		return nil
+	}
+	select {
+	case <-s.p.exited:
+		return nil // no child, no job: the next call notices the death
+	default:
+	}
+	id := s.id()
+	if err := s.p.send(Request{ID: id, Op: OpRingEnd}); err != nil {
+		return s.dead("ending the kept ring job")
+	}
+	for {
+		ev, err := s.next(ctx, "ending the kept ring job")
+		if err != nil {
+			return err
+		}
+		if ev.ID == id {
+			if ev.Type == EvError {
+				return &RequestError{Code: ev.Code, Text: ev.Error}
+			}
+			return nil
+		}
+	}
 }

@@ -84,12 +84,16 @@ type ringModel struct {
 	model *ggml.Model
 	vocab *llama.Vocab
 	srv   *driver.SliceServer
+
+	mu   sync.Mutex
+	kept *headJob // a job held idle for the next request (ringkeep.go); guarded by mu
 }
 
 func (m *ringModel) close() {
 	if m == nil {
 		return
 	}
+	m.dropKept("the ring model is closed")
 	m.srv.Close()
 	m.vocab.Close()
 	m.model.Close()
@@ -183,10 +187,21 @@ type headJob struct {
 	eng        *driver.GGML
 	plans      <-chan RingParams
 
-	sent      *transferProgress
-	peers     map[string]RingPeer // every worker known to this job
+	sent      atomic.Pointer[transferProgress] // the request's; slice connections outlive it when the job is kept
+	peers     map[string]RingPeer              // every worker known to this job
 	connected map[string]bool
 	ctx       context.Context // the job's links and slice servers
+
+	// A job outlives its request when kept (ringkeep.go).
+	identity string             // RingParams.Identity the endpoint was made with
+	loadNCtx int                // the context asked for (LoadParams.NCtx resolved); nCtx is the KV's
+	keep     time.Duration      // hold the job idle this long after the request; 0: end it
+	cancel   context.CancelFunc // ends ctx: the driver and every link
+	runDone  chan error         // the driver's Run result; put back after reading
+	plan     *wire.Plan         // the plan installed last
+	up       bool               // plan is Up on every device
+	kvToks   []int32            // the tokens whose KV the plan's windows hold, from position 0
+	hold     *idleHold          // while held idle
 }
 
 func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
@@ -199,6 +214,9 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 	g := *req.Generate
 	if err := g.sampling().Validate(); err != nil {
 		return fail(CodeBadRequest, err)
+	}
+	if req.Ring.KeepMS < 0 || req.Ring.KeepMS > maxKeepMS {
+		return fail(CodeBadRequest, fmt.Errorf("runner: keeping a ring job %d ms is out of range; give 0-%d ms", req.Ring.KeepMS, maxKeepMS))
 	}
 	if c.rm == nil || c.rm.path != req.Load.Model {
 		c.rm.close()
@@ -226,9 +244,28 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 			nCtx = 4096
 		}
 	}
+	toks, err := promptTokens(c.rm.vocab, g)
+	if err != nil {
+		return fail(CodeBadRequest, err)
+	}
+	if len(toks) >= nCtx {
+		return fail(CodeBadRequest, fmt.Errorf("runner: the prompt does not fit in the context (%d tokens, context %d); shorten it or raise the context size", len(toks), nCtx))
+	}
+	keep := time.Duration(rp.KeepMS) * time.Millisecond
+	if h := c.rm.takeKept(); h != nil {
+		why := h.reusable(rp, *req.Load, nCtx, len(toks), g.MaxTokens)
+		if why == "" {
+			h.id, h.plans, h.keep = id, plans, keep
+			h.sent.Store(newTransferProgress(c, id))
+			return h.run(ctx, rp, g, toks)
+		}
+		h.log.Info("the kept ring job cannot serve this request; starting afresh", "why", why)
+		h.end()
+	}
 	h := &headJob{c: c, id: id, log: c.log.With("ring", "head"), rm: c.rm, self: self, nCtx: nCtx, tick: defaultTick,
 		plans: plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: req.Load.Threads, noPrefetch: rp.NoPrefetch,
-		sent: newTransferProgress(c, id)}
+		identity: rp.Identity, loadNCtx: nCtx, keep: keep}
+	h.sent.Store(newTransferProgress(c, id))
 	if rp.TickMS > 0 {
 		h.tick = time.Duration(rp.TickMS) * time.Millisecond
 	}
@@ -245,32 +282,42 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 		},
 		Log: h.log,
 	})
-	return h.run(ctx, rp, g)
+	return h.run(ctx, rp, g, toks)
 }
 
-func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Event {
+// maxKeepMS bounds RingParams.KeepMS: an hour.
+const maxKeepMS = 3600 * 1000
+
+// run serves one request on h: a new job (its plan installed, the prompt
+// prefilled from position 0) or a kept one (its plan up, the prompt
+// prefilled from the prefix its KV caches share with toks). When the
+// request ends the job ends too, or is held idle for the next (h.keep).
+func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks []int32) Event {
 	start := time.Now()
 	fail := func(code string, err error) Event {
 		return Event{ID: h.id, Type: EvError, Code: code, Error: err.Error()}
 	}
-	toks, err := promptTokens(h.rm.vocab, g)
-	if err != nil {
-		return fail(CodeBadRequest, err)
+	var err error
+	fresh := h.drv == nil
+	if fresh {
+		h.nCtx = jobContext(h.loadNCtx, len(toks), g.MaxTokens)
+		if h.keep > 0 {
+			h.nCtx = keptContext(h.loadNCtx, len(toks), g.MaxTokens)
+		}
+		h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads}
 	}
-	if len(toks) >= h.nCtx {
-		return fail(CodeBadRequest, fmt.Errorf("runner: the prompt does not fit in the context (%d tokens, context %d); shorten it or raise the context size", len(toks), h.nCtx))
-	}
-	h.nCtx = jobContext(h.nCtx, len(toks), g.MaxTokens)
 
 	// Sampling: greedy is the engine's argmax (exact); anything else uses
 	// engine/sample on the head's logits. Logits of a prefill chunk that is
-	// not the last are not sampled (sampleNow is false).
+	// not the last are not sampled (sampleNow is false). A kept job's
+	// engine computes nothing between requests, so Sample is set here.
 	var sampleNow atomic.Bool
 	var smp *sample.Sampler
 	sp := g.sampling()
-	h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads}
+	h.eng.Sample = nil
 	if sp.Temperature > 0 || (sp.RepeatPenalty != 0 && sp.RepeatPenalty != 1) {
 		if smp, err = sample.New(sp, rand.New(rand.NewPCG(g.Seed, g.Seed^0x9e3779b97f4a7c15))); err != nil {
+			h.end() // a kept job taken for this request
 			return fail(CodeBadRequest, err)
 		}
 		for _, t := range toks {
@@ -287,36 +334,32 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 			return t
 		}
 	}
-	defer h.eng.Close()
 
-	jctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	h.ctx = jctx
-	h.drv = driver.New(ring.New(h.self, int(h.tick/time.Millisecond)), h.eng, h.tick, h.log)
-	h.drv.NoPrefetch = h.noPrefetch
-	runDone := make(chan error, 1)
-	go func() { runDone <- h.drv.Run(jctx) }()
+	if fresh {
+		// The job's links and driver live as long as the job, which may
+		// outlive this request (kept).
+		jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		h.ctx, h.cancel = jctx, cancel
+		h.drv = driver.New(ring.New(h.self, int(h.tick/time.Millisecond)), h.eng, h.tick, h.log)
+		h.drv.NoPrefetch = h.noPrefetch
+		h.runDone = make(chan error, 1)
+		go func() { h.runDone <- h.drv.Run(jctx) }()
+	}
+	runDone := h.runDone
 	var peak memPeak
+	all := slices.Clone(toks)
+	pos, inflight := 0, 0
+	kept := false // set by finish: hold the job for the next request
 	defer func() {
-		// Tell the workers the job is over, so they free their memory now
-		// rather than when they notice the silence.
-		for id := range h.connected {
-			_ = h.drv.SendTo(id, &wire.Goodbye{Code: wire.CodeHeadGone, Text: "the head ended the job"})
-		}
-		cancel()
-		<-runDone
-		h.drv.CloseLinks()
-		for _, sc := range h.slices {
-			sc.Close()
-		}
 		kv, compute := h.eng.Memory()
 		a := peak.at
-		// What the job allocated goes back before the next one.
-		h.eng.Close()
-		debug.FreeOSMemory()
-		driver.TrimMalloc()
+		if kept {
+			h.holdIdle(inflight > 0)
+		} else {
+			h.end()
+		}
 		h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
-			"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute))
+			"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
 	}()
 
 	mem := newPressure()
@@ -326,8 +369,6 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	defer memTick.Stop()
 	var st Stats
 	st.PromptTokens = len(toks)
-	all := slices.Clone(toks)
-	pos, inflight := 0, 0
 	var lossAt time.Time
 	var lastTok time.Time
 	var text utf8Pending
@@ -336,18 +377,29 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	if rows < prefillChunk {
 		h.log.Info("ring prefill passes shortened: memory is short", "rows", rows)
 	}
-	var plan *wire.Plan
+	plan := h.plan
 
 	startPass := func() error {
 		chunk := all[pos:passEnd(pos, nPrompt, len(all), rows, st)]
-		inflight = len(chunk)
 		sampleNow.Store(pos+len(chunk) == len(all))
-		return h.drv.Post(jctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos})
+		if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos}); err != nil {
+			return err
+		}
+		inflight = len(chunk)
+		st.Passes++
+		st.Rows += len(chunk)
+		return nil
 	}
 	finish := func(reason string) Event {
 		st.Reason = reason
 		st.TotalMS = ms(time.Since(start))
 		st.Devices = h.deviceStats(plan, mem)
+		// The windows hold the KV of every token evaluated so far (a pass
+		// still in flight adds to it): keep them for the next turn.
+		if h.keep > 0 && h.up && (reason == ReasonStop || reason == ReasonLength || reason == ReasonCancelled) {
+			h.kvToks = slices.Clone(all[:pos])
+			kept = true
+		}
 		return Event{ID: h.id, Type: EvDone, Stats: &st}
 	}
 
@@ -355,11 +407,28 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 	// process: collect their garbage sooner (see servingGC).
 	gc := debug.SetGCPercent(servingGC)
 	defer func() { debug.SetGCPercent(gc) }()
-	if plan, err = h.install(jctx, rp, &st); err != nil {
-		if ctx.Err() != nil {
+	if fresh {
+		if plan, err = h.install(ctx, rp, &st); err != nil {
+			if ctx.Err() != nil {
+				return finish(ReasonCancelled)
+			}
+			return fail(CodeRing, err)
+		}
+	} else {
+		// The kept job's plan is up: evaluate only what its KV caches lack
+		// (at least the last prompt token, for its logits). Every window
+		// truncates its cache where the first pass starts.
+		debug.SetGCPercent(gc)
+		h.setIdle(false)
+		pos = commonPrefix(h.kvToks, toks)
+		if pos == len(toks) {
+			pos--
+		}
+		st.CachedTokens = pos
+		h.log.Info("ring job kept from the last request", "cached", pos, "prompt", len(toks))
+		if err := startPass(); err != nil {
 			return finish(ReasonCancelled)
 		}
-		return fail(CodeRing, err)
 	}
 	for {
 		var a ring.Action
@@ -384,12 +453,14 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 			// memory pressure counts it).
 			debug.SetGCPercent(gc)
 			debug.FreeOSMemory()
+			h.up = true
 			// A new plan has fresh windows: (re-)prefill the conversation.
 			pos = 0
 			if err := startPass(); err != nil {
 				return finish(ReasonCancelled)
 			}
 		case ring.Replan:
+			h.up, inflight = false, 0
 			h.log.Warn("ring lost devices; asking for a new plan", "without", a.Without, "reason", a.Reason)
 			if lossAt.IsZero() {
 				lossAt = time.Now()
@@ -403,7 +474,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 			}
 			st.Replans++
 			debug.SetGCPercent(servingGC)
-			if plan, err = h.install(jctx, rp, &st); err != nil {
+			if plan, err = h.install(ctx, rp, &st); err != nil {
 				if ctx.Err() != nil {
 					return finish(ReasonCancelled)
 				}
@@ -411,6 +482,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams) Even
 			}
 		case ring.EmitToken:
 			pos += inflight
+			inflight = 0
 			if pos < len(all) {
 				if err := startPass(); err != nil { // the next prefill chunk
 					return finish(ReasonCancelled)
@@ -539,7 +611,7 @@ func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.
 		}
 		if len(lost) == 0 {
 			for _, d := range rp.Plan.Devices[1:] {
-				h.sent.setTotal(d.ID, h.rm.srv.Need(held(d.Windows)))
+				h.sent.Load().setTotal(d.ID, h.rm.srv.Need(held(d.Windows)))
 			}
 			if added {
 				h.updatePeers(rp.Plan)
@@ -547,6 +619,7 @@ func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.
 			if err := h.drv.Post(ctx, ring.PlanInstalled{Plan: rp.Plan}); err != nil {
 				return nil, err
 			}
+			h.plan, h.up = rp.Plan, false
 			h.log.Info("ring plan installed", "plan", ring.MsgString(rp.Plan))
 			return rp.Plan, nil
 		}
@@ -558,8 +631,33 @@ func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.
 	}
 }
 
+// end ends the job: the workers are told, the links close, the windows
+// and what the job allocated go back before the next one.
+func (h *headJob) end() {
+	if h.drv == nil {
+		return
+	}
+	// Tell the workers the job is over, so they free their memory now
+	// rather than when they notice the silence.
+	for id := range h.connected {
+		_ = h.drv.SendTo(id, &wire.Goodbye{Code: wire.CodeHeadGone, Text: "the head ended the job"})
+	}
+	h.cancel()
+	err := <-h.runDone
+	h.runDone <- err
+	h.drv.CloseLinks()
+	for _, sc := range h.slices {
+		sc.Close()
+	}
+	h.eng.Close()
+	h.up = false
+	debug.FreeOSMemory()
+	driver.TrimMalloc()
+}
+
 // connect opens the head's link and slice connection to a worker and starts
-// the job there.
+// the job there. ctx bounds the dials; the connections live as long as the
+// job (h.ctx).
 func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	if p.Addr == "" {
 		return fmt.Errorf("runner: no address for device %s", p.ID)
@@ -588,11 +686,11 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	}
 	h.slices = append(h.slices, sc)
 	go func() {
-		if err := h.rm.srv.ServeCounted(ctx, sc, func(n int64) { h.sent.add(p.ID, n) }); err != nil {
+		if err := h.rm.srv.ServeCounted(h.ctx, sc, func(n int64) { h.sent.Load().add(p.ID, n) }); err != nil {
 			h.log.Warn("slice connection ended", "device", p.ID, "err", err)
 		}
 	}()
-	h.drv.AddConn(ctx, p.ID, conn)
+	h.drv.AddConn(h.ctx, p.ID, conn)
 	h.connected[p.ID] = true
 	return nil
 }

@@ -182,11 +182,21 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	old := s.job
 	s.mu.Unlock()
 	if old != nil {
-		if old.head != head {
+		switch {
+		case old.head == head:
+			// The same head starts over (it lost its previous job, or
+			// starts afresh instead of its kept one): end that one.
+		case old.isIdle():
+			// A job its head holds between requests never keeps another
+			// head out: it ends, and its head starts afresh next time.
+			s.log.Info("ending an idle ring job for another head's", "idle_head", old.head, "head", head)
+		case old.ctx.Err() != nil:
+			// Ending already (its head said goodbye): wait for its
+			// windows to close rather than refuse.
+		default:
 			refuse("this device is serving another head's job")
 			return
 		}
-		// The same head starts over (it lost its previous job): end that one.
 		old.cancel()
 		<-old.done
 	}
@@ -204,6 +214,7 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	j.drv.OnJobMsg = func(from string, m wire.Msg) {
 		if u, ok := m.(*wire.JobStart); ok && from == head && u.Job == j.id {
 			j.setPeers(u.Peers)
+			j.setIdle(u.Idle)
 		}
 	}
 	s.mu.Lock()
@@ -242,8 +253,44 @@ type workerJob struct {
 
 	sliceConns chan *transport.Conn
 
-	mu    sync.Mutex
-	peers map[string]string // device → ring address; guarded by mu
+	mu        sync.Mutex
+	peers     map[string]string // device → ring address; guarded by mu
+	idleSince time.Time         // when the head said the job is idle; zero while it works; guarded by mu
+}
+
+// setIdle records whether the head holds the job idle (wire.JobStart.Idle).
+func (j *workerJob) setIdle(idle bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case !idle:
+		j.idleSince = time.Time{}
+	case j.idleSince.IsZero():
+		j.idleSince = time.Now()
+	}
+}
+
+// isIdle reports whether the head holds the job idle.
+func (j *workerJob) isIdle() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return !j.idleSince.IsZero()
+}
+
+// idleEnd says why this worker ends the job its head holds idle, or "":
+// held too long, or too much memory held for it (idleMemory).
+func (j *workerJob) idleEnd() string {
+	j.mu.Lock()
+	since := j.idleSince
+	j.mu.Unlock()
+	switch {
+	case since.IsZero():
+		return ""
+	case time.Since(since) > workerIdleMax:
+		return fmt.Sprintf("idle for more than %v", workerIdleMax)
+	}
+	kv, compute := j.eng.g.Memory()
+	return idleMemory(kv + compute)
 }
 
 func (j *workerJob) setPeers(ps []wire.Peer) {
@@ -277,7 +324,7 @@ func (j *workerJob) run() {
 	reason := "stopped serving"
 	// The session notices a lost head once a plan is installed; before
 	// that, a closed head link alone ends the job.
-	check := time.NewTicker(time.Second)
+	check := time.NewTicker(idleCheck)
 	defer check.Stop()
 loop:
 	for {
@@ -287,6 +334,10 @@ loop:
 		case <-check.C:
 			if !j.drv.HasLink(j.head) {
 				reason = "the head's link closed"
+				break loop
+			}
+			if why := j.idleEnd(); why != "" {
+				reason = "ended while idle: " + why
 				break loop
 			}
 		case err := <-runDone:
@@ -558,9 +609,14 @@ func held(ws []wire.Range) []slice.Range {
 	return out
 }
 
-func (e *workerEngine) Compute(c ring.Compute) (ring.ComputeDone, error) { return e.g.Compute(c) }
-func (e *workerEngine) Prefetch(w wire.Range)                            { e.g.Prefetch(w) }
-func (e *workerEngine) Release(w wire.Range)                             { e.g.Release(w) }
+func (e *workerEngine) Compute(c ring.Compute) (ring.ComputeDone, error) {
+	// An activation means the head is working: the job is no longer idle,
+	// even if its JobStart saying so (on another link) comes later.
+	e.j.setIdle(false)
+	return e.g.Compute(c)
+}
+func (e *workerEngine) Prefetch(w wire.Range) { e.g.Prefetch(w) }
+func (e *workerEngine) Release(w wire.Range)  { e.g.Release(w) }
 
 // Close frees the windows and unmaps the slices (the driver calls it on
 // EndJob, the job once more when it ends).
