@@ -227,6 +227,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
 		rp := job.params
+		rp.KeepMS = int(ringKeep / time.Millisecond) // the conversation's next turn reuses the job (ring.go)
 		rp.OnProgress, endTransfers = b.transferProgress(job)
 		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
 		endTransfers()
@@ -247,6 +248,11 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 			b.log.Info("chat on this device alone", "why", note)
 		}
 		b.remember("", nil, note)
+		// A ring job kept from an earlier turn would hold the workers'
+		// memory until its time is up: this chat does not use it.
+		if err := b.sup.EndRingJob(ctx); err != nil {
+			b.log.Info("ending the kept ring job", "err", err)
+		}
 		st, err = b.sup.Generate(ctx, lp, g, onToken)
 		if err == nil {
 			b.learnAlone(path, nCtx, st) // calibration: app/profile_calib.go

@@ -32,6 +32,12 @@ import (
 // askTimeout bounds one control exchange with a peer (profile or job).
 const askTimeout = 5 * time.Second
 
+// ringKeep is how long the head's runner holds a ring job idle after a
+// chat (runner.RingParams.KeepMS), so that the conversation's next turn on
+// the same plan evaluates only its new tokens. Workers give an idle job up
+// at once for another head's job or when memory is short.
+const ringKeep = 2 * time.Minute
+
 // ringMemory is what the head remembers of its last ring, for status, the
 // device map and adopting a new plan only on a clear gain (ring.Adopt).
 type ringMemory struct {
@@ -218,12 +224,18 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 
 // adopt keeps the last plan for the same model and options while its
 // devices are all still there and the new one is no clear gain: a device
-// that joins is used from the next request only when worth a re-prefill.
+// that joins is used from the next request only when worth a re-prefill,
+// and the runner's kept job (ringKeep), whose plan must not change, serves
+// the conversation's next turn. When every device is asked for, the last
+// plan is kept only if it has every device.
 func (b *chatBackend) adopt(key string, p halda.Problem, plan halda.Plan) halda.Plan {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
-	if p.KeepAllDevices || b.ring.key != key || len(b.ring.plan.Ring) == 0 {
-		return plan // every device was asked for, or nothing to keep
+	if b.ring.key != key || len(b.ring.plan.Ring) == 0 {
+		return plan // nothing to keep
+	}
+	if p.KeepAllDevices && len(b.ring.plan.Ring) != len(p.Devices) {
+		return plan // every device was asked for, and the last plan lacks some
 	}
 	for _, a := range b.ring.plan.Ring {
 		if !slices.ContainsFunc(p.Devices, func(d halda.Device) bool { return d.Name == a.Device }) {

@@ -49,23 +49,29 @@ func TestAdopt(t *testing.T) {
 	}
 	forced := devs("a", "b", "c")
 	forced.KeepAllDevices = true
+	lastAll := halda.Plan{PredictedMs: 10, Ring: []halda.Assignment{{Device: "a"}, {Device: "b"}, {Device: "c"}}}
 	tests := []struct {
 		name string
 		key  string
 		p    halda.Problem
 		cand halda.Plan
-		want float64 // PredictedMs of the plan kept
+		want float64     // PredictedMs of the plan kept
+		last *halda.Plan // nil: last
 	}{
-		{"slight gain: keep the last", "k", devs("a", "b", "c"), slight, 10},
-		{"clear gain: take the new", "k", devs("a", "b", "c"), better, 9},
-		{"a device of the last is gone", "k", devs("a", "c"), slight, 9.8},
-		{"another request shape", "other", devs("a", "b", "c"), slight, 9.8},
-		{"every device asked for", "k", forced, slight, 9.8},
+		{"slight gain: keep the last", "k", devs("a", "b", "c"), slight, 10, nil},
+		{"clear gain: take the new", "k", devs("a", "b", "c"), better, 9, nil},
+		{"a device of the last is gone", "k", devs("a", "c"), slight, 9.8, nil},
+		{"another request shape", "other", devs("a", "b", "c"), slight, 9.8, nil},
+		{"every device asked for", "k", forced, slight, 9.8, nil},
+		{"every device asked for, the last had them all", "k", forced, slight, 10, &lastAll},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := &chatBackend{}
 			b.ring.key, b.ring.plan = "k", last
+			if tt.last != nil {
+				b.ring.plan = *tt.last
+			}
 			got := b.adopt(tt.key, tt.p, tt.cand)
 			if diff := cmp.Diff(tt.want, got.PredictedMs); diff != "" {
 				t.Errorf("kept plan (-want +got):\n%s", diff)
