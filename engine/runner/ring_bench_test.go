@@ -2,13 +2,9 @@ package runner
 
 import (
 	"context"
-	crand "crypto/rand"
 	"os"
 	"slices"
 	"testing"
-	"time"
-
-	"homering/discovery/identity"
 )
 
 // benchModelEnv names a model for BenchmarkRingDecode instead of the small
@@ -16,38 +12,24 @@ import (
 // (~0.9 GB, 16 layers; a run takes minutes on two cores).
 const benchModelEnv = "HOMERING_BENCH_MODEL"
 
+// benchModel is the model the ring benchmarks run: $HOMERING_BENCH_MODEL,
+// else smallModel.
+func benchModel() string {
+	if m := os.Getenv(benchModelEnv); m != "" {
+		return m
+	}
+	return smallModel
+}
+
 // BenchmarkRingDecode compares decode speed of a 3-process ring (head and
 // two workers on loopback, k = 1, layers split evenly) with the
 // single-device engine on the same model, one thread per process. It
 // reports both in tokens/s and their ratio (ring/single).
 func BenchmarkRingDecode(b *testing.B) {
-	model := smallModel
-	if m := os.Getenv(benchModelEnv); m != "" {
-		model = m
-	}
-	dev := func() *device {
-		d := &device{dir: b.TempDir(), cache: b.TempDir()}
-		ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d.id = ident.ID.String()
-		d.sup = New(Options{Command: childCommand})
-		b.Cleanup(func() { d.sup.Close() })
-		return d
-	}
-	head, w1, w2 := dev(), dev(), dev()
-	for _, w := range []*device{w1, w2} {
-		other := w2
-		if w == w2 {
-			other = w1
-		}
-		addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: []string{head.id, other.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.addr = addr
-	}
+	model := benchModel()
+	head, w1, w2 := newDeviceWith(b, Options{}), newDeviceWith(b, Options{}), newDeviceWith(b, Options{})
+	serveRing(b, w1, head, w2)
+	serveRing(b, w2, head, w1)
 	lp := LoadParams{Model: model, NCtx: 256, Threads: 1}
 	g := *greedy(32)
 	g.Prompt = "Once upon a time"

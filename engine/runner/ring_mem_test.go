@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"homering/discovery/identity"
 )
 
 // BenchmarkRingMemory measures what a ring job costs each device in
@@ -27,36 +24,14 @@ import (
 // HOMERING_BENCH_MODEL picks the model (CI: the small generated one), e.g.
 // ../../testdata/models/llama-1g-Q8_0.gguf.
 func BenchmarkRingMemory(b *testing.B) {
-	model := smallModel
-	if m := os.Getenv(benchModelEnv); m != "" {
-		model = m
-	}
+	model := benchModel()
 	logs := &lockedBuffer{}
-	dev := func() *device {
-		d := &device{dir: b.TempDir(), cache: b.TempDir()}
-		ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d.id = ident.ID.String()
-		// The children's stderr reaches the supervisor's log at debug level:
-		// the head's memory line is read from there.
-		d.sup = New(Options{Command: childCommand, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		b.Cleanup(func() { d.sup.Close() })
-		return d
-	}
-	head, w1, w2 := dev(), dev(), dev()
-	for _, w := range []*device{w1, w2} {
-		other := w2
-		if w == w2 {
-			other = w1
-		}
-		addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: []string{head.id, other.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.addr = addr
-	}
+	// The children's stderr reaches the supervisor's log at debug level:
+	// the head's memory line is read from there.
+	o := Options{Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	head, w1, w2 := newDeviceWith(b, o), newDeviceWith(b, o), newDeviceWith(b, o)
+	serveRing(b, w1, head, w2)
+	serveRing(b, w2, head, w1)
 	workers := map[int]string{w1.sup.PID(): "w1", w2.sup.PID(): "w2"}
 	lp := LoadParams{Model: model, NCtx: 512, Threads: 1}
 	g := *greedy(16)

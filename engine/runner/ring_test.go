@@ -39,18 +39,27 @@ type device struct {
 
 func newDevice(t *testing.T) *device {
 	t.Helper()
-	d := &device{dir: t.TempDir(), cache: t.TempDir()}
+	return newDeviceWith(t, supervisorOptions(t))
+}
+
+// newDeviceWith is newDevice with a supervisor of options o (a
+// benchmark's log and backoff); Command is always childCommand.
+func newDeviceWith(tb testing.TB, o Options) *device {
+	tb.Helper()
+	d := &device{dir: tb.TempDir(), cache: tb.TempDir()}
 	ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	d.id = ident.ID.String()
-	d.sup = newSupervisor(t)
+	o.Command = childCommand
+	d.sup = New(o)
+	tb.Cleanup(func() { d.sup.Close() })
 	return d
 }
 
 // serveRing makes w serve the ring for the others.
-func serveRing(t *testing.T, w *device, others ...*device) {
+func serveRing(t testing.TB, w *device, others ...*device) {
 	t.Helper()
 	var allowed []string
 	for _, o := range others {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	crand "crypto/rand"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"homering/discovery/identity"
 	"homering/engine/ring/wire"
 )
 
@@ -46,34 +44,16 @@ func BenchmarkRingWorkerKilled(b *testing.B) {
 }
 
 func ringWorkerKilled(b *testing.B, keep bool) {
-	model := smallModel
-	if m := os.Getenv(benchModelEnv); m != "" {
-		model = m
-	}
+	model := benchModel()
 	dev := func() (*device, *lineLog) {
-		d := &device{dir: b.TempDir(), cache: b.TempDir()}
-		ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d.id = ident.ID.String()
 		logs := &lineLog{}
-		d.sup = New(Options{Command: childCommand, Log: slog.New(logs), MinBackoff: 50 * time.Millisecond})
-		b.Cleanup(func() { d.sup.Close() })
-		return d, logs
+		return newDeviceWith(b, Options{Log: slog.New(logs), MinBackoff: 50 * time.Millisecond}), logs
 	}
 	head, headLog := dev()
 	w1, _ := dev()
 	w2, w2Log := dev()
-	serve := func(w, other *device) {
-		addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: []string{head.id, other.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.addr = addr
-	}
-	serve(w1, w2)
-	serve(w2, w1)
+	serveRing(b, w1, head, w2)
+	serveRing(b, w2, head, w1)
 	lp := LoadParams{Model: model, NCtx: 256, Threads: 1}
 	g := *greedy(8)
 	g.Prompt = "Once upon a time"
@@ -97,7 +77,7 @@ func ringWorkerKilled(b *testing.B, keep bool) {
 	warm := cacheFiles(b, w2.cache)
 	var total, detect, replanMS, prepare, prefill []float64
 	for b.Loop() {
-		serve(w1, w2) // restarts the killed one
+		serveRing(b, w1, head, w2) // restarts the killed one
 		rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
 		victim := w1.sup.PID()
 		headLog.reset()

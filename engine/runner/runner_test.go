@@ -239,8 +239,14 @@ func TestServeProtocol(t *testing.T) {
 	}
 }
 
+// supervisorOptions are the tests' supervisor options: the test's log and
+// short backoffs.
+func supervisorOptions(t *testing.T) Options {
+	return Options{Command: childCommand, Log: testLogger(t), MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second}
+}
+
 func newSupervisor(t *testing.T) *Supervisor {
-	s := New(Options{Command: childCommand, Log: testLogger(t), MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	s := New(supervisorOptions(t))
 	t.Cleanup(func() { s.Close() })
 	return s
 }
