@@ -109,10 +109,15 @@
 // worker wire.JobStart again with Idle set; the next ring_generate with
 // the same plan (its ID aside), peers, identity, tick, prefetch, threads
 // and n_ctx, whose prompt and max_tokens fit the caches, clears Idle and
-// prefills only the prompt tokens after the prefix they share with the
-// tokens the caches hold (at least the last one; every window truncates
-// its cache where that pass starts); stats.cached_tokens counts the
-// prefix, stats.passes and stats.rows what went round. Anything else
+// skips the prefill passes a fresh job would compute alike: batched
+// passes round differently from other batches (on near-tie logits another
+// token wins), so only full passes of the prompt's pass size from position
+// 0 whose tokens the new prompt shares are kept (a conversation past 512
+// tokens keeps all but its last pass; a shorter one keeps its links and
+// windows and prefills again), the prefill resumes at the next (at least
+// the last pass, for its logits; every window truncates its cache there)
+// and the reply is a fresh job's, bit for bit. stats.cached_tokens counts
+// the kept positions, stats.passes and stats.rows what went round. Anything else
 // (another plan, a lost or departed worker, another model, settings or
 // context size, a prompt that does not fit) ends the kept job and starts
 // a fresh one, so the reply is a fresh job's. A kept job ends when its

@@ -24,8 +24,9 @@ type RingParams struct {
 	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (a worker silent for 3 ticks is lost)
 	// KeepMS holds the job idle this long after the request (0: it ends
 	// with the request; at most an hour): the next request with the same
-	// plan, peers and settings reuses it and evaluates only the tokens
-	// after the prefix its KV caches share with the new prompt.
+	// plan, peers and settings reuses it: no new job, and the prefill
+	// skips the full passes its KV caches hold of the new prompt (a fresh
+	// job's passes, so the reply is a fresh job's).
 	KeepMS int `json:"keep_ms,omitempty"`
 
 	// OnProgress (parent side only) hears how far weight slices have been

@@ -201,6 +201,8 @@ type headJob struct {
 	plan     *wire.Plan         // the plan installed last
 	up       bool               // plan is Up on every device
 	kvToks   []int32            // the tokens whose KV the plan's windows hold, from position 0
+	exact    int                // of kvToks, the first exact positions were computed in full passes of rows from 0, as a fresh job does
+	rows     int                // the prefill pass size those passes had
 	hold     *idleHold          // while held idle
 }
 
@@ -373,11 +375,17 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 	var lastTok time.Time
 	var text utf8Pending
 	nPrompt := len(toks)
-	rows := passRows(h.rm.model.Info(), h.nCtx, memLimit())
+	// A fresh job's pass size, also on a kept job whose caches are bigger:
+	// a kept job must compute what a fresh one does.
+	rows := passRows(h.rm.model.Info(), jobContext(h.loadNCtx, len(toks), g.MaxTokens), memLimit())
 	if rows < prefillChunk {
 		h.log.Info("ring prefill passes shortened: memory is short", "rows", rows)
 	}
 	plan := h.plan
+	// exactEnd: positions [0, exactEnd) were computed in full prompt passes
+	// of rows, each starting at a multiple of rows, as a fresh job on this
+	// prompt computes them (the KV a later turn may reuse bit for bit).
+	exactEnd := 0
 
 	startPass := func() error {
 		chunk := all[pos:passEnd(pos, nPrompt, len(all), rows, st)]
@@ -397,7 +405,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 		// The windows hold the KV of every token evaluated so far (a pass
 		// still in flight adds to it): keep them for the next turn.
 		if h.keep > 0 && h.up && (reason == ReasonStop || reason == ReasonLength || reason == ReasonCancelled) {
-			h.kvToks = slices.Clone(all[:pos])
+			h.kvToks, h.exact, h.rows = slices.Clone(all[:pos]), exactEnd, rows
 			kept = true
 		}
 		return Event{ID: h.id, Type: EvDone, Stats: &st}
@@ -415,15 +423,17 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 			return fail(CodeRing, err)
 		}
 	} else {
-		// The kept job's plan is up: evaluate only what its KV caches lack
-		// (at least the last prompt token, for its logits). Every window
-		// truncates its cache where the first pass starts.
+		// The kept job's plan is up: evaluate only the passes a fresh job
+		// would compute differently. Batched passes round differently from
+		// other batches (on near-tie logits another token wins), so only
+		// the full passes from position 0 that the caches hold with the
+		// same tokens are kept; the prefill resumes at the first pass a
+		// fresh job would compute otherwise (at least the last one, for
+		// its logits). Every window truncates its cache there.
 		debug.SetGCPercent(gc)
 		h.setIdle(false)
-		pos = commonPrefix(h.kvToks, toks)
-		if pos == len(toks) {
-			pos--
-		}
+		pos = keptPrefix(h.kvToks, toks, h.exact, h.rows, rows)
+		exactEnd = pos
 		st.CachedTokens = pos
 		h.log.Info("ring job kept from the last request", "cached", pos, "prompt", len(toks))
 		if err := startPass(); err != nil {
@@ -455,7 +465,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 			debug.FreeOSMemory()
 			h.up = true
 			// A new plan has fresh windows: (re-)prefill the conversation.
-			pos = 0
+			pos, exactEnd = 0, 0
 			if err := startPass(); err != nil {
 				return finish(ReasonCancelled)
 			}
@@ -481,6 +491,9 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 				return fail(CodeRing, err)
 			}
 		case ring.EmitToken:
+			if pos == exactEnd && inflight == rows && pos+inflight <= nPrompt {
+				exactEnd += rows
+			}
 			pos += inflight
 			inflight = 0
 			if pos < len(all) {

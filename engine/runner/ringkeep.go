@@ -12,7 +12,9 @@ import (
 
 // Kept ring jobs: a head holds its job (links, plan, every device's windows
 // and KV caches) idle after a request that asked for it (RingParams.KeepMS),
-// so that the conversation's next turn evaluates only its new tokens.
+// so that the conversation's next turn needs no new job (links, slices,
+// windows) and skips the prefill passes a fresh job would compute alike
+// (keptPrefix): the reply is a fresh job's, bit for bit.
 
 // idleShare is the most of a device's memory (memLimit: its cgroup's limit,
 // else its RAM) that an idle job may hold in KV caches and compute buffers
@@ -100,6 +102,22 @@ func commonPrefix(a, b []int32) int {
 		n++
 	}
 	return n
+}
+
+// keptPrefix is where a request with prompt toks resumes on a kept job
+// whose caches hold kv, the first exact of them computed in full passes of
+// keptRows from position 0: the end of the last such pass whose tokens
+// the prompt shares, when this request's passes (rows) are as big, but
+// never the whole prompt (its last pass gives the logits).
+func keptPrefix(kv, toks []int32, exact, keptRows, rows int) int {
+	if rows <= 0 || rows != keptRows {
+		return 0
+	}
+	keep := min(commonPrefix(kv, toks), exact) / rows * rows
+	if keep >= len(toks) {
+		keep -= rows
+	}
+	return max(keep, 0)
 }
 
 // samePlan reports whether two plans place the same layers on the same

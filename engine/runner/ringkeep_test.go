@@ -36,18 +36,20 @@ func ringReply(t testing.TB, d *device, lp LoadParams, rp RingParams, g Generate
 	return ids, text.String(), st
 }
 
-// onlyNew checks that a request on a kept job evaluated only the prompt
-// tokens after its cached prefix and one row per generated token.
+// onlyNew checks that a request on a kept job kept the first prefill pass
+// (prefillChunk tokens) and evaluated only the prompt tokens after it, in
+// one pass, and one row per generated token.
 func onlyNew(t *testing.T, what string, st Stats) {
 	t.Helper()
-	if st.CachedTokens == 0 || st.Rows != st.PromptTokens-st.CachedTokens+st.DecodeTokens || st.Passes != 1+st.DecodeTokens {
-		t.Errorf("%s: stats %+v: want a cached prefix, %d-%d prompt rows in one pass and one pass per decoded token",
-			what, st, st.PromptTokens, st.CachedTokens)
+	if st.CachedTokens != prefillChunk || st.Rows != st.PromptTokens-st.CachedTokens+st.DecodeTokens || st.Passes != 1+st.DecodeTokens {
+		t.Errorf("%s: stats %+v: want %d cached, %d-%d prompt rows in one pass and one pass per decoded token",
+			what, st, prefillChunk, st.PromptTokens, st.CachedTokens)
 	}
 }
 
 // A conversation on a kept ring job: each turn gives the tokens a fresh job
-// gives on the whole conversation while evaluating only its new tokens; a
+// gives on the whole conversation while evaluating only the passes a fresh
+// job computes differently (the first 512 tokens, a full pass, are kept); a
 // re-plan between turns starts afresh with the same reply; another head
 // asking the workers for a job ends the idle job; an idle job ends on its
 // own when its time is up, and the workers free their windows.
@@ -55,7 +57,7 @@ func TestRingKeptJob(t *testing.T) {
 	head, other, w1, w2 := newDevice(t), newDevice(t), newDevice(t), newDevice(t)
 	serveRing(t, w1, head, other, w2)
 	serveRing(t, w2, head, other, w1)
-	lp := LoadParams{Model: smallModel, NCtx: 512, Threads: 1}
+	lp := LoadParams{Model: smallModel, NCtx: 2048, Threads: 1}
 	layers, nEmbd := modelShape(t, smallModel)
 	plan := func(id uint64, h *device, workers ...*device) RingParams {
 		return ringParams(evenPlan(id, layers, nEmbd, 1, append([]*device{h}, workers...)...), h, workers...)
@@ -66,8 +68,9 @@ func TestRingKeptJob(t *testing.T) {
 	}
 
 	// The references: fresh jobs on another head (which keeps nothing).
+	// More than one prefill pass (512 tokens): the first is kept.
 	turn1 := *greedy(24)
-	turn1.Prompt = "Once upon a time"
+	turn1.Prompt = strings.Repeat("Once upon a time there was a little dog. ", 60)
 	want1, text1, _ := ringReply(t, other, lp, plan(1, other, w1, w2), turn1)
 	turn2 := turn1
 	turn2.Prompt = turn1.Prompt + text1 + " Then the little dog said"
@@ -104,16 +107,13 @@ func TestRingKeptJob(t *testing.T) {
 		if st.CachedTokens != 0 || st.Rows != st.PromptTokens+st.DecodeTokens {
 			t.Errorf("stats %+v after a re-plan: want a fresh job", st)
 		}
-		// The same conversation again on the new plan: only the last
-		// prompt token is evaluated.
+		// The same conversation again on the new plan: its first pass is
+		// kept.
 		got, _, st = ringReply(t, head, lp, swapped, turn2)
 		if diff := cmp.Diff(want2, got); diff != "" {
 			t.Errorf("the same turn again (-fresh +kept)\n%s", diff)
 		}
 		onlyNew(t, "the same turn again", st)
-		if st.CachedTokens != st.PromptTokens-1 {
-			t.Errorf("the same prompt again reused %d of %d tokens, want all but the last", st.CachedTokens, st.PromptTokens)
-		}
 	})
 
 	t.Run("another head takes the idle workers", func(t *testing.T) {
@@ -205,6 +205,37 @@ func TestKeptContext(t *testing.T) {
 			}
 			if fresh := jobContext(tt.nCtx, tt.prompt, tt.max); got < fresh {
 				t.Errorf("a kept job's cache %d is smaller than a fresh job's %d", got, fresh)
+			}
+		})
+	}
+}
+
+func TestKeptPrefix(t *testing.T) {
+	seq := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = int32(i)
+		}
+		return out
+	}
+	kv := seq(1100) // 1000 prompt tokens and 100 generated
+	for _, tt := range []struct {
+		name                  string
+		toks                  []int32
+		exact, keptRows, rows int
+		want                  int
+	}{
+		{"two full passes held, the prompt goes on", seq(1300), 1024, 512, 512, 1024},
+		{"only full passes count", seq(1300), 512, 512, 512, 512},
+		{"a shorter shared prefix", append(seq(700), 9999, 1), 1024, 512, 512, 512},
+		{"a prompt shorter than a pass", seq(300), 1024, 512, 512, 0},
+		{"the same prompt, a multiple of the pass: its last pass again", seq(1024), 1024, 512, 512, 512},
+		{"passes of another size", seq(1300), 1024, 512, 256, 0},
+		{"nothing exact", seq(1300), 0, 512, 512, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := keptPrefix(kv, tt.toks, tt.exact, tt.keptRows, tt.rows); got != tt.want {
+				t.Errorf("keptPrefix = %d, want %d", got, tt.want)
 			}
 		})
 	}
@@ -302,7 +333,8 @@ func BenchmarkRingKeep(b *testing.B) {
 	planA.KeepMS = 60_000
 	planB := ringParams(evenPlan(2, layers, nEmbd, 1, head, w2, w1), head, w2, w1)
 	turn1 := *greedy(16)
-	turn1.Prompt = strings.Repeat("Once upon a time there was a little dog who liked to run in the park. ", 20)
+	// Over one prefill pass (512 tokens): turn 2 keeps the first.
+	turn1.Prompt = strings.Repeat("Once upon a time there was a little dog who liked to run in the park. ", 40)
 	ttft := func(rp RingParams, g GenerateParams) (float64, []int32, Stats) {
 		var got []int32
 		var first time.Duration
