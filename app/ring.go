@@ -34,7 +34,9 @@ const askTimeout = 5 * time.Second
 
 // ringKeep is how long the head's runner holds a ring job idle after a
 // chat (runner.RingParams.KeepMS), so that the conversation's next turn on
-// the same plan evaluates only its new tokens. Workers give an idle job up
+// the same plan starts at once and skips the prefill passes of the
+// conversation so far (all but the last, beyond 512 tokens; the reply is a
+// fresh job's). Workers give an idle job up
 // at once for another head's job or when memory is short.
 const ringKeep = 2 * time.Minute
 
