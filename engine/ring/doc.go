@@ -81,7 +81,9 @@
 //   - Preparing: while a plan is prepared, a worker that has not
 //     acknowledged it yet (to the head) and the head until the plan is up
 //     (to a worker, whose slice it serves) get SilenceCap: fetching,
-//     hashing and mapping a slice is the heaviest work of a job.
+//     hashing and mapping a slice is the heaviest work of a job. A silence
+//     then is remembered like any other: a peer that went quiet under load
+//     may well do so again while serving.
 //
 // A device that joins is adopted only between requests and only when
 // Adopt(current, candidate) holds: the predicted cost with it is below

@@ -187,14 +187,14 @@ func (s *Session) tick(t Tick) []Action {
 }
 
 // heard notes a sign of life of peer id: its silence ends, and is
-// remembered when it was longer than a tick (but not a silence while
-// preparing: the cap covered it, and it says nothing of serving).
+// remembered when it was longer than a tick (a silence while preparing
+// too: a peer that went quiet under load may well do so again).
 func (s *Session) heard(id string) {
 	w, ok := s.watched[id]
 	if !ok {
 		return
 	}
-	if w.ticks > 1 && !s.preparing(id) {
+	if w.ticks > 1 {
 		gs := slices.DeleteFunc(s.gaps[id], func(g gap) bool { return s.now-g.at > GapWindow })
 		s.gaps[id] = append(gs, gap{at: s.now, ticks: w.ticks})
 	}
