@@ -11,46 +11,11 @@
 // layer windows and the memory gauge, then visits Models and Settings. Each
 // step saves a screenshot under OUT and appends to OUT/result.json. Exit
 // status 0 only when every check passed.
-import { chromium } from 'playwright-core'
-import { mkdtempSync, writeFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { start } from './harness.mjs'
 
-const url = process.env.HOMERING_URL
-const token = process.env.HOMERING_TOKEN
-const out = process.env.OUT
 const expectDevices = Number(process.env.EXPECT_DEVICES || '1')
 const prompt = process.env.PROMPT || 'Once upon a time'
-if (!url || !token || !out) {
-  console.error('e2e: set HOMERING_URL, HOMERING_TOKEN and OUT')
-  process.exit(2)
-}
-
-const result = { checks: [], screenshots: [], streamed_lengths: [] }
-let failed = false
-function check(name, ok, detail = '') {
-  result.checks.push({ name, ok: !!ok, detail: String(detail) })
-  if (!ok) failed = true
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`)
-}
-
-const profile = mkdtempSync(join(tmpdir(), 'homering-chromium-'))
-// A fresh profile per run (playwright passes it as --user-data-dir).
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1280, height: 820 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-})
-
-async function shot(page, name) {
-  const file = join(out, name)
-  await page.screenshot({ path: file, fullPage: false })
-  const size = statSync(file).size
-  check(`screenshot ${name} written`, size > 5000, `${size} bytes`)
-  result.screenshots.push(file)
-}
+const { url, token, result, check, shot, context, finish } = await start('e2e', { streamed_lengths: [] })
 
 try {
   const page = await context.newPage()
@@ -254,9 +219,5 @@ try {
 
 } catch (e) {
   check('e2e ran to the end', false, e && e.stack ? e.stack : e)
-} finally {
-  await context.close()
-  rmSync(profile, { recursive: true, force: true })
-  writeFileSync(join(out, 'result.json'), JSON.stringify(result, null, 2))
 }
-process.exit(failed ? 1 : 0)
+await finish()

@@ -11,43 +11,9 @@
 // end and then for the device map to say this device is planned with its
 // measured profile (devices.png). Checks go to OUT/result.json; exit status
 // 0 only when every check passed.
-import { chromium } from 'playwright-core'
-import { mkdtempSync, writeFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { start } from './harness.mjs'
 
-const url = process.env.HOMERING_URL
-const token = process.env.HOMERING_TOKEN
-const out = process.env.OUT
-if (!url || !token || !out) {
-  console.error('profile.mjs: set HOMERING_URL, HOMERING_TOKEN and OUT')
-  process.exit(2)
-}
-
-const result = { checks: [], screenshots: [], steps: [] }
-let failed = false
-function check(name, ok, detail = '') {
-  result.checks.push({ name, ok: !!ok, detail: String(detail) })
-  if (!ok) failed = true
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`)
-}
-
-const dir = mkdtempSync(join(tmpdir(), 'homering-chromium-'))
-const context = await chromium.launchPersistentContext(dir, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1280, height: 820 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-})
-
-async function shot(page, name) {
-  const file = join(out, name)
-  await page.screenshot({ path: file, fullPage: false })
-  const size = statSync(file).size
-  check(`screenshot ${name} written`, size > 5000, `${size} bytes`)
-  result.screenshots.push(file)
-}
+const { url, token, result, check, shot, context, finish } = await start('profile.mjs', { steps: [] })
 
 const bar = '[data-testid=work][data-kind=profile]'
 
@@ -93,9 +59,5 @@ try {
   await shot(page, 'devices.png')
 } catch (e) {
   check('no exception', false, e && e.stack)
-} finally {
-  writeFileSync(join(out, 'result.json'), JSON.stringify(result, null, 2))
-  await context.close()
-  rmSync(dir, { recursive: true, force: true })
 }
-process.exit(failed ? 1 : 0)
+await finish()
