@@ -31,15 +31,7 @@ func chatNode(t *testing.T, e *Env, name string) (*Node, apitype.Info) {
 		t.Fatal(err)
 	}
 	n.Start(t)
-	b, err := os.ReadFile(filepath.Join(n.Home, apitype.InfoFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info apitype.Info
-	if err := json.Unmarshal(b, &info); err != nil {
-		t.Fatal(err)
-	}
-	return n, info
+	return n, n.Info(t)
 }
 
 // inNS runs a command in the node's namespace, where its loopback API is.

@@ -318,6 +318,21 @@ func (n *Node) Peers(ctx context.Context) (apitype.Peers, error) {
 	return ps, nil
 }
 
+// Info returns what the running node wrote to its info file: its API's
+// URL and token.
+func (n *Node) Info(t *testing.T) apitype.Info {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.Home, apitype.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info apitype.Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
 // ID returns the node's device ID.
 func (n *Node) ID(t *testing.T) string {
 	t.Helper()

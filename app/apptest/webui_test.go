@@ -25,12 +25,7 @@ var webUIModel, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 // Settings, and saves screenshots; this test checks its verdicts and the
 // screenshot files. Screenshots stay in $HOMERING_UI_SHOTS when set.
 func TestWebUI(t *testing.T) {
-	if _, err := os.Stat("../../frontend/node_modules/playwright-core"); err != nil {
-		t.Fatal("frontend/node_modules is missing: run build/setup.sh (npm ci in frontend/)")
-	}
-	if _, err := os.Stat("../../frontend/dist/index.html"); err != nil {
-		t.Fatal("frontend/dist is not built: run build/setup.sh (npm run build in frontend/)")
-	}
+	needFrontend(t)
 	e := NewEnv(t)
 	names := []string{"kitchen", "study", "attic"}
 	var nodes []*Node
@@ -75,14 +70,35 @@ func TestWebUI(t *testing.T) {
 		return nil
 	})
 
-	b, err := os.ReadFile(filepath.Join(head.Home, apitype.InfoFile))
-	if err != nil {
-		t.Fatal(err)
+	// The browser runs in the head's namespace: the API listens on its loopback.
+	log := runUIScript(t, head, "e2e.mjs", 30, []string{"chat.png", "devices.png", "models.png", "settings.png"},
+		"EXPECT_DEVICES="+strconv.Itoa(len(nodes)))
+	if !strings.Contains(log, "device map shows 3 devices") {
+		t.Errorf("the device map check did not run")
 	}
-	var info apitype.Info
-	if err := json.Unmarshal(b, &info); err != nil {
-		t.Fatal(err)
+}
+
+// needFrontend fails t unless build/setup.sh installed and built the web
+// UI the scripts drive.
+func needFrontend(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("../../frontend/node_modules/playwright-core"); err != nil {
+		t.Fatal("frontend/node_modules is missing: run build/setup.sh (npm ci in frontend/)")
 	}
+	if _, err := os.Stat("../../frontend/dist/index.html"); err != nil {
+		t.Fatal("frontend/dist is not built: run build/setup.sh (npm run build in frontend/)")
+	}
+}
+
+// runUIScript runs frontend/tests/script with node in n's network
+// namespace (where n's API listens on loopback) against n's web UI, with
+// HOMERING_URL, HOMERING_TOKEN, OUT and env set, and checks what it saved in
+// OUT: a result.json with no failed check and at least minChecks checks,
+// and each of shots not nearly empty. OUT is $HOMERING_UI_SHOTS when set,
+// so the screenshots stay. It returns the script's output.
+func runUIScript(t *testing.T, n *Node, script string, minChecks int, shots []string, env ...string) string {
+	t.Helper()
+	info := n.Info(t)
 	out := os.Getenv("HOMERING_UI_SHOTS")
 	if out == "" {
 		out = t.TempDir()
@@ -92,26 +108,24 @@ func TestWebUI(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	// The browser runs in the head's namespace: the API listens on its loopback.
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", head.NS, "node", filepath.Join(root, "frontend/tests/e2e.mjs"))
-	cmd.Env = append(os.Environ(), "HOMERING_URL="+info.URL, "HOMERING_TOKEN="+info.Token, "OUT="+out,
-		"EXPECT_DEVICES="+strconv.Itoa(len(nodes)), "HOME="+t.TempDir())
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.NS, "node", filepath.Join(root, "frontend/tests", script))
+	cmd.Env = append(os.Environ(), "HOMERING_URL="+info.URL, "HOMERING_TOKEN="+info.Token, "OUT="+out, "HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = root
 	log, err := cmd.CombinedOutput()
-	t.Logf("e2e.mjs:\n%s", log)
+	t.Logf("%s:\n%s", script, log)
 	if err != nil {
-		t.Errorf("the web UI checks failed: %v", err)
+		t.Errorf("the web UI checks of %s failed: %v", script, err)
 	}
 	var res struct {
 		Checks []struct {
 			Name string `json:"name"`
 			OK   bool   `json:"ok"`
 		} `json:"checks"`
-		Screenshots []string `json:"screenshots"`
 	}
 	rb, err := os.ReadFile(filepath.Join(out, "result.json"))
 	if err != nil {
-		t.Fatalf("e2e.mjs wrote no result: %v", err)
+		t.Fatalf("%s wrote no result: %v", script, err)
 	}
 	if err := json.Unmarshal(rb, &res); err != nil {
 		t.Fatal(err)
@@ -121,18 +135,15 @@ func TestWebUI(t *testing.T) {
 			t.Errorf("web UI check failed: %s", c.Name)
 		}
 	}
-	for _, want := range []string{"chat.png", "devices.png", "models.png", "settings.png"} {
-		st, err := os.Stat(filepath.Join(out, want))
-		if err != nil || st.Size() < 5000 {
+	if len(res.Checks) < minChecks {
+		t.Errorf("only %d checks ran; %s stopped early", len(res.Checks), script)
+	}
+	for _, want := range shots {
+		if st, err := os.Stat(filepath.Join(out, want)); err != nil || st.Size() < 5000 {
 			t.Errorf("screenshot %s missing or nearly empty: %v", want, err)
 		}
 	}
-	if len(res.Checks) < 30 {
-		t.Errorf("only %d checks ran; the script stopped early", len(res.Checks))
-	}
-	if !strings.Contains(string(log), "device map shows 3 devices") {
-		t.Errorf("the device map check did not run")
-	}
+	return string(log)
 }
 
 // setConfigName sets the device name in config.json (written by
