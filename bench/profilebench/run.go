@@ -30,7 +30,7 @@ type row struct {
 	Before     float64   `json:"pred_before_ms"`
 	Measured   float64   `json:"measured_median_ms"`
 	After      float64   `json:"pred_after_ms"`
-	HeldOut    float64   `json:"held_out_ms"` // median of the odd reps' tokens, not used for calibration
+	HeldOut    float64   `json:"held_out_ms"` // median of the held-out runs' tokens, not used for calibration
 	DiskMs     float64   `json:"pred_disk_ms"`
 	FaultBps   float64   `json:"fault_bytes_per_s,omitempty"`
 	SeqBps     float64   `json:"seq_bytes_per_s,omitempty"`
@@ -64,16 +64,23 @@ type config struct {
 	r       row
 	devs    []halda.Device // per rep
 	plans   []halda.Plan   // per rep
-	tokens  [][]float64    // per rep: ms per decode step
+	tokens  [][]float64    // per rep: ms per decode step (calibration run)
+	held    [][]float64    // per rep: ms per decode step (held-out run)
 }
 
 // run measures every model × thread count, rep by rep: in each rep every
 // configuration gets a fresh `homering profile` → `homering plan`
 // prediction and then a decode measurement, so a slow spell of the shared
-// machine hits all rows alike instead of one row's reps. Then calibration
-// as the agent does it: the even reps' ratios of measured to predicted
-// (calib.Ratio, FromRatios) calibrate, the odd reps' tokens (median) are
-// the held-out measurement the recomputed prediction is checked against.
+// machine hits all rows alike instead of one row's reps. Each rep decodes
+// twice, back to back: the first run calibrates, the second is held out.
+// Then calibration as the agent does it: ratios of the calibration runs'
+// tokens to the prediction of one profile (the agent calibrates against its
+// cached profile; here the median rep's stands for it) calibrate that
+// profile (calib.Ratio, FromRatios), and the recomputed prediction is
+// checked against the held-out runs' tokens (median). Pairing each held-out
+// run with a calibration run seconds before it keeps the shared machine's
+// drift out of the error: an even/odd split of reps, minutes apart, measured
+// that drift (a 15% change of speed mid-run) rather than calibration.
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	bin := fs.String("homering", "bench/out/homering", "homering binary")
@@ -129,7 +136,16 @@ func run(args []string) error {
 			if err != nil {
 				return err
 			}
-			c.tokens = append(c.tokens, ms)
+			if *evictEach {
+				if err := evict([]string{"-model", c.model}); err != nil {
+					return err
+				}
+			}
+			held, err := decodeSamples(c.model, c.threads, *tokens)
+			if err != nil {
+				return err
+			}
+			c.tokens, c.held = append(c.tokens, ms), append(c.held, held)
 			c.r.MeasMs = append(c.r.MeasMs, median(ms))
 		}
 	}
@@ -147,23 +163,20 @@ func run(args []string) error {
 			r.Case = string(first.Ring[0].Case)
 		}
 		// Calibration as the agent does it (app/profile_calib.go), one
-		// ratio per token: each even rep's tokens over that rep's own
-		// prediction; their median calibrates the median rep's device (a
-		// stalled token or rep is outvoted).
+		// ratio per token: every calibration run's tokens over the
+		// prediction of the median rep's profile; their median calibrates
+		// that profile (a stalled token or rep is outvoted).
+		dev := c.devs[mid]
+		a := assignment(first, dev.Name)
 		var ratios, held []float64
 		for i, ms := range c.tokens {
-			if i%2 == 1 {
-				held = append(held, ms...)
-				continue
-			}
-			a := assignment(c.plans[i], c.devs[i].Name)
+			held = append(held, c.held[i]...)
 			for _, v := range ms {
 				if r, ok := calib.Ratio(v, a.ComputeMs+a.DiskMs); ok {
 					ratios = append(ratios, r)
 				}
 			}
 		}
-		dev := c.devs[mid]
 		if cal, ok := calib.FromRatios(first, map[string][]float64{dev.Name: ratios})[dev.Name]; ok {
 			dev = cal.Apply(dev, assignment(first, dev.Name))
 		}
