@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -28,12 +26,7 @@ Flags:
 
 // cmdChat is `homering chat`.
 func cmdChat(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, chatUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags(e, "chat", chatUsage)
 	model := fs.String("m", "", "the model: a GGUF `file` on this machine (default: the one chosen in Settings)")
 	rounds := fs.Int("rounds", 0, "rounds per token k (default: Halda's choice)")
 	devices := fs.String("devices", "", `"all": every reachable paired device takes layers (default: Halda chooses)`)
@@ -43,11 +36,8 @@ func cmdChat(ctx context.Context, e env) int {
 	seed := fs.Int64("seed", -1, "sampling seed (default: random)")
 	raw := fs.Bool("raw", false, "send PROMPT as raw text, without the model's chat template")
 	asJSON := fs.Bool("json", false, "print the stats to stderr as JSON")
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	prompt := strings.Join(fs.Args(), " ")
 	if strings.TrimSpace(prompt) == "" {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -35,11 +34,8 @@ func cmdGenModel(_ context.Context, e env) int {
 	fs.BoolVar(&c.TiedOutput, "tied", false, "no output.weight: the output head reuses token_embd.weight")
 	fs.StringVar(&out, "o", "", "output file (required)")
 	keep := fs.Bool("keep", false, "leave FILE alone if it is complete and from this generator version and seed")
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	if out == "" || fs.NArg() != 0 {
 		fmt.Fprintln(e.stderr, "homering gen-model: give the output file with -o FILE and no other arguments.")

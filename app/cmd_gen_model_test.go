@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +9,7 @@ import (
 
 func runGenModel(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := mainWith(append([]string{"gen-model"}, args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
-	return code, out.String(), errb.String()
+	return runCmd(t, append([]string{"gen-model"}, args...)...)
 }
 
 func TestGenModelWritesAndKeeps(t *testing.T) {

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -74,12 +72,7 @@ type inspectPart struct {
 
 // cmdInspect is `homering inspect`.
 func cmdInspect(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, inspectUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags(e, "inspect", inspectUsage)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	// Accept the flag after the file too: homering inspect m.gguf --json.
 	files, exit, ok := parseInterspersed(fs, e.args)
@@ -97,13 +90,7 @@ func cmdInspect(_ context.Context, e env) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			fmt.Fprintf(e.stderr, "homering inspect: %v\n", err)
-			return 1
-		}
-		return 0
+		return reportJSON(e, "inspect", r)
 	}
 	printInspect(e.stdout, r)
 	return 0

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -17,9 +16,7 @@ const storiesModel = "../../shared/models/stories260K.gguf"
 
 func runInspect(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := mainWith(append([]string{"inspect"}, args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
-	return code, out.String(), errb.String()
+	return runCmd(t, append([]string{"inspect"}, args...)...)
 }
 
 // TestInspectGolden compares the whole text report of stories260K with

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,12 +43,7 @@ Flags:
 
 // cmdPlan is `homering plan`.
 func cmdPlan(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, planUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags(e, "plan", planUsage)
 	var files deviceFiles
 	fs.Var(&files, "devices", "device profile JSON files (repeat the flag or separate with commas)")
 	model := fs.String("model", "", "the model as a GGUF file")
@@ -60,11 +54,8 @@ func cmdPlan(_ context.Context, e env) int {
 	keepAll := fs.Bool("keep-all", false, "keep every device (no device selection)")
 	baselines := fs.Bool("baselines", false, "also print the MemSched and PerfSched baselines' predictions")
 	rounds := fs.Int("rounds", 0, "fix the rounds per token k (default: Halda chooses; 1 = one window per device, as `homering run` evaluates)")
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	if len(files) == 0 || (*model == "") == (*shape == "") || fs.NArg() > 0 {
 		fmt.Fprintln(e.stderr, "homering plan: give --devices and exactly one of --model or --shape.")
@@ -84,13 +75,7 @@ func cmdPlan(_ context.Context, e env) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(plan); err != nil {
-			fmt.Fprintf(e.stderr, "homering plan: %v\n", err)
-			return 1
-		}
-		return 0
+		return reportJSON(e, "plan", plan)
 	}
 	printPlan(e.stdout, p, plan)
 	if *baselines {

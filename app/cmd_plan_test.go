@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,9 +13,7 @@ import (
 
 func runPlan(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := mainWith(append([]string{"plan"}, args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
-	return code, out.String(), errb.String()
+	return runCmd(t, append([]string{"plan"}, args...)...)
 }
 
 const (

@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,12 +39,7 @@ Flags:
 
 // cmdProfile is `homering profile`.
 func cmdProfile(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, profileUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags(e, "profile", profileUsage)
 	model := fs.String("model", "", "measure at this GGUF's layer shapes and on its disk, and print its profile")
 	asJSON := fs.Bool("json", false, "print the device as a Halda device entry (JSON)")
 	threads := fs.Int("threads", runtime.NumCPU(), "CPU threads the windows will use")
@@ -56,11 +49,8 @@ func cmdProfile(ctx context.Context, e env) int {
 	progress := fs.Bool("progress", false, "measure now at low priority, cache the result and print only one JSON line per step (the agent's background measurement)")
 	matmulMs := fs.Int("matmul-ms", 0, "milliseconds spent timing each matrix shape (default 120)")
 	faultMiB := fs.Int("fault-mib", 0, "MiB of the model read through page faults (default 288)")
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	if fs.NArg() > 0 || *threads < 1 || *matmulMs < 0 || *faultMiB < 0 {
 		fmt.Fprintln(e.stderr, "homering profile: unexpected arguments; give at most --model FILE and flags.")
@@ -97,13 +87,7 @@ func cmdProfile(ctx context.Context, e env) int {
 	defer cache.Wait()
 	dev := p.Device(*name)
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(dev); err != nil {
-			fmt.Fprintf(e.stderr, "homering profile: %v\n", err)
-			return 1
-		}
-		return 0
+		return reportJSON(e, "profile", dev)
 	}
 	printProfile(e.stdout, p, dev)
 	if *model != "" {

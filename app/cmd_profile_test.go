@@ -14,6 +14,8 @@ import (
 
 const profileModel = "../testdata/models/llama-Q4_K.gguf"
 
+// runCmd runs `homering args...` in this process and returns its exit
+// status, stdout and stderr.
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"runtime"
 	"strings"
@@ -27,12 +26,7 @@ Flags:
 
 // cmdRun is `homering run`.
 func cmdRun(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, runUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags(e, "run", runUsage)
 	def := sample.Defaults()
 	model := fs.String("m", "", "the GGUF model `file` (required)")
 	n := fs.Int("n", 128, "generate at most `N` tokens (0: until the model stops or the context is full)")

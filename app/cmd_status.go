@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -15,11 +14,8 @@ func cmdStatus(ctx context.Context, e env) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print the ring status as JSON")
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	c, _, err := agentClient()
 	if err != nil {
