@@ -38,6 +38,10 @@ cd "$(dirname "$0")/.."
 root=$PWD
 . build/env.sh
 . bench/rig/rig.sh
+# The agents (ring_setup) would otherwise measure their device in the
+# background after a quiet spell (app/profile_bg.go): a measurement in the
+# middle of a case takes the CPU and memory the case is measuring.
+export HOMERING_PROFILE_QUIET=off
 
 out=bench/out/ring
 mkdir -p "$out" testdata/models/bench-ring
