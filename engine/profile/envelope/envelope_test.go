@@ -71,6 +71,10 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := string(oldSeal(t, "entry", v))
+	sealed, err := Seal("entry", v)
+	if err != nil {
+		t.Fatal(err)
+	}
 	indented := func() string {
 		var m map[string]any
 		json.Unmarshal([]byte(old), &m)
@@ -84,6 +88,7 @@ func TestOpen(t *testing.T) {
 		wantErr error // nil: want the payload back
 	}{
 		{name: "a file the old code wrote", file: old, field: "entry"},
+		{name: "what Seal writes", file: string(sealed), field: "entry"},
 		{name: "re-indented by hand", file: indented, field: "entry"},
 		{name: "a changed value", file: strings.Replace(old, "1.5", "2.5", 1), field: "entry", wantErr: ErrChecksum},
 		{name: "a changed checksum", file: strings.Replace(old, `"sha256":"`, `"sha256":"0`, 1), field: "entry", wantErr: ErrChecksum},
@@ -117,24 +122,8 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-func TestSealOpenRoundTrip(t *testing.T) {
-	v := ratios{Key: "k", Ratios: []float64{0.25}}
-	b, err := Seal("entry", v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Open(b, "entry")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back ratios
-	if err := json.Unmarshal(got, &back); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(v, back); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s", diff)
-	}
+func TestSealRefusesWhatJSONCannotHold(t *testing.T) {
 	if _, err := Seal("entry", func() {}); err == nil {
-		t.Error("Seal of a value JSON cannot hold succeeded")
+		t.Error("Seal of a func succeeded")
 	}
 }
