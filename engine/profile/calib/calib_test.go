@@ -150,21 +150,7 @@ func TestSwitch(t *testing.T) {
 // TestRecalibrateReproducesMeasurement: after calibrating a single device
 // with its measured time, Halda's recomputed prediction equals the median.
 func TestRecalibrateReproducesMeasurement(t *testing.T) {
-	d := base()
-	d.Name = "me"
-	d.LinkSec = nil
-	p := halda.Problem{
-		Devices: []halda.Device{d},
-		Model: halda.Model{
-			Layers: 8, LayerBytes: map[string]int64{"q4_k": 100 << 20}, LayerFlops: map[string]float64{"q4_k": 2e8},
-			InputBytes: 10 << 20, OutputBytes: 10 << 20, OutputFlops: map[string]float64{"q4_k": 2e7},
-			Vocab: 1000, Embedding: 1024, KVBytesPerToken: 1024, ContextTokens: 256,
-		},
-	}
-	plan, err := halda.Solve(p, lpsolve.Solver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, plan := singleDevice(t)
 	measured := plan.PredictedMs * 1.37 / 1e3
 	var c Calibrator
 	for range 5 {
