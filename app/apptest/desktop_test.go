@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/internal/testlog"
 )
 
 var desktopOnce struct {
@@ -247,7 +248,7 @@ for i in $(seq 100); do dbus-send --session --print-reply --dest=org.freedesktop
 echo $! > %q
 wait $!
 `, disp, n.Home, busFile, bin, pidFile)
-	var log syncBuffer
+	var log testlog.Buffer
 	sess := n.inNS(context.Background(), "dbus-run-session", "--", "bash", "-c", script)
 	sess.Stdout, sess.Stderr = &log, &log
 	if err := sess.Start(); err != nil {

@@ -1,7 +1,6 @@
 package apptest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,31 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/internal/testlog"
 )
-
-// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestAppWithoutSessionBus starts `homering` with no command (the agent with
 // a tray) where no tray can exist: without a D-Bus session, and with a bus
@@ -59,7 +40,7 @@ func TestAppWithoutSessionBus(t *testing.T) {
 			if tc.bus != "" {
 				envv = append(envv, "DBUS_SESSION_BUS_ADDRESS="+tc.bus)
 			}
-			var log syncBuffer
+			var log testlog.Buffer
 			cmd := n.inNS(context.Background(), n.env.Bin)
 			cmd.Env, cmd.Stdout, cmd.Stderr = envv, &log, &log
 			if err := cmd.Start(); err != nil {

@@ -9,9 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"homering/internal/testlog"
 )
 
 // BenchmarkRingMemory measures what a ring job costs each device in
@@ -25,7 +26,7 @@ import (
 // ../../testdata/models/llama-1g-Q8_0.gguf.
 func BenchmarkRingMemory(b *testing.B) {
 	model := benchModel()
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	// The children's stderr reaches the supervisor's log at debug level:
 	// the head's memory line is read from there.
 	o := Options{Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
@@ -84,29 +85,6 @@ func BenchmarkRingMemory(b *testing.B) {
 		job("warm2") // memory the head keeps across jobs shows here
 		job("warm3")
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lockedBuffer) Reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Reset()
 }
 
 var memKV = regexp.MustCompile(`([a-z_]+_mb)=(-?[0-9.]+)`)

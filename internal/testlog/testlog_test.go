@@ -19,3 +19,27 @@ func TestWriteAfterEndIsDropped(t *testing.T) {
 		t.Fatalf("write after the end = %d, %v", n, err)
 	}
 }
+
+// Buffer keeps every write of concurrent writers whole, and Reset empties it.
+func TestBufferConcurrentWrites(t *testing.T) {
+	var b Buffer
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 100 {
+				fmt.Fprint(&b, "0123456789")
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if got := len(b.String()); got != 4*100*10 {
+		t.Errorf("buffer holds %d bytes, want %d", got, 4*100*10)
+	}
+	b.Reset()
+	if got := b.String(); got != "" {
+		t.Errorf("after Reset the buffer holds %q", got)
+	}
+}

@@ -131,29 +131,11 @@ func TestHelloOverPipe(t *testing.T) {
 	}
 }
 
-// syncBuf collects log output from several goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type node struct {
 	id     *identity.Identity
 	ep     *Endpoint
 	addr   string
-	logs   *syncBuf
+	logs   *testlog.Buffer
 	mu     sync.Mutex
 	paired map[identity.DeviceID]bool
 	window bool
@@ -166,7 +148,7 @@ func newNode(t *testing.T, name string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{id: id, logs: &syncBuf{}, paired: map[identity.DeviceID]bool{}, got: make(chan *Conn, 4)}
+	n := &node{id: id, logs: &testlog.Buffer{}, paired: map[identity.DeviceID]bool{}, got: make(chan *Conn, 4)}
 	n.ep = New(Config{
 		Identity: id,
 		Hello:    func() Hello { return Hello{ProtoMin: 1, ProtoMax: 1, App: "test", Name: name} },
