@@ -60,7 +60,7 @@ func run(args []string, out io.Writer) error {
 	}
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "model\tthreads\tphase\tours tok/s\tllama.cpp tok/s\tours/llama.cpp\tours tok/cpu-s\tllama.cpp tok/cpu-s\tours/llama.cpp\t\n")
+	fmt.Fprintf(tw, "model\tthreads\tphase\tours tok/s\tllama.cpp tok/s\tours/llama.cpp\tpairs ours faster\tours tok/cpu-s\tllama.cpp tok/cpu-s\tours/llama.cpp\t\n")
 	for _, path := range c.models {
 		for _, th := range c.threads {
 			r, err := measure(path, th, c)
@@ -70,10 +70,10 @@ func run(args []string, out io.Writer) error {
 			name := filepath.Base(path)
 			fmt.Fprintf(os.Stderr, "enginebench: %s, %d threads: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s\n",
 				name, th, r.ours.prefill, r.ref.prefill, r.ours.decode, r.ref.decode)
-			fmt.Fprintf(tw, "%s\t%d\tprefill %d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2f\t\n", name, th, c.prefill,
-				r.ours.prefill, r.ref.prefill, r.ratio.prefill, r.oursCPU.prefill, r.refCPU.prefill, r.ratioCPU.prefill)
-			fmt.Fprintf(tw, "%s\t%d\tdecode %d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", name, th, c.decode,
-				r.ours.decode, r.ref.decode, r.ratio.decode, r.oursCPU.decode, r.refCPU.decode, r.ratioCPU.decode)
+			fmt.Fprintf(tw, "%s\t%d\tprefill %d\t%.1f\t%.1f\t%.2f\t%d/%d\t%.1f\t%.1f\t%.2f\t\n", name, th, c.prefill,
+				r.ours.prefill, r.ref.prefill, r.ratio.prefill, r.faster[0], c.reps, r.oursCPU.prefill, r.refCPU.prefill, r.ratioCPU.prefill)
+			fmt.Fprintf(tw, "%s\t%d\tdecode %d\t%.2f\t%.2f\t%.2f\t%d/%d\t%.2f\t%.2f\t%.2f\t\n", name, th, c.decode,
+				r.ours.decode, r.ref.decode, r.ratio.decode, r.faster[1], c.reps, r.oursCPU.decode, r.refCPU.decode, r.ratioCPU.decode)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -81,7 +81,8 @@ func run(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "(medians of %d runs each, engines alternating; tok/s = tokens / wall time of the phase;\n"+
 		" tok/cpu-s = tokens / CPU time of the whole process in the phase, which a busy machine disturbs less;\n"+
-		" ours/llama.cpp = median of the ratios of back-to-back pairs, one pair per run)\n", c.reps)
+		" ours/llama.cpp = median of the ratios of back-to-back pairs, one pair per run;\n"+
+		" pairs ours faster = in how many of those pairs our engine took less wall time)\n", c.reps)
 	return nil
 }
 
@@ -92,7 +93,12 @@ type speeds struct{ prefill, decode float64 } // tokens per second
 // pair. A ratio of medians would compare runs minutes apart; on a shared
 // machine whose load swings by 2x within a minute that is mostly noise, while
 // the two halves of a pair see about the same load.
-type result struct{ ours, ref, oursCPU, refCPU, ratio, ratioCPU speeds }
+// faster counts the pairs (prefill, decode) in which ours took less wall
+// time: with the median it tells a real gap from the noise of a few pairs.
+type result struct {
+	ours, ref, oursCPU, refCPU, ratio, ratioCPU speeds
+	faster                                      [2]int
+}
 
 // engine is the part of each engine the benchmark drives.
 type engine interface {
@@ -206,7 +212,16 @@ func measure(path string, threads int, c config) (result, error) {
 		}
 		return medianFloat(rs)
 	}
+	var faster [2]int
+	for ph := range 2 {
+		for k := range times[0][ph] {
+			if times[0][ph][k] < times[1][ph][k] {
+				faster[ph]++
+			}
+		}
+	}
 	return result{
+		faster:   faster,
 		ours:     speeds{tps(c.prefill, times[0][0]), tps(c.decode, times[0][1])},
 		ref:      speeds{tps(c.prefill, times[1][0]), tps(c.decode, times[1][1])},
 		oursCPU:  speeds{tps(c.prefill, cpus[0][0]), tps(c.decode, cpus[0][1])},
