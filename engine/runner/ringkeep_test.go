@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	crand "crypto/rand"
 	"fmt"
 	"os"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"homering/discovery/identity"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring/wire"
 )
@@ -304,28 +302,10 @@ func TestSamePlan(t *testing.T) {
 // same tokens. It reports the medians and fresh/kept.
 // HOMERING_BENCH_MODEL names a bigger model (see BenchmarkRingDecode).
 func BenchmarkRingKeep(b *testing.B) {
-	model := smallModel
-	if m := os.Getenv(benchModelEnv); m != "" {
-		model = m
-	}
-	dev := func() *device {
-		d := &device{dir: b.TempDir(), cache: b.TempDir()}
-		ident, err := identity.LoadOrCreate(d.dir, time.Now(), crand.Reader)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d.id = ident.ID.String()
-		d.sup = New(Options{Command: childCommand})
-		b.Cleanup(func() { d.sup.Close() })
-		return d
-	}
-	head, w1, w2 := dev(), dev(), dev()
+	model := benchModel()
+	head, w1, w2 := newDeviceWith(b, Options{}), newDeviceWith(b, Options{}), newDeviceWith(b, Options{})
 	for _, w := range []*device{w1, w2} {
-		addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: []string{head.id, w1.id, w2.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.addr = addr
+		serveRing(b, w, head, w1, w2)
 	}
 	lp := LoadParams{Model: model, NCtx: 1024, Threads: 1}
 	layers, nEmbd := modelShape(b, model)
