@@ -127,7 +127,8 @@
 // in KV caches and compute buffers, or whose available memory falls
 // below 5%, lets the job go at once (checked every second while idle).
 // A worker asked for a job by another head ends an idle job rather than
-// refuse; a worker holds an idle job 10 minutes at most. The parent ends a
+// refuse (and waits up to a second for a busy one that may be ending
+// before it refuses); a worker holds an idle job 10 minutes at most. The parent ends a
 // kept job at once with
 //
 //	{"id":9,"op":"ring_end"}  →  {"id":9,"type":"ended"}

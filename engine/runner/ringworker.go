@@ -194,8 +194,14 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 			// Ending already (its head said goodbye): wait for its
 			// windows to close rather than refuse.
 		default:
-			refuse("this device is serving another head's job")
-			return
+			// Its head's goodbye may be on its way (its links are not
+			// this one): wait a moment before refusing.
+			select {
+			case <-old.done:
+			case <-time.After(endingWait):
+				refuse("this device is serving another head's job")
+				return
+			}
 		}
 		old.cancel()
 		<-old.done
@@ -236,6 +242,12 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 		s.mu.Unlock()
 	}()
 }
+
+// endingWait is how long a worker asked for a job while it serves another
+// head's waits for that job to end before refusing: a head that has just
+// finished says goodbye on its own link, which may be read after the next
+// head's job start.
+const endingWait = time.Second
 
 // workerJob is one ring job on a worker.
 type workerJob struct {
