@@ -21,7 +21,7 @@ type RingParams struct {
 	Peers      []RingPeer `json:"peers"`                 // every worker of the plan
 	Identity   string     `json:"identity"`              // config dir holding this device's certificate and key
 	NoPrefetch bool       `json:"no_prefetch,omitempty"` // never prefetch the next window (bench/ring case e)
-	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (a worker silent for 3 ticks is lost)
+	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (silence limits count ticks: engine/ring's doc)
 	// KeepMS holds the job idle this long after the request (0: it ends
 	// with the request; at most an hour): the next request with the same
 	// plan, peers and settings reuses it: no new job, and the prefill

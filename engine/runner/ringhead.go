@@ -29,9 +29,10 @@ import (
 // AppName goes into the transport Hello of ring links.
 const AppName = "homering-runner"
 
-// defaultTick is the ring's tick: a worker silent for 3 ticks is lost.
-// Long enough that a loaded machine is not mistaken for a dead one; a
-// killed process is noticed at once anyway (its links close).
+// defaultTick is the ring's tick, the unit of silence detection (a peer is
+// lost after 3 to 12 silent ticks: engine/ring's doc, "Silence"). Long
+// enough that a loaded machine is not mistaken for a dead one; a killed
+// process is noticed at once anyway (its links close).
 const defaultTick = 500 * time.Millisecond
 
 // prefillChunk is the most tokens one forward pass carries (a window
