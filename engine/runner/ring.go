@@ -217,20 +217,6 @@ func (s *Supervisor) EndRingJob(ctx context.Context) error {
 		return nil // no child, no job: the next call notices the death
 	default:
 	}
-	id := s.id()
-	if err := s.p.send(Request{ID: id, Op: OpRingEnd}); err != nil {
-		return s.dead("ending the kept ring job")
-	}
-	for {
-		ev, err := s.next(ctx, "ending the kept ring job")
-		if err != nil {
-			return err
-		}
-		if ev.ID == id {
-			if ev.Type == EvError {
-				return &RequestError{Code: ev.Code, Text: ev.Error}
-			}
-			return nil
-		}
-	}
+	_, err := s.request(ctx, OpRingEnd, "ending the kept ring job")
+	return err
 }

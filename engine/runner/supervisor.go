@@ -408,21 +408,32 @@ func (s *Supervisor) Unload(ctx context.Context) error {
 	if s.p == nil {
 		return nil
 	}
+	answered, err := s.request(ctx, OpUnload, "unloading")
+	if answered {
+		s.model = LoadParams{}
+	}
+	return err
+}
+
+// request sends op to the child and waits for its answer; s locked, with a
+// child. answered is false when none came (the child died, or ctx ended and
+// the child is left to the caller); an answer that is an error is a
+// *RequestError.
+func (s *Supervisor) request(ctx context.Context, op, during string) (answered bool, err error) {
 	id := s.id()
-	if err := s.p.send(Request{ID: id, Op: OpUnload}); err != nil {
-		return s.dead("unloading")
+	if err := s.p.send(Request{ID: id, Op: op}); err != nil {
+		return false, s.dead(during)
 	}
 	for {
-		ev, err := s.next(ctx, "unloading")
+		ev, err := s.next(ctx, during)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if ev.ID == id {
-			s.model = LoadParams{}
 			if ev.Type == EvError {
-				return &RequestError{Code: ev.Code, Text: ev.Error}
+				return true, &RequestError{Code: ev.Code, Text: ev.Error}
 			}
-			return nil
+			return true, nil
 		}
 	}
 }
