@@ -160,7 +160,7 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 
 	var st Stats
 	st.PromptTokens = len(toks)
-	keep := commonPrefix(h.cached, toks)
+	keep := CommonPrefix(h.cached, toks)
 	if keep == len(toks) {
 		keep-- // the last prompt token must be evaluated for its logits
 	}
@@ -219,7 +219,9 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 	}
 }
 
-func commonPrefix(a, b []int32) int {
+// CommonPrefix is how many leading tokens a and b share: how much of a KV
+// cache holding a another request with b can keep.
+func CommonPrefix(a, b []int32) int {
 	n := 0
 	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"homering/engine/head"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/wire"
@@ -95,15 +96,6 @@ func keptContext(nCtx, prompt, maxTokens int) int {
 	return min(nCtx, (size+31)/32*32)
 }
 
-// commonPrefix is how many leading tokens a and b share.
-func commonPrefix(a, b []int32) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
 // keptPrefix is where a request with prompt toks resumes on a kept job
 // whose caches hold kv, the first exact of them computed in full passes of
 // keptRows from position 0: the end of the last such pass whose tokens
@@ -113,7 +105,7 @@ func keptPrefix(kv, toks []int32, exact, keptRows, rows int) int {
 	if rows <= 0 || rows != keptRows {
 		return 0
 	}
-	keep := min(commonPrefix(kv, toks), exact) / rows * rows
+	keep := min(head.CommonPrefix(kv, toks), exact) / rows * rows
 	if keep >= len(toks) {
 		keep -= rows
 	}
