@@ -225,7 +225,8 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 }
 
 // adopt keeps the last plan for the same model and options while its
-// devices are all still there and the new one is no clear gain: a device
+// devices are all still there and the new one is no clear gain, both
+// scored with this request's profiles: a device
 // that joins is used from the next request only when worth a re-prefill,
 // and the runner's kept job (ringKeep), whose plan must not change, serves
 // the conversation's next turn. When every device is asked for, the last
@@ -244,10 +245,16 @@ func (b *chatBackend) adopt(key string, p halda.Problem, plan halda.Plan) halda.
 			return plan // a device of the last plan is gone
 		}
 	}
-	if ring.Adopt(b.ring.plan.PredictedMs, plan.PredictedMs) {
+	// The last plan's prediction was made with the profiles of then:
+	// score it again with this request's (calibration moves them after
+	// every chat) so that the two compare alike. Else a ring whose plan
+	// only ties (three devices in either order) would be re-planned, its
+	// kept job dropped, whenever calibration made the new prediction lower.
+	last, err := halda.Rescore(p, b.ring.plan)
+	if err != nil || ring.Adopt(last.PredictedMs, plan.PredictedMs) {
 		return plan
 	}
-	return b.ring.plan
+	return last
 }
 
 func (b *chatBackend) wirePlan(plan halda.Plan, nEmbd int) (*wire.Plan, error) {

@@ -800,3 +800,45 @@ func (q *prob) plan(c *cand, dropped []Dropped, st Stats) Plan {
 	}
 	return pl
 }
+
+// Rescore predicts plan's time per token under p: the same devices, order,
+// rounds and windows, scored with p's profiles. A plan made earlier was
+// scored with the profiles of then; comparing it with a fresh plan is fair
+// only when both are scored alike (calibration moves the coefficients
+// between two requests). Errors wrap ErrInvalidProblem when p is invalid
+// or plan does not fit it (a device p lacks, windows that do not cover the
+// model's layers in K rounds).
+func Rescore(p Problem, plan Plan) (Plan, error) {
+	q, err := prepare(p)
+	if err != nil {
+		return Plan{}, err
+	}
+	if plan.K < 1 || len(plan.Ring) == 0 || q.L%plan.K != 0 {
+		return Plan{}, invalid("plan.k", "is %d for %d layers and %d devices; a plan runs K ≥ 1 rounds dividing the layers", plan.K, q.L, len(plan.Ring))
+	}
+	index := map[string]int{}
+	for i, d := range q.devs {
+		index[d.Name] = i
+	}
+	c := &cand{k: plan.K}
+	sum := 0
+	for p, a := range plan.Ring {
+		i, ok := index[a.Device]
+		switch {
+		case !ok:
+			return Plan{}, invalid("plan.ring", "has device %q, which the problem lacks", a.Device)
+		case (p == 0) != (i == 0):
+			return Plan{}, invalid("plan.ring", "starts with %q; a plan's ring starts with the problem's head, %q", plan.Ring[0].Device, q.devs[0].Name)
+		case slices.Contains(c.ring, i):
+			return Plan{}, invalid("plan.ring", "lists device %q twice", a.Device)
+		case a.W < 0 || a.N < 0 || a.N > a.W:
+			return Plan{}, invalid("plan.ring", "gives device %q %d layers a round, %d on the GPU", a.Device, a.W, a.N)
+		}
+		c.ring, c.w, c.n = append(c.ring, i), append(c.w, a.W), append(c.n, a.N)
+		sum += a.W
+	}
+	if sum*plan.K != q.L {
+		return Plan{}, invalid("plan.ring", "covers %d layers in %d rounds of %d; the model has %d", sum*plan.K, plan.K, sum, q.L)
+	}
+	return q.plan(c, plan.Dropped, plan.Stats), nil
+}

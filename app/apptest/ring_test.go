@@ -293,7 +293,8 @@ func TestRing(t *testing.T) {
 
 	t.Run("the next turn on the same ring reuses its job", func(t *testing.T) {
 		// The head holds the last chat's ring job (k=2 over six one-layer
-		// windows: the plan cannot change) for the next turn: the same
+		// windows: a new plan could only order the devices otherwise, which
+		// ties, so the last plan is kept) for the next turn: the same
 		// conversation again runs on it, no new job, and gives the same
 		// reply. (A prompt this short, under one 512-token prefill pass, is
 		// prefilled again: engine/runner keeps only whole passes.)
