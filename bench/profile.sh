@@ -7,15 +7,19 @@
 # single-device prediction from it (`homering plan --devices me.json --model M
 # --context 256 --rounds 1`: the KV length the engine pads to, and one window
 # per token, which is what is measured), and a measured decode (one window
-# [0, L) of engine/ggml, median ms/token after two warm-up steps). "predicted"/"measured" are the medians over reps; "spread" is the
+# [0, L) of engine/ggml, median ms/token of its steps after two warm-up
+# steps). "predicted"/"measured" are the medians over reps; "spread" is the
 # measured reps' (max − min)/median, the noise. Then calibration as the
 # agent does it (engine/profile/calib, app/profile_calib.go): one profile
 # (the median rep's, standing for the agent's cached one) calibrated with
-# the median of the ratios of measured to its predicted ms, one per token
-# of every rep's decode (calib.Ratio, FromRatios), re-planned, and compared
-# with the median of a second decode each rep runs right after the first,
-# held out (seconds apart, so the shared machine's drift over minutes does
-# not pose as calibration error).
+# the median of the ratios of measured to its predicted ms, one per
+# calibration step (calib.Ratio, FromRatios), re-planned, and compared with
+# the median of the held-out steps. Each rep decodes 2 x tokens steps, which
+# alternate: calibration, held out, calibration, ... so that the shared
+# machine's changes of speed (two runs of 12 steps seconds apart differed
+# by up to 14% either way) hit both alike and do not pose as calibration
+# error. Like the agent, which predicts the next step from those just
+# before it (rolling medians).
 #
 # Targets: whole model resident ±15% before calibration and ±5% after, for 1
 # and 2 threads; under a memory cgroup smaller than the model (weights read
@@ -32,8 +36,8 @@
 # needs an engine that keeps a fixed part resident: not measured here.
 #
 # Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
-# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 5 tokens (each rep's
-# first decode calibrates, its second is held out), and the cgroup row with 2 reps of 2
+# BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 5 + 5 tokens
+# (calibration and held out), and the cgroup row with 2 reps of 2 + 2
 # tokens. BENCH_REPS, BENCH_TOKENS override. The machine is shared: the
 # load average is printed; the per-rep values show the noise.
 set -euo pipefail
