@@ -84,6 +84,14 @@
 //     hashing and mapping a slice is the heaviest work of a job. A silence
 //     then is remembered like any other: a peer that went quiet under load
 //     may well do so again while serving.
+//   - Across jobs: a new session knows nothing of its peers, so a peer's
+//     first silence in it would meet the floor of 3 ticks. The runner
+//     carries what earlier jobs learned: Gaps, at a job's end, lists the
+//     silences each peer ended in the last GapWindow ticks (length and
+//     age); Seed gives a new session such lengths per peer, and for its
+//     first GapWindow ticks with a plan Up (preparing may take minutes)
+//     the largest counts as one of the peer's own gaps. A peer that
+//     really hangs is still lost within SilenceCap.
 //
 // A device that joins is adopted only between requests and only when
 // Adopt(current, candidate) holds: the predicted cost with it is below

@@ -45,6 +45,8 @@ type Session struct {
 	watched map[string]*silence // per watched peer: its silence so far
 	rtt     map[string]int      // ms, per peer; 0 until measured
 	gaps    map[string][]gap    // per peer, silences it ended lately (longer than a tick)
+	seeds   map[string]int      // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
+	upTicks int                 // ticks with a plan Up: seeds count for the first GapWindow
 
 	expect key  // the next input this device accepts
 	busy   bool // a Compute is out
@@ -72,7 +74,41 @@ type gap struct{ at, ticks int }
 
 // New returns a session for device self, Down; tickMs is the period of Tick.
 func New(self string, tickMs int) *Session {
-	return &Session{self: self, tickMs: tickMs, watched: map[string]*silence{}, rtt: map[string]int{}, gaps: map[string][]gap{}}
+	return &Session{self: self, tickMs: tickMs, watched: map[string]*silence{}, rtt: map[string]int{}, gaps: map[string][]gap{}, seeds: map[string]int{}}
+}
+
+// Gap is a silence a peer ended (doc.go, "Silence"): how many ticks it
+// lasted and how many ticks ago it ended.
+type Gap struct {
+	Ticks int
+	Age   int
+}
+
+// Seed gives the session the silences (in ticks of its own tick) that peer
+// ended in earlier jobs: for the session's first GapWindow ticks with a
+// plan Up (preparing one may take long), the peer's silence limit counts
+// the largest as one of its own gaps. So a new job does not start with no
+// history and take a peer that is often quiet (starved, paging) for lost
+// at its first silence. Non-positive ticks are ignored.
+func (s *Session) Seed(peer string, ticks ...int) {
+	for _, t := range ticks {
+		s.seeds[peer] = max(s.seeds[peer], t)
+	}
+}
+
+// Gaps returns, per peer, the silences this session saw it end in the last
+// GapWindow ticks, oldest first: what the next job's session may be seeded
+// with. Seeds are not among them (they came from elsewhere).
+func (s *Session) Gaps() map[string][]Gap {
+	out := map[string][]Gap{}
+	for id, gs := range s.gaps {
+		for _, g := range gs {
+			if age := s.now - g.at; age <= GapWindow {
+				out[id] = append(out[id], Gap{Ticks: g.ticks, Age: age})
+			}
+		}
+	}
+	return out
 }
 
 // Busy reports whether a Compute of this device is out.
@@ -164,6 +200,9 @@ func (s *Session) Step(ev Event) []Action {
 
 func (s *Session) tick(t Tick) []Action {
 	s.now++
+	if s.state == Up {
+		s.upTicks++
+	}
 	// A late tick means this device itself did not run (starved, paging):
 	// the peers' answers may be waiting unread, so it is not their silence.
 	late := s.tickMs > 0 && t.GapMs > LateTicks*s.tickMs
@@ -207,6 +246,9 @@ func (s *Session) silenceLimit(id string) int {
 		return SilenceCap
 	}
 	largest := 0
+	if s.upTicks <= GapWindow {
+		largest = s.seeds[id]
+	}
 	for _, g := range s.gaps[id] {
 		if s.now-g.at <= GapWindow {
 			largest = max(largest, g.ticks)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"homering/engine/ring/wire"
 )
 
@@ -127,34 +129,101 @@ func TestSilence(t *testing.T) {
 		{"worker: the head preparing gets the cap", worker(false), ticks(12, ""), 12, "head a lost: silent for 12 ticks (limit 12)"},
 		{"worker: the head serving gets 3 ticks", worker(true), ticks(3, ""), 3, "head a lost: silent for 3 ticks (limit 3)"},
 		{"worker: late ticks do not count", worker(true), c(late(3), ticks(2, "")), 0, ""},
+		// Across jobs (seeds): a new job's session knows what earlier jobs
+		// in the same process saw of its peers. 3 ticks are a 1.5 s stall
+		// at the runner's 500 ms tick.
+		{"second job: a stall at its start after one in the first job is no loss", secondJob(c(ticks(2, "c"), ticks(1, "bc"))), c(ticks(3, "c"), ticks(1, "bc"), ticks(5, "bc")), 0, ""},
+		{"second job: the same stall without history is a loss", secondJob(ticks(5, "bc")), ticks(3, "c"), 3, "b lost: silent for 3 ticks (limit 3)"},
+		{"seeded: a peer that hangs is lost at twice the seed", seeded(head(true), "b", 2), ticks(4, "c"), 4, "silent for 4 ticks (limit 4)"},
+		{"seeded: a peer that hangs is still lost within the cap", seeded(head(true), "b", 9, 2), ticks(12, "c"), 12, "silent for 12 ticks (limit 12)"},
+		{"seeded: a seed for another peer changes nothing", seeded(head(true), "c", 5), ticks(3, "c"), 3, "b lost: silent for 3 ticks (limit 3)"},
+		{"seeded: seeds count for the first 120 ticks", seeded(head(true), "b", 2), c(ticks(116, "bc"), ticks(2, "c"), ticks(1, "bc")), 0, ""},
+		{"seeded: then they are forgotten", seeded(head(true), "b", 2), c(ticks(120, "bc"), ticks(3, "c")), 122, "silent for 3 ticks (limit 3)"},
+		{"seeded: a long preparation does not use them up", seeded(head(false), "b", 2), c(ticks(130, "bc"), acked, ticks(2, "c"), ticks(1, "bc")), 0, ""},
+		{"seeded: a longer gap of its own raises the limit further", seeded(head(true), "b", 3), c(ticks(5, "c"), ticks(1, "bc"), ticks(8, "c")), 0, ""},
+		{"worker: a seeded head's stall is no loss", seeded(worker(true), "a", 2), c(ticks(3, ""), ticks(1, "a")), 0, ""},
+		{"worker: unseeded, the same stall is a loss", worker(true), ticks(3, ""), 3, "head a lost: silent for 3 ticks (limit 3)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := tt.s
-			lostAt, reason := 0, ""
-			for i, st := range tt.steps {
-				var out []Action
-				for _, p := range strings.Split(st.heard, "") {
-					out = append(out, s.Step(Heard{From: p, RTTMs: st.rtt})...)
-				}
-				if st.ack {
-					out = append(out, s.Step(FrameIn{From: "b", Msg: &wire.PlanAck{Plan: 1}})...)
-				}
-				out = append(out, s.Step(Tick{GapMs: st.gapMs})...)
-				for _, a := range out {
-					switch a := a.(type) {
-					case Replan:
-						lostAt, reason = i+1, a.Reason
-					case EndJob:
-						lostAt, reason = i+1, a.Reason
-					}
-				}
-				if lostAt > 0 {
-					break
-				}
-			}
+			lostAt, reason := runSteps(tt.s, tt.steps)
 			if lostAt != tt.lostAt || !strings.Contains(reason, tt.reason) {
 				t.Errorf("lost at step %d (%q), want step %d (%q)", lostAt, reason, tt.lostAt, tt.reason)
+			}
+		})
+	}
+}
+
+// runSteps steps s through steps until a peer is lost; it returns the
+// 1-based step that lost it (0: none) and why.
+func runSteps(s *Session, steps []step) (lostAt int, reason string) {
+	for i, st := range steps {
+		var out []Action
+		for _, p := range strings.Split(st.heard, "") {
+			out = append(out, s.Step(Heard{From: p, RTTMs: st.rtt})...)
+		}
+		if st.ack {
+			out = append(out, s.Step(FrameIn{From: "b", Msg: &wire.PlanAck{Plan: 1}})...)
+		}
+		out = append(out, s.Step(Tick{GapMs: st.gapMs})...)
+		for _, a := range out {
+			switch a := a.(type) {
+			case Replan:
+				return i + 1, a.Reason
+			case EndJob:
+				return i + 1, a.Reason
+			}
+		}
+	}
+	return 0, ""
+}
+
+// seeded seeds s with silences peer ended in earlier jobs.
+func seeded(s *Session, peer string, ticks ...int) *Session {
+	s.Seed(peer, ticks...)
+	return s
+}
+
+// secondJob runs a first job's head through first, then returns a new
+// head seeded with what the first one's Gaps report, as the runner does.
+func secondJob(first []step) *Session {
+	s := head(true)
+	runSteps(s, first)
+	next := head(true)
+	for id, gs := range s.Gaps() {
+		for _, g := range gs {
+			next.Seed(id, g.Ticks)
+		}
+	}
+	return next
+}
+
+// What a job's session hands on: the silences each peer ended in the last
+// GapWindow ticks, with their age; not the seeds it was given.
+func TestGaps(t *testing.T) {
+	c := slices.Concat[[]step, step]
+	tests := []struct {
+		name  string
+		s     *Session
+		steps []step
+		want  map[string][]Gap
+	}{
+		{"none", head(true), ticks(10, "bc"), map[string][]Gap{}},
+		{"a silence of one tick is no gap", head(true), c(ticks(1, "c"), ticks(3, "bc")), map[string][]Gap{}},
+		{"one gap, 11 ticks old", head(true), c(ticks(2, "c"), ticks(11, "bc")), map[string][]Gap{"b": {{Ticks: 2, Age: 11}}}},
+		// The tick a peer answers in counts one tick of its next silence.
+		{"oldest first", head(true), c(ticks(2, "c"), ticks(1, "bc"), ticks(2, "c"), ticks(4, "bc")), map[string][]Gap{"b": {{Ticks: 2, Age: 7}, {Ticks: 3, Age: 4}}}},
+		{"per peer", head(true), c(ticks(2, "c"), ticks(1, "bc"), ticks(1, "b"), ticks(5, "bc")), map[string][]Gap{"b": {{Ticks: 2, Age: 7}}, "c": {{Ticks: 2, Age: 5}}}},
+		{"seeds are not handed on", seeded(head(true), "c", 5), ticks(3, "bc"), map[string][]Gap{}},
+		{"120 ticks old: still there", head(true), c(ticks(2, "c"), ticks(120, "bc")), map[string][]Gap{"b": {{Ticks: 2, Age: 120}}}},
+		{"older: gone", head(true), c(ticks(2, "c"), ticks(121, "bc")), map[string][]Gap{}},
+		{"worker: the head's gaps", worker(true), c(ticks(2, ""), ticks(4, "a")), map[string][]Gap{"a": {{Ticks: 2, Age: 4}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runSteps(tt.s, tt.steps)
+			if diff := cmp.Diff(tt.want, tt.s.Gaps()); diff != "" {
+				t.Errorf("Gaps (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -19,7 +19,9 @@
 // answer before a tick 3 periods after the previous one); dup A->B; capture A->B; hold A->B [Kind] (the next frame, of a kind
 // such as Commit, waits for replay); replay; inject A->B seq=N r=N [layers=a-b]
 // [nembd=N] [plan=N]; join DEV candidate=MS current=MS; done; state; silence (each
-// watched peer's silence and limit, in ticks).
+// watched peer's silence and limit, in ticks); seed DEV PEER=TICKS… (silences
+// earlier jobs saw PEER end: Session.Seed); gaps (what each session would
+// hand on: Session.Gaps).
 //
 // RunFile parses the format (command line, "----", expected output up to a
 // blank line; '#' comments) with the standard library and rewrites the

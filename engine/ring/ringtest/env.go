@@ -2,6 +2,7 @@ package ringtest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,25 @@ func (e *Env) handle(c Cmd) error {
 		for _, a := range c.Args {
 			id, v, _ := strings.Cut(a, "=")
 			e.devs[id].slow = atoi(v)
+		}
+	case "seed":
+		// seed DEV PEER=TICKS…: what earlier jobs saw PEER's silences last.
+		d, ok := e.devs[c.Args[0]]
+		if !ok {
+			return fmt.Errorf("seed: no device %q", c.Args[0])
+		}
+		for _, a := range c.Args[1:] {
+			id, v, _ := strings.Cut(a, "=")
+			d.s.Seed(id, atoi(v))
+		}
+	case "gaps":
+		for _, id := range e.ids() {
+			gs := e.devs[id].s.Gaps()
+			for _, o := range slices.Sorted(maps.Keys(gs)) {
+				for _, g := range gs[o] {
+					fmt.Fprintf(&e.out, "%s: %s ended a silence of %d ticks %d ticks ago\n", id, o, g.Ticks, g.Age)
+				}
+			}
 		}
 	case "rtt":
 		for _, a := range c.Args {
