@@ -80,6 +80,8 @@ type child struct {
 
 	srv     *server // worker side, nil when not serving; touched by handle only
 	serveID uint64
+
+	gaps gapBook // peers' silences in earlier ring jobs, head and worker (ringgaps.go)
 }
 
 func (c *child) send(ev Event) error {
@@ -139,7 +141,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		c.stopServing()
-		srv, err := startServer(ctx, *req.Serve, c.log)
+		srv, err := startServer(ctx, *req.Serve, &c.gaps, c.log)
 		if err != nil {
 			c.fail(req.ID, CodeRing, err)
 			return

@@ -78,9 +78,11 @@
 //	{"id":6,"op":"plan","target":5,"ring":{…}}  (the parent's answer)
 //	{"id":5,"type":"done","stats":{…,"devices":[…],"replans":1,"loss_to_token_ms":812}}
 //
-// When workers are lost (a link closes, a malformed frame, silence for
-// max(3 ticks, 4 × RTT), a worker that cannot be reached or refuses the
-// job) the child sends replan and waits for a plan request naming the
+// When workers are lost (a link closes, a malformed frame, silence past
+// its limit: engine/ring's doc, "Silence"; the limits of a new job start
+// from the silences earlier jobs of this process, head or worker, saw the
+// same peers end in the last 5 minutes, at most 8 per peer; a worker that
+// cannot be reached or refuses the job) the child sends replan and waits for a plan request naming the
 // generation: new ring parameters without those devices (the agent re-runs
 // Halda). It connects any new workers, installs the plan and re-prefills the
 // conversation so far from position 0: the prompt in the passes the first

@@ -205,6 +205,7 @@ type headJob struct {
 	exact    int                // of kvToks, the first exact positions were computed in full passes of rows from 0, as a fresh job does
 	rows     int                // the prefill pass size those passes had
 	hold     *idleHold          // while held idle
+	sess     *ring.Session      // the driver's; read only once the driver has stopped (end), then nil
 }
 
 func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
@@ -343,7 +344,13 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 		// outlive this request (kept).
 		jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		h.ctx, h.cancel = jctx, cancel
-		h.drv = driver.New(ring.New(h.self, int(h.tick/time.Millisecond)), h.eng, h.tick, h.log)
+		// The session's silence limits start from what earlier jobs of
+		// this process saw of the same peers (ringgaps.go).
+		h.sess = ring.New(h.self, int(h.tick/time.Millisecond))
+		if seeds := h.c.gaps.seed(h.sess, time.Now(), h.tick); len(seeds) > 0 {
+			h.log.Info("ring silence limits start from earlier jobs' gaps", "gap_ticks", seeds)
+		}
+		h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
 		h.drv.NoPrefetch = h.noPrefetch
 		h.runDone = make(chan error, 1)
 		go func() { h.runDone <- h.drv.Run(jctx) }()
@@ -659,6 +666,10 @@ func (h *headJob) end() {
 	h.cancel()
 	err := <-h.runDone
 	h.runDone <- err
+	if h.sess != nil { // the driver has stopped: the session is this goroutine's now
+		h.c.gaps.record(time.Now(), h.tick, h.sess.Gaps())
+		h.sess = nil
+	}
 	h.drv.CloseLinks()
 	for _, sc := range h.slices {
 		sc.Close()

@@ -32,6 +32,7 @@ type server struct {
 	log   *slog.Logger
 	allow map[string]bool
 	cache *slice.Cache // the slice cache, shared by the jobs (one at a time)
+	gaps  *gapBook     // the process's silence history, seeding each job's session
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Serve and every job have ended
@@ -42,7 +43,7 @@ type server struct {
 }
 
 // startServer listens and serves in the background.
-func startServer(ctx context.Context, sp ServeParams, log *slog.Logger) (*server, error) {
+func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.Logger) (*server, error) {
 	if sp.CacheDir == "" || sp.Identity == "" {
 		return nil, errors.New("runner: serve_ring needs an identity directory and a cache directory")
 	}
@@ -51,7 +52,7 @@ func startServer(ctx context.Context, sp ServeParams, log *slog.Logger) (*server
 		return nil, err
 	}
 	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[string]bool{}, done: make(chan struct{}),
-		cache: &slice.Cache{Dir: sp.CacheDir}}
+		cache: &slice.Cache{Dir: sp.CacheDir}, gaps: gaps}
 	for _, a := range sp.Allowed {
 		id, _, err := canonicalID(a)
 		if err != nil {
@@ -214,7 +215,12 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	// Tick as the head does, so both sides call the other lost after the
 	// same silence.
 	tick := time.Duration(js.TickMS) * time.Millisecond
-	j.drv = driver.New(ring.New(s.self, js.TickMS), j.eng, tick, j.log)
+	j.tick = tick
+	j.sess = ring.New(s.self, js.TickMS)
+	if seeds := s.gaps.seed(j.sess, time.Now(), tick); len(seeds) > 0 {
+		j.log.Info("ring silence limits start from earlier jobs' gaps", "gap_ticks", seeds)
+	}
+	j.drv = driver.New(j.sess, j.eng, tick, j.log)
 	j.drv.NoPrefetch = js.NoPrefetch
 	j.drv.Measure = j.eng.measures
 	j.drv.OnJobMsg = func(from string, m wire.Msg) {
@@ -261,6 +267,8 @@ type workerJob struct {
 	done   chan struct{}
 	log    *slog.Logger
 	drv    *driver.Driver
+	sess   *ring.Session // the driver's; read once the driver has stopped
+	tick   time.Duration // the session's tick
 	eng    *workerEngine
 
 	sliceConns chan *transport.Conn
@@ -368,6 +376,9 @@ loop:
 	}
 	j.cancel()
 	<-runDone
+	// The driver has stopped: what the session learned of the head's
+	// silences goes to the next job (ringgaps.go).
+	j.s.gaps.record(time.Now(), j.tick, j.sess.Gaps())
 	j.drv.CloseLinks()
 	j.eng.Close()
 	j.eng.closeSlices()
