@@ -13,6 +13,13 @@ import (
 
 // A worker whose link stays open but which answers nothing (a frozen
 // process) is lost after max(3 ticks, 4 × RTT) of silence.
+//
+// b is alive until the plan is up: it answers pings and acknowledges the
+// plan, and freezes once the head commits it. Were it silent from the
+// start, the head could lose it before Ready: b acknowledges at once while
+// the head still opens its own windows (slow on a loaded machine), and from
+// its acknowledgement on b has 3 ticks (60 ms here), not the preparing
+// allowance.
 func TestFrozenWorkerLostBySilence(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -22,18 +29,32 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	a := New(ring.New("a", 20), ea, 20*time.Millisecond, logger(t).With("device", "a"))
 	client, frozen := link(t, "a", "b")
 	a.AddConn(ctx, "b", client)
-	// b acknowledges the plan, then swallows everything without answering.
+	froze := make(chan time.Time, 1)
 	go func() {
+		up := true
 		for {
 			f, err := frozen.Recv()
 			if err != nil {
 				return
 			}
-			if m, err := wire.Decode(wire.Type(f.Type), f.Payload); err == nil {
-				if p, ok := m.(*wire.Plan); ok {
-					typ, b, _ := wire.Encode(&wire.PlanAck{Plan: p.ID})
-					_ = frozen.Send(transport.Frame{Type: transport.MsgType(typ), Payload: b})
-				}
+			if !up {
+				continue // frozen: swallows everything
+			}
+			if f.Type == transport.MsgPing {
+				_ = frozen.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload})
+				continue
+			}
+			m, err := wire.Decode(wire.Type(f.Type), f.Payload)
+			if err != nil {
+				continue
+			}
+			switch m := m.(type) {
+			case *wire.Plan:
+				typ, b, _ := wire.Encode(&wire.PlanAck{Plan: m.ID})
+				_ = frozen.Send(transport.Frame{Type: transport.MsgType(typ), Payload: b})
+			case *wire.Commit:
+				up = false
+				froze <- time.Now()
 			}
 		}
 	}()
@@ -41,7 +62,6 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 	plan := &wire.Plan{ID: 1, K: 1, Layers: ma.Info().NLayer, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
 		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 5)}}}}
-	start := time.Now()
 	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +70,7 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	if !strings.Contains(r.Reason, "silent") || len(r.Without) != 1 || r.Without[0] != "b" {
 		t.Errorf("Replan = %+v, want b lost by silence", r)
 	}
-	t.Logf("frozen worker lost after %v", time.Since(start))
+	t.Logf("frozen worker lost %v after it froze", time.Since(<-froze))
 	cancel()
 	<-done
 }
