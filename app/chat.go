@@ -49,8 +49,13 @@ type chatBackend struct {
 	prof *bgProfile
 	ring ringMemory
 
-	mu      sync.Mutex // guards running
-	running map[*chatRun]struct{}
+	mu        sync.Mutex // guards running and stopWatch
+	running   map[*chatRun]struct{}
+	stopWatch func() // ends watchContribute's subscription; nil when none
+
+	// bg counts the goroutines that end a kept ring job (endKeptRing,
+	// watchContribute); Close waits for them.
+	bg sync.WaitGroup
 }
 
 // problemSink is the part of app/node the chat backend reports to.
@@ -227,7 +232,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
 		rp := job.params
-		rp.KeepMS = int(ringKeep / time.Millisecond) // the conversation's next turn reuses the job (ring.go)
+		rp.KeepMS = int(b.ringKeep() / time.Millisecond) // the conversation's next turn reuses the job
 		rp.OnProgress, endTransfers = b.transferProgress(job)
 		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
 		endTransfers()
@@ -330,8 +335,96 @@ func chatStats(st runner.Stats, model string) apitype.ChatStats {
 	return out
 }
 
-// Close ends the engine child.
-func (b *chatBackend) Close() error { return b.sup.Close() }
+// ringKeep is how long the head's runner holds a ring job idle after a
+// chat (runner.RingParams.KeepMS; the ring_keep_seconds setting, 0: not at
+// all), so that the conversation's next turn on the same plan starts at
+// once and skips the prefill passes of the conversation so far (all but
+// the last, beyond 512 tokens; the reply is a fresh job's). Workers give an
+// idle job up at once for another head's job or when memory is short; this
+// device ends it as soon as the next chat could not use it
+// (SettingsChanged, watchContribute, Close).
+func (b *chatBackend) ringKeep() time.Duration {
+	st, err := api.LoadSettings(b.dir)
+	if err != nil {
+		return api.DefaultRingKeepSeconds * time.Second
+	}
+	return time.Duration(st.RingKeepSeconds) * time.Second
+}
+
+// SettingsChanged implements api.SettingsWatcher: a ring job kept from the
+// last chat ends now, rather than hold the workers' memory until its time
+// is up, when the next chat could not use it (another model selected,
+// another context size) or keeping was turned off.
+func (b *chatBackend) SettingsChanged(before, after apitype.Settings) {
+	switch {
+	case before.Model != after.Model:
+		b.endKeptRing("the selected model changed")
+	case before.ContextTokens != after.ContextTokens:
+		b.endKeptRing("the context size changed")
+	case after.RingKeepSeconds == 0 && before.RingKeepSeconds != 0:
+		b.endKeptRing("keeping ring jobs was turned off")
+	}
+}
+
+// watchContribute ends the kept ring job when contributing is turned off
+// on this device (the person takes it out of the ring's use), until Close.
+func (b *chatBackend) watchContribute(n *node.Node) {
+	events, stop := n.Watch()
+	b.mu.Lock()
+	b.stopWatch = stop
+	b.mu.Unlock()
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		for ev := range events {
+			if ev.Kind == "contribute" && ev.On != nil && !*ev.On {
+				b.endKeptRing("contributing was turned off")
+			}
+		}
+	}()
+}
+
+// endKeptWait bounds how long endKeptRing waits for the engine child: a
+// chat running now holds it, and the job that chat keeps is the one to end.
+const endKeptWait = 2 * time.Minute
+
+// endKeptRing ends the ring job the engine child keeps, if any, without
+// waiting for it (a chat may hold the child).
+func (b *chatBackend) endKeptRing(why string) {
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), endKeptWait)
+		defer cancel()
+		switch err := b.sup.EndRingJob(ctx); {
+		case err == nil:
+			b.log.Info("ended the kept ring job, if any", "why", why)
+		case !errors.Is(err, runner.ErrClosed):
+			b.log.Warn("cannot end the kept ring job", "why", why, "err", err)
+		}
+	}()
+}
+
+// Close ends the engine child. A ring job it keeps ends first (the agent
+// is quitting), so that the workers free its windows at once; a chat
+// still running delays that by 2 s at most.
+func (b *chatBackend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := b.sup.EndRingJob(ctx); err != nil && !errors.Is(err, runner.ErrClosed) {
+		b.log.Info("cannot end the kept ring job before quitting", "err", err)
+	}
+	cancel()
+	b.mu.Lock()
+	stop := b.stopWatch
+	b.stopWatch = nil
+	b.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	err := b.sup.Close()
+	b.bg.Wait()
+	return err
+}
 
 // personText drops the package prefixes ("ggml: gguf: ...") that wrapped
 // errors carry for developers; a person reads the sentence behind them.

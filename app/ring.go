@@ -32,14 +32,6 @@ import (
 // askTimeout bounds one control exchange with a peer (profile or job).
 const askTimeout = 5 * time.Second
 
-// ringKeep is how long the head's runner holds a ring job idle after a
-// chat (runner.RingParams.KeepMS), so that the conversation's next turn on
-// the same plan starts at once and skips the prefill passes of the
-// conversation so far (all but the last, beyond 512 tokens; the reply is a
-// fresh job's). Workers give an idle job up
-// at once for another head's job or when memory is short.
-const ringKeep = 2 * time.Minute
-
 // ringMemory is what the head remembers of its last ring, for status, the
 // device map and adopting a new plan only on a clear gain (ring.Adopt).
 type ringMemory struct {
@@ -66,6 +58,7 @@ func (b *chatBackend) attach(n *node.Node) {
 	b.problems = n
 	b.node = n
 	n.SetWorker(b)
+	b.watchContribute(n) // contributing off ends a kept ring job (chat.go)
 }
 
 // RingProfile implements node.Worker: the newest valid cached profile of
@@ -228,7 +221,7 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 // devices are all still there and the new one is no clear gain, both
 // scored with this request's profiles: a device
 // that joins is used from the next request only when worth a re-prefill,
-// and the runner's kept job (ringKeep), whose plan must not change, serves
+// and the runner's kept job (chatBackend.ringKeep), whose plan must not change, serves
 // the conversation's next turn. When every device is asked for, the last
 // plan is kept only if it has every device.
 func (b *chatBackend) adopt(key string, p halda.Problem, plan halda.Plan) halda.Plan {

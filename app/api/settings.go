@@ -22,6 +22,23 @@ const SettingsFile = "settings.json"
 // enough for a long chat, small enough that its KV cache fits a laptop.
 const DefaultContextTokens = 4096
 
+// DefaultRingKeepSeconds is how long the head keeps a ring job ready after a
+// chat unless the settings say otherwise: long enough for a person to read
+// the reply and answer, so that the next turn starts at once.
+const DefaultRingKeepSeconds = 120
+
+// MaxRingKeepSeconds bounds RingKeepSeconds (engine/runner keeps a job an
+// hour at most).
+const MaxRingKeepSeconds = 3600
+
+// SettingsWatcher is a Chatter that acts on a saved settings change (the
+// agent's ends a ring job it keeps for the next turn when the model, the
+// context size or the keep time changes). postSettings calls it after
+// saving, with the settings before and after.
+type SettingsWatcher interface {
+	SettingsChanged(before, after apitype.Settings)
+}
+
 // ErrSettings is a rejected settings change.
 var ErrSettings = errors.New("api: invalid settings")
 
@@ -33,6 +50,9 @@ type settingsFile struct {
 	MemoryBudget  int64  `json:"memory_budget"`
 	Expose        bool   `json:"expose"`
 	APIKey        string `json:"api_key"`
+	// RingKeepSeconds: absent in files written before it existed, so
+	// loading starts from the default.
+	RingKeepSeconds int `json:"ring_keep_seconds"`
 }
 
 // LoadSettings reads dir/settings.json; a missing file gives the defaults.
@@ -46,7 +66,7 @@ func LoadSettings(dir string) (apitype.Settings, error) {
 }
 
 func loadSettingsFile(dir string) (*settingsFile, error) {
-	f := &settingsFile{ContextTokens: DefaultContextTokens}
+	f := &settingsFile{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}
 	b, err := os.ReadFile(filepath.Join(dir, SettingsFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
@@ -62,7 +82,7 @@ func loadSettingsFile(dir string) (*settingsFile, error) {
 
 func (f *settingsFile) api(name string) apitype.Settings {
 	return apitype.Settings{Name: name, ModelDir: f.ModelDir, Model: f.Model, ContextTokens: f.ContextTokens,
-		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey}
+		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey, RingKeepSeconds: f.RingKeepSeconds}
 }
 
 // validate checks a settings change; every problem is one sentence.
@@ -81,6 +101,10 @@ func validateSettings(s apitype.Settings) error {
 		if st, err := os.Stat(s.ModelDir); err != nil || !st.IsDir() {
 			errs = append(errs, fmt.Sprintf("The model folder %q does not exist or is not a folder; pick an existing folder.", s.ModelDir))
 		}
+	}
+	if s.RingKeepSeconds < 0 || s.RingKeepSeconds > MaxRingKeepSeconds {
+		errs = append(errs, fmt.Sprintf("Keeping the ring ready for %d seconds after a chat is outside 0-%d; %d keeps it two minutes, 0 ends it with each reply.",
+			s.RingKeepSeconds, MaxRingKeepSeconds, DefaultRingKeepSeconds))
 	}
 	if s.Expose && len(s.APIKey) < 16 {
 		errs = append(errs, "Sharing the API on the network needs an API key of at least 16 characters; generate one.")
@@ -116,7 +140,12 @@ func (u *ui) getSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
-	var req apitype.Settings
+	// A client that does not know the keep time leaves it as it is.
+	old, err := u.current()
+	if err != nil {
+		old = &settingsFile{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}
+	}
+	req := apitype.Settings{RingKeepSeconds: old.RingKeepSeconds}
 	if !decode(w, r, &req) {
 		return
 	}
@@ -134,7 +163,7 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f := &settingsFile{ModelDir: req.ModelDir, Model: req.Model, ContextTokens: req.ContextTokens,
-		MemoryBudget: req.MemoryBudget, Expose: req.Expose, APIKey: req.APIKey}
+		MemoryBudget: req.MemoryBudget, Expose: req.Expose, APIKey: req.APIKey, RingKeepSeconds: req.RingKeepSeconds}
 	b, _ := json.MarshalIndent(f, "", "  ")
 	if err := config.WriteFile(filepath.Join(st.ConfigDir, SettingsFile), b); err != nil {
 		reply(w, nil, err)
@@ -144,5 +173,13 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 	u.settings = f
 	u.planMemo = planMemo{}
 	u.mu.Unlock()
-	reply(w, f.api(u.s.Node.Status().Device.Name), nil)
+	now := f.api(u.s.Node.Status().Device.Name)
+	chat := u.s.Chat
+	if mc, ok := chat.(*measuredChat); ok {
+		chat = mc.Chatter // registerUI wraps the backend
+	}
+	if sw, ok := chat.(SettingsWatcher); ok {
+		sw.SettingsChanged(old.api(st.Device.Name), now)
+	}
+	reply(w, now, nil)
 }

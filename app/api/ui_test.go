@@ -155,7 +155,7 @@ func TestUIAuth(t *testing.T) {
 func TestUISettings(t *testing.T) {
 	srv, dir, _ := uiServer(t)
 	var s apitype.Settings
-	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != DefaultContextTokens || s.Name != "box" {
+	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != DefaultContextTokens || s.Name != "box" || s.RingKeepSeconds != DefaultRingKeepSeconds {
 		t.Fatalf("defaults: %+v", s)
 	}
 	bad := []struct {
@@ -167,6 +167,8 @@ func TestUISettings(t *testing.T) {
 		{"missing folder", apitype.Settings{ContextTokens: 4096, ModelDir: "/does/not/exist"}, "does not exist"},
 		{"exposed without key", apitype.Settings{ContextTokens: 4096, Expose: true}, "API key"},
 		{"negative budget", apitype.Settings{ContextTokens: 4096, MemoryBudget: -1}, "negative"},
+		{"negative keep time", apitype.Settings{ContextTokens: 4096, RingKeepSeconds: -1}, "Keeping the ring ready for -1 seconds after a chat is outside 0-3600"},
+		{"keep time over an hour", apitype.Settings{ContextTokens: 4096, RingKeepSeconds: 3601}, "outside 0-3600"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,7 +178,7 @@ func TestUISettings(t *testing.T) {
 			}
 		})
 	}
-	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0"}
+	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0", RingKeepSeconds: 30}
 	var got apitype.Settings
 	if do(t, srv, "POST", "/api/v1/settings", want, &got) != 200 {
 		t.Fatalf("POST valid settings: %+v", got)
@@ -191,6 +193,48 @@ func TestUISettings(t *testing.T) {
 	}
 	if cfg, err := config.Load(dir); err != nil || cfg.Name != "kitchen" {
 		t.Errorf("config.json name = %q, %v; want kitchen", cfg.Name, err)
+	}
+}
+
+// settingsSpy is a Chatter told of saved settings changes.
+type settingsSpy struct {
+	scripted
+	mu      sync.Mutex
+	changes [][2]apitype.Settings
+}
+
+func (s *settingsSpy) SettingsChanged(before, after apitype.Settings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.changes = append(s.changes, [2]apitype.Settings{before, after})
+}
+
+// A saved change reaches the chat backend with the settings before and
+// after (the agent's ends a ring job it keeps when the model, the context
+// or the keep time changes: app/chat.go); a refused one does not. A client
+// that does not send the keep time leaves it as it was.
+func TestUISettingsReachTheChat(t *testing.T) {
+	spy := &settingsSpy{}
+	srv, _, _ := uiServerWith(t, func(s *Server) { s.Chat = spy })
+	first := apitype.Settings{Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}
+	if code := do(t, srv, "POST", "/api/v1/settings", first, nil); code != 200 {
+		t.Fatalf("POST = %d", code)
+	}
+	var got apitype.Settings
+	if code := do(t, srv, "POST", "/api/v1/settings", map[string]any{"model": "other.gguf", "context_tokens": 1024}, &got); code != 200 || got.RingKeepSeconds != 60 {
+		t.Fatalf("POST without the keep time = %d %+v, want it kept at 60 s", code, got)
+	}
+	if code := do(t, srv, "POST", "/api/v1/settings", apitype.Settings{ContextTokens: 10}, nil); code != 400 {
+		t.Fatalf("POST of a bad context = %d, want 400", code)
+	}
+	want := [][2]apitype.Settings{
+		{{Name: "box", ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}, {Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}},
+		{{Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}, {Name: "box", Model: "other.gguf", ContextTokens: 1024, RingKeepSeconds: 60}},
+	}
+	spy.mu.Lock()
+	defer spy.mu.Unlock()
+	if diff := cmp.Diff(want, spy.changes); diff != "" {
+		t.Errorf("changes the chat was told of (-want +got)\n%s", diff)
 	}
 }
 

@@ -322,6 +322,9 @@ export interface Settings {
   memory_budget: number // bytes of RAM Homering may use here; 0: no cap
   expose: boolean // serve the chat APIs on the LAN (then APIKey is required)
   api_key: string // required from LAN clients when Expose is on
+  // RingKeepSeconds is how long a ring job stays ready after a chat for
+  // the conversation's next turn (0: it ends with the reply; at most 3600).
+  ring_keep_seconds: number
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.

@@ -212,10 +212,12 @@ try {
   check('bad setting refused with a sentence', bad.includes('does not exist'), bad)
   await page.fill('#dir', dir)
   await page.fill('#ctx', '512')
+  check('the ring keep time shows its default', (await page.inputValue('#keep')) === '120')
+  await page.fill('#keep', '30')
   await page.click('form.card button[type=submit]')
   await page.waitForSelector('text=Saved.', { timeout: 5000 }).catch(() => {})
   const st = await page.evaluate(() => fetch('api/v1/settings').then((r) => r.json()))
-  check('settings saved', st.context_tokens === 512, JSON.stringify(st))
+  check('settings saved', st.context_tokens === 512 && st.ring_keep_seconds === 30, JSON.stringify(st))
 
 } catch (e) {
   check('e2e ran to the end', false, e && e.stack ? e.stack : e)

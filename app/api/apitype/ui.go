@@ -14,6 +14,9 @@ type Settings struct {
 	MemoryBudget  int64  `json:"memory_budget"`  // bytes of RAM Homering may use here; 0: no cap
 	Expose        bool   `json:"expose"`         // serve the chat APIs on the LAN (then APIKey is required)
 	APIKey        string `json:"api_key"`        // required from LAN clients when Expose is on
+	// RingKeepSeconds is how long a ring job stays ready after a chat for
+	// the conversation's next turn (0: it ends with the reply; at most 3600).
+	RingKeepSeconds int `json:"ring_keep_seconds"`
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.
