@@ -166,8 +166,18 @@ func TestRunnerAbortMidChat(t *testing.T) {
 	chat := func(body string) *exec.Cmd {
 		return n.inNS(ctx, "curl", "-sSN", info.URL+"/api/v1/chat", "-H", "Authorization: Bearer "+info.Token, "-d", body)
 	}
-	// 500 tokens of a 512-token context: long enough to be killed mid-way.
-	cmd := chat(`{"prompt":"Once upon a time","max_tokens":490,"temperature":1}`)
+	// A first short chat starts the engine child and loads the model, so
+	// that the abort below needs no search for it.
+	if out, err := chat(`{"prompt":"Once","max_tokens":1}`).Output(); err != nil || !strings.Contains(string(out), "event: done") {
+		t.Fatalf("the first chat: %v\n%s\nagent log:\n%s", err, out, n.Log())
+	}
+	runner := runnerPID(n.PID())
+	if runner == 0 {
+		t.Fatal("no runner child of the agent after a chat")
+	}
+	// Up to 490 tokens of a 512-token context, sampled with a fixed seed:
+	// long enough to be killed mid-way.
+	cmd := chat(`{"prompt":"Once upon a time","max_tokens":490,"temperature":1,"seed":1}`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -177,45 +187,42 @@ func TestRunnerAbortMidChat(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var events []string
+	var pid int     // the engine child aborted at the first token
+	var abort error // why it could not be
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if l := sc.Text(); strings.HasPrefix(l, "event: ") || strings.HasPrefix(l, "data: {\"error") {
+			l := sc.Text()
+			if strings.HasPrefix(l, "event: ") || strings.HasPrefix(l, "data: {\"error") {
 				mu.Lock()
 				events = append(events, l)
 				mu.Unlock()
 			}
+			// The abort is sent from here at the first token: stories260K
+			// streams hundreds of tokens a second, so a test goroutine
+			// polling for the token could abort after the reply's end.
+			if l == "event: token" && pid == 0 && abort == nil {
+				pid, abort = runner, syscall.Kill(runner, syscall.SIGABRT)
+			}
 		}
 	}()
-	tokens := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(events)
-	}
-	WaitFor(t, 60*time.Second, "the first streamed token", func() error {
-		if tokens() == 0 {
-			return fmt.Errorf("no token yet")
-		}
-		return nil
-	})
-	pid := runnerPID(n.PID())
-	if pid == 0 {
-		t.Fatal("no runner child of the agent")
-	}
-	if err := syscall.Kill(pid, syscall.SIGABRT); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	<-done // the context ends curl after 2 minutes
 	cmd.Wait()
+	if abort != nil {
+		t.Fatal(abort)
+	}
+	if pid == 0 {
+		t.Fatalf("no token streamed before the end of the stream:\n%s", strings.Join(events, "\n"))
+	}
 	mu.Lock()
 	all := strings.Join(events, "\n")
 	mu.Unlock()
 	if !strings.Contains(all, "event: error") || !strings.Contains(all, "SIGABRT") || strings.Contains(all, "event: done") {
 		t.Fatalf("stream after SIGABRT of the engine:\n%s", all)
 	}
-	t.Logf("problem shown: %s", all[strings.LastIndex(all, "data: "):])
+	t.Logf("problem shown after %d tokens: %s", strings.Count(all, "event: token"), all[strings.LastIndex(all, "data: "):])
 	status := func() apitype.Status {
 		out, err := n.inNS(ctx, "curl", "-sSf", "-H", "Authorization: Bearer "+info.Token, info.URL+"/api/v1/status").Output()
 		if err != nil {
