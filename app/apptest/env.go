@@ -221,7 +221,7 @@ func (n *Node) Start(t *testing.T) {
 	done := n.done
 	n.mu.Unlock()
 	go func() { cmd.Wait(); close(done) }()
-	WaitFor(t, 20*time.Second, "agent "+n.Name+" API", func() error {
+	WaitFor(t, time.Minute, "agent "+n.Name+" API", func() error {
 		select {
 		case <-done:
 			return fmt.Errorf("agent exited:\n%s", n.Log())

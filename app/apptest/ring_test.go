@@ -257,7 +257,7 @@ func TestRing(t *testing.T) {
 	pairNodes(t, a, b)
 	pairNodes(t, a, c)
 	ids := map[*Node]string{a: a.ID(t), b: b.ID(t), c: c.ID(t)}
-	WaitFor(t, 15*time.Second, "a sees b and c paired and contributing", func() error {
+	WaitFor(t, time.Minute, "a sees b and c paired and contributing", func() error {
 		ps, err := a.Peers(context.Background())
 		if err != nil {
 			return err
@@ -385,7 +385,7 @@ func TestRing(t *testing.T) {
 	// b's agent serves again with a new engine, c's agent is new.
 	t.Run("devices that come back are used from the next request", func(t *testing.T) {
 		c.Start(t)
-		WaitFor(t, 15*time.Second, "a sees c again", func() error {
+		WaitFor(t, time.Minute, "a sees c again", func() error {
 			ps, err := a.Peers(context.Background())
 			if err != nil {
 				return err

@@ -49,7 +49,7 @@ func TestAppWithoutSessionBus(t *testing.T) {
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
 			defer cmd.Process.Kill()
-			WaitFor(t, 20*time.Second, "the agent's API", func() error {
+			WaitFor(t, time.Minute, "the agent's API", func() error {
 				select {
 				case err := <-exited:
 					t.Fatalf("homering exited: %v\n%s", err, log.String())

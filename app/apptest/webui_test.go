@@ -53,7 +53,7 @@ func TestWebUI(t *testing.T) {
 		}
 		head.MustCLI(t, "pair", n.Addr, show.Code)
 	}
-	WaitFor(t, 20*time.Second, "the head sees both peers paired and contributing", func() error {
+	WaitFor(t, time.Minute, "the head sees both peers paired and contributing", func() error {
 		ps, err := head.Peers(context.Background())
 		if err != nil {
 			return err
