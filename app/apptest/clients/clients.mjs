@@ -14,6 +14,7 @@ const openai = new OpenAI({ baseURL: url + "/v1", apiKey: token, maxRetries: 0 }
     model: "stories260K",
     messages: [{ role: "system", content: "You tell stories." }, { role: "user", content: "Once upon a time" }],
     max_tokens: 24,
+    seed: 1,
     stream: true,
     stream_options: { include_usage: true },
   });
@@ -34,7 +35,7 @@ const openai = new OpenAI({ baseURL: url + "/v1", apiKey: token, maxRetries: 0 }
   out({ check: "openai.chat", text: r.choices[0].message.content, finish: r.choices[0].finish_reason, usage: r.usage });
 }
 {
-  const stream = await openai.completions.create({ model: "stories260K", prompt: "The dog", max_tokens: 8, stream: true });
+  const stream = await openai.completions.create({ model: "stories260K", prompt: "The dog", max_tokens: 8, seed: 1, stream: true });
   let text = "", chunks = 0;
   for await (const chunk of stream) { text += chunk.choices[0]?.text ?? ""; chunks++; }
   out({ check: "openai.completions.stream", text, chunks });
@@ -47,7 +48,7 @@ const openai = new OpenAI({ baseURL: url + "/v1", apiKey: token, maxRetries: 0 }
 const anthropic = new Anthropic({ baseURL: url, apiKey: token, maxRetries: 0 });
 {
   const stream = anthropic.messages.stream({
-    model: "stories260K", max_tokens: 24, system: "You tell stories.",
+    model: "stories260K", max_tokens: 24, temperature: 0, system: "You tell stories.",
     messages: [{ role: "user", content: "Once upon a time" }],
   });
   const events = [];
@@ -59,7 +60,7 @@ const anthropic = new Anthropic({ baseURL: url, apiKey: token, maxRetries: 0 });
 }
 {
   const msg = await anthropic.messages.create({
-    model: "stories260K", max_tokens: 8, messages: [{ role: "user", content: "Hello" }],
+    model: "stories260K", max_tokens: 8, temperature: 0, messages: [{ role: "user", content: "Hello" }],
   });
   out({ check: "anthropic.create", text: msg.content[0]?.text, stop_reason: msg.stop_reason, usage: msg.usage, type: msg.type });
 }
