@@ -37,7 +37,7 @@
 #
 # Models: testdata/models/llama-1g-{Q8_0,Q4_K}.gguf (build/gen-models.sh).
 # BENCH_QUICK=1: the Q4_K model, 1 thread, 2 reps of 5 + 5 tokens
-# (calibration and held out), and the cgroup row with 2 reps of 2 + 2
+# (calibration and held out), and the cgroup row with 3 reps of 2 + 2
 # tokens. BENCH_REPS, BENCH_TOKENS override. The machine is shared: the
 # load average is printed; the per-rep values show the noise.
 set -euo pipefail
@@ -66,7 +66,7 @@ trap cleanup EXIT
 
 if [ -n "${BENCH_QUICK:-}" ]; then
 	models="testdata/models/llama-1g-Q4_K.gguf"; threads="1"; reps=${BENCH_REPS:-2}; tokens=${BENCH_TOKENS:-5}
-	cgmodel="testdata/models/llama-1g-Q4_K.gguf"; cgreps=2; cgtokens=2
+	cgmodel="testdata/models/llama-1g-Q4_K.gguf"; cgreps=3; cgtokens=2
 else
 	models="testdata/models/llama-1g-Q8_0.gguf,testdata/models/llama-1g-Q4_K.gguf"; threads="1,2"
 	reps=${BENCH_REPS:-6}; tokens=${BENCH_TOKENS:-8}
@@ -97,7 +97,11 @@ echo "memory cgroup $cg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB mo
 # A private copy: page cache pages another process maps (a concurrent bench
 # on the shared models) cannot be evicted and are charged to its cgroup, so
 # they would never be read from disk here.
+# Written back before anything is timed: fadvise cannot drop dirty pages,
+# and a gigabyte of writeback under way slowed the profile's disk probe
+# below Halda's 100 MB/s paging threshold in one fresh-machine run (no plan).
 cp "$cgmodel" "$work/paging.gguf"
+sync "$work/paging.gguf"
 "$out/profilebench" evict -model "$work/paging.gguf"
 bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
 	"$out/profilebench" run -homering "$out/homering" -model "$work/paging.gguf" -threads 1 -reps "$cgreps" -tokens "$cgtokens" -label paging -evict -dir "$work" >> "$rows"

@@ -35,6 +35,9 @@ type row struct {
 	FaultBps   float64   `json:"fault_bytes_per_s,omitempty"`
 	SeqBps     float64   `json:"seq_bytes_per_s,omitempty"`
 	Case       string    `json:"case"`
+	// NoPlan lists the reps whose profile Halda found no plan for (a disk
+	// probe slowed below its paging threshold by other I/O), left out.
+	NoPlan []string `json:"no_plan,omitempty"`
 }
 
 func homering(bin string, args ...string) ([]byte, error) {
@@ -127,7 +130,11 @@ func run(args []string) error {
 			}
 			p, err := plan(*bin, devFile, c.model)
 			if err != nil {
-				return err
+				// One rep's profile, not the bench, is at fault: say so
+				// and go on; a row with no plan at all fails below.
+				c.r.NoPlan = append(c.r.NoPlan, fmt.Sprintf("rep %d (disk %.0f MB/s page faults, %.0f MB/s sequential): %v",
+					rep, d.DiskFaultBytesPerSec/1e6, d.DiskSeqBytesPerSec/1e6, err))
+				continue
 			}
 			c.devs, c.plans = append(c.devs, d), append(c.plans, p)
 			c.r.PredMs = append(c.r.PredMs, p.PredictedMs)
@@ -148,6 +155,9 @@ func run(args []string) error {
 	enc := json.NewEncoder(os.Stdout)
 	for ci, c := range cfgs {
 		r := &c.r
+		if len(c.plans) == 0 {
+			return fmt.Errorf("%s, %d thread(s): no rep had a plan: %s", r.Model, r.Threads, strings.Join(r.NoPlan, "; "))
+		}
 		r.Before = median(r.PredMs)
 		r.Measured = median(r.MeasMs)
 		// The rep whose prediction is the median stands for the profile.

@@ -52,6 +52,9 @@ func table(args []string) error {
 			fmt.Printf("; predicted disk %.1f ms at %.0f MB/s page faults (O_DIRECT sequential %.0f MB/s)", r.DiskMs, r.FaultBps/1e6, r.SeqBps/1e6)
 		}
 		fmt.Println()
+		for _, why := range r.NoPlan {
+			fmt.Printf("  left out, no plan for its profile: %s\n", why)
+		}
 	}
 	return nil
 }
