@@ -108,16 +108,23 @@ func engineThreads(getenv func(string) string) int {
 	return max(1, runtime.NumCPU()/2)
 }
 
-// model returns the selected model's path and the context to run it with.
-func (b *chatBackend) model() (string, int) {
+// settings are this device's saved settings (the defaults when the file is
+// unreadable), with the model given on the command line, if any, as Model.
+func (b *chatBackend) settings() apitype.Settings {
 	st, err := api.LoadSettings(b.dir)
 	if err != nil {
 		b.log.Warn("settings unreadable; using defaults", "err", err)
-		st = apitype.Settings{ContextTokens: api.DefaultContextTokens}
+		st = apitype.Settings{ContextTokens: api.DefaultContextTokens, RingKeepSeconds: api.DefaultRingKeepSeconds}
 	}
 	if b.override != "" {
-		return b.override, st.ContextTokens
+		st.Model = b.override
 	}
+	return st
+}
+
+// model returns the selected model's path and the context to run it with.
+func (b *chatBackend) model() (string, int) {
+	st := b.settings()
 	return st.Model, st.ContextTokens
 }
 
@@ -158,7 +165,8 @@ func (b *chatBackend) StopChat(conv string) int {
 // Chat implements api.Chatter.
 func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
 	start := time.Now()
-	path, nCtx := b.model()
+	set := b.settings()
+	path, nCtx := set.Model, set.ContextTokens
 	if req.ModelPath != "" {
 		path = req.ModelPath
 	}
@@ -232,7 +240,14 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
 		rp := job.params
-		rp.KeepMS = int(b.ringKeep() / time.Millisecond) // the conversation's next turn reuses the job
+		// The runner holds the job idle this long (ring_keep_seconds, 0: not
+		// at all), so that the conversation's next turn on the same plan
+		// starts at once and skips the prefill passes of the conversation so
+		// far (all but the last, beyond 512 tokens; the reply is a fresh
+		// job's). Workers give an idle job up at once for another head's job
+		// or when memory is short; this device ends it as soon as the next
+		// chat could not use it (SettingsChanged, watchContribute, Close).
+		rp.KeepMS = set.RingKeepSeconds * 1000
 		rp.OnProgress, endTransfers = b.transferProgress(job)
 		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
 		endTransfers()
@@ -333,22 +348,6 @@ func chatStats(st runner.Stats, model string) apitype.ChatStats {
 		out.PromptPerSecond = float64(st.PromptTokens-st.CachedTokens) / st.PromptMS * 1000
 	}
 	return out
-}
-
-// ringKeep is how long the head's runner holds a ring job idle after a
-// chat (runner.RingParams.KeepMS; the ring_keep_seconds setting, 0: not at
-// all), so that the conversation's next turn on the same plan starts at
-// once and skips the prefill passes of the conversation so far (all but
-// the last, beyond 512 tokens; the reply is a fresh job's). Workers give an
-// idle job up at once for another head's job or when memory is short; this
-// device ends it as soon as the next chat could not use it
-// (SettingsChanged, watchContribute, Close).
-func (b *chatBackend) ringKeep() time.Duration {
-	st, err := api.LoadSettings(b.dir)
-	if err != nil {
-		return api.DefaultRingKeepSeconds * time.Second
-	}
-	return time.Duration(st.RingKeepSeconds) * time.Second
 }
 
 // SettingsChanged implements api.SettingsWatcher: a ring job kept from the

@@ -219,11 +219,11 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 
 // adopt keeps the last plan for the same model and options while its
 // devices are all still there and the new one is no clear gain, both
-// scored with this request's profiles: a device
-// that joins is used from the next request only when worth a re-prefill,
-// and the runner's kept job (chatBackend.ringKeep), whose plan must not change, serves
-// the conversation's next turn. When every device is asked for, the last
-// plan is kept only if it has every device.
+// scored with this request's profiles: a device that joins is used from
+// the next request only when worth a re-prefill, and the runner's kept job
+// (ring_keep_seconds, Chat), whose plan must not change, serves the
+// conversation's next turn. When every device is asked for, the last plan
+// is kept only if it has every device.
 func (b *chatBackend) adopt(key string, p halda.Problem, plan halda.Plan) halda.Plan {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
