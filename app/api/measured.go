@@ -52,6 +52,16 @@ type measurement struct {
 const LoadTimesFile = "load-times.json"
 
 // newMeasuredChat wraps c; store is LoadTimesFile's path ("": none).
+// backend is the agent's own Chatter, under the UI's measuredChat wrapper
+// (registerUI), for the optional interfaces it implements
+// (CalibrationSource, RingReporter, SettingsWatcher).
+func (s *Server) backend() Chatter {
+	if mc, ok := s.Chat.(*measuredChat); ok {
+		return mc.Chatter
+	}
+	return s.Chat
+}
+
 func newMeasuredChat(c Chatter, w *Work, now func() time.Time, store string) *measuredChat {
 	m := &measuredChat{Chatter: c, work: w, now: now, store: store, loadTook: map[string]time.Duration{}}
 	if store != "" {

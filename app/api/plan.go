@@ -50,11 +50,7 @@ type CalibrationSource interface {
 
 // calibration is the chat backend's ratios by short ID for the members.
 func (u *ui) calibration(model string, ms []member) map[string][]float64 {
-	c := u.s.Chat
-	if mc, ok := c.(*measuredChat); ok {
-		c = mc.Chatter
-	}
-	src, ok := c.(CalibrationSource)
+	src, ok := u.s.backend().(CalibrationSource)
 	if !ok {
 		return nil
 	}

@@ -23,11 +23,7 @@ func (s *Server) ringStatus(w http.ResponseWriter, r *http.Request) {
 // ringReport is the chat backend's ring status (also in the live
 // snapshots), or nil when it runs no rings.
 func (s *Server) ringReport() *apitype.RingStatus {
-	c := s.Chat
-	if mc, ok := c.(*measuredChat); ok {
-		c = mc.Chatter // the device map's wrapper (ui.go)
-	}
-	rr, ok := c.(RingReporter)
+	rr, ok := s.backend().(RingReporter)
 	if !ok {
 		return nil
 	}

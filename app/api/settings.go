@@ -65,8 +65,13 @@ func LoadSettings(dir string) (apitype.Settings, error) {
 	return f.api(""), nil
 }
 
+// defaultSettingsFile is what a device without settings.json runs with.
+func defaultSettingsFile() *settingsFile {
+	return &settingsFile{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}
+}
+
 func loadSettingsFile(dir string) (*settingsFile, error) {
-	f := &settingsFile{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}
+	f := defaultSettingsFile()
 	b, err := os.ReadFile(filepath.Join(dir, SettingsFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
@@ -143,7 +148,7 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 	// A client that does not know the keep time leaves it as it is.
 	old, err := u.current()
 	if err != nil {
-		old = &settingsFile{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}
+		old = defaultSettingsFile()
 	}
 	req := apitype.Settings{RingKeepSeconds: old.RingKeepSeconds}
 	if !decode(w, r, &req) {
@@ -174,11 +179,7 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 	u.planMemo = planMemo{}
 	u.mu.Unlock()
 	now := f.api(u.s.Node.Status().Device.Name)
-	chat := u.s.Chat
-	if mc, ok := chat.(*measuredChat); ok {
-		chat = mc.Chatter // registerUI wraps the backend
-	}
-	if sw, ok := chat.(SettingsWatcher); ok {
+	if sw, ok := u.s.backend().(SettingsWatcher); ok {
 		sw.SettingsChanged(old.api(st.Device.Name), now)
 	}
 	reply(w, now, nil)
