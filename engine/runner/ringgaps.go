@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -91,4 +92,14 @@ func (b *gapBook) seed(s *ring.Session, now time.Time, tick time.Duration) map[s
 		}
 	}
 	return out
+}
+
+// session is a new job's ring session for device self ticking every tick,
+// its silence limits seeded with what earlier jobs of this process saw.
+func (b *gapBook) session(self string, tick time.Duration, log *slog.Logger) *ring.Session {
+	s := ring.New(self, int(tick/time.Millisecond))
+	if seeds := b.seed(s, time.Now(), tick); len(seeds) > 0 {
+		log.Info("ring silence limits start from earlier jobs' gaps", "gap_ticks", seeds)
+	}
+	return s
 }

@@ -346,10 +346,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 		h.ctx, h.cancel = jctx, cancel
 		// The session's silence limits start from what earlier jobs of
 		// this process saw of the same peers (ringgaps.go).
-		h.sess = ring.New(h.self, int(h.tick/time.Millisecond))
-		if seeds := h.c.gaps.seed(h.sess, time.Now(), h.tick); len(seeds) > 0 {
-			h.log.Info("ring silence limits start from earlier jobs' gaps", "gap_ticks", seeds)
-		}
+		h.sess = h.c.gaps.session(h.self, h.tick, h.log)
 		h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
 		h.drv.NoPrefetch = h.noPrefetch
 		h.runDone = make(chan error, 1)

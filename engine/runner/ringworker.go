@@ -216,10 +216,7 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	// same silence.
 	tick := time.Duration(js.TickMS) * time.Millisecond
 	j.tick = tick
-	j.sess = ring.New(s.self, js.TickMS)
-	if seeds := s.gaps.seed(j.sess, time.Now(), tick); len(seeds) > 0 {
-		j.log.Info("ring silence limits start from earlier jobs' gaps", "gap_ticks", seeds)
-	}
+	j.sess = s.gaps.session(s.self, tick, j.log)
 	j.drv = driver.New(j.sess, j.eng, tick, j.log)
 	j.drv.NoPrefetch = js.NoPrefetch
 	j.drv.Measure = j.eng.measures
