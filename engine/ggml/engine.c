@@ -11,6 +11,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "gemm.h"
 
 // HR_KV_SPAN_PAD pads the number of cells a graph attends over (n_kv).
 // llama.cpp pads it to 256 (llama_kv_cache::get_n_kv) so that its graphs
@@ -47,6 +48,7 @@ typedef struct {
 	int n, n_out;
 	int64_t n_kv;
 	struct ggml_tensor *inp_tokens, *inp_embd, *inp_pos, *k_idxs, *v_idxs, *kq_mask, *out_ids, *out;
+	hr_gemm_arena *gemm; // state of the graph's prompt-batch products (gemm.h)
 } hr_graph;
 
 struct hr_window {
@@ -225,6 +227,7 @@ void hr_window_free(hr_window *w) {
 	if (w->g.ctx) {
 		ggml_free(w->g.ctx);
 	}
+	hr_gemm_arena_free(&w->g.gemm);
 	if (w->sched) {
 		ggml_backend_sched_free(w->sched);
 	}
@@ -501,7 +504,13 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 	if (g->ctx) {
 		ggml_free(g->ctx);
 	}
+	hr_gemm_arena_free(&g->gemm);
 	memset(g, 0, sizeof(*g));
+	hr_gemm_cache mm_cache = {0};
+	// mm is ggml_mul_mat for a CPU weight; prompt batches of Q8_0 and Q4_K
+	// weights go through gemm.c's kernels (the same bits, faster).
+#define mm(W, X) (w->p.ggml_matmul || (W)->buffer != m->buf ? ggml_mul_mat(ctx, W, X) \
+							      : hr_mul_mat(ctx, &g->gemm, &mm_cache, W, X, w->p.n_threads))
 
 	struct ggml_init_params ip = {w->meta_size, w->meta, true};
 	struct ggml_context *ctx = ggml_init(ip);
@@ -556,9 +565,9 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 		struct ggml_tensor *inpSA = inpL;
 		cur = rms(ctx, inpL, L->attn_norm, hp->norm_eps);
 
-		struct ggml_tensor *Q = add_opt(ctx, ggml_mul_mat(ctx, L->wq, cur), L->bq);
-		struct ggml_tensor *K = add_opt(ctx, ggml_mul_mat(ctx, L->wk, cur), L->bk);
-		struct ggml_tensor *V = add_opt(ctx, ggml_mul_mat(ctx, L->wv, cur), L->bv);
+		struct ggml_tensor *Q = add_opt(ctx, mm(L->wq, cur), L->bq);
+		struct ggml_tensor *K = add_opt(ctx, mm(L->wk, cur), L->bk);
+		struct ggml_tensor *V = add_opt(ctx, mm(L->wv, cur), L->bv);
 		Q = ggml_reshape_3d(ctx, Q, hd, hp->n_head, n);
 		K = ggml_reshape_3d(ctx, K, hd, hp->n_head_kv, n);
 		V = ggml_reshape_3d(ctx, V, hd, hp->n_head_kv, n);
@@ -609,7 +618,7 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 		cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
 		cur = ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
 		ggml_build_forward_expand(gf, cur);
-		cur = add_opt(ctx, ggml_mul_mat(ctx, L->wo, cur), L->bo);
+		cur = add_opt(ctx, mm(L->wo, cur), L->bo);
 
 		if (il == hp->n_layer - 1 && out_ids) {
 			cur = ggml_get_rows(ctx, cur, out_ids);
@@ -618,14 +627,14 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 		struct ggml_tensor *ffn_inp = ggml_add(ctx, cur, inpSA);
 		cur = rms(ctx, ffn_inp, L->ffn_norm, hp->norm_eps);
 		// build_ffn(SILU, PAR)
-		struct ggml_tensor *tmp = add_opt(ctx, ggml_mul_mat(ctx, L->up, cur), L->up_b);
-		cur = ggml_mul_mat(ctx, L->gate, cur);
+		struct ggml_tensor *tmp = add_opt(ctx, mm(L->up, cur), L->up_b);
+		cur = mm(L->gate, cur);
 		if (L->gate_b) {
 			cur = ggml_add(ctx, cur, L->gate_b);
 			ggml_mul_mat_set_prec(cur, GGML_PREC_F32);
 		}
 		cur = ggml_swiglu_split(ctx, cur, tmp);
-		cur = add_opt(ctx, ggml_mul_mat(ctx, L->down, cur), L->down_b);
+		cur = add_opt(ctx, mm(L->down, cur), L->down_b);
 		cur = ggml_add(ctx, cur, ffn_inp);
 		inpL = cur;
 	}
@@ -635,17 +644,19 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 			cur = ggml_get_rows(ctx, cur, out_ids);
 		}
 		cur = rms(ctx, cur, w->output_norm, hp->norm_eps);
-		cur = ggml_mul_mat(ctx, w->output, cur);
+		cur = mm(w->output, cur);
 		cur = add_opt(ctx, cur, w->output_b);
 	}
 	ggml_set_output(cur);
 	ggml_build_forward_expand(gf, cur);
 
 	g->out = cur;
+#undef mm
 
 	ggml_backend_sched_reset(w->sched);
 	if (!ggml_backend_sched_alloc_graph(w->sched, gf)) {
 		ggml_free(ctx);
+		hr_gemm_arena_free(&g->gemm);
 		memset(g, 0, sizeof(*g));
 		seterr(err, errlen, "cannot allocate the compute graph (out of memory?)");
 		return -1;

@@ -62,6 +62,7 @@ typedef struct {
 	int n_threads;
 	const int *gpu_layers;
 	int n_gpu_layers;
+	int ggml_matmul; // 1: ggml's matrix kernels for prompts too (gemm.h), to compare
 } hr_window_params;
 
 hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err,

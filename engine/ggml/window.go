@@ -26,6 +26,10 @@ type WindowParams struct {
 	// span attended over, HR_KV_SPAN_PAD) gives the same bits with less
 	// memory for a short context (a ring job's cache holds its request).
 	KVRound int
+	// GGMLMatMul runs prompt batches of Q8_0 and Q4_K weights on ggml's own
+	// matrix kernels instead of ours (gemm.h): the same bits, slower; for
+	// benchmarks and tests that compare the two.
+	GGMLMatMul bool
 }
 
 // kvPad is llama.cpp's KV cache granularity: its cache holds a multiple of
@@ -98,13 +102,14 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		return nil, ErrClosed
 	}
 	cp := C.hr_window_params{
-		first:      C.int(p.First),
-		last:       C.int(p.Last),
-		embed:      cbool(p.Embed),
-		output:     cbool(p.Output),
-		all_logits: cbool(p.AllLogits),
-		n_ctx:      C.int(kvCap),
-		n_threads:  C.int(threads),
+		first:       C.int(p.First),
+		last:        C.int(p.Last),
+		embed:       cbool(p.Embed),
+		output:      cbool(p.Output),
+		all_logits:  cbool(p.AllLogits),
+		n_ctx:       C.int(kvCap),
+		n_threads:   C.int(threads),
+		ggml_matmul: cbool(p.GGMLMatMul),
 	}
 	var gl *C.int
 	if len(p.GPULayers) > 0 {

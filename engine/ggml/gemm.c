@@ -1,0 +1,403 @@
+// See gemm.h.
+#include "gemm.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-cpu.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define HR_GEMM 1
+#include <immintrin.h>
+#endif
+
+// The block layouts of the GGUF format (ggml-common.h), asserted against
+// ggml's sizes in hr_gemm_supported.
+typedef struct {
+	uint16_t d;
+	int8_t qs[32];
+} hr_block_q8_0;
+
+typedef struct {
+	uint16_t d, dmin;
+	uint8_t scales[12];
+	uint8_t qs[128];
+} hr_block_q4_K;
+
+typedef struct {
+	float d;
+	int8_t qs[256];
+	int16_t bsums[16];
+} hr_block_q8_K;
+
+// One product's or one quantization's state. A quantization resets the
+// counters of the products that read it: every node is followed by a barrier
+// of all threads, so the reset is seen before any thread takes a chunk.
+typedef struct hr_gemm_node {
+	atomic_int next;
+	// A quantization writes n columns of type; rows [n, n + threads*scratch)
+	// of its output are each thread's scratch for the products that read it.
+	enum ggml_type type;
+	int64_t n, scratch;
+	struct hr_gemm_node *reset[8];
+	int n_reset;
+} hr_gemm_node;
+
+#define HR_ARENA_NODES 64
+struct hr_gemm_arena {
+	hr_gemm_arena *prev;
+	int used;
+	hr_gemm_node nodes[HR_ARENA_NODES];
+};
+
+void hr_gemm_arena_free(hr_gemm_arena **a) {
+	while (*a) {
+		hr_gemm_arena *p = (*a)->prev;
+		free(*a);
+		*a = p;
+	}
+}
+
+// Rows per chunk taken from the counter, and columns per pass over them
+// (their quantized inputs stay in L2 while the chunk's rows go by).
+#define HR_CHUNK_ROWS 16
+#define HR_COL_BLOCK 32
+
+#ifdef HR_GEMM
+
+static hr_gemm_node *arena_node(hr_gemm_arena **a) {
+	if (!*a || (*a)->used == HR_ARENA_NODES) {
+		hr_gemm_arena *n = calloc(1, sizeof(*n));
+		if (!n) {
+			return NULL;
+		}
+		n->prev = *a;
+		*a = n;
+	}
+	hr_gemm_node *node = &(*a)->nodes[(*a)->used++];
+	atomic_init(&node->next, 0);
+	return node;
+}
+
+static inline float hsum8(__m256 x) { // hsum_float_8 / tinyBLAS hsum
+	__m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r);
+}
+
+static const uint8_t k4_shuffle[256] = {
+	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,
+	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,
+	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,
+	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,
+	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,
+	10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11,
+	12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13,
+	14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15,
+};
+
+// q4k_row: one Q4_K row x against nc (<= 4) Q8_K columns y + c*ys, exactly as
+// ggml_vec_dot_q4_K_q8_K's AVX2 path computes each of them.
+static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x, int nbk, const char *y, size_t ys,
+							   const int nc, float *out, size_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	__m256 acc[4];
+	__m128 acc_m[4];
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < nc; c++) {
+		acc[c] = _mm256_setzero_ps();
+		acc_m[c] = _mm_setzero_ps();
+	}
+	for (int i = 0; i < nbk; i++) {
+		const hr_block_q4_K *xb = x + i;
+		const float xd = _cvtsh_ss(xb->d), xdmin = _cvtsh_ss(xb->dmin);
+		uint32_t utmp[4];
+		memcpy(utmp, xb->scales, 12);
+		utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
+		const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
+		utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
+		utmp[2] = uaux;
+		utmp[0] &= 0x3f3f3f3f;
+		const __m256i mins_and_scales = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
+		const __m128i mins = _mm256_extracti128_si256(mins_and_scales, 1);
+		const __m128i sc128 = _mm256_extracti128_si256(mins_and_scales, 0);
+		const __m256i scales = _mm256_set_m128i(sc128, sc128);
+
+		__m256i sumi[4];
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			sumi[c] = _mm256_setzero_si256();
+		}
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < 4; j++) {
+			const __m256i scale_l =
+			    _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k4_shuffle + 2 * j));
+			const __m256i scale_h =
+			    _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k4_shuffle + 2 * j + 1));
+			const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
+			const __m256i q4l = _mm256_and_si256(q4bits, m4);
+			const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
+				const __m256i p16l = _mm256_madd_epi16(
+				    scale_l, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
+				const __m256i p16h = _mm256_madd_epi16(
+				    scale_h, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+				sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p16l, p16h));
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			const float d = yb->d * xd;
+			const float dmin = -yb->d * xdmin;
+			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+			const __m128i q8s =
+			    _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+			const __m128i prod = _mm_madd_epi16(mins, q8s);
+			acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[c]);
+			acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < nc; c++) {
+		__m128 m = acc_m[c];
+		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+		m = _mm_add_ss(m, _mm_movehdup_ps(m));
+		out[c * os] = hsum8(acc[c]) + _mm_cvtss_f32(m);
+	}
+}
+
+static void q4k_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst, int64_t r0,
+		     int64_t r1, int64_t c0, int64_t c1) {
+	const int nbk = (int)(w->ne[0] / 256);
+	const size_t ys = q->nb[1], os = dst->nb[1] / sizeof(float);
+	for (int64_t r = r0; r < r1; r++) {
+		const hr_block_q4_K *x = (const hr_block_q4_K *)((const char *)w->data + r * w->nb[1]);
+		float *out = (float *)dst->data + r;
+		int64_t c = c0;
+		for (; c + 4 <= c1; c += 4) {
+			q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 4, out + c * os, os);
+		}
+		switch (c1 - c) {
+		case 3: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 3, out + c * os, os); break;
+		case 2: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 2, out + c * os, os); break;
+		case 1: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 1, out + c * os, os); break;
+		}
+	}
+}
+
+// A quad is 4 weight rows of Q8_0 prepared for q80_tile in a thread's
+// scratch: per block, the 4 rows' |a| (maddubs's unsigned operand; tinyBLAS
+// recomputes it in every tile) and their 4 scales as floats.
+typedef struct {
+	__m256i *abs; // [nbk][4]
+	__m128 *d;    // [nbk]
+} q80_quad;
+
+static size_t quad_bytes(int64_t nbk) { return (size_t)nbk * (4 * sizeof(__m256i) + sizeof(__m128)) + 32; }
+
+static q80_quad quad_at(char *scratch, int64_t nbk) {
+	char *p = (char *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
+	return (q80_quad){(__m256i *)p, (__m128 *)(p + (size_t)nbk * 4 * sizeof(__m256i))};
+}
+
+static void quad_prepare(q80_quad quad, const char *x, size_t xs, int nr, int nbk) {
+	for (int l = 0; l < nbk; l++) {
+		float d[4] = {0, 0, 0, 0};
+		for (int i = 0; i < 4; i++) {
+			const hr_block_q8_0 *a = (const hr_block_q8_0 *)(x + (i < nr ? i : 0) * xs) + l;
+			const __m256i av = _mm256_loadu_si256((const __m256i *)a->qs);
+			quad.abs[4 * l + i] = _mm256_sign_epi8(av, av);
+			d[i] = _cvtsh_ss(a->d);
+		}
+		quad.d[l] = _mm_loadu_ps(d);
+	}
+}
+
+// q80_tile: the prepared quad's rows x[0..nr) against columns y + c*ys,
+// c < nc (nc <= 2), each output as llamafile's tinyBLAS_Q0_AVX computes it
+// for Q8_0 x Q8_0: per block fma(da*db, float(lane sums of 4 byte products),
+// acc) (da*db as _mm_mul_ps of the 4 rows' scales by db), then hsum.
+static inline __attribute__((always_inline)) void q80_tile(q80_quad quad, const char *x, size_t xs, int nbk,
+							    const char *y, size_t ys, const int nr, const int nc, float *out,
+							    size_t os) {
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc[4][2];
+	_Pragma("GCC unroll 4")
+	for (int i = 0; i < 4; i++) {
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < nc; j++) {
+			acc[i][j] = _mm256_setzero_ps();
+		}
+	}
+	for (int l = 0; l < nbk; l++) {
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < nc; j++) {
+			const hr_block_q8_0 *b = (const hr_block_q8_0 *)(y + j * ys) + l;
+			const __m256i bv = _mm256_loadu_si256((const __m256i *)b->qs);
+			const __m128 d4 = _mm_mul_ps(quad.d[l], _mm_set1_ps(_cvtsh_ss(b->d)));
+			const __m256 d8 = _mm256_set_m128(d4, d4);
+			_Pragma("GCC unroll 4")
+			for (int i = 0; i < nr; i++) {
+				const hr_block_q8_0 *a = (const hr_block_q8_0 *)(x + i * xs) + l;
+				const __m256i s = _mm256_sign_epi8(bv, _mm256_loadu_si256((const __m256i *)a->qs));
+				const __m256 dot = _mm256_cvtepi32_ps(
+				    _mm256_madd_epi16(_mm256_maddubs_epi16(quad.abs[4 * l + i], s), ones));
+				__m256 sc;
+				switch (i) {
+				case 0: sc = _mm256_permute_ps(d8, 0x00); break;
+				case 1: sc = _mm256_permute_ps(d8, 0x55); break;
+				case 2: sc = _mm256_permute_ps(d8, 0xaa); break;
+				default: sc = _mm256_permute_ps(d8, 0xff); break;
+				}
+				acc[i][j] = _mm256_fmadd_ps(sc, dot, acc[i][j]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int i = 0; i < nr; i++) {
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < nc; j++) {
+			out[j * os + i] = hsum8(acc[i][j]);
+		}
+	}
+}
+
+#define Q80_TILE(nr, nc) q80_tile(quad, x, xs, nbk, (const char *)q->data + c * ys, ys, nr, nc, out + c * os, os)
+
+static void q80_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst, int64_t r0,
+		     int64_t r1, int64_t c0, int64_t c1, q80_quad quad) {
+	const int nbk = (int)(w->ne[0] / 32);
+	const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);
+	for (int64_t r = r0; r < r1; r += 4) {
+		const char *x = (const char *)w->data + r * xs;
+		float *out = (float *)dst->data + r;
+		const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
+		quad_prepare(quad, x, xs, nr, nbk);
+		int64_t c = c0;
+		switch (nr) {
+		case 4:
+			for (; c + 2 <= c1; c += 2) {
+				Q80_TILE(4, 2);
+			}
+			if (c < c1) {
+				Q80_TILE(4, 1);
+			}
+			break;
+		case 3: for (; c < c1; c++) Q80_TILE(3, 1); break;
+		case 2: for (; c < c1; c++) Q80_TILE(2, 1); break;
+		default: for (; c < c1; c++) Q80_TILE(1, 1); break;
+		}
+	}
+}
+
+static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
+	(void)nth;
+	hr_gemm_node *node = ud, *qn = node->reset[0]; // a product's reset[0] is its quantization
+	const struct ggml_tensor *w = dst->src[0], *q = dst->src[1];
+	const int64_t m = w->ne[1], n = qn->n;
+	const q80_quad quad = quad_at((char *)q->data + (qn->n + ith * qn->scratch) * q->nb[1], w->ne[0] / 32);
+	const int64_t chunks = (m + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
+	for (int64_t ch = atomic_fetch_add(&node->next, 1); ch < chunks; ch = atomic_fetch_add(&node->next, 1)) {
+		const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
+		for (int64_t c0 = 0; c0 < n; c0 += HR_COL_BLOCK) {
+			const int64_t c1 = c0 + HR_COL_BLOCK < n ? c0 + HR_COL_BLOCK : n;
+			if (w->type == GGML_TYPE_Q4_K) {
+				q4k_rows(w, q, dst, r0, r1, c0, c1);
+			} else {
+				q80_rows(w, q, dst, r0, r1, c0, c1, quad);
+			}
+		}
+	}
+}
+
+static void quantize_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
+	hr_gemm_node *node = ud;
+	const struct ggml_tensor *x = dst->src[0];
+	const ggml_from_float_t from_float = ggml_get_type_traits_cpu(node->type)->from_float;
+	for (int64_t r = ith; r < node->n; r += nth) {
+		from_float((const float *)((const char *)x->data + r * x->nb[1]), (char *)dst->data + r * dst->nb[1],
+			   x->ne[0]);
+	}
+	if (ith == 0) {
+		for (int i = 0; i < node->n_reset; i++) {
+			atomic_store(&node->reset[i]->next, 0);
+		}
+	}
+}
+
+int hr_gemm_supported(enum ggml_type type) {
+	switch (type) {
+	case GGML_TYPE_Q8_0:
+		return ggml_type_size(type) == sizeof(hr_block_q8_0) &&
+		       ggml_type_size(GGML_TYPE_Q8_0) == sizeof(hr_block_q8_0);
+	case GGML_TYPE_Q4_K:
+		return ggml_type_size(type) == sizeof(hr_block_q4_K) &&
+		       ggml_type_size(GGML_TYPE_Q8_K) == sizeof(hr_block_q8_K) &&
+		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_K;
+	default:
+		return 0;
+	}
+}
+
+struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
+			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
+	if (!hr_gemm_supported(w->type) || x->type != GGML_TYPE_F32 || x->ne[1] < 2 || x->ne[2] != 1 ||
+	    x->ne[3] != 1 || w->ne[2] != 1 || w->ne[3] != 1 || x->nb[0] != sizeof(float) || w->ne[0] != x->ne[0] ||
+	    w->ne[0] % ggml_blck_size(w->type) != 0) {
+		return ggml_mul_mat(ctx, w, x);
+	}
+	const enum ggml_type vt = ggml_get_type_traits_cpu(w->type)->vec_dot_type;
+	hr_gemm_node *gn = arena_node(arena);
+	if (!gn) {
+		return ggml_mul_mat(ctx, w, x);
+	}
+	if (cache->x != x || cache->type != vt) {
+		hr_gemm_node *qn = arena_node(arena);
+		if (!qn) {
+			return ggml_mul_mat(ctx, w, x);
+		}
+		const size_t row = ggml_row_size(vt, x->ne[0]);
+		qn->type = vt;
+		qn->n = x->ne[1];
+		qn->scratch = w->type == GGML_TYPE_Q8_0 ? (int64_t)((quad_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
+		struct ggml_tensor *args[1] = {x};
+		struct ggml_tensor *q = ggml_custom_4d(ctx, GGML_TYPE_I8, (int64_t)row, qn->n + n_threads * qn->scratch,
+						       1, 1, args, 1, quantize_op, GGML_N_TASKS_MAX, qn);
+		cache->x = x;
+		cache->q = q;
+		cache->type = vt;
+		cache->node = qn;
+	}
+	hr_gemm_node *qn = cache->node;
+	if (qn->n_reset == (int)(sizeof(qn->reset) / sizeof(qn->reset[0]))) {
+		cache->x = NULL; // full: the next product quantizes anew
+		return hr_mul_mat(ctx, arena, cache, w, x, n_threads);
+	}
+	qn->reset[qn->n_reset++] = gn;
+	gn->reset[0] = qn;
+	struct ggml_tensor *args[2] = {w, cache->q};
+	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op, GGML_N_TASKS_MAX, gn);
+}
+
+#else // no AVX2 + FMA + F16C: ggml's kernels
+
+int hr_gemm_supported(enum ggml_type type) {
+	(void)type;
+	return 0;
+}
+
+struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
+			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
+	(void)arena;
+	(void)cache;
+	(void)n_threads;
+	return ggml_mul_mat(ctx, w, x);
+}
+
+#endif
