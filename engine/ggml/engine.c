@@ -791,3 +791,5 @@ size_t hr_window_compute_bytes(const hr_window *w) {
 	}
 	return s;
 }
+
+int hr_window_gemm_products(const hr_window *w) { return hr_gemm_products(w->g.gemm); }

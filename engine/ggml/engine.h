@@ -81,6 +81,9 @@ void hr_window_kv_truncate(hr_window *w, int pos);
 int hr_window_kv_used(const hr_window *w);
 size_t hr_window_kv_bytes(const hr_window *w);
 size_t hr_window_compute_bytes(const hr_window *w);
+// hr_window_gemm_products counts the matrix products of the window's current
+// graph that run on gemm.c's kernels.
+int hr_window_gemm_products(const hr_window *w);
 
 #ifdef __cplusplus
 }

@@ -48,9 +48,17 @@ typedef struct hr_gemm_node {
 #define HR_ARENA_NODES 64
 struct hr_gemm_arena {
 	hr_gemm_arena *prev;
-	int used;
+	int used, products;
 	hr_gemm_node nodes[HR_ARENA_NODES];
 };
+
+int hr_gemm_products(const hr_gemm_arena *a) {
+	int n = 0;
+	for (; a; a = a->prev) {
+		n += a->products;
+	}
+	return n;
+}
 
 void hr_gemm_arena_free(hr_gemm_arena **a) {
 	while (*a) {
@@ -381,6 +389,7 @@ struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, 
 	}
 	qn->reset[qn->n_reset++] = gn;
 	gn->reset[0] = qn;
+	(*arena)->products++;
 	struct ggml_tensor *args[2] = {w, cache->q};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op, GGML_N_TASKS_MAX, gn);
 }

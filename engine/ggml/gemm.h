@@ -38,6 +38,9 @@ typedef struct {
 // schedulers); hr_gemm_arena_free releases it when the graph is dropped.
 typedef struct hr_gemm_arena hr_gemm_arena;
 void hr_gemm_arena_free(hr_gemm_arena **a);
+// hr_gemm_products counts the products in the arena's graph that run on our
+// kernels.
+int hr_gemm_products(const hr_gemm_arena *a);
 
 // hr_mul_mat is ggml_mul_mat(ctx, w, x), to be run by at most n_threads, for a 2-D weight w and a contiguous
 // F32 batch x [k, n]: our kernels when hr_gemm_supported(w->type) and n >= 2,

@@ -285,3 +285,14 @@ func (w *Window) ComputeBytes() int64 {
 // WeightRanges returns the page-aligned file byte ranges of the weights this
 // window reads, merged and sorted; hand them to Prefetch and Release.
 func (w *Window) WeightRanges() []ByteRange { return w.m.ranges(w.p) }
+
+// promptKernelProducts counts the matrix products of the window's current
+// graph (its last evaluation's) that run on gemm.c's kernels.
+func (w *Window) promptKernelProducts() int {
+	if w.c == nil {
+		return 0
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return int(C.hr_window_gemm_products(w.c))
+}

@@ -1,0 +1,85 @@
+package ggml
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"homering/engine/modelgen"
+)
+
+// TestPromptKernelsMatchGGML: a window on gemm.c's kernels gives the same
+// bits as one on ggml's (ggml_vec_dot_q4_K_q8_K, tinyBLAS for Q8_0) for
+// batches of 1 to 70 tokens at 1 and 2 threads, and the kernels really ran:
+// 7 products per layer plus the output head for every batch of 2 or more, none
+// for a single token (ggml's vector kernels do decode steps). The generated
+// 1003-token vocabulary gives an output head whose rows end in a partial
+// 4-row quad and a partial 16-row chunk.
+func TestPromptKernelsMatchGGML(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{
+		"../../testdata/models/llama-Q8_0.gguf",
+		"../../testdata/models/llama-Q4_K.gguf",
+		"../../testdata/models/mistral-Q4_K.gguf",
+		"../../testdata/models/qwen2-Q8_0.gguf",
+		"../../testdata/models/qwen3-Q4_K.gguf",
+	}
+	for _, typ := range []string{"Q8_0", "Q4_K"} {
+		p := filepath.Join(dir, "odd-"+typ+".gguf")
+		err := modelgen.Generate(p, modelgen.Config{Arch: "llama", Layers: 2, Embd: 256, FF: 768, Heads: 4,
+			KVHeads: 2, Vocab: 1003, Type: typ, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	batches := []int{2, 1, 3, 5, 17, 33, 70}
+	for _, path := range paths {
+		for _, threads := range []int{1, 2} {
+			t.Run(filepath.Base(path)+"/threads="+string(rune('0'+threads)), func(t *testing.T) {
+				m := openT(t, path)
+				info := m.Info()
+				p := WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, AllLogits: true,
+					NCtx: 256, Threads: threads}
+				ours := newWindowT(t, m, p)
+				p.GGMLMatMul = true
+				theirs := newWindowT(t, m, p)
+				pos := 0
+				for _, n := range batches {
+					toks := make([]int32, n)
+					for i := range toks {
+						toks[i] = int32((pos + i) * 37 % info.NVocab)
+					}
+					a, err := ours.EvalTokens(toks, pos)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := theirs.EvalTokens(toks, pos)
+					if err != nil {
+						t.Fatal(err)
+					}
+					differ := 0
+					for i := range a {
+						if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+							differ++
+						}
+					}
+					if differ > 0 {
+						t.Errorf("batch of %d at %d: %d of %d logits differ from ggml's kernels", n, pos, differ, len(a))
+					}
+					want := 0
+					if n >= 2 {
+						want = 7*info.NLayer + 1
+					}
+					if got := ours.promptKernelProducts(); got != want {
+						t.Errorf("batch of %d: %d products on our kernels, want %d", n, got, want)
+					}
+					if got := theirs.promptKernelProducts(); got != 0 {
+						t.Errorf("batch of %d with GGMLMatMul: %d products on our kernels, want 0", n, got)
+					}
+					pos += n
+				}
+			})
+		}
+	}
+}
