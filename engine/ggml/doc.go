@@ -61,6 +61,17 @@
 // logits of F32 models may differ in the last bits (decode steps do not).
 // Keep the output head in the window that holds the last layer.
 //
+// # Prompt kernels
+//
+// Prompt batches (2 or more tokens) of Q8_0 and Q4_K weights run on this
+// package's own matrix kernels (gemm.c), not ggml's: the same arithmetic,
+// float step for float step, so the same bits (TestPromptKernelsMatchGGML),
+// with each weight block unpacked once for several columns, the accumulators
+// in registers, and rows handed out to threads as they come free. Weights are
+// still read in place from the mapping. Decode steps (one token) stay on
+// ggml's vector kernels. WindowParams.GGMLMatMul turns them off, for
+// comparison (BenchmarkPromptKernels, bench/engine.sh).
+//
 // Graphs depend only on the batch size and the padded KV length; positions,
 // cells and the mask are inputs. A window keeps its last graph and the
 // scheduler's allocation and reuses them when the shape repeats (every decode

@@ -71,7 +71,7 @@ void hr_gemm_arena_free(hr_gemm_arena **a) {
 // Rows per chunk taken from the counter, and columns per pass over them
 // (their quantized inputs stay in L2 while the chunk's rows go by).
 #define HR_CHUNK_ROWS 16
-#define HR_COL_BLOCK 32
+#define HR_COL_BLOCK 64
 
 #ifdef HR_GEMM
 
@@ -107,14 +107,14 @@ static const uint8_t k4_shuffle[256] = {
 	14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15,
 };
 
-// q4k_row: one Q4_K row x against nc (<= 4) Q8_K columns y + c*ys, exactly as
+// q4k_row: one Q4_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
 // ggml_vec_dot_q4_K_q8_K's AVX2 path computes each of them.
 static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x, int nbk, const char *y, size_t ys,
 							   const int nc, float *out, size_t os) {
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	__m256 acc[4];
-	__m128 acc_m[4];
-	_Pragma("GCC unroll 4")
+	__m256 acc[8];
+	__m128 acc_m[8];
+	_Pragma("GCC unroll 8")
 	for (int c = 0; c < nc; c++) {
 		acc[c] = _mm256_setzero_ps();
 		acc_m[c] = _mm_setzero_ps();
@@ -134,12 +134,12 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 		const __m128i sc128 = _mm256_extracti128_si256(mins_and_scales, 0);
 		const __m256i scales = _mm256_set_m128i(sc128, sc128);
 
-		__m256i sumi[4];
-		_Pragma("GCC unroll 4")
+		__m256i sumi[8];
+		_Pragma("GCC unroll 8")
 		for (int c = 0; c < nc; c++) {
 			sumi[c] = _mm256_setzero_si256();
 		}
-		_Pragma("GCC unroll 4")
+		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
 			const __m256i scale_l =
 			    _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k4_shuffle + 2 * j));
@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 			const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
 			const __m256i q4l = _mm256_and_si256(q4bits, m4);
 			const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
-			_Pragma("GCC unroll 4")
+			_Pragma("GCC unroll 8")
 			for (int c = 0; c < nc; c++) {
 				const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
 				const __m256i p16l = _mm256_madd_epi16(
@@ -158,7 +158,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 				sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p16l, p16h));
 			}
 		}
-		_Pragma("GCC unroll 4")
+		_Pragma("GCC unroll 8")
 		for (int c = 0; c < nc; c++) {
 			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
 			const float d = yb->d * xd;
@@ -171,7 +171,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 			acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
 		}
 	}
-	_Pragma("GCC unroll 4")
+	_Pragma("GCC unroll 8")
 	for (int c = 0; c < nc; c++) {
 		__m128 m = acc_m[c];
 		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
@@ -188,8 +188,12 @@ static void q4k_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, s
 		const hr_block_q4_K *x = (const hr_block_q4_K *)((const char *)w->data + r * w->nb[1]);
 		float *out = (float *)dst->data + r;
 		int64_t c = c0;
-		for (; c + 4 <= c1; c += 4) {
+		for (; c + 8 <= c1; c += 8) {
+			q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 8, out + c * os, os);
+		}
+		if (c + 4 <= c1) {
 			q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 4, out + c * os, os);
+			c += 4;
 		}
 		switch (c1 - c) {
 		case 3: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 3, out + c * os, os); break;
@@ -207,10 +211,13 @@ typedef struct {
 	__m128 *d;    // [nbk]
 } q80_quad;
 
-static size_t quad_bytes(int64_t nbk) { return (size_t)nbk * (4 * sizeof(__m256i) + sizeof(__m128)) + 32; }
+static size_t quad_bytes(int64_t nbk) { return (size_t)nbk * (4 * sizeof(__m256i) + sizeof(__m128)); }
 
-static q80_quad quad_at(char *scratch, int64_t nbk) {
-	char *p = (char *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
+// A thread's scratch holds the quads of one chunk of rows.
+static size_t chunk_scratch_bytes(int64_t nbk) { return HR_CHUNK_ROWS / 4 * quad_bytes(nbk) + 32; }
+
+static q80_quad quad_at(char *scratch, int64_t nbk, int qi) {
+	char *p = (char *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31) + qi * quad_bytes(nbk);
 	return (q80_quad){(__m256i *)p, (__m128 *)(p + (size_t)nbk * 4 * sizeof(__m256i))};
 }
 
@@ -278,15 +285,17 @@ static inline __attribute__((always_inline)) void q80_tile(q80_quad quad, const 
 
 #define Q80_TILE(nr, nc) q80_tile(quad, x, xs, nbk, (const char *)q->data + c * ys, ys, nr, nc, out + c * os, os)
 
+// q80_rows: rows [r0, r1) (one chunk, its quads prepared in scratch) against
+// columns [c0, c1).
 static void q80_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst, int64_t r0,
-		     int64_t r1, int64_t c0, int64_t c1, q80_quad quad) {
+		     int64_t r1, int64_t c0, int64_t c1, char *scratch) {
 	const int nbk = (int)(w->ne[0] / 32);
 	const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);
 	for (int64_t r = r0; r < r1; r += 4) {
 		const char *x = (const char *)w->data + r * xs;
 		float *out = (float *)dst->data + r;
 		const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
-		quad_prepare(quad, x, xs, nr, nbk);
+		const q80_quad quad = quad_at(scratch, nbk, (int)((r - r0) / 4));
 		int64_t c = c0;
 		switch (nr) {
 		case 4:
@@ -309,16 +318,23 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	hr_gemm_node *node = ud, *qn = node->reset[0]; // a product's reset[0] is its quantization
 	const struct ggml_tensor *w = dst->src[0], *q = dst->src[1];
 	const int64_t m = w->ne[1], n = qn->n;
-	const q80_quad quad = quad_at((char *)q->data + (qn->n + ith * qn->scratch) * q->nb[1], w->ne[0] / 32);
+	char *scratch = (char *)q->data + (qn->n + ith * qn->scratch) * q->nb[1];
 	const int64_t chunks = (m + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
 	for (int64_t ch = atomic_fetch_add(&node->next, 1); ch < chunks; ch = atomic_fetch_add(&node->next, 1)) {
 		const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
+		if (w->type == GGML_TYPE_Q8_0) {
+			for (int64_t r = r0; r < r1; r += 4) {
+				const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
+				quad_prepare(quad_at(scratch, w->ne[0] / 32, (int)((r - r0) / 4)),
+					     (const char *)w->data + r * w->nb[1], w->nb[1], nr, (int)(w->ne[0] / 32));
+			}
+		}
 		for (int64_t c0 = 0; c0 < n; c0 += HR_COL_BLOCK) {
 			const int64_t c1 = c0 + HR_COL_BLOCK < n ? c0 + HR_COL_BLOCK : n;
 			if (w->type == GGML_TYPE_Q4_K) {
 				q4k_rows(w, q, dst, r0, r1, c0, c1);
 			} else {
-				q80_rows(w, q, dst, r0, r1, c0, c1, quad);
+				q80_rows(w, q, dst, r0, r1, c0, c1, scratch);
 			}
 		}
 	}
@@ -373,7 +389,7 @@ struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, 
 		const size_t row = ggml_row_size(vt, x->ne[0]);
 		qn->type = vt;
 		qn->n = x->ne[1];
-		qn->scratch = w->type == GGML_TYPE_Q8_0 ? (int64_t)((quad_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
+		qn->scratch = w->type == GGML_TYPE_Q8_0 ? (int64_t)((chunk_scratch_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
 		struct ggml_tensor *args[1] = {x};
 		struct ggml_tensor *q = ggml_custom_4d(ctx, GGML_TYPE_I8, (int64_t)row, qn->n + n_threads * qn->scratch,
 						       1, 1, args, 1, quantize_op, GGML_N_TASKS_MAX, qn);
