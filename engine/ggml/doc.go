@@ -63,7 +63,7 @@
 //
 // # Prompt kernels
 //
-// Prompt batches (2 or more tokens) of Q8_0 and Q4_K weights run on this
+// Prompt batches (2 or more tokens) of Q8_0, Q4_K and Q6_K weights run on this
 // package's own matrix kernels (gemm.c), not ggml's: the same arithmetic,
 // float step for float step, so the same bits (TestPromptKernelsMatchGGML),
 // with each weight block unpacked once for several columns, the accumulators

@@ -27,6 +27,13 @@ typedef struct {
 } hr_block_q4_K;
 
 typedef struct {
+	uint8_t ql[128];
+	uint8_t qh[64];
+	int8_t scales[16];
+	uint16_t d;
+} hr_block_q6_K;
+
+typedef struct {
 	float d;
 	int8_t qs[256];
 	int16_t bsums[16];
@@ -180,25 +187,98 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 	}
 }
 
-static void q4k_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst, int64_t r0,
-		     int64_t r1, int64_t c0, int64_t c1) {
+
+static const uint8_t k6_shuffle[128] = {
+	0,  0,	0,  0,	0,  0,	0,  0,	1,  1,	1,  1,	1,  1,	1,  1,	2,  2,	2,  2,	2,  2,	2,  2,	3,  3,	3,  3,	3,  3,	3,  3,
+	4,  4,	4,  4,	4,  4,	4,  4,	5,  5,	5,  5,	5,  5,	5,  5,	6,  6,	6,  6,	6,  6,	6,  6,	7,  7,	7,  7,	7,  7,	7,  7,
+	8,  8,	8,  8,	8,  8,	8,  8,	9,  9,	9,  9,	9,  9,	9,  9,	10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11,
+	12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15,
+};
+
+// q6k_row: one Q6_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
+// ggml_vec_dot_q6_K_q8_K's AVX2 path computes each of them. Each of a
+// superblock's 8 chunks of 32 weights is unpacked (4 low bits | 2 high bits
+// << 4) and its two scales widened once for all the columns.
+static inline __attribute__((always_inline)) void q6k_row(const hr_block_q6_K *x, int nbk, const char *y, size_t ys,
+							   const int nc, float *out, size_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32s = _mm256_set1_epi8(32);
+	__m256 acc[8];
+	_Pragma("GCC unroll 8")
+	for (int c = 0; c < nc; c++) {
+		acc[c] = _mm256_setzero_ps();
+	}
+	for (int i = 0; i < nbk; i++) {
+		const hr_block_q6_K *xb = x + i;
+		const __m128i scales = _mm_loadu_si128((const __m128i *)xb->scales);
+		__m256i sumi[8];
+		_Pragma("GCC unroll 8")
+		for (int c = 0; c < nc; c++) {
+			sumi[c] = _mm256_setzero_si256();
+		}
+		_Pragma("GCC unroll 1")
+		for (int k = 0; k < 8; k++) { // chunk k: j = k/4 of the vec_dot, its q4_{k%4}
+			const int j = k / 4, part = k % 4;
+			const __m256i lo = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * j + 32 * (part & 1)));
+			const __m256i hi = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j));
+			const __m256i q6 = _mm256_or_si256(
+			    _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * part)), m2), 4));
+			const __m256i scale = _mm256_cvtepi8_epi16(
+			    _mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)k6_shuffle + 4 * j + part)));
+			_Pragma("GCC unroll 8")
+			for (int c = 0; c < nc; c++) {
+				const __m256i q8 = _mm256_loadu_si256(
+				    (const __m256i *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 32 * k));
+				const __m256i p16 =
+				    _mm256_sub_epi16(_mm256_maddubs_epi16(q6, q8), _mm256_maddubs_epi16(m32s, q8));
+				sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(scale, p16));
+			}
+		}
+		const float xd = _cvtsh_ss(xb->d);
+		_Pragma("GCC unroll 8")
+		for (int c = 0; c < nc; c++) {
+			const float d = ((const hr_block_q8_K *)(y + c * ys) + i)->d * xd;
+			acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (int c = 0; c < nc; c++) {
+		out[c * os] = hsum8(acc[c]);
+	}
+}
+
+// kquant_rows: rows [r0, r1) of a Q4_K or Q6_K weight against columns
+// [c0, c1), 8 at a time.
+static inline __attribute__((always_inline)) void kquant_cols(enum ggml_type t, const char *x, int nbk, const char *y,
+							       size_t ys, const int nc, float *out, size_t os) {
+	if (t == GGML_TYPE_Q6_K) {
+		q6k_row((const hr_block_q6_K *)x, nbk, y, ys, nc, out, os);
+	} else {
+		q4k_row((const hr_block_q4_K *)x, nbk, y, ys, nc, out, os);
+	}
+}
+
+#define KQUANT_COLS(nc) kquant_cols(w->type, x, nbk, (const char *)q->data + c * ys, ys, nc, out + c * os, os)
+
+static void kquant_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst, int64_t r0,
+			int64_t r1, int64_t c0, int64_t c1) {
 	const int nbk = (int)(w->ne[0] / 256);
 	const size_t ys = q->nb[1], os = dst->nb[1] / sizeof(float);
 	for (int64_t r = r0; r < r1; r++) {
-		const hr_block_q4_K *x = (const hr_block_q4_K *)((const char *)w->data + r * w->nb[1]);
+		const char *x = (const char *)w->data + r * w->nb[1];
 		float *out = (float *)dst->data + r;
 		int64_t c = c0;
 		for (; c + 8 <= c1; c += 8) {
-			q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 8, out + c * os, os);
+			KQUANT_COLS(8);
 		}
 		if (c + 4 <= c1) {
-			q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 4, out + c * os, os);
+			KQUANT_COLS(4);
 			c += 4;
 		}
 		switch (c1 - c) {
-		case 3: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 3, out + c * os, os); break;
-		case 2: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 2, out + c * os, os); break;
-		case 1: q4k_row(x, nbk, (const char *)q->data + c * ys, ys, 1, out + c * os, os); break;
+		case 3: KQUANT_COLS(3); break;
+		case 2: KQUANT_COLS(2); break;
+		case 1: KQUANT_COLS(1); break;
 		}
 	}
 }
@@ -331,10 +411,10 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 		}
 		for (int64_t c0 = 0; c0 < n; c0 += HR_COL_BLOCK) {
 			const int64_t c1 = c0 + HR_COL_BLOCK < n ? c0 + HR_COL_BLOCK : n;
-			if (w->type == GGML_TYPE_Q4_K) {
-				q4k_rows(w, q, dst, r0, r1, c0, c1);
-			} else {
+			if (w->type == GGML_TYPE_Q8_0) {
 				q80_rows(w, q, dst, r0, r1, c0, c1, scratch);
+			} else {
+				kquant_rows(w, q, dst, r0, r1, c0, c1);
 			}
 		}
 	}
@@ -359,9 +439,13 @@ int hr_gemm_supported(enum ggml_type type) {
 	switch (type) {
 	case GGML_TYPE_Q8_0:
 		return ggml_type_size(type) == sizeof(hr_block_q8_0) &&
-		       ggml_type_size(GGML_TYPE_Q8_0) == sizeof(hr_block_q8_0);
+		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_0;
 	case GGML_TYPE_Q4_K:
 		return ggml_type_size(type) == sizeof(hr_block_q4_K) &&
+		       ggml_type_size(GGML_TYPE_Q8_K) == sizeof(hr_block_q8_K) &&
+		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_K;
+	case GGML_TYPE_Q6_K:
+		return ggml_type_size(type) == sizeof(hr_block_q6_K) &&
 		       ggml_type_size(GGML_TYPE_Q8_K) == sizeof(hr_block_q8_K) &&
 		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_K;
 	default:

@@ -9,8 +9,9 @@ import (
 )
 
 // TestPromptKernelsMatchGGML: a window on gemm.c's kernels gives the same
-// bits as one on ggml's (ggml_vec_dot_q4_K_q8_K, tinyBLAS for Q8_0) for
-// batches of 1 to 70 tokens at 1 and 2 threads, and the kernels really ran:
+// bits as one on ggml's (tinyBLAS for Q8_0, ggml_vec_dot_q4_K_q8_K and
+// ggml_vec_dot_q6_K_q8_K) for batches of 1 to 70 tokens at 1 and 2 threads,
+// on Q8_0, Q4_K and Q6_K models, and the kernels really ran:
 // 7 products per layer plus the output head for every batch of 2 or more, none
 // for a single token (ggml's vector kernels do decode steps). The generated
 // 1003-token vocabulary gives an output head whose rows end in a partial
@@ -23,8 +24,10 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 		"../../testdata/models/mistral-Q4_K.gguf",
 		"../../testdata/models/qwen2-Q8_0.gguf",
 		"../../testdata/models/qwen3-Q4_K.gguf",
+		"../../testdata/models/llama-Q6_K.gguf",
+		"../../testdata/models/qwen2-Q6_K.gguf",
 	}
-	for _, typ := range []string{"Q8_0", "Q4_K"} {
+	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
 		p := filepath.Join(dir, "odd-"+typ+".gguf")
 		err := modelgen.Generate(p, modelgen.Config{Arch: "llama", Layers: 2, Embd: 256, FF: 768, Heads: 4,
 			KVHeads: 2, Vocab: 1003, Type: typ, Seed: 7})

@@ -26,7 +26,7 @@ type WindowParams struct {
 	// span attended over, HR_KV_SPAN_PAD) gives the same bits with less
 	// memory for a short context (a ring job's cache holds its request).
 	KVRound int
-	// GGMLMatMul runs prompt batches of Q8_0 and Q4_K weights on ggml's own
+	// GGMLMatMul runs prompt batches of Q8_0, Q4_K and Q6_K weights on ggml's own
 	// matrix kernels instead of ours (gemm.h): the same bits, slower; for
 	// benchmarks and tests that compare the two.
 	GGMLMatMul bool
