@@ -5,6 +5,9 @@
 # flash attention off) on the same models, in one process built with the same
 # cgo flags (build/env.sh). Prints a table with medians and the ratio
 # ours/llama.cpp; the target is >= 1.0 for prefill and decode.
+# Both run ggml's kernels on the same graph, except that our prompts of Q8_0,
+# Q4_K and Q6_K weights run on engine/ggml/gemm.c's kernels (the same bits;
+# BenchmarkPromptKernels in engine/ggml times them against ggml's alone).
 #
 # Models: the generated ~1 GB llamas (16 layers, n_embd 2048) in Q8_0 and Q4_K,
 # prefill 128 tokens then 32 decode steps, 1 and 2 threads, 5 repetitions
