@@ -103,16 +103,6 @@ static inline float hsum8(__m256 x) { // hsum_float_8 / tinyBLAS hsum
 	return _mm_cvtss_f32(r);
 }
 
-static const uint8_t k4_shuffle[256] = {
-	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,	0,  1,
-	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,	2,  3,
-	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,	4,  5,
-	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,	6,  7,
-	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,	8,  9,
-	10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11,
-	12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13,
-	14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15,
-};
 
 // q4k_row: one Q4_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
 // ggml_vec_dot_q4_K_q8_K's AVX2 path computes each of them.
@@ -148,10 +138,11 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 		}
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
+			// ggml's get_scale_shuffle_k4(i): the 16-bit scale i in every lane.
 			const __m256i scale_l =
-			    _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k4_shuffle + 2 * j));
+			    _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j)));
 			const __m256i scale_h =
-			    _mm256_shuffle_epi8(scales, _mm256_loadu_si256((const __m256i *)k4_shuffle + 2 * j + 1));
+			    _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2)));
 			const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
 			const __m256i q4l = _mm256_and_si256(q4bits, m4);
 			const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
@@ -188,12 +179,6 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 }
 
 
-static const uint8_t k6_shuffle[128] = {
-	0,  0,	0,  0,	0,  0,	0,  0,	1,  1,	1,  1,	1,  1,	1,  1,	2,  2,	2,  2,	2,  2,	2,  2,	3,  3,	3,  3,	3,  3,	3,  3,
-	4,  4,	4,  4,	4,  4,	4,  4,	5,  5,	5,  5,	5,  5,	5,  5,	6,  6,	6,  6,	6,  6,	6,  6,	7,  7,	7,  7,	7,  7,	7,  7,
-	8,  8,	8,  8,	8,  8,	8,  8,	9,  9,	9,  9,	9,  9,	9,  9,	10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11,
-	12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15,
-};
 
 // q6k_row: one Q6_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
 // ggml_vec_dot_q6_K_q8_K's AVX2 path computes each of them. Each of a
@@ -223,8 +208,10 @@ static inline __attribute__((always_inline)) void q6k_row(const hr_block_q6_K *x
 			const __m256i q6 = _mm256_or_si256(
 			    _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
 			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * part)), m2), 4));
+			// ggml's get_scale_shuffle(k): scale 2k in the low 8 bytes, 2k+1 in the high.
 			const __m256i scale = _mm256_cvtepi8_epi16(
-			    _mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)k6_shuffle + 4 * j + part)));
+			    _mm_shuffle_epi8(scales, _mm_set_epi64x((long long)(0x0101010101010101ULL * (2 * k + 1)),
+								    (long long)(0x0101010101010101ULL * (2 * k)))));
 			_Pragma("GCC unroll 8")
 			for (int c = 0; c < nc; c++) {
 				const __m256i q8 = _mm256_loadu_si256(
