@@ -103,7 +103,6 @@ static inline float hsum8(__m256 x) { // hsum_float_8 / tinyBLAS hsum
 	return _mm_cvtss_f32(r);
 }
 
-
 // q4k_row: one Q4_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
 // ggml_vec_dot_q4_K_q8_K's AVX2 path computes each of them.
 static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x, int nbk, const char *y, size_t ys,
@@ -177,8 +176,6 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 		out[c * os] = hsum8(acc[c]) + _mm_cvtss_f32(m);
 	}
 }
-
-
 
 // q6k_row: one Q6_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
 // ggml_vec_dot_q6_K_q8_K's AVX2 path computes each of them. Each of a
@@ -278,7 +275,10 @@ typedef struct {
 	__m128 *d;    // [nbk]
 } q80_quad;
 
-static size_t quad_bytes(int64_t nbk) { return (size_t)nbk * (4 * sizeof(__m256i) + sizeof(__m128)); }
+// Rounded up to 32 bytes: the next quad's |a| must be aligned too.
+static size_t quad_bytes(int64_t nbk) {
+	return ((size_t)nbk * (4 * sizeof(__m256i) + sizeof(__m128)) + 31) & ~(size_t)31;
+}
 
 // A thread's scratch holds the quads of one chunk of rows.
 static size_t chunk_scratch_bytes(int64_t nbk) { return HR_CHUNK_ROWS / 4 * quad_bytes(nbk) + 32; }

@@ -15,7 +15,8 @@ import (
 // 7 products per layer plus the output head for every batch of 2 or more, none
 // for a single token (ggml's vector kernels do decode steps). The generated
 // 1003-token vocabulary gives an output head whose rows end in a partial
-// 4-row quad and a partial 16-row chunk.
+// 4-row quad and a partial 16-row chunk; n_embd 288 and ff 800 give rows of
+// an odd number of Q8_0 blocks.
 func TestPromptKernelsMatchGGML(t *testing.T) {
 	dir := t.TempDir()
 	paths := []string{
@@ -36,6 +37,15 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
+	// n_embd 288: 9 Q8_0 blocks per row of Q, K, V, gate and up, an odd
+	// count (each thread's prepared quads must stay 32-byte aligned).
+	p := filepath.Join(dir, "odd-embd-Q8_0.gguf")
+	err := modelgen.Generate(p, modelgen.Config{Arch: "llama", Layers: 2, Embd: 288, FF: 800, Heads: 4,
+		KVHeads: 2, Vocab: 1003, Type: "Q8_0", Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, p)
 	batches := []int{2, 1, 3, 5, 17, 33, 70}
 	for _, path := range paths {
 		for _, threads := range []int{1, 2} {
