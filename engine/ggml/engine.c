@@ -507,10 +507,10 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 	hr_gemm_arena_free(&g->gemm);
 	memset(g, 0, sizeof(*g));
 	hr_gemm_cache mm_cache = {0};
-	// mm is ggml_mul_mat for a CPU weight; prompt batches of Q8_0, Q4_K and Q6_K
-	// weights go through gemm.c's kernels (the same bits, faster).
-#define mm(W, X) (w->p.ggml_matmul || (W)->buffer != m->buf ? ggml_mul_mat(ctx, W, X) \
-							      : hr_mul_mat(ctx, &g->gemm, &mm_cache, W, X, w->p.n_threads))
+	// mm is ggml_mul_mat; prompt batches of Q8_0, Q4_K and Q6_K weights in
+	// CPU memory go through gemm.c's kernels (the same bits, faster).
+#define mm(W, X) (w->p.ggml_matmul ? ggml_mul_mat(ctx, W, X) \
+			       : hr_mul_mat(ctx, &g->gemm, &mm_cache, W, X, w->p.n_threads))
 
 	struct ggml_init_params ip = {w->meta_size, w->meta, true};
 	struct ggml_context *ctx = ggml_init(ip);

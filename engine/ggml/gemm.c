@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -43,7 +44,8 @@ typedef struct {
 // counters of the products that read it: every node is followed by a barrier
 // of all threads, so the reset is seen before any thread takes a chunk.
 typedef struct hr_gemm_node {
-	atomic_int next;
+	atomic_int next;             // product: the next chunk of rows to take
+	struct hr_gemm_node *quant; // product: the quantization it reads
 	// A quantization writes n columns of type; rows [n, n + threads*scratch)
 	// of its output are each thread's scratch for the products that read it.
 	enum ggml_type type;
@@ -382,7 +384,7 @@ static void q80_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, s
 
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
-	hr_gemm_node *node = ud, *qn = node->reset[0]; // a product's reset[0] is its quantization
+	hr_gemm_node *node = ud, *qn = node->quant;
 	const struct ggml_tensor *w = dst->src[0], *q = dst->src[1];
 	const int64_t m = w->ne[1], n = qn->n;
 	char *scratch = (char *)q->data + (qn->n + ith * qn->scratch) * q->nb[1];
@@ -423,36 +425,33 @@ static void quantize_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 }
 
 int hr_gemm_supported(enum ggml_type type) {
+	size_t block, vt_block;
+	enum ggml_type vt;
 	switch (type) {
-	case GGML_TYPE_Q8_0:
-		return ggml_type_size(type) == sizeof(hr_block_q8_0) &&
-		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_0;
-	case GGML_TYPE_Q4_K:
-		return ggml_type_size(type) == sizeof(hr_block_q4_K) &&
-		       ggml_type_size(GGML_TYPE_Q8_K) == sizeof(hr_block_q8_K) &&
-		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_K;
-	case GGML_TYPE_Q6_K:
-		return ggml_type_size(type) == sizeof(hr_block_q6_K) &&
-		       ggml_type_size(GGML_TYPE_Q8_K) == sizeof(hr_block_q8_K) &&
-		       ggml_get_type_traits_cpu(type)->vec_dot_type == GGML_TYPE_Q8_K;
-	default:
-		return 0;
+	case GGML_TYPE_Q8_0: block = sizeof(hr_block_q8_0), vt = GGML_TYPE_Q8_0, vt_block = sizeof(hr_block_q8_0); break;
+	case GGML_TYPE_Q4_K: block = sizeof(hr_block_q4_K), vt = GGML_TYPE_Q8_K, vt_block = sizeof(hr_block_q8_K); break;
+	case GGML_TYPE_Q6_K: block = sizeof(hr_block_q6_K), vt = GGML_TYPE_Q8_K, vt_block = sizeof(hr_block_q8_K); break;
+	default: return 0;
 	}
+	return ggml_type_size(type) == block && ggml_get_type_traits_cpu(type)->vec_dot_type == vt &&
+	       ggml_type_size(vt) == vt_block;
 }
 
 struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
 			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
-	if (!hr_gemm_supported(w->type) || x->type != GGML_TYPE_F32 || x->ne[1] < 2 || x->ne[2] != 1 ||
+	// The kernels read w->data: a weight in a GPU's memory is ggml's.
+	if (!w->buffer || !ggml_backend_buffer_is_host(w->buffer) || !hr_gemm_supported(w->type) ||
+	    x->type != GGML_TYPE_F32 || x->ne[1] < 2 || x->ne[2] != 1 ||
 	    x->ne[3] != 1 || w->ne[2] != 1 || w->ne[3] != 1 || x->nb[0] != sizeof(float) || w->ne[0] != x->ne[0] ||
 	    w->ne[0] % ggml_blck_size(w->type) != 0) {
 		return ggml_mul_mat(ctx, w, x);
 	}
 	const enum ggml_type vt = ggml_get_type_traits_cpu(w->type)->vec_dot_type;
-	hr_gemm_node *gn = arena_node(arena);
-	if (!gn) {
-		return ggml_mul_mat(ctx, w, x);
-	}
-	if (cache->x != x || cache->type != vt) {
+	// A quantization that already resets as many products as it can is not
+	// shared further: the next product gets one of its own.
+	const int full = cache->node && cache->node->n_reset == (int)(sizeof(cache->node->reset) /
+								      sizeof(cache->node->reset[0]));
+	if (cache->x != x || cache->type != vt || full) {
 		hr_gemm_node *qn = arena_node(arena);
 		if (!qn) {
 			return ggml_mul_mat(ctx, w, x);
@@ -469,13 +468,12 @@ struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, 
 		cache->type = vt;
 		cache->node = qn;
 	}
-	hr_gemm_node *qn = cache->node;
-	if (qn->n_reset == (int)(sizeof(qn->reset) / sizeof(qn->reset[0]))) {
-		cache->x = NULL; // full: the next product quantizes anew
-		return hr_mul_mat(ctx, arena, cache, w, x, n_threads);
+	hr_gemm_node *qn = cache->node, *gn = arena_node(arena);
+	if (!gn) {
+		return ggml_mul_mat(ctx, w, x);
 	}
 	qn->reset[qn->n_reset++] = gn;
-	gn->reset[0] = qn;
+	gn->quant = qn;
 	(*arena)->products++;
 	struct ggml_tensor *args[2] = {w, cache->q};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op, GGML_N_TASKS_MAX, gn);

@@ -43,9 +43,10 @@ void hr_gemm_arena_free(hr_gemm_arena **a);
 // kernels.
 int hr_gemm_products(const hr_gemm_arena *a);
 
-// hr_mul_mat is ggml_mul_mat(ctx, w, x), to be run by at most n_threads, for a 2-D weight w and a contiguous
-// F32 batch x [k, n]: our kernels when hr_gemm_supported(w->type) and n >= 2,
-// else (or when out of memory for its state) ggml_mul_mat itself.
+// hr_mul_mat is ggml_mul_mat(ctx, w, x), to be run by at most n_threads, for
+// a 2-D weight w and a contiguous F32 batch x [k, n]: our kernels when w is in
+// CPU memory, hr_gemm_supported(w->type) and n >= 2, else (or when out of
+// memory for its state) ggml_mul_mat itself.
 struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
 			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads);
 
