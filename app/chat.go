@@ -20,6 +20,7 @@ import (
 	"homering/app/api"
 	"homering/app/api/apitype"
 	"homering/app/node"
+	"homering/app/planner"
 	"homering/engine/runner"
 )
 
@@ -47,9 +48,12 @@ type chatBackend struct {
 	// prof measures this device in the background; a chat stops it
 	// (app/profile_bg.go). nil: no background measurement.
 	prof *bgProfile
-	ring ringMemory
+	// planner makes every plan (app/planner); guarded by mu, read
+	// through plans().
+	planner *planner.Planner
+	ring    ringMemory
 
-	mu        sync.Mutex // guards running and stopWatch
+	mu        sync.Mutex // guards running, stopWatch and planner
 	running   map[*chatRun]struct{}
 	stopWatch func() // ends watchContribute's subscription; nil when none
 
@@ -85,7 +89,7 @@ func runnerCommand() *exec.Cmd {
 }
 
 func newChatBackend(dir, override string, log *slog.Logger) *chatBackend {
-	return &chatBackend{
+	b := &chatBackend{
 		sup:      runner.New(runner.Options{Command: runnerCommand, Log: log.With("component", "runner")}),
 		dir:      dir,
 		override: override,
@@ -93,6 +97,7 @@ func newChatBackend(dir, override string, log *slog.Logger) *chatBackend {
 		log:      log,
 		running:  map[*chatRun]struct{}{},
 	}
+	return b
 }
 
 // engineThreads is how many CPU threads the engine uses: HOMERING_THREADS,
@@ -237,7 +242,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	job, note := b.planRing(ctx, path, nCtx, req)
 	endTransfers := func() {}
 	if job != nil {
-		b.log.Info("chat on the ring", "devices", len(job.plan.Ring), "k", job.plan.K, "predicted_ms", job.plan.PredictedMs,
+		b.log.Info("chat on the ring", "devices", len(job.pl.Plan.Ring), "k", job.pl.Plan.K, "predicted_ms", job.pl.Plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
 		rp := job.params
 		// The runner holds the job idle this long (ring_keep_seconds, 0: not

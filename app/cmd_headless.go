@@ -92,7 +92,8 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	chat.attach(n)                          // problems, ring jobs and ring planning: app/ring.go
 	defer chat.Close()
 	chat.work = api.NewWork() // weight transfers to ring workers show as progress bars
-	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: chat, Work: chat.work}
+	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: chat, Work: chat.work,
+		Planner: chat.plans()} // the device map shows the plan the next chat runs
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)

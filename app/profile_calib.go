@@ -15,13 +15,11 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
+	"homering/app/planner"
 	"homering/engine/profile"
 	"homering/engine/profile/calib"
 	"homering/engine/profile/envelope"
-	"homering/engine/profile/modelprof"
 	"homering/engine/runner"
-	"homering/halda"
-	"homering/halda/lpsolve"
 )
 
 // Calibration in the agent (engine/profile/calib): after each run the
@@ -33,9 +31,8 @@ import (
 // are: engine/profile/envelope; a corrupt one is ignored and started
 // afresh). The next plan is solved with each device's rates scaled by its
 // median ratio (calib.FromRatios, calib.Recalibrate).
-// Link times: the hidden-state round trip measured at each ring plan goes
-// into a rolling median per peer (calib.Link, in memory), which the plan
-// uses.
+// Link times: the hidden-state round trip of each look at a peer goes
+// into a rolling median per peer, which plans use (app/planner).
 
 // calibDirName is the directory under the profile cache holding the ratios.
 const calibDirName = "calibration"
@@ -150,31 +147,6 @@ func (b *chatBackend) threadsOf(device, self string) int {
 	return 0
 }
 
-// calibrated returns p with its devices calibrated by their ratios for
-// model, and the plan Halda makes with the uncalibrated profiles (its
-// PredictedMs is the uncalibrated prediction).
-// Without ratios, or when solving fails, p comes back unchanged.
-func (b *chatBackend) calibrated(p halda.Problem, model string) (halda.Problem, halda.Plan) {
-	raw, err := halda.Solve(p, lpsolve.Solver{})
-	if err != nil {
-		return p, halda.Plan{}
-	}
-	var names []string
-	for _, d := range p.Devices {
-		names = append(names, d.Name)
-	}
-	cals := calib.FromRatios(raw, b.CalibrationRatios(model, names))
-	if len(cals) == 0 {
-		return p, raw
-	}
-	q, _, err := calib.Recalibrate(p, raw, cals, lpsolve.Solver{})
-	if err != nil {
-		b.log.Warn("calibration: the calibrated problem has no plan; planning uncalibrated", "err", err)
-		return p, raw
-	}
-	return q, raw
-}
-
 // learn records one device's measured compute ms per token against the
 // uncalibrated prediction for its part.
 func (b *chatBackend) learn(device, model string, measuredMs, uncalibratedMs float64) {
@@ -187,35 +159,25 @@ func (b *chatBackend) learn(device, model string, measuredMs, uncalibratedMs flo
 	}
 }
 
-// learnAlone calibrates this device from a single-device chat: Halda's
-// prediction for this device alone (uncalibrated and calibrated with the
-// runs before) beside what it measured, kept for status and the map.
+// learnAlone calibrates this device from a single-device chat: the
+// planner's prediction for this device alone (uncalibrated and calibrated
+// with the runs before) beside what it measured, kept for status and the
+// map.
 func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
 	if st.DecodeTokens < minCalibTokens || !(st.DecodeMS > 0) {
 		return
 	}
-	m, err := modelprof.FromGGUF(path, nCtx)
-	if err != nil {
+	pl, err := b.plans().Next(planner.Request{Model: path, ContextTokens: nCtx, Alone: true})
+	if err != nil || len(pl.Raw.Ring) == 0 || len(pl.Plan.Ring) == 0 {
 		return
 	}
 	self := b.selfID()
-	dev, _ := b.selfDevice()
-	dev.Name = self
-	p := halda.Problem{Devices: []halda.Device{dev}, Model: m, DefaultLinkSec: 1e-4, HeadHoldsLayers: true}
-	q, raw := b.calibrated(p, path)
-	if len(raw.Ring) == 0 {
-		return
-	}
-	cal, err := halda.Solve(q, lpsolve.Solver{})
-	if err != nil || len(cal.Ring) == 0 {
-		return
-	}
 	measured := st.DecodeMS / float64(st.DecodeTokens)
 	runs := len(b.calibration().ratios(calibKey(self, path, b.threadsOf(self, self))))
-	b.learn(self, path, measured, raw.Ring[0].ComputeMs+raw.Ring[0].DiskMs)
+	b.learn(self, path, measured, pl.Raw.Ring[0].ComputeMs+pl.Raw.Ring[0].DiskMs)
 	b.ring.mu.Lock()
-	b.ring.alone = &apitype.SelfRun{Model: filepath.Base(path), MeasuredMs: measured, PredictedMs: cal.PredictedMs,
-		UncalibratedMs: raw.PredictedMs, CalibratedRuns: runs, At: time.Now()}
+	b.ring.alone = &apitype.SelfRun{Model: filepath.Base(path), MeasuredMs: measured, PredictedMs: pl.Plan.PredictedMs,
+		UncalibratedMs: pl.Raw.PredictedMs, CalibratedRuns: runs, At: time.Now()}
 	b.ring.mu.Unlock()
 }
 
@@ -239,14 +201,4 @@ func (b *chatBackend) CalibrationRatios(model string, deviceIDs []string) map[st
 		}
 	}
 	return out
-}
-
-// linkMedian records one measured one-way link time to peer and returns
-// the rolling median of the last calib.DefaultLinkWindow (seconds).
-func (b *chatBackend) linkMedian(peer string, sec float64) float64 {
-	b.ring.mu.Lock()
-	defer b.ring.mu.Unlock()
-	b.ring.links.Link(peer, sec)
-	d := b.ring.links.Apply(halda.Device{LinkSec: map[string]float64{peer: sec}}, halda.Assignment{})
-	return d.LinkSec[peer]
 }

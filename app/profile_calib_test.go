@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"homering/app/api/apitype"
 	"homering/app/config"
+	"homering/app/planner"
 	"homering/engine/profile/calib"
 	"homering/engine/runner"
 	"homering/halda"
@@ -140,15 +140,15 @@ func TestRingRunLearns(t *testing.T) {
 	raw := halda.Device{Name: "peer", CPUReadBytesPerSec: 1e9, DiskSeqBytesPerSec: 1e9}
 	cal := raw
 	cal.CPUReadBytesPerSec = 2e9 // calibrated twice as fast as profiled
-	job := &ringJob{
-		problem: halda.Problem{Devices: []halda.Device{{Name: "self"}, cal}},
-		plan: halda.Plan{Ring: []halda.Assignment{
+	job := &ringJob{pl: planner.Plan{
+		Problem: halda.Problem{Devices: []halda.Device{{Name: "self"}, cal}},
+		Plan: halda.Plan{Ring: []halda.Assignment{
 			{Device: "self", ComputeMs: 10, PredictedMs: 12},
 			{Device: "peer", ComputeMs: 20, DiskMs: 5, PredictedMs: 27},
 		}},
-		raw:  map[string]halda.Device{"self": {Name: "self"}, "peer": raw},
-		self: apitype.Device{ID: "self"}, path: "m.gguf", rawMs: 50,
-	}
+		RawDevices: map[string]halda.Device{"self": {Name: "self"}, "peer": raw},
+		ModelPath:  "m.gguf", Raw: halda.Plan{PredictedMs: 50},
+	}, self: apitype.Device{ID: "self"}}
 	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: "self", ComputeMS: 15}, {ID: "peer", ComputeMS: 90}}})
 	if run.UncalibratedMs != 50 {
 		t.Errorf("run uncalibrated %v ms, want the uncalibrated plan's 50", run.UncalibratedMs)
@@ -167,17 +167,5 @@ func TestRingRunLearns(t *testing.T) {
 	}
 	if diff := cmp.Diff([]float64{2}, st.ratios(calibKey("peer", "m.gguf", 0))); diff != "" {
 		t.Errorf("the peer's ratios (-want +got):\n%s", diff)
-	}
-}
-
-func TestLinkMedian(t *testing.T) {
-	b := &chatBackend{}
-	var got []float64
-	for _, s := range []float64{0.002, 0.010, 0.003, 0.002, 0.004} {
-		got = append(got, b.linkMedian("p", s))
-	}
-	b.linkMedian("q", 0.5) // another peer's samples stay apart
-	if diff := cmp.Diff([]float64{0.002, 0.006, 0.003, 0.0025, 0.003}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
-		t.Errorf("rolling medians (-want +got):\n%s", diff)
 	}
 }

@@ -2,13 +2,9 @@ package app
 
 import (
 	"bytes"
-	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"homering/app/api"
 	"homering/app/api/apitype"
@@ -33,97 +29,6 @@ func TestQuickProfileSolves(t *testing.T) {
 	pl, err := halda.Solve(halda.Problem{Devices: []halda.Device{d}, Model: m}, lpsolve.Solver{})
 	if err != nil || len(pl.Ring) != 1 || pl.Ring[0].W != 4 {
 		t.Errorf("Halda on the quick profile: %+v, %v; want the 4 layers on it", pl.Ring, err)
-	}
-}
-
-// TestAdopt: the last plan stays for the same request shape unless a device
-// of it is gone, the new one is a clear gain with both scored under this
-// request's profiles, or every device was asked for and the last lacks some.
-func TestAdopt(t *testing.T) {
-	// Three CPUs on 5 ms links; a 6-layer model of 1 GB, 1 GFLOP layers:
-	// at speed 1 a layer takes 20 ms (compute + reading it).
-	problem := func(speed map[string]float64, names ...string) halda.Problem {
-		p := halda.Problem{Model: halda.Model{Name: "m", Layers: 6, Vocab: 1,
-			LayerBytes: map[string]int64{"f16": 1e9}, LayerFlops: map[string]float64{"f16": 1e9}}}
-		for _, n := range names {
-			d := halda.Device{Name: n, OS: halda.Linux, RAMAvailable: 100e9, DiskSeqBytesPerSec: 1e9, DiskRandBytesPerSec: 1e9,
-				CPUFlops: map[string]float64{"f16": 100e9 * speed[n]}, CPUReadBytesPerSec: 100e9 * speed[n], LinkSec: map[string]float64{}}
-			for _, o := range names {
-				if o != n {
-					d.LinkSec[o] = 5e-3
-				}
-			}
-			p.Devices = append(p.Devices, d)
-		}
-		return p
-	}
-	even := map[string]float64{"a": 1, "b": 1, "c": 1}
-	solve := func(p halda.Problem) halda.Plan {
-		t.Helper()
-		pl, err := halda.Solve(p, lpsolve.Solver{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pl
-	}
-	order := func(pl halda.Plan) []string {
-		var out []string
-		for _, a := range pl.Ring {
-			out = append(out, a.Device)
-		}
-		return out
-	}
-	forced := func(p halda.Problem) halda.Problem { p.KeepAllDevices = true; return p }
-
-	now := forced(problem(even, "a", "b", "c"))
-	last := solve(now)
-	// The same layers with the workers the other way round: a tie.
-	swapped := last
-	swapped.Ring = slices.Clone(last.Ring)
-	swapped.Ring[1], swapped.Ring[2] = swapped.Ring[2], swapped.Ring[1]
-	swapped, err := halda.Rescore(now, swapped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The last plan as made when calibration had every device at half
-	// speed: its prediction then is twice what it is now.
-	stale := solve(forced(problem(map[string]float64{"a": 0.5, "b": 0.5, "c": 0.5}, "a", "b", "c")))
-	// b at a quarter speed now: a plan giving it fewer layers is a clear gain.
-	slowB := forced(problem(map[string]float64{"a": 1, "b": 0.25, "c": 1}, "a", "b", "c"))
-	if gain := solve(slowB); cmp.Equal(order(gain), order(last)) && gain.Ring[1].W == last.Ring[1].W && gain.K == last.K {
-		t.Fatalf("b at a quarter speed did not move layers: %+v", gain.Ring)
-	}
-	if stale.PredictedMs < 1.5*last.PredictedMs {
-		t.Fatalf("the stale plan predicts %.1f ms, not well above the %.1f ms of now", stale.PredictedMs, last.PredictedMs)
-	}
-	tests := []struct {
-		name      string
-		key       string
-		p         halda.Problem
-		last      halda.Plan
-		cand      halda.Plan
-		wantOrder []string // the ring of the plan returned
-		wantMs    float64  // and its prediction
-	}{
-		{"a tie: keep the last", "k", now, last, swapped, order(last), last.PredictedMs},
-		{"a stale prediction is scored again: keep the last", "k", now, stale, swapped, order(stale), last.PredictedMs},
-		{"a clear gain: take the new", "k", slowB, last, solve(slowB), order(solve(slowB)), solve(slowB).PredictedMs},
-		{"a device of the last is gone", "k", forced(problem(even, "a", "c")), last, solve(forced(problem(even, "a", "c"))), []string{"a", "c"}, solve(forced(problem(even, "a", "c"))).PredictedMs},
-		{"another request shape", "other", now, last, swapped, order(swapped), swapped.PredictedMs},
-		{"every device asked for, the last lacks some", "k", forced(problem(even, "a", "b", "c")), solve(problem(even, "a", "b")), swapped, order(swapped), swapped.PredictedMs},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := &chatBackend{}
-			b.ring.key, b.ring.plan = "k", tt.last
-			got := b.adopt(tt.key, tt.p, tt.cand)
-			if diff := cmp.Diff(tt.wantOrder, order(got)); diff != "" {
-				t.Errorf("ring of the plan returned (-want +got):\n%s", diff)
-			}
-			if math.Abs(got.PredictedMs-tt.wantMs) > 1e-9*tt.wantMs {
-				t.Errorf("its prediction %.6f ms, want %.6f", got.PredictedMs, tt.wantMs)
-			}
-		})
 	}
 }
 

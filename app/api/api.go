@@ -16,6 +16,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/app/node"
+	"homering/app/planner"
 	"homering/discovery/identity"
 	"homering/engine/profile"
 	"homering/engine/ring/transport"
@@ -33,8 +34,14 @@ type Server struct {
 	// Work lists long work for the UI's progress bars (work.go); the agent
 	// may report its own (weight transfer) here. nil: Handler makes one.
 	Work *Work
+	// Planner makes every plan shown (the device map, the model list's
+	// labels): the agent passes its chat backend's, so the map shows the
+	// plan the next chat runs. nil: Handler makes one over Node and the
+	// settings, which plans as the agent's would.
+	Planner *planner.Planner
 	// LoadProfile reads this device's cached measured profile from the
-	// config directory without measuring; nil: engine/profile.LoadCached.
+	// config directory without measuring, for the planner Handler makes;
+	// nil: engine/profile.LoadCached.
 	LoadProfile func(configDir string) (profile.Profile, bool, error)
 }
 

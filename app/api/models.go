@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"homering/app/api/apitype"
+	"homering/app/planner"
 	"homering/engine/gguf"
 	"homering/engine/profile/modelprof"
 	"homering/halda"
-	"homering/halda/lpsolve"
 )
 
 // modelSource is one place GGUFs are found.
@@ -163,16 +163,11 @@ func describeModel(path string, ctxTokens int) (apitype.Model, halda.Model, erro
 	return m, hm, err
 }
 
-// fitLabel asks Halda whether a model fits the devices: "too big" when no
-// plan exists, "tight" when the plan pages weights from disk on some device
-// or uses over 80% of the memory it may, else "fits".
-func fitLabel(devs []halda.Device, m halda.Model, ctxTokens int) (string, string) {
-	if len(devs) == 0 {
-		return "unknown", "No device profile is known yet."
-	}
-	m.ContextTokens = ctxTokens
-	p := halda.Problem{Devices: devs, Model: m, DefaultLinkSec: defaultLinkSec}
-	plan, err := halda.Solve(p, lpsolve.Solver{})
+// fitLabel asks the planner whether a model fits the devices: "too big"
+// when no plan exists, "tight" when the plan pages weights from disk on
+// some device or uses over 80% of the memory it may, else "fits".
+func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string) {
+	pl, err := u.s.Planner.Next(planner.Request{Model: path, ContextTokens: ctxTokens, Shape: &m})
 	if err != nil {
 		if errors.Is(err, halda.ErrOutOfMemory) {
 			return "too big", "The devices together do not have the memory for it."
@@ -180,23 +175,41 @@ func fitLabel(devs []halda.Device, m halda.Model, ctxTokens int) (string, string
 		return "too big", sentence(err)
 	}
 	var use, avail int64
-	for _, d := range devs {
+	for _, d := range pl.Problem.Devices {
 		avail += usable(d)
 	}
-	for _, a := range plan.Ring {
+	for _, a := range pl.Plan.Ring {
 		use += a.RAMBytes + a.VRAMBytes
 		if a.Case != halda.M4 {
-			return "tight", fmt.Sprintf("It runs, but %s reads weights from disk for every token.", a.Device)
+			return "tight", fmt.Sprintf("It runs, but %s reads weights from disk for every token.", u.deviceName(a.Device))
 		}
 	}
 	if float64(use) > 0.8*float64(avail) {
 		return "tight", fmt.Sprintf("It needs %s of the %s free on the devices that can take part.", humanBytes(use), humanBytes(avail))
 	}
 	on := "on this device alone"
-	if len(plan.Ring) > 1 {
-		on = fmt.Sprintf("on %d devices", len(plan.Ring))
+	if len(pl.Plan.Ring) > 1 {
+		on = fmt.Sprintf("on %d devices", len(pl.Plan.Ring))
 	}
-	return "fits", fmt.Sprintf("Predicted %s ms per token %s.", fmtMs(plan.PredictedMs), on)
+	return "fits", fmt.Sprintf("Predicted %s ms per token %s.", fmtMs(pl.Plan.PredictedMs), on)
+}
+
+// deviceName names a device of a plan for a person: its name, else its
+// short ID.
+func (u *ui) deviceName(id string) string {
+	st := u.s.Node.Status()
+	if id == st.Device.ID {
+		return "this device"
+	}
+	for _, p := range u.s.Node.Peers().Peers {
+		if p.ID == id {
+			if p.Name != "" {
+				return p.Name
+			}
+			return p.Short
+		}
+	}
+	return id
 }
 
 func usable(d halda.Device) int64 {
@@ -226,8 +239,7 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	home, _ := os.UserHomeDir()
-	devs, _ := u.devices(set)
-	out := apitype.Models{Models: []apitype.Model{}, Selected: set.Model, Scanned: []string{}, Devices: len(devs)}
+	out := apitype.Models{Models: []apitype.Model{}, Selected: set.Model, Scanned: []string{}, Devices: u.s.Planner.Reachable()}
 	seen := map[string]bool{}
 	for _, src := range modelSources(home, set.ModelDir) {
 		if _, err := os.Stat(src.root); err != nil {
@@ -247,7 +259,7 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 				m.Fit, m.Error = "unknown", sentence(err)
 				m.Why = "This file cannot be used: " + m.Error
 			} else {
-				m.Fit, m.Why = fitLabel(devs, hm, set.ContextTokens)
+				m.Fit, m.Why = u.fitLabel(p, hm, set.ContextTokens)
 			}
 			out.Models = append(out.Models, m)
 			if len(out.Models) >= 200 {

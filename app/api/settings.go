@@ -176,7 +176,6 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.settings = f
-	u.planMemo = planMemo{}
 	u.mu.Unlock()
 	now := f.api(u.s.Node.Status().Device.Name)
 	if sw, ok := u.s.backend().(SettingsWatcher); ok {

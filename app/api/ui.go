@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/planner"
 	"homering/frontend"
 )
 
@@ -27,18 +28,34 @@ type ui struct {
 	peers *peerCache
 	chat  *measuredChat // nil without a chat backend
 
-	mu       sync.Mutex // guards settings, planMemo and self
+	mu       sync.Mutex // guards settings
 	settings *settingsFile
-	planMemo planMemo
-	self     selfProfile
 }
 
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
 func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
 	u.conv = &convStore{dir: func() string { return s.Node.Status().ConfigDir }}
+	if s.Planner == nil {
+		dir := s.Node.Status().ConfigDir
+		s.Planner = planner.New(planner.Options{Node: s.Node, Self: planner.CachedSelf(dir, s.LoadProfile, s.Log),
+			Settings: func() apitype.Settings {
+				f, err := u.current()
+				if err != nil {
+					return apitype.Settings{}
+				}
+				return f.api("")
+			},
+			Ratios: func(model string, ids []string) map[string][]float64 {
+				if src, ok := s.backend().(CalibrationSource); ok {
+					return src.CalibrationRatios(model, ids)
+				}
+				return nil
+			}, Log: s.Log})
+	}
 	u.peers = &peerCache{look: func(ctx context.Context, peer string) (peerLook, error) {
-		p, err := s.Node.AskProfile(ctx, peer)
+		// The planner's look: its answer is what the next plan uses.
+		p, err := s.Planner.Look(ctx, peer)
 		if err == nil {
 			return peerLook{rtt: p.RTT, profile: &p.Device, measured: p.Measured}, nil
 		}

@@ -374,7 +374,7 @@ func TestUIPlanAndLive(t *testing.T) {
 // cache files) when there is one, and say so.
 func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 	flops := map[string]float64{}
-	for k, v := range defaultProfile("x", 1, 1, 0).CPUFlops {
+	for k, v := range profile.Unmeasured("x", 1, 1).CPUFlops {
 		flops[k] = v * 10
 	}
 	fast := profile.Profile{OS: "linux", CPUFlops: flops, CPUReadBytesPerSec: 100e9,

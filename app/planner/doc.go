@@ -1,0 +1,30 @@
+// Package planner is the agent's one planner: every plan the agent shows or
+// runs comes from Planner.Next, so the device map (GET /api/v1/plan), the
+// next chat (UI, CLI and the three compatible APIs), the model list's
+// fits/tight/too-big labels and calibration see the same plan for the same
+// inputs.
+//
+// The inputs of a plan:
+//   - this device's profile (measured by engine/profile, else a default
+//     with the memory the OS reports) and its memory budget (its own
+//     setting);
+//   - each paired, contributing, visible peer's answer to the last look:
+//     its profile, which carries that device's own memory budget, and the
+//     rolling median of the one-way time of a hidden state to it
+//     (calib.Calibrator.Link). Looks are taken by Look (the device map, in
+//     the background) and by Refresh (a chat, only for peers whose last look
+//     is older than FreshFor), and both record into one peer table;
+//   - the model's shape (read from the GGUF once per file, size and
+//     modification time) and the context size (n_kv);
+//   - the calibration ratios of earlier runs (calib.FromRatios,
+//     calib.Recalibrate);
+//   - the request's own options: every device (KeepAllDevices), the rounds
+//     per token, devices to leave out (they refused a job).
+//
+// Next builds the Halda problem from them, solves it (an identical problem
+// is answered from a memo: a turn whose inputs did not change solves no
+// ILP), and keeps the last plan a chat installed when the new one is no
+// clear gain (ring.Adopt), both scored under this problem (halda.Rescore).
+// Next never changes what the next call returns: only Install does, when a
+// chat really runs a plan. Without re-plans after lost devices.
+package planner

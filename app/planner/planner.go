@@ -1,0 +1,606 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"homering/app/api/apitype"
+	"homering/app/node"
+	"homering/engine/profile"
+	"homering/engine/profile/calib"
+	"homering/engine/profile/modelprof"
+	"homering/engine/profile/sysinfo"
+	"homering/engine/ring"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+// FreshFor is how old a peer's last look may be for a chat to plan with it
+// without asking again: the device map looks every 10 s while it is drawn,
+// and a conversation's next turn usually comes within this.
+const FreshFor = 30 * time.Second
+
+// AskTimeout bounds one look at a peer (pings and its profile).
+const AskTimeout = 5 * time.Second
+
+// memoSize is how many solved problems are kept: the device map's, a chat's
+// with other options, the model list's labels (one per model file).
+const memoSize = 32
+
+// ramSteps sets the granularity of the memory Halda plans with: the
+// largest power of two at most 1/64 of the figure, and none under 1 MiB. The
+// OS's available-memory figure moves by a few MB from one reading to the
+// next, which must not make a plan (or its memo entry) differ.
+const ramSteps = 64
+
+// quantize rounds an available-memory figure down to its step.
+func quantize(b int64) int64 {
+	step := int64(1 << 20)
+	if step*ramSteps > b {
+		return b // under 64 MiB: every MiB counts
+	}
+	for step*2*ramSteps <= b {
+		step *= 2
+	}
+	return b - b%step
+}
+
+// Node is what the planner needs of app/node: who this device is, the
+// peers seen, and a look at one of them.
+type Node interface {
+	Status() apitype.Status
+	Peers() apitype.Peers
+	AskProfileHidden(ctx context.Context, peer string, hiddenBytes int) (node.PeerProfile, error)
+}
+
+// Options configure a Planner. Every field may be nil.
+type Options struct {
+	// Node: nil plans for this device alone.
+	Node Node
+	// Self is this device's measured profile, if any (CachedSelf); nil or
+	// false: a default with the memory the OS reports (profile.Unmeasured).
+	Self func() (halda.Device, bool)
+	// Settings gives the selected model, context size and this device's
+	// memory budget; nil: defaults (no model).
+	Settings func() apitype.Settings
+	// Ratios gives the calibration ratios kept per device ID for a model
+	// file; nil: plans are not calibrated.
+	Ratios func(model string, deviceIDs []string) map[string][]float64
+	// Memory reads this device's available and total RAM, for defaults;
+	// nil: engine/profile/sysinfo.
+	Memory func() (avail, total int64)
+	Now    func() time.Time
+	Log    *slog.Logger
+}
+
+// Planner owns the agent's planning (package doc). Safe for concurrent use.
+type Planner struct {
+	o Options
+
+	mu     sync.Mutex
+	peers  map[string]*peerState // by device ID; guarded by mu
+	links  calib.Calibrator      // one-way hidden-state times; guarded by mu
+	memo   map[string]solved     // by problem key; guarded by mu
+	order  []string              // memo keys, oldest first
+	models map[string]halda.Model
+	last   installed
+	count  Counters
+}
+
+// Counters say how much work planning did (tests and benchmarks).
+type Counters struct {
+	Solves     int // Halda solves (each may run several ILPs)
+	ModelReads int // GGUF headers parsed
+	Asks       int // looks at peers (each a control link with pings)
+}
+
+type peerState struct {
+	at       time.Time
+	ok       bool // the last look answered
+	device   halda.Device
+	measured bool
+	rtt      time.Duration
+}
+
+type solved struct {
+	raw     halda.Plan    // with the profiles as measured
+	problem halda.Problem // calibrated
+	plan    halda.Plan    // Halda's plan for problem
+	err     error
+}
+
+type installed struct {
+	key  string
+	plan halda.Plan
+}
+
+// New returns a planner.
+func New(o Options) *Planner {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Memory == nil {
+		o.Memory = func() (int64, int64) {
+			if m, err := sysinfo.ReadMemory(); err == nil && m.Total > 0 {
+				return m.Available, m.Total
+			}
+			return 8 << 30, 16 << 30
+		}
+	}
+	return &Planner{o: o, peers: map[string]*peerState{}, memo: map[string]solved{}, models: map[string]halda.Model{}}
+}
+
+// Request is what a plan is for. The zero Request is the device map's: the
+// selected model, with the options a chat gets by default.
+type Request struct {
+	Model         string // GGUF path; "" the selected model
+	ContextTokens int    // 0: the setting
+	AllDevices    bool   // every device gets layers (homering chat --devices all)
+	Rounds        int    // rounds per token; 0: Halda chooses
+	// Exclude names devices left out: they refused or did not answer a
+	// job. The plan is still compared with the last one installed.
+	Exclude []string
+	// Shape is the model's shape when the caller read it already (the
+	// model list); nil reads it from Model.
+	Shape *halda.Model
+	// Alone plans for this device only (calibrating a single-device chat).
+	Alone bool
+}
+
+// Member is a device a plan was made with.
+type Member struct {
+	ID       string
+	Measured bool          // its profile was measured, not a default
+	RTT      time.Duration // its link's round trip (peers; zero for this device)
+}
+
+// Plan is a plan and what it was made from.
+type Plan struct {
+	// Key is the request's shape (model, context, devices, rounds): a plan
+	// installed for one key is kept for the next request of that key.
+	Key       string
+	ModelPath string
+	Model     halda.Model
+	// Problem is the calibrated problem Plan was solved from; re-plans
+	// after a loss start from it.
+	Problem halda.Problem
+	// Raw is Halda's plan with the profiles as measured (its PredictedMs
+	// is the uncalibrated prediction) and RawDevices those profiles.
+	Raw        halda.Plan
+	RawDevices map[string]halda.Device
+	Plan       halda.Plan // what runs
+	Self       Member
+	Peers      map[string]Member // by device ID
+}
+
+// ModelError says the model file cannot be read: more devices would not
+// help.
+type ModelError struct {
+	Path string
+	Err  error
+}
+
+func (e *ModelError) Error() string { return e.Err.Error() }
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// ErrNoModel is returned when no model is selected.
+var ErrNoModel = errors.New("planner: no model is selected")
+
+// SelfID names this device in plans: its device ID, or "self" without a
+// node.
+func (p *Planner) SelfID() string {
+	if p.o.Node != nil {
+		return p.o.Node.Status().Device.ID
+	}
+	return "self"
+}
+
+func (p *Planner) settings() apitype.Settings {
+	if p.o.Settings == nil {
+		return apitype.Settings{}
+	}
+	return p.o.Settings()
+}
+
+// Candidates are the peers a plan may use now: paired, contributing,
+// visible and not claimed by two devices, sorted by ID.
+func (p *Planner) Candidates() []apitype.Peer {
+	if p.o.Node == nil {
+		return nil
+	}
+	var out []apitype.Peer
+	for _, q := range p.o.Node.Peers().Peers {
+		if q.Paired && q.Contribute && q.Visible && !q.Conflict {
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b apitype.Peer) int { return cmpString(a.ID, b.ID) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Reachable counts the devices a plan may use now: this device and every
+// candidate whose last look answered.
+func (p *Planner) Reachable() int {
+	cands := p.Candidates()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 1
+	for _, c := range cands {
+		if st := p.peers[c.ID]; st != nil && st.ok {
+			n++
+		}
+	}
+	return n
+}
+
+// Counters returns the work done so far.
+func (p *Planner) Counters() Counters {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count
+}
+
+// modelShape reads path's shape for ctx once per file version.
+func (p *Planner) modelShape(path string, ctx int) (halda.Model, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return halda.Model{}, &ModelError{Path: path, Err: err}
+	}
+	key := fmt.Sprint(path, "|", fi.Size(), "|", fi.ModTime().UnixNano(), "|", ctx)
+	p.mu.Lock()
+	m, ok := p.models[key]
+	p.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err = modelprof.FromGGUF(path, ctx)
+	if err != nil {
+		return halda.Model{}, &ModelError{Path: path, Err: err}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.count.ModelReads++
+	if len(p.models) >= memoSize {
+		clear(p.models) // model files change rarely; start afresh
+	}
+	p.models[key] = m
+	return m, nil
+}
+
+// hiddenBytes is the size of one hidden state the ring sends for the
+// request's model (F32), 0 when it cannot be read.
+func (p *Planner) hiddenBytes(req Request) int {
+	path, ctx := p.resolve(req)
+	if path == "" {
+		return 0
+	}
+	m, err := p.modelShape(path, ctx)
+	if err != nil {
+		return 0
+	}
+	return 4 * m.Embedding
+}
+
+func (p *Planner) resolve(req Request) (string, int) {
+	set := p.settings()
+	path, ctx := req.Model, req.ContextTokens
+	if path == "" {
+		path = set.Model
+	}
+	if ctx <= 0 {
+		ctx = set.ContextTokens
+	}
+	return path, ctx
+}
+
+// Look asks one peer for its profile and times its link with pings of a
+// hidden state of the selected model, and records the answer (or the
+// failure) in the peer table the plans are made from.
+func (p *Planner) Look(ctx context.Context, peer string) (node.PeerProfile, error) {
+	return p.look(ctx, peer, p.hiddenBytes(Request{}))
+}
+
+func (p *Planner) look(ctx context.Context, peer string, hidden int) (node.PeerProfile, error) {
+	if p.o.Node == nil {
+		return node.PeerProfile{}, errors.New("planner: no node to reach peers")
+	}
+	actx, cancel := context.WithTimeout(ctx, AskTimeout)
+	defer cancel()
+	pp, err := p.o.Node.AskProfileHidden(actx, peer, hidden)
+	now := p.o.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.count.Asks++
+	st := p.peers[peer]
+	if st == nil {
+		st = &peerState{}
+		p.peers[peer] = st
+	}
+	st.at, st.ok = now, err == nil
+	if err != nil {
+		return pp, err
+	}
+	st.device, st.measured, st.rtt = pp.Device, pp.Measured, pp.RTT
+	// One-way: a hidden state there (the pong brings it back); the rolling
+	// median of the last looks (calib.Link), so one slow ping does not move
+	// the ring.
+	p.links.Link(peer, pp.HiddenRTT.Seconds()/2)
+	return pp, nil
+}
+
+// Refresh looks again at every candidate whose last look is older than
+// FreshFor (or failed), in parallel, so that the plan a chat makes next
+// starts from answers no older than that. A chat's second turn within
+// FreshFor asks nothing.
+func (p *Planner) Refresh(ctx context.Context, req Request) {
+	now := p.o.Now()
+	var stale []string
+	cands := p.Candidates()
+	p.mu.Lock()
+	for _, c := range cands {
+		if st := p.peers[c.ID]; st == nil || !st.ok || now.Sub(st.at) >= FreshFor {
+			stale = append(stale, c.ID)
+		}
+	}
+	p.mu.Unlock()
+	if len(stale) == 0 {
+		return
+	}
+	hidden := p.hiddenBytes(req)
+	var wg sync.WaitGroup
+	for _, id := range stale {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.look(ctx, id, hidden); err != nil {
+				p.o.Log.Info("planner: peer left out of the plan", "peer", id, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// withDefaults fills what a profile lacks from def: the profiler measures
+// only the weight types of the model it was given, and a device that
+// reported no RAM figures is taken to have this device's.
+func withDefaults(d, def halda.Device) halda.Device {
+	flops := maps.Clone(def.CPUFlops)
+	if flops == nil {
+		flops = map[string]float64{}
+	}
+	for k, v := range d.CPUFlops {
+		if v > 0 {
+			flops[k] = v
+		}
+	}
+	d.CPUFlops = flops
+	if d.RAMTotal <= 0 {
+		d.RAMAvailable, d.RAMTotal = def.RAMAvailable, def.RAMTotal
+	}
+	if d.CPUReadBytesPerSec <= 0 {
+		d.CPUReadBytesPerSec = def.CPUReadBytesPerSec
+	}
+	if d.DiskSeqBytesPerSec <= 0 || d.DiskRandBytesPerSec <= 0 {
+		d.DiskSeqBytesPerSec, d.DiskRandBytesPerSec = def.DiskSeqBytesPerSec, def.DiskRandBytesPerSec
+	}
+	d.RAMAvailable = quantize(d.RAMAvailable)
+	return d
+}
+
+// devices are this device and every candidate with an answered look, in
+// that order (peers by ID), with their link times.
+func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Member, float64) {
+	avail, total := p.o.Memory()
+	selfID := p.SelfID()
+	def := profile.Unmeasured(selfID, avail, total)
+	self, measured := def, false
+	if p.o.Self != nil {
+		if d, ok := p.o.Self(); ok {
+			self, measured = d, true
+		}
+	}
+	self = withDefaults(self, def)
+	self.Name = selfID
+	self.MemoryBudget = p.settings().MemoryBudget // the budget is this device's own setting
+	self.LinkSec = map[string]float64{}
+	devs := []halda.Device{self}
+	peers := map[string]Member{}
+	maxLink := 0.0
+	if req.Alone {
+		return devs, Member{ID: selfID, Measured: measured}, peers, maxLink
+	}
+	cands := p.Candidates()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cands {
+		st := p.peers[c.ID]
+		if st == nil || !st.ok || slices.Contains(req.Exclude, c.ID) {
+			continue
+		}
+		d := withDefaults(st.device, def)
+		d.Name = c.ID // its own budget (MemoryBudget) stays: it set it
+		link := p.links.Apply(halda.Device{LinkSec: map[string]float64{c.ID: 0}}, halda.Assignment{}).LinkSec[c.ID]
+		if !(link > 0) {
+			link = 1e-3 // not timed yet: a hidden state over a home LAN
+		}
+		maxLink = max(maxLink, link)
+		self.LinkSec[c.ID] = link
+		d.LinkSec = map[string]float64{selfID: link}
+		devs = append(devs, d)
+		peers[c.ID] = Member{ID: c.ID, Measured: st.measured, RTT: st.rtt}
+	}
+	return devs, Member{ID: selfID, Measured: measured}, peers, maxLink
+}
+
+// Next is the plan for req: what the device map shows and what the next
+// chat with these options will run. It changes nothing: Install does.
+func (p *Planner) Next(req Request) (Plan, error) {
+	path, nctx := p.resolve(req)
+	var m halda.Model
+	switch {
+	case req.Shape != nil:
+		m = *req.Shape
+		m.ContextTokens = nctx
+	case path == "":
+		return Plan{}, ErrNoModel
+	default:
+		var err error
+		if m, err = p.modelShape(path, nctx); err != nil {
+			return Plan{ModelPath: path}, err
+		}
+	}
+	devs, self, peers, maxLink := p.devices(req)
+	prob := halda.Problem{Devices: devs, Model: m, DefaultLinkSec: max(maxLink, 1e-4),
+		KeepAllDevices: req.AllDevices, HeadHoldsLayers: true, Rounds: req.Rounds}
+	out := Plan{Key: fmt.Sprint(path, "|", nctx, "|", req.AllDevices, "|", req.Rounds, "|", req.Alone), ModelPath: path, Model: m,
+		Self: self, Peers: peers, RawDevices: map[string]halda.Device{}}
+	for _, d := range devs {
+		out.RawDevices[d.Name] = d
+	}
+	var ratios map[string][]float64
+	if p.o.Ratios != nil && path != "" {
+		ids := make([]string, len(devs))
+		for i, d := range devs {
+			ids[i] = d.Name
+		}
+		ratios = p.o.Ratios(path, ids)
+	}
+	s := p.solve(prob, ratios)
+	if s.err != nil {
+		out.Problem = prob
+		return out, s.err
+	}
+	out.Raw, out.Problem, out.Plan = s.raw, s.problem, s.plan
+	out.Plan = p.adopt(out.Key, out.Problem, out.Plan)
+	return out, nil
+}
+
+// solve answers prob calibrated by ratios, from the memo when the same
+// problem was solved before.
+func (p *Planner) solve(prob halda.Problem, ratios map[string][]float64) solved {
+	kb, err := json.Marshal(struct {
+		P halda.Problem
+		R map[string][]float64
+	}{prob, ratios})
+	if err != nil {
+		return solved{err: err}
+	}
+	key := string(kb)
+	p.mu.Lock()
+	s, ok := p.memo[key]
+	p.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = solved{problem: prob}
+	s.raw, s.err = halda.Solve(prob, lpsolve.Solver{})
+	solves := 1
+	if s.err == nil {
+		s.plan = s.raw
+		if cals := calib.FromRatios(s.raw, ratios); len(cals) > 0 {
+			solves++
+			if q, cp, err := calib.Recalibrate(prob, s.raw, cals, lpsolve.Solver{}); err == nil {
+				s.problem, s.plan = q, cp
+			} else {
+				p.o.Log.Warn("calibration: the calibrated problem has no plan; planning uncalibrated", "err", err)
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.count.Solves += solves
+	if _, ok := p.memo[key]; !ok {
+		p.order = append(p.order, key)
+		if len(p.order) > memoSize {
+			delete(p.memo, p.order[0])
+			p.order = p.order[1:]
+		}
+	}
+	p.memo[key] = s
+	return s
+}
+
+// adopt keeps the last installed plan for the same request shape while its
+// devices are all still there and the new one is no clear gain, both
+// scored under prob: a device that joins is used from the next request
+// only when worth a re-prefill, and the runner's kept job (whose plan must
+// not change) serves the conversation's next turn. When every device is
+// asked for, the last plan is kept only if it has every device.
+func (p *Planner) adopt(key string, prob halda.Problem, plan halda.Plan) halda.Plan {
+	p.mu.Lock()
+	last := p.last
+	p.mu.Unlock()
+	return Adopt(last.key == key, last.plan, prob, plan)
+}
+
+// Adopt is adopt's rule as a function: sameKey says the last plan was made
+// for the same request shape.
+func Adopt(sameKey bool, last halda.Plan, prob halda.Problem, plan halda.Plan) halda.Plan {
+	if !sameKey || len(last.Ring) == 0 {
+		return plan // nothing to keep
+	}
+	if prob.KeepAllDevices && len(last.Ring) != len(prob.Devices) {
+		return plan // every device was asked for, and the last plan lacks some
+	}
+	for _, a := range last.Ring {
+		if !slices.ContainsFunc(prob.Devices, func(d halda.Device) bool { return d.Name == a.Device }) {
+			return plan // a device of the last plan is gone
+		}
+	}
+	// The last plan's prediction was made with the profiles of then: score
+	// it again with this request's (calibration moves them after every
+	// chat) so that the two compare alike. Else a ring whose plan only ties
+	// (three devices in either order) would be re-planned, its kept job
+	// dropped, whenever calibration made the new prediction lower.
+	rescored, err := halda.Rescore(prob, last)
+	if err != nil || ring.Adopt(rescored.PredictedMs, plan.PredictedMs) {
+		return plan
+	}
+	return rescored
+}
+
+// Install records that a chat runs pl: the next request of the same shape
+// keeps it unless a new plan is a clear gain.
+func (p *Planner) Install(pl Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = installed{key: pl.Key, plan: pl.Plan}
+}
+
+// Without re-plans pl without the lost devices (a ring lost them mid-reply),
+// from its calibrated problem.
+func (p *Planner) Without(pl Plan, lost []string) (Plan, error) {
+	q := pl.Problem
+	q.Devices = slices.DeleteFunc(slices.Clone(q.Devices), func(d halda.Device) bool { return slices.Contains(lost, d.Name) })
+	if q.Rounds > 0 && len(q.Devices) > q.Model.Layers/q.Rounds {
+		q.Rounds = 0
+	}
+	s := p.solve(q, nil)
+	if s.err != nil {
+		return pl, s.err
+	}
+	out := pl
+	out.Problem, out.Plan = q, s.plan
+	return out, nil
+}

@@ -1,0 +1,394 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"homering/app/api/apitype"
+	"homering/app/node"
+	"homering/halda"
+	"homering/halda/lpsolve"
+)
+
+// bigModel is a generated ~0.9 GB llama (16 layers of ~55 MB): only its
+// header is read here.
+const bigModel = "../../testdata/models/llama-1g-Q8_0.gguf"
+
+const gib = 1 << 30
+
+// peerNode stands in for app/node at the planner's seam: the peers it
+// lists answer looks with the profiles given (app/apptest drives the real
+// node through the same planner).
+type peerNode struct {
+	mu       sync.Mutex
+	self     string
+	peers    []apitype.Peer
+	profiles map[string]halda.Device
+	rtt      map[string]time.Duration
+	down     map[string]bool
+	asks     []int // hidden bytes of each look
+}
+
+func (n *peerNode) Status() apitype.Status {
+	return apitype.Status{Device: apitype.Device{ID: n.self, Short: n.self}}
+}
+
+func (n *peerNode) Peers() apitype.Peers {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return apitype.Peers{Peers: slices.Clone(n.peers)}
+}
+
+func (n *peerNode) AskProfileHidden(ctx context.Context, peer string, hidden int) (node.PeerProfile, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.asks = append(n.asks, hidden)
+	if n.down[peer] {
+		return node.PeerProfile{}, errors.New("no route to host")
+	}
+	d := n.profiles[peer]
+	d.Name = peer
+	return node.PeerProfile{Device: d, Measured: true, RTT: n.rtt[peer], HiddenRTT: 2 * n.rtt[peer]}, nil
+}
+
+// cpu is a measured desktop CPU with ram available.
+func cpu(ram int64) halda.Device {
+	return halda.Device{OS: halda.Linux, CPUFlops: map[string]float64{"q8_0": 50e9, "f32": 20e9}, CPUReadBytesPerSec: 10e9,
+		RAMAvailable: ram, RAMTotal: 2 * ram, DiskSeqBytesPerSec: 1e9, DiskRandBytesPerSec: 300e6}
+}
+
+func rig(selfRAM, budget, peerBudget int64) (*peerNode, *Planner) {
+	n := &peerNode{self: "HEAD", profiles: map[string]halda.Device{}, rtt: map[string]time.Duration{}, down: map[string]bool{}}
+	for _, id := range []string{"B", "C"} {
+		n.peers = append(n.peers, apitype.Peer{ID: id, Short: id, Paired: true, Contribute: true, Visible: true})
+		d := cpu(8 * gib)
+		d.MemoryBudget = peerBudget
+		n.profiles[id], n.rtt[id] = d, 2*time.Millisecond
+	}
+	// A stranger and a paired device with contribute off are not planned.
+	n.peers = append(n.peers, apitype.Peer{ID: "D", Visible: true, Contribute: true},
+		apitype.Peer{ID: "E", Visible: true, Paired: true})
+	model, _ := filepath.Abs(bigModel)
+	now := time.Unix(1000, 0)
+	p := New(Options{Node: n,
+		Self: func() (halda.Device, bool) { return cpu(selfRAM), true },
+		Settings: func() apitype.Settings {
+			return apitype.Settings{Model: model, ContextTokens: 512, MemoryBudget: budget}
+		},
+		Memory: func() (int64, int64) { return 8 * gib, 16 * gib },
+		Now:    func() time.Time { return now },
+	})
+	return n, p
+}
+
+func layersOf(pl halda.Plan) map[string]int {
+	out := map[string]int{}
+	for _, a := range pl.Ring {
+		out[a.Device] = a.W * pl.K
+	}
+	return out
+}
+
+// The device map's plan (the zero Request, after its background looks)
+// and the plan the next chat makes for the same model and context are the
+// same plan, and the chat's asks nothing and solves nothing more: its
+// inputs did not change.
+func TestMapAndChatPlanAlike(t *testing.T) {
+	n, p := rig(600<<20, 0, 0)
+	ctx := context.Background()
+	for _, id := range []string{"B", "C"} { // the map's peer cache looks
+		if _, err := p.Look(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shown, err := p.Next(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Plan.Ring) < 2 {
+		t.Fatalf("the map's plan keeps the model on %d device(s): %+v", len(shown.Plan.Ring), shown.Plan.Ring)
+	}
+	before := p.Counters()
+	model, _ := filepath.Abs(bigModel)
+	req := Request{Model: model, ContextTokens: 512}
+	p.Refresh(ctx, req)
+	chat, err := p.Next(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(shown.Plan, chat.Plan); diff != "" {
+		t.Errorf("the chat's plan differs from the map's (-map +chat):\n%s", diff)
+	}
+	if got := p.Counters(); got != before {
+		t.Errorf("the chat's planning did work: %+v after the map's %+v; want no look, solve or model read", got, before)
+	}
+	// The looks carried a hidden state of the model (2048 floats).
+	for _, h := range n.asks {
+		if h != 4*2048 {
+			t.Errorf("a look timed pings of %d bytes, want a hidden state's %d", h, 4*2048)
+		}
+	}
+	if _, ok := chat.Peers["D"]; ok {
+		t.Errorf("an unpaired device is in the plan")
+	}
+	if _, ok := chat.Peers["E"]; ok {
+		t.Errorf("a device with contribute off is in the plan")
+	}
+}
+
+// A chat looks again only at peers whose last look is older than FreshFor
+// or failed, and a peer that does not answer is left out of the plan.
+func TestRefreshOnlyStale(t *testing.T) {
+	n, p := rig(600<<20, 0, 0)
+	now := time.Unix(1000, 0)
+	p.o.Now = func() time.Time { return now }
+	ctx := context.Background()
+	p.Refresh(ctx, Request{})
+	if len(n.asks) != 2 {
+		t.Fatalf("first refresh asked %d times, want both peers", len(n.asks))
+	}
+	now = now.Add(FreshFor - time.Second)
+	p.Refresh(ctx, Request{})
+	if len(n.asks) != 2 {
+		t.Errorf("a refresh within FreshFor asked again (%d looks)", len(n.asks))
+	}
+	now = now.Add(2 * time.Second)
+	n.down["C"] = true
+	p.Refresh(ctx, Request{})
+	if len(n.asks) != 4 {
+		t.Errorf("a refresh after FreshFor asked %d times in all, want 4", len(n.asks))
+	}
+	pl, err := p.Next(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pl.Peers["C"]; ok || p.Reachable() != 2 {
+		t.Errorf("C did not answer, yet it is planned with (reachable %d)", p.Reachable())
+	}
+	p.Refresh(ctx, Request{}) // a failed look is asked again at once
+	if len(n.asks) != 5 {
+		t.Errorf("the failed peer was not asked again: %d looks", len(n.asks))
+	}
+}
+
+// Each device's memory budget is its own setting, and every plan honours
+// it: this device's from the settings, a peer's from its profile.
+func TestBudgetHonoured(t *testing.T) {
+	ctx := context.Background()
+	plan := func(selfRAM, budget, peerBudget int64) halda.Plan {
+		t.Helper()
+		_, p := rig(selfRAM, budget, peerBudget)
+		p.Refresh(ctx, Request{})
+		pl, err := p.Next(Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl.Plan
+	}
+	free := plan(8*gib, 0, 0)
+	t.Logf("no budgets: %v", layersOf(free))
+	const budget = 256 << 20 // room for ~2 of the 16 layers of ~55 MB, beside KV and buffers
+	tight := plan(8*gib, budget, 0)
+	t.Logf("head budget 256 MiB: %v", layersOf(tight))
+	for _, a := range tight.Ring {
+		if a.Device == "HEAD" && a.RAMBytes > budget {
+			t.Errorf("the head is planned %d MiB of RAM, over its 256 MiB budget", a.RAMBytes>>20)
+		}
+	}
+	if layersOf(tight)["HEAD"] >= layersOf(free)["HEAD"] {
+		t.Errorf("the head's budget did not take layers from it: %d with, %d without", layersOf(tight)["HEAD"], layersOf(free)["HEAD"])
+	}
+	peers := plan(600<<20, 0, budget)
+	t.Logf("peer budgets 256 MiB: %v", layersOf(peers))
+	for _, a := range peers.Ring {
+		if a.Device != "HEAD" && a.RAMBytes > budget {
+			t.Errorf("peer %s is planned %d MiB of RAM, over the 256 MiB budget it set", a.Device, a.RAMBytes>>20)
+		}
+	}
+}
+
+// A re-plan after a loss is the calibrated problem without the lost
+// devices; the model header is read once however many plans are made.
+func TestWithoutAndModelReadOnce(t *testing.T) {
+	_, p := rig(600<<20, 0, 0)
+	p.Refresh(context.Background(), Request{})
+	pl, err := p.Next(Request{AllDevices: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Plan.Ring) != 3 {
+		t.Fatalf("every device was asked for: ring %+v", pl.Plan.Ring)
+	}
+	after, err := p.Without(pl, []string{"B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := layersOf(after.Plan); got["B"] != 0 || got["HEAD"]+got["C"] != 16 {
+		t.Errorf("without B: %v, want 16 layers on HEAD and C", got)
+	}
+	if c := p.Counters(); c.ModelReads != 1 {
+		t.Errorf("the model's header was read %d times, want once", c.ModelReads)
+	}
+}
+
+// Install makes the next request of the same shape keep the plan: a tie
+// does not move layers (the runner's kept job serves the next turn).
+func TestInstallKeeps(t *testing.T) {
+	_, p := rig(600<<20, 0, 0)
+	p.Refresh(context.Background(), Request{})
+	first, err := p.Next(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Install(first)
+	again, err := p.Next(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(layersOf(first.Plan), layersOf(again.Plan)); diff != "" {
+		t.Errorf("the installed plan was not kept (-first +again):\n%s", diff)
+	}
+}
+
+func TestNoModel(t *testing.T) {
+	p := New(Options{})
+	if _, err := p.Next(Request{}); !errors.Is(err, ErrNoModel) {
+		t.Errorf("no model selected: %v, want ErrNoModel", err)
+	}
+	_, err := p.Next(Request{Model: filepath.Join(t.TempDir(), "gone.gguf")})
+	var me *ModelError
+	if !errors.As(err, &me) {
+		t.Errorf("a missing file: %v, want a ModelError", err)
+	}
+}
+
+func TestQuantize(t *testing.T) {
+	for _, tc := range []struct{ in, want int64 }{
+		{0, 0}, {900 << 10, 900 << 10}, {(64 << 20) + 12345, 64 << 20}, {(8 << 30) + (100 << 20), 8 << 30}, {(8 << 30) + (200 << 20), (8 << 30) + (128 << 20)},
+	} {
+		if got := quantize(tc.in); got != tc.want {
+			t.Errorf("quantize(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The link time planned with is the rolling median of the looks' one-way
+// hidden-state times (half the round trip).
+func TestLinkMedian(t *testing.T) {
+	n, p := rig(600<<20, 0, 0)
+	var got []float64
+	for _, rtt := range []time.Duration{2, 10, 3, 2, 4} {
+		n.mu.Lock()
+		n.rtt["B"] = rtt * time.Millisecond // HiddenRTT is twice it
+		n.mu.Unlock()
+		if _, err := p.Look(context.Background(), "B"); err != nil {
+			t.Fatal(err)
+		}
+		pl, err := p.Next(Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, pl.RawDevices["HEAD"].LinkSec["B"])
+	}
+	if diff := cmp.Diff([]float64{0.002, 0.006, 0.003, 0.0025, 0.003}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("rolling medians (-want +got):\n%s", diff)
+	}
+}
+
+// TestAdopt: the last plan stays for the same request shape unless a device
+// of it is gone, the new one is a clear gain with both scored under this
+// request's profiles, or every device was asked for and the last lacks some.
+func TestAdopt(t *testing.T) {
+	// Three CPUs on 5 ms links; a 6-layer model of 1 GB, 1 GFLOP layers:
+	// at speed 1 a layer takes 20 ms (compute + reading it).
+	problem := func(speed map[string]float64, names ...string) halda.Problem {
+		p := halda.Problem{Model: halda.Model{Name: "m", Layers: 6, Vocab: 1,
+			LayerBytes: map[string]int64{"f16": 1e9}, LayerFlops: map[string]float64{"f16": 1e9}}}
+		for _, n := range names {
+			d := halda.Device{Name: n, OS: halda.Linux, RAMAvailable: 100e9, DiskSeqBytesPerSec: 1e9, DiskRandBytesPerSec: 1e9,
+				CPUFlops: map[string]float64{"f16": 100e9 * speed[n]}, CPUReadBytesPerSec: 100e9 * speed[n], LinkSec: map[string]float64{}}
+			for _, o := range names {
+				if o != n {
+					d.LinkSec[o] = 5e-3
+				}
+			}
+			p.Devices = append(p.Devices, d)
+		}
+		return p
+	}
+	even := map[string]float64{"a": 1, "b": 1, "c": 1}
+	solve := func(p halda.Problem) halda.Plan {
+		t.Helper()
+		pl, err := halda.Solve(p, lpsolve.Solver{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+	order := func(pl halda.Plan) []string {
+		var out []string
+		for _, a := range pl.Ring {
+			out = append(out, a.Device)
+		}
+		return out
+	}
+	forced := func(p halda.Problem) halda.Problem { p.KeepAllDevices = true; return p }
+
+	now := forced(problem(even, "a", "b", "c"))
+	last := solve(now)
+	// The same layers with the workers the other way round: a tie.
+	swapped := last
+	swapped.Ring = slices.Clone(last.Ring)
+	swapped.Ring[1], swapped.Ring[2] = swapped.Ring[2], swapped.Ring[1]
+	swapped, err := halda.Rescore(now, swapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last plan as made when calibration had every device at half
+	// speed: its prediction then is twice what it is now.
+	stale := solve(forced(problem(map[string]float64{"a": 0.5, "b": 0.5, "c": 0.5}, "a", "b", "c")))
+	// b at a quarter speed now: a plan giving it fewer layers is a clear gain.
+	slowB := forced(problem(map[string]float64{"a": 1, "b": 0.25, "c": 1}, "a", "b", "c"))
+	if gain := solve(slowB); cmp.Equal(order(gain), order(last)) && gain.Ring[1].W == last.Ring[1].W && gain.K == last.K {
+		t.Fatalf("b at a quarter speed did not move layers: %+v", gain.Ring)
+	}
+	if stale.PredictedMs < 1.5*last.PredictedMs {
+		t.Fatalf("the stale plan predicts %.1f ms, not well above the %.1f ms of now", stale.PredictedMs, last.PredictedMs)
+	}
+	tests := []struct {
+		name      string
+		key       string
+		p         halda.Problem
+		last      halda.Plan
+		cand      halda.Plan
+		wantOrder []string // the ring of the plan returned
+		wantMs    float64  // and its prediction
+	}{
+		{"a tie: keep the last", "k", now, last, swapped, order(last), last.PredictedMs},
+		{"a stale prediction is scored again: keep the last", "k", now, stale, swapped, order(stale), last.PredictedMs},
+		{"a clear gain: take the new", "k", slowB, last, solve(slowB), order(solve(slowB)), solve(slowB).PredictedMs},
+		{"a device of the last is gone", "k", forced(problem(even, "a", "c")), last, solve(forced(problem(even, "a", "c"))), []string{"a", "c"}, solve(forced(problem(even, "a", "c"))).PredictedMs},
+		{"another request shape", "other", now, last, swapped, order(swapped), swapped.PredictedMs},
+		{"every device asked for, the last lacks some", "k", forced(problem(even, "a", "b", "c")), solve(problem(even, "a", "b")), swapped, order(swapped), swapped.PredictedMs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Adopt(tt.key == "k", tt.last, tt.p, tt.cand)
+			if diff := cmp.Diff(tt.wantOrder, order(got)); diff != "" {
+				t.Errorf("ring of the plan returned (-want +got):\n%s", diff)
+			}
+			if math.Abs(got.PredictedMs-tt.wantMs) > 1e-9*tt.wantMs {
+				t.Errorf("its prediction %.6f ms, want %.6f", got.PredictedMs, tt.wantMs)
+			}
+		})
+	}
+}
