@@ -170,6 +170,9 @@ try {
   result.head_ms = { predicted, measured }
   check('head shows predicted and measured ms/token (from the chats above)', /^\d/.test(predicted) && /^\d/.test(measured), `predicted ${predicted}, measured ${measured}`)
   check('ring order shown', !!(await page.$('[data-testid=ring-order]')))
+  // The plan the next chat runs and what the last chat ran are told apart.
+  const labels = await page.$eval('[data-testid=device-map]', (e) => e.textContent.replace(/\s+/g, ' ')).catch(() => '')
+  check('device map labels the next chat and the last chat', /Next chat:/.test(labels) && /Last chat/.test(labels) && /measured · last chat/.test(labels), labels.slice(0, 300))
   check('memory gauge for this device', devices.some((d) => d.memory))
   if (expectDevices > 1) check('peers shown as paired', devices.filter((d) => d.text.includes('paired') && !d.text.includes('not paired')).length >= expectDevices - 1)
   if (expectDevices > 1) {
