@@ -1,12 +1,12 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package ggml
 
 import "os"
 
-// Mapping, prefetch and release are written for Unix (mmap, madvise). On
-// other systems (Windows: MapViewOfFile, PrefetchVirtualMemory) Open fails
-// with ErrUnsupportedOS until that port exists.
+// Mapping, prefetch and release are written for Unix (mmap, madvise) and
+// Windows (mmap_windows.go). On other systems Open fails with
+// ErrUnsupportedOS until a port exists.
 
 func mapFile(f *os.File, size int64) ([]byte, error) { return nil, ErrUnsupportedOS }
 
