@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !windows
 
 package runner
 
@@ -11,3 +11,5 @@ import (
 func protocolStdout() (*os.File, error) { return os.NewFile(1, "stdout"), nil }
 
 func childAttrs(*exec.Cmd) {}
+
+func childStarted(*exec.Cmd) error { return nil }

@@ -496,6 +496,11 @@ func (s *Supervisor) start() (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("runner: start the engine process %s: %w", cmd.Path, err)
 	}
+	if err := childStarted(cmd); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("runner: tie the engine process to this one: %w", err)
+	}
 	p := &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin), events: make(chan Event, 64), exited: make(chan struct{}), tail: tail}
 	go func() {
 		defer close(p.exited)
