@@ -51,7 +51,8 @@ func commands() map[string]command {
 		"tray":       {"the agent with a tray icon (what `homering` alone runs)", cmdTray},
 		"ui":         {"open the chat and device-map window of the running agent", cmdUI},
 		"chat":       {"chat with the running agent's model across the ring: chat [-m FILE] PROMPT", cmdChat},
-		"status":     {"show the last ring plan: windows, predicted vs measured ms, memory pressure", cmdStatus},
+		"status":     {"show the next chat's plan and the last ring: windows, predicted vs measured ms, memory pressure", cmdStatus},
+		"settings":   {"print this device's settings, or change them: settings KEY=VALUE ...", cmdSettings},
 	}
 }
 

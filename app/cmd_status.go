@@ -4,7 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"strings"
 	"time"
+
+	"homering/app/api/apitype"
 )
 
 // cmdStatus is `homering status`: this device, and the last ring it ran as
@@ -14,12 +18,24 @@ func cmdStatus(ctx context.Context, e env) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print the ring status as JSON")
+	next := fs.Bool("next", false, "print only the plan the next chat runs (with --json: the device map's JSON)")
 	if exit, ok := parseFlags(fs, e.args); !ok {
 		return exit
 	}
 	c, _, err := agentClient()
 	if err != nil {
 		return fail(e.stderr, err)
+	}
+	if *next {
+		p, err := c.Plan(ctx)
+		if err != nil {
+			return fail(e.stderr, err)
+		}
+		if *asJSON {
+			return printJSON(e.stdout, p)
+		}
+		printNext(e.stdout, p)
+		return 0
 	}
 	rs, err := c.Ring(ctx)
 	if err != nil {
@@ -40,6 +56,9 @@ func cmdStatus(ctx context.Context, e env) int {
 	for _, p := range st.Problems {
 		fmt.Fprintf(e.stdout, "problem: %s %s %s\n", p.Title, p.Text, p.Fix)
 	}
+	if p, err := c.Plan(ctx); err == nil {
+		printNext(e.stdout, p)
+	}
 	if rs.Last == nil {
 		fmt.Fprintln(e.stdout, "no ring has run from this device yet")
 	} else {
@@ -58,4 +77,34 @@ func cmdStatus(ctx context.Context, e env) int {
 			s.Model, s.MeasuredMs, s.PredictedMs, s.CalibratedRuns, s.UncalibratedMs)
 	}
 	return 0
+}
+
+// printNext prints the plan the next chat runs: each device of its ring
+// with its layers.
+func printNext(w io.Writer, p apitype.Plan) {
+	switch {
+	case p.Problem != nil:
+		fmt.Fprintf(w, "next chat: %s %s %s\n", p.Problem.Title, p.Problem.Text, p.Problem.Fix)
+		return
+	case p.K == 0:
+		fmt.Fprintln(w, "next chat: no plan yet")
+		return
+	}
+	n := 0
+	for _, d := range p.Devices {
+		if d.InRing {
+			n++
+		}
+	}
+	fmt.Fprintf(w, "next chat: %s on %d device(s), k=%d, %d layers, predicted %.2f ms/token\n", p.Model, n, p.K, p.Layers, p.PredictedMs)
+	for _, d := range p.Devices {
+		if !d.InRing {
+			continue
+		}
+		var ws []string
+		for _, win := range d.Windows {
+			ws = append(ws, fmt.Sprintf("%d-%d", win.Start, win.End-1))
+		}
+		fmt.Fprintf(w, "  %s %-10s %-6s layers %s, case %s, %.2f ms\n", d.Short, d.Name, d.Role, strings.Join(ws, " "), d.Case, d.PredictedMs)
+	}
 }

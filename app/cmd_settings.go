@@ -1,0 +1,117 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"homering/app/api/apitype"
+)
+
+// cmdSettings is `homering settings [KEY=VALUE ...]`: prints this device's
+// settings, or changes the named ones through the running agent (the same
+// as its Settings page, so the device map and the next chat follow at once).
+func cmdSettings(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("settings", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print the settings as JSON")
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
+	}
+	c, _, err := agentClient()
+	if err != nil {
+		return fail(e.stderr, err)
+	}
+	s, err := c.Settings(ctx)
+	if err != nil {
+		return fail(e.stderr, err)
+	}
+	if fs.NArg() > 0 {
+		for _, kv := range fs.Args() {
+			if err := setSetting(&s, kv); err != nil {
+				fmt.Fprintf(e.stderr, "homering: %v\n", err)
+				return 2
+			}
+		}
+		if s, err = c.SaveSettings(ctx, s); err != nil {
+			return fail(e.stderr, err)
+		}
+	}
+	if *asJSON {
+		return printJSON(e.stdout, s)
+	}
+	budget := "no cap"
+	if s.MemoryBudget > 0 {
+		budget = fmt.Sprintf("%d bytes", s.MemoryBudget)
+	}
+	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v\n",
+		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose)
+	return 0
+}
+
+// setSetting applies one KEY=VALUE; memory_budget takes bytes or a size
+// with a unit (512MiB, 1.5GiB, 2GB).
+func setSetting(s *apitype.Settings, kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key", kv)
+	}
+	bad := func(what string) error { return fmt.Errorf("%s=%q: %s", k, v, what) }
+	switch k {
+	case "name":
+		s.Name = v
+	case "model":
+		s.Model = v
+	case "model_dir":
+		s.ModelDir = v
+	case "api_key":
+		s.APIKey = v
+	case "context_tokens", "ring_keep_seconds":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return bad("give a whole number of 0 or more")
+		}
+		if k == "context_tokens" {
+			s.ContextTokens = n
+		} else {
+			s.RingKeepSeconds = n
+		}
+	case "expose":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad("give true or false")
+		}
+		s.Expose = b
+	case "memory_budget":
+		n, err := parseBytes(v)
+		if err != nil {
+			return bad(err.Error())
+		}
+		s.MemoryBudget = n
+	default:
+		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key", k)
+	}
+	return nil
+}
+
+// parseBytes reads "1048576", "512MiB", "1.5GiB", "2GB", "0".
+func parseBytes(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		mul    float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mul := strings.TrimSpace(v), 1.0
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mul = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mul
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 || f*mul > 1<<50 {
+		return 0, fmt.Errorf("give a size such as 8GiB, 512MiB or a number of bytes")
+	}
+	return int64(f * mul), nil
+}
