@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,6 +321,58 @@ func TestRing(t *testing.T) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}
 		}
+	})
+
+	t.Run("the device map shows the plan the next chat runs, and a memory budget holds", func(t *testing.T) {
+		// 8 MiB on the head holds its input and output layers, buffers, KV
+		// and one of the generated model's six 0.7 MB layers: without the
+		// budget the head plans every layer alone (the chats above), with it
+		// the plan must take b or c. The map plans from the peers' last
+		// looks (the first GET starts them); the chat, within 30 s of them,
+		// looks at nobody and runs the same plan (app/planner).
+		a.MustCLI(t, "settings", "model="+gen, "context_tokens=512", "memory_budget=8MiB")
+		defer a.MustCLI(t, "settings", "model=", "memory_budget=0")
+		var next apitype.Plan
+		WaitFor(t, 30*time.Second, "the device map's plan to take a peer", func() error {
+			out, err := a.CLI(context.Background(), "status", "--next", "--json")
+			if err != nil {
+				return err
+			}
+			next = apitype.Plan{}
+			if err := json.Unmarshal([]byte(out), &next); err != nil {
+				return err
+			}
+			in := 0
+			for _, d := range next.Devices {
+				if d.InRing {
+					in++
+				}
+			}
+			if in < 2 {
+				return fmt.Errorf("the map plans %d device(s): %s", in, out)
+			}
+			return nil
+		})
+		got, st := chat(t, a, "-m", gen, "-n", "48", prompt)
+		if st.Ring == nil {
+			t.Fatalf("the chat ran on the head alone (%s) while the map planned a ring: the budget was not honoured", st.Alone)
+		}
+		if got != genRef {
+			t.Errorf("ring reply differs from the single-device reply:\n ring: %q\n one:  %q", got, genRef)
+		}
+		shown, ran := map[string][]apitype.Window{}, map[string][]apitype.Window{}
+		for _, d := range next.Devices {
+			if d.InRing {
+				shown[d.ID] = d.Windows
+			}
+		}
+		for _, d := range st.Ring.Devices {
+			ran[d.ID] = d.Windows
+		}
+		if !reflect.DeepEqual(shown, ran) {
+			t.Errorf("the chat ran another plan than the map showed:\n map:  %v\n chat: %v", shown, ran)
+		}
+		report = append(report, fmt.Sprintf("head budget 8 MiB: map and chat ran %v (TTFT %.0f ms)", ran, st.TTFTMS))
 	})
 
 	t.Run("a worker killed mid-generation: the reply finishes unchanged", func(t *testing.T) {
