@@ -75,6 +75,9 @@ type Node struct {
 	problems    map[string]apitype.Problem
 	watchers    map[chan apitype.Event]struct{}
 	worker      Worker // ring jobs (ring.go); nil refuses them
+	// ctl holds the long-lived control link to each paired peer this
+	// device asked something (ring.go control).
+	ctl map[identity.DeviceID]*ctlLink
 }
 
 type pairWindow struct {
@@ -92,6 +95,7 @@ func New(o Options) *Node {
 		table:    discovery.NewTable(o.Identity.ID, o.Run),
 		changed:  make(chan struct{}, 1),
 		problems: map[string]apitype.Problem{},
+		ctl:      map[identity.DeviceID]*ctlLink{},
 	}
 	n.ep = transport.New(transport.Config{
 		Identity:  o.Identity,
@@ -146,6 +150,7 @@ func (n *Node) record() discovery.Record {
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer n.closeControls()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -633,6 +638,7 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 			if removed {
 				log.Info("the other device unpaired; unpaired here too")
 			}
+			n.closeControl(c.Peer)
 			return
 		default:
 			n.serveRingControl(ctx, c, f) // ring.go

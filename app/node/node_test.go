@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -21,6 +22,16 @@ import (
 // interface is offered); the real mDNS path is tested in app/apptest.
 func testNode(t *testing.T, name string, contribute bool) *Node {
 	t.Helper()
+	return testNodeLog(t, name, contribute, nil)
+}
+
+// testNodeLog is testNode that also logs to also (when non-nil).
+func testNodeLog(t *testing.T, name string, contribute bool, also io.Writer) *Node {
+	t.Helper()
+	var w io.Writer = testlog.Writer(t)
+	if also != nil {
+		w = io.MultiWriter(w, also)
+	}
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Name, cfg.LinkPort, cfg.Contribute = name, 0, contribute
@@ -30,7 +41,7 @@ func testNode(t *testing.T, name string, contribute bool) *Node {
 	}
 	n := New(Options{
 		Dir: dir, Config: cfg, Identity: id, App: "0.1.0-test", Hostname: "host",
-		Log: slog.New(slog.NewTextHandler(testlog.Writer(t), nil)).With("node", name), Now: time.Now,
+		Log: slog.New(slog.NewTextHandler(w, nil)).With("node", name), Now: time.Now,
 		Random: rand.Reader, Run: name, Interfaces: func(string) ([]mdns.Iface, error) { return nil, nil },
 	})
 	ctx, cancel := context.WithCancel(context.Background())

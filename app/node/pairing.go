@@ -169,6 +169,7 @@ func (n *Node) Unpair(ctx context.Context, peer string) (apitype.Peer, error) {
 	} else {
 		n.log.Info("could not tell the other device about unpairing; it will be refused from now on", "peer", id.String(), "err", err)
 	}
+	n.closeControl(id)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := n.paired

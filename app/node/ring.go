@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
+	"homering/discovery/identity"
 	"homering/engine/ring/transport"
 	"homering/halda"
 )
@@ -86,6 +88,14 @@ func (n *Node) serveRingControl(ctx context.Context, c *transport.Conn, f transp
 	switch f.Type {
 	case MsgProfileAsk:
 		w := n.workerOf()
+		n.mu.Lock()
+		paired := n.paired.Has(c.Peer)
+		n.mu.Unlock()
+		if !paired {
+			// A control link outlives pairing: ask again each time.
+			c.SendError(CodeRingRefused, "this device is not paired with the head")
+			return true
+		}
 		if w == nil {
 			c.SendError(CodeRingRefused, "this device runs no engine, so it cannot take layers")
 			return true
@@ -142,24 +152,95 @@ func (n *Node) acceptJob(ctx context.Context, c *transport.Conn, ask JobAsk) (st
 	return addr, nil
 }
 
-// control dials a paired peer for one ring control exchange.
-func (n *Node) control(ctx context.Context, peer string) (*transport.Conn, func(), error) {
+// ctlLink is the long-lived control link to one paired peer: every look
+// (AskProfileHidden) and job ask (AskJob) of this head reuses it, one
+// exchange at a time, so that a chat's turn dials no TLS link when one is
+// up. The peer serves any number of control frames per link (handleLink).
+type ctlLink struct {
+	mu sync.Mutex       // one exchange at a time
+	c  *transport.Conn // nil: none up; guarded by mu
+}
+
+// control runs one ring control exchange with a paired peer on its control
+// link, dialling it when none is up. A link that fails is closed and
+// forgotten; when it was an old one (the peer restarted, a NAT forgot it),
+// the exchange is tried once more on a fresh link. ctx ending closes the
+// link mid-exchange, so no late answer is left on it.
+func (n *Node) control(ctx context.Context, peer string, exchange func(c *transport.Conn) error) error {
 	id, addrs, err := n.resolve(peer)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	n.mu.Lock()
 	paired := n.paired.Has(id)
+	l := n.ctl[id]
+	if l == nil && paired {
+		l = &ctlLink{}
+		n.ctl[id] = l
+	}
 	n.mu.Unlock()
 	if !paired {
-		return nil, nil, fmt.Errorf("%s: %w", peer, ErrNotPaired)
+		return fmt.Errorf("%s: %w", peer, ErrNotPaired)
 	}
-	c, err := n.dial(ctx, id, addrs, transport.PurposeLink, nil)
-	if err != nil {
-		return nil, nil, err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		fresh := l.c == nil
+		if fresh {
+			c, err := n.dial(ctx, id, addrs, transport.PurposeLink, nil)
+			if err != nil {
+				return err
+			}
+			l.c = c
+		}
+		c := l.c
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		err := exchange(c)
+		interrupted := !stop()
+		var re *transport.RemoteError
+		if err == nil || errors.As(err, &re) || errors.Is(err, ErrRingRefused) {
+			if interrupted {
+				l.c = nil // closed by ctx after the answer
+			}
+			return err // an answer: the link is fine
+		}
+		c.Close()
+		l.c = nil
+		if fresh || attempt > 0 || ctx.Err() != nil {
+			return err
+		}
+		n.log.Debug("control link to peer failed; dialling afresh", "peer", id.Short(), "err", err)
 	}
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	return c, func() { stop(); c.Close() }, nil
+}
+
+// closeControls closes every control link (the node stops).
+func (n *Node) closeControls() {
+	n.mu.Lock()
+	ids := make([]identity.DeviceID, 0, len(n.ctl))
+	for id := range n.ctl {
+		ids = append(ids, id)
+	}
+	n.mu.Unlock()
+	for _, id := range ids {
+		n.closeControl(id)
+	}
+}
+
+// closeControl closes the control link to id (unpaired, or the node stops).
+func (n *Node) closeControl(id identity.DeviceID) {
+	n.mu.Lock()
+	l := n.ctl[id]
+	delete(n.ctl, id)
+	n.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c != nil {
+		l.c.Close()
+		l.c = nil
+	}
 }
 
 // recvControl reads the answer to a control request: want, or a refusal.
@@ -201,32 +282,35 @@ func (n *Node) AskProfile(ctx context.Context, peer string) (PeerProfile, error)
 // round trip, which is what Halda charges per hop): the fastest of three
 // of each size.
 func (n *Node) AskProfileHidden(ctx context.Context, peer string, hiddenBytes int) (PeerProfile, error) {
-	c, done, err := n.control(ctx, peer)
+	var p PeerProfile
+	err := n.control(ctx, peer, func(c *transport.Conn) error {
+		p = PeerProfile{}
+		var err error
+		if p.RTT, err = n.pings(c, 3, []byte("rtt")); err != nil {
+			return err
+		}
+		p.HiddenRTT = p.RTT
+		if hiddenBytes > 0 {
+			if p.HiddenRTT, err = n.pings(c, 3, make([]byte, min(hiddenBytes, transport.MaxFrame/2))); err != nil {
+				return err
+			}
+		}
+		rtt, hidden := p.RTT, p.HiddenRTT
+		if err := c.Send(transport.Frame{Type: MsgProfileAsk}); err != nil {
+			return err
+		}
+		if err := recvControl(c, MsgProfile, &p); err != nil {
+			return err
+		}
+		if p.Device.Name != c.Peer.String() {
+			return fmt.Errorf("node: device %s sent a profile named %q", c.Peer.Short(), p.Device.Name)
+		}
+		p.RTT, p.HiddenRTT = rtt, hidden
+		return nil
+	})
 	if err != nil {
 		return PeerProfile{}, err
 	}
-	defer done()
-	var p PeerProfile
-	if p.RTT, err = n.pings(c, 3, []byte("rtt")); err != nil {
-		return PeerProfile{}, err
-	}
-	p.HiddenRTT = p.RTT
-	if hiddenBytes > 0 {
-		if p.HiddenRTT, err = n.pings(c, 3, make([]byte, min(hiddenBytes, transport.MaxFrame/2))); err != nil {
-			return PeerProfile{}, err
-		}
-	}
-	rtt, hidden := p.RTT, p.HiddenRTT
-	if err := c.Send(transport.Frame{Type: MsgProfileAsk}); err != nil {
-		return PeerProfile{}, err
-	}
-	if err := recvControl(c, MsgProfile, &p); err != nil {
-		return PeerProfile{}, err
-	}
-	if p.Device.Name != c.Peer.String() {
-		return PeerProfile{}, fmt.Errorf("node: device %s sent a profile named %q", c.Peer.Short(), p.Device.Name)
-	}
-	p.RTT, p.HiddenRTT = rtt, hidden
 	return p, nil
 }
 
@@ -256,20 +340,21 @@ func (n *Node) pings(c *transport.Conn, k int, payload []byte) (time.Duration, e
 // engine listens on, with an unspecified host replaced by the address the
 // link reached it at.
 func (n *Node) AskJob(ctx context.Context, peer string, ask JobAsk) (string, error) {
-	c, done, err := n.control(ctx, peer)
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	b, _ := json.Marshal(ask)
-	if err := c.Send(transport.Frame{Type: MsgJobAsk, Payload: b}); err != nil {
-		return "", err
-	}
-	var r JobReady
-	if err := recvControl(c, MsgJobReady, &r); err != nil {
-		return "", err
-	}
-	return ringAddr(r.Addr, c.Remote)
+	var addr string
+	err := n.control(ctx, peer, func(c *transport.Conn) error {
+		b, _ := json.Marshal(ask)
+		if err := c.Send(transport.Frame{Type: MsgJobAsk, Payload: b}); err != nil {
+			return err
+		}
+		var r JobReady
+		if err := recvControl(c, MsgJobReady, &r); err != nil {
+			return err
+		}
+		var err error
+		addr, err = ringAddr(r.Addr, c.Remote)
+		return err
+	})
+	return addr, err
 }
 
 // ringAddr resolves a worker's listen address against the address the head

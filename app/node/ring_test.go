@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"homering/halda"
+	"homering/internal/testlog"
 )
 
 // fakeWorker stands in for the engine at the Worker boundary; the real one
@@ -126,5 +127,59 @@ func TestRingAddr(t *testing.T) {
 				t.Errorf("ringAddr(%q, %q) = %q, %v; want %q (error: %v)", tt.listen, tt.remote, got, err, tt.want, tt.bad)
 			}
 		})
+	}
+}
+
+// A head's looks and job asks to a peer reuse one control link, and a link
+// that died under it is replaced by a fresh one within the same call.
+func TestControlLinkReused(t *testing.T) {
+	ctx := context.Background()
+	var log testlog.Buffer
+	worker := testNodeLog(t, "worker", true, &log)
+	head := testNode(t, "head", false)
+	pair(t, head, worker)
+	worker.SetWorker(&fakeWorker{})
+	wid, hid := worker.o.Identity.ID.String(), head.o.Identity.ID.String()
+	linksUp := func() int {
+		n := 0
+		for _, l := range strings.Split(log.String(), "\n") {
+			if strings.Contains(l, `msg="link up"`) && strings.Contains(l, hid) {
+				n++
+			}
+		}
+		return n
+	}
+	before := linksUp()
+	for range 3 {
+		if _, err := head.AskProfileHidden(ctx, wid, 4096); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := head.AskJob(ctx, wid, JobAsk{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := linksUp() - before; got != 1 {
+		t.Errorf("3 looks and 3 job asks opened %d links, want 1", got)
+	}
+	// The link dies (the peer restarted, a NAT forgot it): the next ask
+	// notices and dials afresh, and the caller sees no error.
+	head.mu.Lock()
+	l := head.ctl[worker.o.Identity.ID]
+	head.mu.Unlock()
+	l.mu.Lock()
+	l.c.Close()
+	l.mu.Unlock()
+	if _, err := head.AskProfileHidden(ctx, wid, 4096); err != nil {
+		t.Fatalf("ask over a dead link: %v, want a fresh link", err)
+	}
+	if got := linksUp() - before; got != 2 {
+		t.Errorf("after the link died: %d links in all, want 2", got)
+	}
+	// Unpairing on the worker's side refuses the old link's looks.
+	if _, err := worker.Unpair(ctx, hid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := head.AskProfileHidden(ctx, wid, 4096); err == nil {
+		t.Error("a look after the worker unpaired was answered")
 	}
 }
