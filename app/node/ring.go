@@ -157,7 +157,7 @@ func (n *Node) acceptJob(ctx context.Context, c *transport.Conn, ask JobAsk) (st
 // exchange at a time, so that a chat's turn dials no TLS link when one is
 // up. The peer serves any number of control frames per link (handleLink).
 type ctlLink struct {
-	mu sync.Mutex       // one exchange at a time
+	mu sync.Mutex      // one exchange at a time
 	c  *transport.Conn // nil: none up; guarded by mu
 }
 
