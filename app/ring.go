@@ -105,9 +105,14 @@ func (b *chatBackend) selfDevice() (halda.Device, bool) {
 // ServeRing implements node.Worker: the runner child listens for the head.
 func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, error) {
 	b.prof.Touch() // a job is coming: no background measurement now
-	return b.sup.ServeRing(ctx, runner.ServeParams{
+	addr, err := b.sup.ServeRing(ctx, runner.ServeParams{
 		Identity: b.dir, Allowed: allowed, CacheDir: filepath.Join(b.dir, "cache", "slices"), Threads: b.threads,
 	})
+	if errors.Is(err, runner.ErrBusy) {
+		// Said at once to the asking head, which plans without this device.
+		return "", errors.New("this device is answering a chat of its own; it can take layers once that reply ends")
+	}
+	return addr, err
 }
 
 // quickProfile is this device before the profiler measured it, with its

@@ -2,8 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"homering/engine/ring/wire"
 )
@@ -113,6 +115,14 @@ func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingPar
 	})
 }
 
+// busyWait is how long ServeRing waits for a call of this agent's own to
+// end before it answers from what the child serves, or refuses.
+const busyWait = 250 * time.Millisecond
+
+// ErrBusy is ServeRing's refusal while the child runs a request of this
+// agent's own (a chat it is the head of) and does not serve already.
+var ErrBusy = errors.New("runner: this device is answering a chat of its own")
+
 // ServeRing makes the child a ring worker: it listens on sp.Listen with the
 // device's identity, admits only sp.Allowed, and runs the jobs heads start
 // (slices fetched into sp.CacheDir, windows opened, prefetched, released)
@@ -121,8 +131,24 @@ func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingPar
 // same address; with others, it serves anew. A child that died while
 // serving is restarted by the next call.
 func (s *Supervisor) ServeRing(ctx context.Context, sp ServeParams) (addr string, err error) {
-	if err := s.lock(ctx); err != nil {
-		return "", err
+	// While a chat of this agent's own holds the child (a head generating),
+	// another head asking for a job gets the address at once when the child
+	// already serves it, else a refusal at once: never a wait that outlasts
+	// the head's ask.
+	wctx, cancel := context.WithTimeout(ctx, busyWait)
+	err = s.lock(wctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return "", err
+		}
+		s.smu.Lock()
+		params, addr := s.served.params, s.served.addr
+		s.smu.Unlock()
+		if params != nil && reflect.DeepEqual(*params, sp) {
+			return addr, nil
+		}
+		return "", ErrBusy
 	}
 	defer s.unlock()
 	if err := s.started(ctx); err != nil {
@@ -148,6 +174,9 @@ func (s *Supervisor) ServeRing(ctx context.Context, sp ServeParams) (addr string
 			s.endServing()
 			stop := make(chan struct{})
 			s.serveID, s.serving, s.serveAddr, s.serveStop = id, &sp, ev.Addr, stop
+			s.smu.Lock()
+			s.served.params, s.served.addr = &sp, ev.Addr
+			s.smu.Unlock()
 			context.AfterFunc(ctx, func() {
 				select {
 				case <-stop:
@@ -199,6 +228,9 @@ func (s *Supervisor) endServing() {
 		close(s.serveStop)
 	}
 	s.serveID, s.serving, s.serveAddr, s.serveStop = 0, nil, "", nil
+	s.smu.Lock()
+	s.served.params, s.served.addr = nil, ""
+	s.smu.Unlock()
 }
 
 // EndRingJob ends the ring job the child holds idle after a request with

@@ -586,3 +586,33 @@ func TestJobContext(t *testing.T) {
 		}
 	}
 }
+
+// A device busy as a head (a chat of its own holds its child) answers
+// another head's job ask at once: with the address it already serves at,
+// or with ErrBusy, never after the ask's timeout.
+func TestServeRingWhileBusy(t *testing.T) {
+	w, h, h2 := newDevice(t), newDevice(t), newDevice(t)
+	serveRing(t, w, h)
+	ctx := context.Background()
+	if err := w.sup.lock(ctx); err != nil { // the chat of its own
+		t.Fatal(err)
+	}
+	same := ServeParams{Identity: w.dir, Allowed: []string{h.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1}
+	start := time.Now()
+	addr, err := w.sup.ServeRing(ctx, same)
+	if err != nil || addr != w.addr {
+		t.Errorf("while busy, serving already: %q, %v; want %q at once", addr, err, w.addr)
+	}
+	other := same
+	other.Allowed = []string{h.id, h2.id}
+	if _, err := w.sup.ServeRing(ctx, other); !errors.Is(err, ErrBusy) {
+		t.Errorf("while busy, not serving this: %v, want ErrBusy", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the answers took %v; want about %v each", d, busyWait)
+	}
+	w.sup.unlock()
+	if _, err := w.sup.ServeRing(ctx, other); err != nil {
+		t.Errorf("once idle: %v, want it to serve", err)
+	}
+}

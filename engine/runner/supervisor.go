@@ -99,6 +99,15 @@ type Supervisor struct {
 	serveAddr string
 	serveStop chan struct{} // closed when serving ends (StopServing, a death)
 
+	// served mirrors serving and serveAddr for ServeRing while a call of
+	// this agent's own (a chat) holds sem; guarded by smu, written under
+	// sem too.
+	smu    sync.Mutex
+	served struct {
+		params *ServeParams
+		addr   string
+	}
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
