@@ -239,9 +239,10 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	var st runner.Stats
 	var err error
 	var ringRun *apitype.RingRun
-	job, note := b.planRing(ctx, path, nCtx, req)
+	var engineAt time.Time // the engine was given its job
+	job, note := b.planRing(ctx, path, nCtx, req, false)
 	endTransfers := func() {}
-	if job != nil {
+	for attempt := 0; job != nil; attempt++ {
 		b.log.Info("chat on the ring", "devices", len(job.pl.Plan.Ring), "k", job.pl.Plan.K, "predicted_ms", job.pl.Plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
 		rp := job.params
@@ -254,30 +255,47 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		// chat could not use it (SettingsChanged, watchContribute, Close).
 		rp.KeepMS = set.RingKeepSeconds * 1000
 		rp.OnProgress, endTransfers = b.transferProgress(job)
+		engineAt = time.Now()
 		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
 		endTransfers()
 		var died *runner.DiedError
 		if err != nil && first.IsZero() && ctx.Err() == nil && !errors.As(err, &died) {
+			b.keep(nil, 0)
+			if job.reused && attempt == 0 {
+				// The kept job's workers were not asked again; one may have
+				// restarted since. Ask them all and try once more.
+				b.log.Info("the ring on the kept job's workers failed before its first token; asking them again", "err", err)
+				job, note = b.planRing(ctx, path, nCtx, req, true)
+				continue
+			}
 			// The ring never produced a token (every worker refused or
 			// vanished while preparing): this device alone still answers,
 			// more slowly, rather than losing the message.
 			b.log.Warn("the ring failed before its first token; answering on this device alone", "err", err)
 			job, note = nil, "the ring could not start: "+personText(err.Error())
-		} else {
-			ringRun = b.ringRun(job, st)
-			b.remember(job.model, ringRun, "")
+			break
 		}
+		ringRun = b.ringRun(job, st)
+		b.remember(job.model, ringRun, "")
+		keep := time.Duration(0)
+		if err == nil {
+			keep = time.Duration(rp.KeepMS) * time.Millisecond
+		}
+		b.keep(job, keep)
+		break
 	}
 	if job == nil {
 		if note != "" {
 			b.log.Info("chat on this device alone", "why", note)
 		}
 		b.remember("", nil, note)
+		b.keep(nil, 0)
 		// A ring job kept from an earlier turn would hold the workers'
 		// memory until its time is up: this chat does not use it.
 		if err := b.sup.EndRingJob(ctx); err != nil {
 			b.log.Info("ending the kept ring job", "err", err)
 		}
+		engineAt = time.Now()
 		st, err = b.sup.Generate(ctx, lp, g, onToken)
 		if err == nil {
 			b.learnAlone(path, nCtx, st) // calibration: app/profile_calib.go
@@ -290,6 +308,12 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	}
 	if !first.IsZero() {
 		out.TTFTMS = float64(first.Sub(start)) / float64(time.Millisecond)
+	}
+	out.PlanMS = float64(engineAt.Sub(start)) / float64(time.Millisecond)
+	if st.StartMS > 0 {
+		// Everything before the engine's first pass: all of this request's
+		// time but what the engine spent from that pass on.
+		out.StartMS = float64(time.Since(start))/float64(time.Millisecond) - (st.TotalMS - st.StartMS)
 	}
 	if st.DecodeTokens > 0 {
 		out.TPOTMS = st.DecodeMS / float64(st.DecodeTokens)
@@ -395,6 +419,7 @@ const endKeptWait = 2 * time.Minute
 // endKeptRing ends the ring job the engine child keeps, if any, without
 // waiting for it (a chat may hold the child).
 func (b *chatBackend) endKeptRing(why string) {
+	b.keep(nil, 0)
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()

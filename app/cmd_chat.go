@@ -92,8 +92,8 @@ func cmdChat(ctx context.Context, e env) int {
 
 // printChatStats writes a finished chat's stats for people.
 func printChatStats(w io.Writer, st apitype.ChatStats) {
-	fmt.Fprintf(w, "%d prompt + %d output tokens, TTFT %s ms, TPOT %s ms/token (%.1f tokens/s), stop: %s\n",
-		st.PromptTokens, st.CompletionTokens, ms(st.TTFTMS), ms(st.TPOTMS), st.TokensPerSecond, st.StopReason)
+	fmt.Fprintf(w, "%d prompt + %d output tokens, TTFT %s ms (first pass after %s ms, %s ms of it planning), TPOT %s ms/token (%.1f tokens/s), stop: %s\n",
+		st.PromptTokens, st.CompletionTokens, ms(st.TTFTMS), ms(st.StartMS), ms(st.PlanMS), ms(st.TPOTMS), st.TokensPerSecond, st.StopReason)
 	if st.Ring == nil {
 		if st.Alone != "" {
 			fmt.Fprintf(w, "ran on this device alone: %s\n", st.Alone)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,6 +48,61 @@ type ringMemory struct {
 
 	calibOnce sync.Once
 	ratios    *calibStore // the devices' calibration ratios; calibration()
+
+	// kept is the ring job the engine keeps for the next turn (zero when
+	// none): a turn whose plan is the same reuses its workers' addresses
+	// instead of asking each again, a round trip per worker.
+	kept keptJob
+}
+
+// keptJob is what a head remembers of the ring job its engine keeps.
+type keptJob struct {
+	plan  halda.Plan
+	addrs map[string]string // worker ID → ring address
+	until time.Time         // the engine ends the job by then
+}
+
+// keep records the job just run as kept for keep, or forgets any (keep 0:
+// the engine does not keep it).
+func (b *chatBackend) keep(job *ringJob, keep time.Duration) {
+	b.ring.mu.Lock()
+	defer b.ring.mu.Unlock()
+	b.ring.kept = keptJob{}
+	if job != nil && keep > 0 {
+		b.ring.kept = keptJob{plan: job.pl.Plan, addrs: maps.Clone(job.addrs), until: time.Now().Add(keep)}
+	}
+}
+
+// keptAddrs returns the workers' addresses of the kept job when plan is
+// its plan (same devices, order, windows) and it is still kept.
+func (b *chatBackend) keptAddrs(plan halda.Plan) (map[string]string, bool) {
+	b.ring.mu.Lock()
+	defer b.ring.mu.Unlock()
+	k := b.ring.kept
+	if k.addrs == nil || time.Now().After(k.until) || !sameRing(k.plan, plan) {
+		return nil, false
+	}
+	for _, a := range plan.Ring[1:] {
+		if k.addrs[a.Device] == "" {
+			return nil, false
+		}
+	}
+	return maps.Clone(k.addrs), true
+}
+
+// sameRing reports whether two plans run the same windows on the same
+// devices in the same order: the engine's kept job can serve either.
+func sameRing(a, b halda.Plan) bool {
+	if a.K != b.K || len(a.Ring) != len(b.Ring) {
+		return false
+	}
+	for i := range a.Ring {
+		x, y := a.Ring[i], b.Ring[i]
+		if x.Device != y.Device || x.N != y.N || !slices.Equal(x.Layers, y.Layers) {
+			return false
+		}
+	}
+	return true
 }
 
 // attach wires the backend to the node: problems show in its status, ring
@@ -128,6 +184,7 @@ func quickProfile() halda.Device {
 // devices) and what the runner needs.
 type ringJob struct {
 	pl     planner.Plan
+	reused bool // the workers' addresses are the kept job's, not asked again
 	params runner.RingParams
 	addrs  map[string]string // worker ID → ring address
 	names  map[string]apitype.Peer
@@ -140,8 +197,9 @@ type ringJob struct {
 // this device runs it alone: no peers, none reachable, or Halda keeps the
 // model on the head. The plan is the planner's (the device map shows the
 // same one); peers whose last look is older than planner.FreshFor are
-// looked at first.
-func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest) (*ringJob, string) {
+// looked at first. A plan that is the kept job's takes its workers'
+// addresses without asking them, unless ask.
+func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest, ask bool) (*ringJob, string) {
 	if b.node == nil {
 		return nil, ""
 	}
@@ -170,8 +228,9 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 		case len(pl.Plan.Ring) == 1:
 			return nil, fmt.Sprintf("Halda keeps the model on this device (predicted %.2f ms per token)", pl.Plan.PredictedMs)
 		}
-		failed := b.askJobs(ctx, job, pl.Plan)
-		if len(failed) > 0 {
+		if addrs, ok := b.keptAddrs(pl.Plan); ok && !ask {
+			job.addrs, job.reused = addrs, true
+		} else if failed := b.askJobs(ctx, job, pl.Plan); len(failed) > 0 {
 			preq.Exclude = append(preq.Exclude, failed...)
 			continue
 		}

@@ -91,42 +91,11 @@ ring_cases=("(c) ring k=1, 3 devices" "(d) ring, Halda's plan, prefetch" "(e) ri
 ring_flags=("--devices all --rounds 1" "" "--no-prefetch")
 na() { for c in "${ring_cases[@]}"; do bench/out/ringbench na -case "$c" -out "$results" -why "$1"; done; }
 
-# cli I ARGS...: homering ARGS with device I's config directory, in its namespace.
-cli() {
-	local i=$1
-	shift
-	HOMERING_HOME=$root/$homes/d$i HOMERING_THREADS=1 nsenter --net="/var/run/netns/${RIG_NS[i]}" -- "$root/$out/homering" "$@"
-}
-ring_setup() {
-	local i
-	for i in 1 2 3; do
-		mkdir -p "$homes/d$i"
-		# the same context as (a) and (b): Halda plans the KV cache for it
-		echo '{"context_tokens": 512}' >"$homes/d$i/settings.json"
-		cli "$i" contribute on >/dev/null
-		HOMERING_HOME=$root/$homes/d$i HOMERING_THREADS=1 bench/rig/enter "${RIG_NS[i]}" "${RIG_CG[i]}" \
-			"$root/$out/homering" headless --interface lan0 >"$out/agent-d$i.log" 2>&1 &
-	done
-	for i in 1 2 3; do
-		local t
-		for t in $(seq 200); do
-			cli "$i" peers -json >/dev/null 2>&1 && break
-			sleep 0.1 # poll interval
-		done
-		cli "$i" peers -json >/dev/null || { echo "agent d$i did not start: $(tail -5 "$out/agent-d$i.log")"; return 1; }
-	done
-	# Each worker pairs with the head only, as a person does; the head
-	# vouches for the other workers of its job (engine/runner).
-	local pair
-	for pair in 1:2 1:3; do
-		local a=${pair%:*} b=${pair#*:} code
-		code=$(cli "$b" pair -no-wait -json | sed -n 's/.*"code": *"\([0-9-]*\)".*/\1/p')
-		cli "$a" pair "${RIG_ADDR[b]}" "$code" >/dev/null || { echo "pairing d$a with d$b failed"; return 1; }
-	done
-	bench/out/ringbench wait-peers -n 2 -timeout 30s -- env HOMERING_HOME="$root/$homes/d1" \
-		nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" peers -json || return 1
-	echo "ring: agents up on ${RIG_ADDR[*]:1}, each worker paired with d1, the head" >&2
-}
+. bench/rig/agents.sh
+# ring_setup: the agents, each worker paired with the head only, as a person
+# does; the head vouches for the other workers of its job (engine/runner).
+# The same context as (a) and (b): Halda plans the KV cache for it.
+ring_setup() { rig_agents 3 '{"context_tokens": 512}' 1:2 1:3; }
 
 if ! go build -o "$out/homering" . 2>"$out/build.log"; then
 	na "homering does not build: $(head -3 "$out/build.log" | tr '\n' ' ')"
@@ -136,7 +105,6 @@ elif ! setup_err=$(ring_setup 2>&1); then
 	na "ring setup failed: $(echo "$setup_err" | tail -3 | tr '\n' ' ')"
 else
 	bench/out/ringbench snapshot -cgroups "$cgs" >"$out/base.json"
-	export -f cli
 	export root out homes
 	export RIG_NS_1=${RIG_NS[1]}
 	for j in 0 1 2; do

@@ -18,6 +18,7 @@ import (
 func waitPeers(args []string) error {
 	fs := flag.NewFlagSet("wait-peers", flag.ContinueOnError)
 	n := fs.Int("n", 2, "peers needed")
+	atMost := fs.Bool("at-most", false, "wait until at most n peers are paired, visible and contributing (some turned contribute off)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,7 +41,7 @@ func waitPeers(args []string) error {
 					}
 					seen = append(seen, fmt.Sprintf("%s paired=%v visible=%v contribute=%v", p.Short, p.Paired, p.Visible, p.Contribute))
 				}
-				if ok >= *n {
+				if ok >= *n && !*atMost || ok <= *n && *atMost {
 					return nil
 				}
 				last = strings.Join(seen, "; ")

@@ -45,6 +45,7 @@ type Stats struct {
 	PromptTokens int           // tokens in the prompt
 	CachedTokens int           // of which were already in the KV cache
 	PromptTime   time.Duration // evaluating the uncached prompt tokens
+	Started      time.Time     // when the first prompt pass started
 	DecodeTokens int           // tokens evaluated one at a time after the prompt
 	DecodeTime   time.Duration
 }
@@ -168,6 +169,7 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 	h.win.KVTruncate(keep)
 	h.cached = h.cached[:keep]
 	start := time.Now()
+	st.Started = start
 	var logits []float32
 	for i := keep; i < len(toks); i += ubatch {
 		if err := ctx.Err(); err != nil {

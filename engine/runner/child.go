@@ -251,6 +251,9 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 	st.PromptTokens, st.CachedTokens, st.DecodeTokens = s.PromptTokens, s.CachedTokens, s.DecodeTokens
 	st.PromptMS, st.DecodeMS = ms(s.PromptTime), ms(s.DecodeTime)
 	st.TotalMS = ms(time.Since(start))
+	if !s.Started.IsZero() {
+		st.StartMS = ms(s.Started.Sub(start))
+	}
 	switch {
 	case err == nil && last.EOG:
 		st.Reason = ReasonStop

@@ -146,7 +146,11 @@ type Stats struct {
 	DecodeTokens     int     `json:"decode_tokens"`
 	DecodeMS         float64 `json:"decode_ms"`
 	TotalMS          float64 `json:"total_ms"`
-	Reason           string  `json:"reason"`
+	// StartMS is the time from the request to the first prompt pass
+	// starting (tokenizing, a ring job's links and plan, a kept job's
+	// claim): what a turn costs before any compute.
+	StartMS float64 `json:"start_ms,omitempty"`
+	Reason  string  `json:"reason"`
 
 	// Ring generations only.
 	Devices []DeviceStats `json:"devices,omitempty"` // ring order, head first, of the last plan

@@ -399,6 +399,9 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 			return err
 		}
 		inflight = len(chunk)
+		if st.Passes == 0 {
+			st.StartMS = ms(time.Since(start))
+		}
 		st.Passes++
 		st.Rows += len(chunk)
 		return nil

@@ -215,6 +215,12 @@ export interface ChatStats {
   // mean time per output token after it.
   ttft_ms?: number
   tpot_ms?: number
+  // PlanMS is the time from the request to the engine being given its
+  // job (settings, planning, asking workers); StartMS to the engine's
+  // first prompt pass starting (also loading, a ring job's links): what
+  // the turn cost before any compute.
+  plan_ms?: number
+  start_ms?: number
   // Ring is the ring this generation ran on; nil when on this device
   // alone, and then Alone may say why (no device reachable, Halda keeps
   // the model here, …).

@@ -53,6 +53,12 @@ type ChatStats struct {
 	// mean time per output token after it.
 	TTFTMS float64 `json:"ttft_ms,omitempty"`
 	TPOTMS float64 `json:"tpot_ms,omitempty"`
+	// PlanMS is the time from the request to the engine being given its
+	// job (settings, planning, asking workers); StartMS to the engine's
+	// first prompt pass starting (also loading, a ring job's links): what
+	// the turn cost before any compute.
+	PlanMS  float64 `json:"plan_ms,omitempty"`
+	StartMS float64 `json:"start_ms,omitempty"`
 	// Ring is the ring this generation ran on; nil when on this device
 	// alone, and then Alone may say why (no device reachable, Halda keeps
 	// the model here, …).

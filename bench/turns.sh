@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# What a chat turn costs before any compute (issue 15 item 2): the time from
+# the request to the engine's first prompt pass (ChatStats.start_ms), and
+# the planning part of it (plan_ms: looks at peers, Halda, job asks), on
+# bench/rig's 3 devices (5 ms ± 1 ms, 300 Mbit links; no memory pressure):
+#   (a) this device alone, turns 2+: the single-device path, the baseline
+#       (the workers' contribute turned off, so the head plans alone)
+#   (b) the ring of 3 (--devices all --rounds 1), turn 1: a fresh ring job
+#   (c) the same ring, turns 2+: on the job kept from the turn before
+# Every chat is greedy, 1 engine thread per device, 4 tokens of the same
+# prompt. Prints medians, (c) - (a) against the target (<= 20 ms) and the
+# ratio (c)/(a). Turn 1 is split into planning and the rest (the head's
+# ring links, shipping weight slices, loading windows).
+# Model: the quick ring bench model (bench/ring.sh: 20 layers, n_embd 1024,
+# Q8_0, 310 MB). BENCH_QUICK=1: 3 turns per row, else 9. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+. build/env.sh
+. bench/rig/rig.sh
+export HOMERING_PROFILE_QUIET=off # no background measurement mid-case (app/profile_bg.go)
+
+out=bench/out/turns
+mkdir -p "$out" testdata/models/bench-ring
+go build -o bench/out/ringbench ./bench/ringbench
+go build -o "$out/homering" .
+[ -x bin/homering ] || go build -o bin/homering .
+reps=9
+[ -n "${BENCH_QUICK:-}" ] && reps=3
+model=testdata/models/bench-ring/llama-300m-Q8_0.gguf
+bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 \
+	--layers 20 --embd 1024 --ff 2816 --heads 8 --kv-heads 2 -o "$model"
+model=$root/$model
+prompt="Once upon a time, in a small village by the sea, there lived an old fisherman."
+
+rig_up turns 3 $((4096 * 1048576))
+homes=$out/homes-$$
+cleanup() {
+	rig_down
+	rm -rf "$homes"
+}
+trap cleanup EXIT
+. bench/rig/agents.sh
+rig_agents 3 '{"context_tokens": 512, "ring_keep_seconds": 600}' 1:2 1:3
+
+# chat ARGS...: one greedy chat on the head; prints "start plan ttft ring_devices".
+chat() {
+	local st
+	st=$(rig_cli 1 chat -m "$model" -n 4 --temp 0 --raw --json "$@" "$prompt" 2>&1 >/dev/null | grep '^{' | tail -1) || true
+	local f
+	for f in start_ms plan_ms ttft_ms; do
+		printf '%s ' "$(echo "$st" | sed -n "s/.*\"$f\":\([0-9.e+-]*\).*/\1/p")"
+	done
+	echo "$st" | awk -F'"short":' '{print NF - 1}' # devices of the ring run, 0 alone
+}
+median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else printf "%.1f\n", (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+row() { # NAME FILE
+	printf '%-34s %10s %10s %10s %4d\n' "$1" "$(cut -d' ' -f1 "$2" | median)" "$(cut -d' ' -f2 "$2" | median)" \
+		"$(cut -d' ' -f3 "$2" | median)" "$(wc -l <"$2")"
+}
+
+ring=$out/ring-$$.txt alone=$out/alone-$$.txt
+: >"$ring.1"
+: >"$ring"
+: >"$alone"
+chat --devices all --rounds 1 >"$ring.1"
+for _ in $(seq "$reps"); do chat --devices all --rounds 1 >>"$ring"; done
+read -r _ _ _ n1 <"$ring.1"
+[ "$n1" = 3 ] || { echo "turns bench: turn 1 ran on $n1 device(s), want the ring of 3" >&2; exit 1; }
+awk '$4 != 3 {bad=1} END {exit bad}' "$ring" || { echo "turns bench: a later turn left the ring of 3: $(cat "$ring")" >&2; exit 1; }
+rig_cli 2 contribute off >/dev/null
+rig_cli 3 contribute off >/dev/null
+bench/out/ringbench wait-peers -at-most -n 0 -timeout 30s -- env HOMERING_HOME="$root/$homes/d1" \
+	nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" peers -json
+chat >/dev/null # the head's first chat alone ends the kept ring job
+for _ in $(seq "$reps"); do chat >>"$alone"; done
+awk '$4 != 0 {bad=1} END {exit bad}' "$alone" || { echo "turns bench: the head did not run alone: $(cat "$alone")" >&2; exit 1; }
+
+echo "turns bench: $(basename "$model"), 3 devices, links 5 ms ± 1 ms / 300 Mbit ($RIG_LINK), 1 thread, $reps turns per row; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-34s %10s %10s %10s %4s\n' "path" "start ms" "plan ms" "TTFT ms" "n"
+row "(a) one device, turns 2+" "$alone"
+row "(b) ring of 3, turn 1" "$ring.1"
+row "(c) ring of 3, turns 2+" "$ring"
+a=$(cut -d' ' -f1 "$alone" | median)
+c=$(cut -d' ' -f1 "$ring" | median)
+awk -v a="$a" -v c="$c" 'BEGIN {
+	d = c - a
+	printf "turn 2 on the ring adds %.1f ms over one device before the first pass (ratio %.2f); target <= 20 ms: %s\n", d, (a > 0 ? c / a : 0), (d <= 20 ? "met" : "NOT met")
+}'
+read -r s1 p1 _ _ <"$ring.1"
+echo "turn 1: $(awk -v p="$p1" 'BEGIN {printf "%.0f", p}') ms planning (looks at the peers over fresh control links, Halda, job asks), $(awk -v s="$s1" -v p="$p1" 'BEGIN {printf "%.0f", s - p}') ms more before the first pass (the head's ring links, shipping each worker its weight slices, loading the windows)"
+rm -f "$ring" "$ring.1" "$alone"
