@@ -1,3 +1,7 @@
+// Unix only: page faults and CPU time come from getrusage.
+
+//go:build unix
+
 package ggml
 
 import (

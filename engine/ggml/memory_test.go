@@ -1,3 +1,8 @@
+// Linux/Unix only: /proc, mincore and madvise, which Windows lacks
+// (mmap_windows_test.go covers the mapping there).
+
+//go:build unix
+
 package ggml
 
 import (
