@@ -1,3 +1,8 @@
+// Not built for Windows: these tests stop and kill processes with signals
+// and read /proc (stdio_windows_test.go covers the Windows child).
+
+//go:build !windows
+
 package runner
 
 import (

@@ -1,3 +1,7 @@
+// Not built for Windows: it uses ring_test.go's harness (signals, /proc).
+
+//go:build !windows
+
 package runner
 
 import (
