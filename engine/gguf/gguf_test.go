@@ -161,9 +161,6 @@ func TestOpenNonFiles(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	os.WriteFile(empty, nil, 0o644)
 	os.WriteFile(text, []byte("hello, this is not a model\n"), 0o644)
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name, path string
 		kind       error
@@ -171,9 +168,15 @@ func TestOpenNonFiles(t *testing.T) {
 	}{
 		{"missing", filepath.Join(dir, "nope.gguf"), ErrNotFound, filepath.Join(dir, "nope.gguf") + " does not exist. Check the path."},
 		{"directory", dir, ErrNotRegular, dir + " is a directory, not a model file. Give the path of a .gguf file."},
-		{"fifo", fifo, ErrNotRegular, fifo + " is a device, pipe or socket, not a model file. Give the path of a .gguf file."},
 		{"empty", empty, ErrNotGGUF, empty + " is not a GGUF model: it is empty (0 bytes). Give the path of a .gguf file."},
 		{"text", text, ErrNotGGUF, text + ` is not a GGUF model: it starts with "hell" instead of "GGUF". Give the path of a .gguf file.`},
+	}
+	if mkfifo(t, fifo) { // Unix only
+		tests = append(tests, struct {
+			name, path string
+			kind       error
+			msg        string
+		}{"fifo", fifo, ErrNotRegular, fifo + " is a device, pipe or socket, not a model file. Give the path of a .gguf file."})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
