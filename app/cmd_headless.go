@@ -109,7 +109,11 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	defer chat.startProfile(ctx)() // measures this device when due, never during a chat: app/profile_bg.go
 	var wg sync.WaitGroup
 	var nodeErr, apiErr error
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		chat.plans().Run(ctx) // looks at the paired peers in the background: app/planner
+	}()
 	go func() {
 		defer wg.Done()
 		defer cancel()

@@ -141,9 +141,10 @@ func (b *chatBackend) newPlanner(n *node.Node) *planner.Planner {
 
 // RingProfile implements node.Worker: this device's profile as the planner
 // plans with it (the newest valid cached profile, else a quick default),
-// with the memory budget set on this device, which a head honours.
+// with the memory budget set on this device, which a head honours. Heads
+// ask it every planner.LookEvery in the background, so it does not hold
+// back this device's own measurement (a job ask does: ServeRing).
 func (b *chatBackend) RingProfile() (halda.Device, bool) {
-	b.prof.Touch() // a head is planning with this device: no background measurement now
 	d, measured := b.selfDevice()
 	d.MemoryBudget = b.settings().MemoryBudget
 	return d, measured
@@ -196,8 +197,8 @@ type ringJob struct {
 // planRing decides where a request runs. It returns nil and a note when
 // this device runs it alone: no peers, none reachable, or Halda keeps the
 // model on the head. The plan is the planner's (the device map shows the
-// same one); peers whose last look is older than planner.FreshFor are
-// looked at first. A plan that is the kept job's takes its workers'
+// same one); only peers never looked at yet are looked at first (the
+// planner's Run keeps the others fresh in the background). A plan that is the kept job's takes its workers'
 // addresses without asking them, unless ask.
 func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest, ask bool) (*ringJob, string) {
 	if b.node == nil {

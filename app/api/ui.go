@@ -54,8 +54,13 @@ func (s *Server) registerUI(m *http.ServeMux) {
 			}, Log: s.Log})
 	}
 	u.peers = &peerCache{look: func(ctx context.Context, peer string) (peerLook, error) {
-		// The planner's look: its answer is what the next plan uses.
-		p, err := s.Planner.Look(ctx, peer)
+		// The planner's look (its background one when fresh): its answer
+		// is what the next plan uses.
+		p, ok := s.Planner.LastLook(peer)
+		var err error
+		if !ok {
+			p, err = s.Planner.Look(ctx, peer)
+		}
 		if err == nil {
 			return peerLook{rtt: p.RTT, profile: &p.Device, measured: p.Measured}, nil
 		}

@@ -11,9 +11,10 @@
 //   - each paired, contributing, visible peer's answer to the last look:
 //     its profile, which carries that device's own memory budget, and the
 //     rolling median of the one-way time of a hidden state to it
-//     (calib.Calibrator.Link). Looks are taken by Look (the device map, in
-//     the background) and by Refresh (a chat, only for peers whose last look
-//     is older than FreshFor), and both record into one peer table;
+//     (calib.Calibrator.Link). Run looks at every candidate every
+//     LookEvery in the background over the peer's long-lived control link;
+//     a chat asks (Refresh) only peers never looked at yet, and the device
+//     map (Look, LastLook) shows the same answers: one peer table;
 //   - the model's shape (read from the GGUF once per file, size and
 //     modification time) and the context size (n_kv);
 //   - the calibration ratios of earlier runs (calib.FromRatios,

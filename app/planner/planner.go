@@ -23,10 +23,10 @@ import (
 	"homering/halda/lpsolve"
 )
 
-// FreshFor is how old a peer's last look may be for a chat to plan with it
-// without asking again: the device map looks every 10 s while it is drawn,
-// and a conversation's next turn usually comes within this.
-const FreshFor = 30 * time.Second
+// LookEvery is how often Run looks at each candidate peer in the
+// background (over its long-lived control link: pings and a profile), so
+// that a chat plans with answers this fresh and asks nobody itself.
+const LookEvery = 10 * time.Second
 
 // AskTimeout bounds one look at a peer (pings and its profile).
 const AskTimeout = 5 * time.Second
@@ -349,17 +349,15 @@ func (p *Planner) look(ctx context.Context, peer string, hidden int) (node.PeerP
 	return pp, nil
 }
 
-// Refresh looks again at every candidate whose last look is older than
-// FreshFor (or failed), in parallel, so that the plan a chat makes next
-// starts from answers no older than that. A chat's second turn within
-// FreshFor asks nothing.
+// Refresh looks, in parallel, at every candidate never looked at yet (a
+// device just paired or seen): a chat plans with every device it may use.
+// Later looks are Run's, in the background: a chat's turn asks nobody.
 func (p *Planner) Refresh(ctx context.Context, req Request) {
-	now := p.o.Now()
 	var stale []string
 	cands := p.Candidates()
 	p.mu.Lock()
 	for _, c := range cands {
-		if st := p.peers[c.ID]; st == nil || !st.ok || now.Sub(st.at) >= FreshFor {
+		if p.peers[c.ID] == nil {
 			stale = append(stale, c.ID)
 		}
 	}
@@ -379,6 +377,68 @@ func (p *Planner) Refresh(ctx context.Context, req Request) {
 		}()
 	}
 	wg.Wait()
+}
+
+// LastLook is the last look at peer when it is younger than LookEvery and
+// answered: the device map shows it rather than asking again.
+func (p *Planner) LastLook(peer string) (node.PeerProfile, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.peers[peer]
+	if st == nil || !st.ok || p.o.Now().Sub(st.at) >= LookEvery {
+		return node.PeerProfile{}, false
+	}
+	return node.PeerProfile{Device: st.device, Measured: st.measured, RTT: st.rtt}, true
+}
+
+// Run keeps the peer table fresh until ctx ends: every candidate whose
+// last look is LookEvery old (or that was never looked at) is looked at
+// again, one look per peer at a time. The agent runs it for its life.
+func (p *Planner) Run(ctx context.Context) {
+	if p.o.Node == nil {
+		return
+	}
+	var mu sync.Mutex
+	busy := map[string]bool{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		hidden := -1 // read once per round, when a look is due
+		now := p.o.Now()
+		for _, c := range p.Candidates() {
+			p.mu.Lock()
+			st := p.peers[c.ID]
+			due := st == nil || now.Sub(st.at) >= LookEvery
+			p.mu.Unlock()
+			mu.Lock()
+			if !due || busy[c.ID] {
+				mu.Unlock()
+				continue
+			}
+			busy[c.ID] = true
+			mu.Unlock()
+			if hidden < 0 {
+				hidden = p.hiddenBytes(Request{})
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := p.look(ctx, c.ID, hidden); err != nil && ctx.Err() == nil {
+					p.o.Log.Debug("planner: a look at a peer failed; plans leave it out until one answers", "peer", c.Short, "err", err)
+				}
+				mu.Lock()
+				delete(busy, c.ID)
+				mu.Unlock()
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // withDefaults fills what a profile lacks from def: the profiler measures

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -145,39 +146,60 @@ func TestMapAndChatPlanAlike(t *testing.T) {
 	}
 }
 
-// A chat looks again only at peers whose last look is older than FreshFor
-// or failed, and a peer that does not answer is left out of the plan.
-func TestRefreshOnlyStale(t *testing.T) {
-	n, p := rig(600<<20, 0, 0)
-	now := time.Unix(1000, 0)
-	p.o.Now = func() time.Time { return now }
-	ctx := context.Background()
-	p.Refresh(ctx, Request{})
-	if len(n.asks) != 2 {
-		t.Fatalf("first refresh asked %d times, want both peers", len(n.asks))
-	}
-	now = now.Add(FreshFor - time.Second)
-	p.Refresh(ctx, Request{})
-	if len(n.asks) != 2 {
-		t.Errorf("a refresh within FreshFor asked again (%d looks)", len(n.asks))
-	}
-	now = now.Add(2 * time.Second)
-	n.down["C"] = true
-	p.Refresh(ctx, Request{})
-	if len(n.asks) != 4 {
-		t.Errorf("a refresh after FreshFor asked %d times in all, want 4", len(n.asks))
-	}
-	pl, err := p.Next(Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := pl.Peers["C"]; ok || p.Reachable() != 2 {
-		t.Errorf("C did not answer, yet it is planned with (reachable %d)", p.Reachable())
-	}
-	p.Refresh(ctx, Request{}) // a failed look is asked again at once
-	if len(n.asks) != 5 {
-		t.Errorf("the failed peer was not asked again: %d looks", len(n.asks))
-	}
+// A chat looks only at peers never looked at; Run keeps every candidate's
+// look at most LookEvery old in the background, and a peer whose last look
+// failed is left out of plans until one answers.
+func TestLooksInBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, p := rig(600<<20, 0, 0)
+		p.o.Now = time.Now // the bubble's clock
+		asks := func() int {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return len(n.asks)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p.Refresh(ctx, Request{})
+		if asks() != 2 {
+			t.Fatalf("a chat's first refresh asked %d times, want both peers", asks())
+		}
+		p.Refresh(ctx, Request{})
+		if asks() != 2 {
+			t.Errorf("a chat's second refresh asked again (%d looks)", asks())
+		}
+		done := make(chan struct{})
+		go func() { p.Run(ctx); close(done) }()
+		time.Sleep(LookEvery - 2*time.Second)
+		synctest.Wait()
+		if asks() != 2 {
+			t.Errorf("Run looked again before LookEvery (%d looks)", asks())
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if asks() != 4 {
+			t.Errorf("after LookEvery: %d looks in all, want 4", asks())
+		}
+		if _, ok := p.LastLook("B"); !ok {
+			t.Error("LastLook of a fresh look: none")
+		}
+		n.mu.Lock()
+		n.down["C"] = true
+		n.mu.Unlock()
+		time.Sleep(LookEvery + time.Second)
+		synctest.Wait()
+		pl, err := p.Next(Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := pl.Peers["C"]; ok || p.Reachable() != 2 {
+			t.Errorf("C did not answer its last look, yet it is planned with (reachable %d)", p.Reachable())
+		}
+		if _, ok := pl.Peers["B"]; !ok {
+			t.Error("B answered, yet it is left out")
+		}
+		cancel()
+		<-done
+	})
 }
 
 // Each device's memory budget is its own setting, and every plan honours
