@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/node"
 	"homering/app/planner"
+	"homering/app/problem"
 	"homering/engine/runner"
 )
 
@@ -67,12 +67,6 @@ type problemSink interface {
 	SetProblem(apitype.Problem)
 	ClearProblem(code string)
 }
-
-// Problem codes of the chat backend.
-const (
-	problemEngine = "engine" // the engine child died
-	problemModel  = "model"  // the selected model cannot be loaded
-)
 
 type chatRun struct {
 	conv   string
@@ -176,8 +170,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		path = req.ModelPath
 	}
 	if path == "" {
-		return apitype.ChatStats{}, &api.ChatError{Status: http.StatusServiceUnavailable,
-			Text: "No model is selected; choose one in Settings (or start the agent with --model FILE.gguf)."}
+		return apitype.ChatStats{}, problem.New(problem.NoModel, "No model is selected; choose one in Settings (or start the agent with --model FILE.gguf).")
 	}
 	if req.NumCtx > 0 {
 		nCtx = req.NumCtx
@@ -209,7 +202,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	}
 	g.Prompt = req.Prompt
 	if len(g.Messages) == 0 && g.Prompt == "" {
-		return apitype.ChatStats{}, &api.ChatError{Status: http.StatusBadRequest, Text: "The conversation is empty; send at least one message."}
+		return apitype.ChatStats{}, problem.New(problem.EmptyConversation, "The conversation is empty; send at least one message.")
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -326,8 +319,8 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		return out, b.problem(path, err)
 	}
 	if b.problems != nil {
-		b.problems.ClearProblem(problemEngine)
-		b.problems.ClearProblem(problemModel)
+		b.problems.ClearProblem(string(problem.EngineDied))
+		b.problems.ClearProblem(string(problem.ModelLoad))
 	}
 	return out, nil
 }
@@ -348,19 +341,16 @@ func (b *chatBackend) problem(path string, err error) error {
 		if what == "" {
 			what = died.State
 		}
-		b.report(apitype.Problem{Code: problemEngine, Title: "The engine stopped unexpectedly.",
-			Text: fmt.Sprintf("It ended (%s) while %s; its last words: %q.", died.State, died.During, what),
-			Fix:  "Your next message restarts it. If this keeps happening, the model file may be damaged or too big for this machine: choose another in Settings."})
-		return &api.ChatError{Status: http.StatusInternalServerError, Text: fmt.Sprintf(
+		b.report(problem.Make(problem.EngineDied, fmt.Sprintf("It ended (%s) while %s; its last words: %q.", died.State, died.During, what)))
+		return problem.New(problem.EngineDied, fmt.Sprintf(
 			"The engine stopped unexpectedly while %s (%s). It restarts with your next message; if this keeps happening, the model file may be damaged or too big for this machine.",
-			died.During, what)}
+			died.During, what))
 	case errors.As(err, &re) && re.Code == runner.CodeLoad:
-		b.report(apitype.Problem{Code: problemModel, Title: "The selected model cannot be loaded.",
-			Text: fmt.Sprintf("%s: %s", filepath.Base(path), personText(re.Text)), Fix: "Choose another model in Settings."})
-		return &api.ChatError{Status: http.StatusUnprocessableEntity, Text: fmt.Sprintf(
-			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(personText(re.Text), "."))}
+		b.report(problem.Make(problem.ModelLoad, fmt.Sprintf("%s: %s", filepath.Base(path), personText(re.Text))))
+		return problem.New(problem.ModelLoad, fmt.Sprintf(
+			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(personText(re.Text), ".")))
 	case errors.As(err, &re):
-		return &api.ChatError{Status: http.StatusBadRequest, Text: strings.TrimSuffix(personText(re.Text), ".") + "."}
+		return problem.New(problem.BadRequest, strings.TrimSuffix(personText(re.Text), ".")+".")
 	}
 	return err
 }

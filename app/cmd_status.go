@@ -54,7 +54,11 @@ func cmdStatus(ctx context.Context, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "device %s (%s), contribute %s\n", st.Device.Short, st.Device.Name, contrib)
 	for _, p := range st.Problems {
-		fmt.Fprintf(e.stdout, "problem: %s %s %s\n", p.Title, p.Text, p.Fix)
+		what := "problem"
+		if p.Severity == "warning" {
+			what = "warning"
+		}
+		fmt.Fprintf(e.stdout, "%s: %s %s %s\n", what, p.Title, p.Text, p.Fix)
 	}
 	if p, err := c.Plan(ctx); err == nil {
 		printNext(e.stdout, p)

@@ -17,6 +17,7 @@ import (
 	"homering/app/config"
 	"homering/app/node"
 	"homering/app/planner"
+	"homering/app/problem"
 	"homering/discovery/identity"
 	"homering/engine/profile"
 	"homering/engine/ring/transport"
@@ -191,7 +192,10 @@ func reply(w http.ResponseWriter, v any, err error) {
 }
 
 func statusOf(err error) int {
+	var pe *problem.Error
 	switch {
+	case errors.As(err, &pe):
+		return kindStatus(problem.KindOf(pe))
 	case errors.Is(err, node.ErrUnknownPeer), errors.Is(err, node.ErrNoAddress):
 		return http.StatusNotFound
 	case errors.Is(err, node.ErrNotContributing), errors.Is(err, node.ErrNotPaired), errors.Is(err, node.ErrAmbiguousPeer), errors.Is(err, node.ErrSelf):

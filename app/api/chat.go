@@ -18,6 +18,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/api/ollama"
 	"homering/app/api/openai"
+	"homering/app/problem"
 )
 
 // Chatter runs generations for the chat endpoints. The agent wires the
@@ -37,22 +38,27 @@ type Chatter interface {
 	Running() int
 }
 
-// ChatError is a chat failure worded for a person, with the HTTP status it
-// maps to.
-type ChatError struct {
-	Status int    // 400 the request, 503 no model, 500 the engine
-	Text   string // one sentence with what to do
+// ErrNoChat answers chat requests on an agent built without a Chatter.
+var ErrNoChat = problem.New(problem.NoChat, "Chat is not available in this agent; start it with `homering headless --model FILE.gguf` or the app.")
+
+// kindStatus is the HTTP status of a problem's kind: services say which
+// problem happened (app/problem), only this layer speaks HTTP.
+func kindStatus(k problem.Kind) int {
+	switch k {
+	case problem.KindRequest:
+		return http.StatusBadRequest
+	case problem.KindUnavailable:
+		return http.StatusServiceUnavailable
+	case problem.KindUnusable:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
 }
 
-func (e *ChatError) Error() string { return e.Text }
-
-// ErrNoChat answers chat requests on an agent built without a Chatter.
-var ErrNoChat = &ChatError{Status: http.StatusServiceUnavailable, Text: "Chat is not available in this agent; start it with `homering headless --model FILE.gguf` or the app."}
-
 func chatFailure(err error) (int, string) {
-	var ce *ChatError
-	if errors.As(err, &ce) {
-		return ce.Status, ce.Text
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		return kindStatus(problem.KindOf(pe)), pe.Text
 	}
 	for _, bad := range []error{openai.ErrRequest, anthropic.ErrRequest, ollama.ErrRequest} {
 		if errors.Is(err, bad) {

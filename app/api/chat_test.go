@@ -14,6 +14,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/api/client"
+	"homering/app/problem"
 )
 
 // scripted is a Chatter that streams fixed tokens, or blocks until stopped.
@@ -102,7 +103,7 @@ func TestChatStream(t *testing.T) {
 	}
 
 	// A failure worded by the Chatter arrives as the error event's sentence.
-	_, c2, _ := newChatServer(t, &scripted{tokens: []string{"a"}, err: &ChatError{Status: 500, Text: "The engine stopped unexpectedly."}}, "")
+	_, c2, _ := newChatServer(t, &scripted{tokens: []string{"a"}, err: problem.New(problem.EngineDied, "The engine stopped unexpectedly.")}, "")
 	_, err = c2.Chat(context.Background(), apitype.ChatRequest{Prompt: "x"}, func(string) {})
 	if err == nil || err.Error() != "The engine stopped unexpectedly." {
 		t.Errorf("error event: %v", err)
@@ -212,7 +213,9 @@ func TestChatFailure(t *testing.T) {
 		code int
 		text string
 	}{
-		{"worded", &ChatError{Status: 503, Text: "No model is selected."}, 503, "No model is selected."},
+		{"worded", problem.New(problem.NoModel, "No model is selected."), 503, "No model is selected."},
+		{"a request problem", problem.New(problem.EmptyConversation, "The conversation is empty; send at least one message."), 400, "The conversation is empty; send at least one message."},
+		{"an unusable model", problem.New(problem.ModelLoad, "Cannot load x.gguf: the file ends early."), 422, "Cannot load x.gguf: the file ends early."},
 		{"engine fact", errors.New("runner: boom"), 500, "Runner: boom."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/problem"
 )
 
 // liveHeartbeat is how often the live stream sends a snapshot when nothing
@@ -36,7 +37,8 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 	send := func() bool {
 		plan, err := u.buildPlan()
 		if err != nil {
-			plan.Problem = &apitype.Problem{Code: "plan", Title: "The device map cannot be drawn.", Text: sentence(err), Fix: "Check settings.json in the config folder."}
+			pr := problem.Make(problem.Settings, sentence(err))
+			plan.Problem = &pr
 		}
 		b, _ := json.Marshal(apitype.Live{Status: u.s.Node.Status(), Peers: u.s.Node.Peers(), Plan: plan, Work: u.s.Work.List(time.Now()), Ring: u.s.ringReport()})
 		if _, err := fmt.Fprintf(w, "event: live\ndata: %s\n\n", b); err != nil {

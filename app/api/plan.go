@@ -9,6 +9,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/planner"
+	"homering/app/problem"
 )
 
 // CalibrationSource is implemented by a Chatter that learns from its runs
@@ -72,7 +73,8 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		}
 	}
 	if set.Model == "" {
-		out.Problem = &apitype.Problem{Code: "no_model", Title: "No model chosen.", Text: "The device map shows where a model's layers would run.", Fix: "Pick a model in Models."}
+		pr := problem.Make(problem.NoModel, "The device map shows where a model's layers would run.")
+		out.Problem = &pr
 		out.Devices = all
 		return out, nil
 	}
@@ -88,13 +90,12 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	out.Model = strings.TrimSuffix(filepath.Base(set.Model), filepath.Ext(set.Model))
 	out.Layers = pl.Model.Layers
 	if err != nil {
-		out.Problem = &apitype.Problem{Code: "plan", Title: "No plan for this model on these devices.", Text: sentence(err),
-			Fix: "Pick a smaller model, pair and turn on more devices, or raise the memory budget."}
+		pr := problem.Make(problem.NoPlan, sentence(err))
 		if me := (*planner.ModelError)(nil); errors.As(err, &me) {
 			// The file itself could not be read: more devices would not help.
-			out.Problem = &apitype.Problem{Code: "model_unreadable", Title: "The selected model cannot be read.", Text: sentence(err),
-				Fix: "Choose another model in Models."}
+			pr = problem.Make(problem.ModelUnreadable, sentence(err))
 		}
+		out.Problem = &pr
 		out.Devices = all
 		return out, nil
 	}

@@ -16,6 +16,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
+	"homering/app/problem"
 	"homering/discovery"
 	"homering/discovery/identity"
 	"homering/discovery/mdns"
@@ -249,11 +250,10 @@ func (n *Node) startContributing(ctx context.Context) *contribution {
 	c := &contribution{n: n, cancel: cancel, pin: pin, ttl: ttl}
 	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
 	if err != nil {
-		n.setProblem(apitype.Problem{Code: "link_port", Title: "Cannot accept connections.",
-			Text: fmt.Sprintf("Port %d is in use or not allowed: %v.", port, err), Fix: "Close the program using it, or change link_port in config.json."})
+		n.setProblem(problem.Make(problem.LinkPort, fmt.Sprintf("Port %d is in use or not allowed: %v.", port, err)))
 		n.log.Error("link listener", "port", port, "err", err)
 	} else {
-		n.clearProblem("link_port")
+		n.clearProblem(string(problem.LinkPort))
 		n.mu.Lock()
 		n.listening = ln.Addr().String()
 		n.linkPort = uint16(ln.Addr().(*net.TCPAddr).Port)
@@ -296,11 +296,10 @@ func (c *contribution) advertise() {
 		c.adv, err = mdns.Advertise(n.record(), ifaces, c.ttl)
 	}
 	if err != nil {
-		n.setProblem(apitype.Problem{Code: "advertise", Title: "Other devices cannot find this one by themselves.",
-			Text: fmt.Sprintf("mDNS advertising failed: %v.", err), Fix: "Check the network connection (homering doctor), or add this device by address on the others."})
+		n.setProblem(problem.Make(problem.Advertise, fmt.Sprintf("mDNS advertising failed: %v.", err)))
 		n.log.Warn("mdns advertise", "err", err)
 	} else {
-		n.clearProblem("advertise")
+		n.clearProblem(string(problem.Advertise))
 		n.log.Info("advertising", "service", mdns.Service, "ttl", c.ttl)
 	}
 	n.mu.Lock()
@@ -353,14 +352,13 @@ func (n *Node) logEvents(evs []discovery.Event) {
 		attrs := []any{"peer", p.Record.ID.String(), "name", p.Record.Name, "addrs", fmt.Sprint(p.Addrs), "ifaces", p.Ifaces, "reason", e.Reason}
 		switch {
 		case e.Kind == discovery.Conflict && e.Self:
-			n.setProblem(apitype.Problem{Code: "self_copy", Title: "Another device uses this device's identity.",
-				Text: fmt.Sprintf("A device at %v announces device ID %s too. Its config directory was probably copied from this one.", p.Addrs, p.Record.ID.Short()),
-				Fix:  "On the copy, stop Homering, delete key.pem and cert.pem from its config directory and start it again; then pair it anew."})
+			n.setProblem(problem.Make(problem.SelfCopy,
+				fmt.Sprintf("A device at %v announces device ID %s too. Its config directory was probably copied from this one.", p.Addrs, p.Record.ID.Short())))
 			n.log.Error("another device runs with this device's identity", attrs...)
 		case e.Kind == discovery.Conflict:
-			n.setProblem(apitype.Problem{Code: "peer_copy:" + p.Record.ID.Compact(), Title: "Two devices share one identity.",
-				Text: fmt.Sprintf("Two running devices (%v) announce device ID %s. One has a copied config directory.", p.Addrs, p.Record.ID.Short()),
-				Fix:  "On one of them, stop Homering, delete key.pem and cert.pem from its config directory and start it again."})
+			n.setProblem(problem.Make(problem.PeerCopy,
+				fmt.Sprintf("Two running devices (%v) announce device ID %s. One has a copied config directory.", p.Addrs, p.Record.ID.Short()),
+				p.Record.ID.Compact()))
 			n.log.Error("two devices share one device ID", attrs...)
 		default:
 			n.log.Info("peer "+e.Kind.String(), attrs...)
@@ -431,7 +429,7 @@ func (n *Node) Status() apitype.Status {
 		s.Interfaces = append(s.Interfaces, i)
 	}
 	if ifErr != nil {
-		s.Problems = append(s.Problems, apitype.Problem{Code: "interface", Title: "The chosen network interface cannot be used.", Text: ifErr.Error(), Fix: "Clear or fix interface in config.json."})
+		s.Problems = append(s.Problems, problem.Make(problem.Interface, problem.Sentence(ifErr.Error())))
 	}
 	for _, code := range sortedKeys(n.problems) {
 		s.Problems = append(s.Problems, n.problems[code])

@@ -55,7 +55,18 @@ func statusLine(v View) string {
 	case v.Err != "":
 		return "Not running: " + v.Err
 	case len(v.Status.Problems) > 0:
-		return "Problem: " + v.Status.Problems[0].Title
+		// Errors (app/problem's severity) before warnings.
+		p := v.Status.Problems[0]
+		for _, q := range v.Status.Problems {
+			if q.Severity == "error" {
+				p = q
+				break
+			}
+		}
+		if p.Severity == "warning" {
+			return "Warning: " + p.Title
+		}
+		return "Problem: " + p.Title
 	case v.Active.Running > 0:
 		if len(v.Active.Models) > 0 {
 			return "Head: generating with " + v.Active.Models[0].Name

@@ -17,6 +17,8 @@ func TestMenuModel(t *testing.T) {
 	contributing := statusOf(apitype.Status{Contribute: true})
 	busy := View{Status: apitype.Status{}, Active: apitype.ChatActive{Running: 1, Models: []apitype.ServedModel{{Name: "stories260K"}}}}
 	problem := statusOf(apitype.Status{Problems: []apitype.Problem{{Title: "Port 47470 is taken"}}})
+	warnFirst := statusOf(apitype.Status{Problems: []apitype.Problem{{Title: "Cannot advertise.", Severity: "warning"}, {Title: "Cannot accept connections.", Severity: "error"}}})
+	warnOnly := statusOf(apitype.Status{Problems: []apitype.Problem{{Title: "Cannot advertise.", Severity: "warning"}}})
 	peers := View{Status: apitype.Status{Contribute: true}, Peers: apitype.Peers{Peers: []apitype.Peer{
 		{Visible: true, Paired: true, Contribute: true}, {Visible: true, Paired: true}, {Visible: true}, {Visible: false, Paired: true},
 	}}}
@@ -33,6 +35,8 @@ func TestMenuModel(t *testing.T) {
 		{"contributing", contributing, true, "Contributing, idle", "1 device (this one)", iconContributing, []string{idStatus, idDevices}},
 		{"generating", busy, false, "Head: generating with stories260K", "1 device (this one)", iconBusy, []string{idStatus, idDevices}},
 		{"problem first", problem, false, "Problem: Port 47470 is taken", "1 device (this one)", iconOff, []string{idStatus, idDevices}},
+		{"an error before a warning", warnFirst, false, "Problem: Cannot accept connections.", "1 device (this one)", iconOff, []string{idStatus, idDevices}},
+		{"a warning alone", warnOnly, false, "Warning: Cannot advertise.", "1 device (this one)", iconOff, []string{idStatus, idDevices}},
 		{"peers counted when visible", peers, true, "Contributing, idle", "4 devices (2 paired, 1 contributing)", iconContributing, []string{idStatus, idDevices}},
 		{"agent gone", View{Err: "the agent is not running"}, false, "Not running: the agent is not running", "Devices: unknown", iconOff,
 			[]string{idContribute, idOpen, idStatus, idDevices, idSettings}},

@@ -25,6 +25,9 @@ export interface Problem {
   title: string
   text: string
   fix: string
+  // Severity is "error" (what the person asked for does not work) or
+  // "warning"; app/problem's registry sets it.
+  severity?: string
 }
 
 // Status is GET /api/v1/status.

@@ -26,6 +26,9 @@ type Problem struct {
 	Title string `json:"title"`
 	Text  string `json:"text"`
 	Fix   string `json:"fix"`
+	// Severity is "error" (what the person asked for does not work) or
+	// "warning"; app/problem's registry sets it.
+	Severity string `json:"severity,omitempty"`
 }
 
 // Status is GET /api/v1/status.
