@@ -1,6 +1,3 @@
-// Package app is Homering's composition root: it parses the command line,
-// builds the services a subcommand needs and wires them together. It is the
-// only place that knows every other package.
 package app
 
 import (

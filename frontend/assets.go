@@ -1,6 +1,3 @@
-// Package frontend embeds the built web UI (chat and device map). dist/ keeps a
-// committed .gitkeep so that go:embed compiles on a fresh clone before the
-// first `npm run build`.
 package frontend
 
 import (
