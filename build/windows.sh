@@ -5,8 +5,8 @@
 # build (build/test.sh does this); sourcing it gives the functions alone.
 # Idempotent: what it builds outside the checkout lives in a cache directory
 # keyed by its inputs, and Go's build cache keeps the mingw objects of ggml and
-# llama.cpp (a cold build is ~15 minutes on two cores), so the cgo flags below
-# must stay identical from run to run.
+# llama.cpp (cold: 3 minutes on two idle cores, ~15 on loaded ones), so the
+# cgo flags below must stay identical from run to run.
 # Needs build/setup.sh first (Go modules, the C headers in $HOMERING_CINCLUDE).
 
 homering_win_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,10 +23,11 @@ WIN_CXX=x86_64-w64-mingw32-g++-posix
 winlog() { printf 'windows: %s\n' "$*" >&2; }
 
 # Packages: the mingw-w64 cross compilers (posix threads: llama.cpp uses
-# std::thread), gendef & co., Wine to run the result, dpkg-dev for apt-get source.
+# std::thread), gendef & co., Wine to run the result, dpkg-dev for apt-get
+# source, curl for the chat completion test.
 homering_win_packages() {
 	local p missing=()
-	for p in gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 wine dpkg-dev; do
+	for p in gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 wine dpkg-dev curl; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return
@@ -89,7 +90,7 @@ homering_win_lpsolve() {
 	key=$( { echo "$homering_lpsolve_version $homering_lpsolve_orig_sha256 $WIN_CC"; declare -f homering_win_lpsolve_build; } | sha256sum | cut -c1-12)
 	HOMERING_WIN_LPSOLVE=$HOMERING_WIN_CACHE/lpsolve-5.5.2.5-$key
 	if [ ! -f "$HOMERING_WIN_LPSOLVE/lib/lpsolve55.dll" ]; then
-		winlog "building lp_solve $homering_lpsolve_version for mingw (~2 minutes)"
+		winlog "building lp_solve $homering_lpsolve_version for mingw (~20 s)"
 		homering_win_debsrc
 		rm -rf "$HOMERING_WIN_LPSOLVE" "$HOMERING_WIN_LPSOLVE.tmp"
 		homering_win_lpsolve_build "$HOMERING_WIN_LPSOLVE"
@@ -149,7 +150,7 @@ homering_win_build() {
 	homering_win_packages
 	homering_win_lpsolve
 	homering_win_cinclude
-	winlog "building bin/homering.exe (a cold build compiles ggml and llama.cpp for mingw: ~15 minutes)"
+	winlog "building bin/homering.exe (a cold build compiles ggml and llama.cpp for mingw: minutes)"
 	(
 		cd "$homering_win_root"
 		homering_win_goenv
@@ -218,15 +219,30 @@ homering_win_same() {
 # 64-token run, inspect and plan, and the same chat completion from
 # `headless` through its engine child (mapped weights, protocol pipe, job).
 homering_win_test() {
+	homering_win_lpsolve
+	homering_win_cinclude
 	homering_win_prefix
 	cd "$homering_win_root"
 	local model=../shared/models/stories260K.gguf tmp rc=0
 	tmp=$(mktemp -d)
+	# Every package vets for windows/amd64 with cgo, but two that are Linux
+	# rigs: app/apptest (network namespaces, signals) and bench/ (cgroups,
+	# fadvise, netem).
+	if ! (homering_win_goenv && go vet $(go list ./... | grep -v -e '/app/apptest' -e '/bench/')); then
+		winlog "FAIL: go vet for windows/amd64"
+		rc=1
+	fi
 	homering_win_same run -m "$model" -n 64 --temp 0 "Once upon a time" || rc=1
 	homering_win_same inspect "$model" || rc=1
 	homering_win_same inspect "$model" --json || rc=1
 	homering_win_same plan --devices halda/testdata/devices.json --model "$model" || rc=1
 	homering_win_same plan --devices halda/testdata/devices.json --model "$model" --json || rc=1
+	# The Windows code's own tests: engine/ggml's file view, prefetch and
+	# release; engine/runner's protocol pipe and kill-on-close job.
+	if ! (homering_win_goenv && go test -exec wine -count=1 -run '^TestWindows' -v ./engine/ggml ./engine/runner); then
+		winlog "FAIL: the Windows tests of engine/ggml and engine/runner under Wine"
+		rc=1
+	fi
 
 	local lurl wurl lchat wchat
 	if lurl=$(homering_win_headless "$tmp/home-linux" bin/homering headless --model "$model") &&
