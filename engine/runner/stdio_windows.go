@@ -51,9 +51,9 @@ func protocolStdout() (*os.File, error) {
 	return os.NewFile(uintptr(dup), "runner-protocol"), nil
 }
 
-// childAttrs starts the child without a console window of its own (the GUI
-// agent has none to share; a console agent's child inherits its console
-// anyway for stderr through the pipe).
+// childAttrs starts the child without a console window: the exe is a
+// console program, so under a GUI agent (which has no console to share)
+// Windows would open one for it. Its stdin, stdout and stderr are pipes.
 func childAttrs(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &windows.SysProcAttr{}
