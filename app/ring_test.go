@@ -70,19 +70,6 @@ func TestPrintRing(t *testing.T) {
 	}
 }
 
-func TestPersonText(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"ggml: gguf: the file ends early (cut at 100 of 2000 bytes).", "the file ends early (cut at 100 of 2000 bytes)."},
-		{"open /m.gguf: no such file or directory", "open /m.gguf: no such file or directory"},
-		{"runner: the ring lost every worker", "the ring lost every worker"},
-		{"plain sentence", "plain sentence"},
-	} {
-		if got := personText(tc.in); got != tc.want {
-			t.Errorf("personText(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // The runner's transfer reports become one progress bar per worker, named
 // after the device, gone once all its weights arrived or the reply ended.
 func TestTransferProgress(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +92,34 @@ func (c *child) send(ev Event) error {
 }
 
 func (c *child) fail(id uint64, code string, err error) {
-	c.send(Event{ID: id, Type: EvError, Code: code, Error: err.Error()})
+	c.send(errorEvent(id, code, err))
+}
+
+// errorEvent is the error event of request id: its code says what failed,
+// its text is err for a person, without the Go package names that wrapped
+// it on the way up ("ggml: gguf: the file ends early" is "the file ends
+// early"). The one place an engine error is worded for the parent.
+func errorEvent(id uint64, code string, err error) Event {
+	return Event{ID: id, Type: EvError, Code: code, Error: errorText(err.Error())}
+}
+
+// errorText drops the leading package prefixes of the engine's packages.
+func errorText(s string) string {
+	for {
+		pkg, rest, ok := strings.Cut(s, ": ")
+		if !ok || !enginePackage(pkg) {
+			return s
+		}
+		s = rest
+	}
+}
+
+func enginePackage(name string) bool {
+	switch name {
+	case "ggml", "gguf", "runner", "slice", "driver", "ring", "wire", "transport", "head", "halda", "lpsolve", "profile", "llama":
+		return true
+	}
+	return false
 }
 
 // busy reports whether a generation runs.
@@ -235,7 +263,7 @@ func (c *child) stopServing() {
 func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event {
 	req := head.Request{Messages: g.messages(), Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
 	if err := req.Sampling.Validate(); err != nil {
-		return Event{ID: id, Type: EvError, Code: CodeBadRequest, Error: err.Error()}
+		return errorEvent(id, CodeBadRequest, err)
 	}
 	start := time.Now()
 	var st Stats
@@ -262,7 +290,7 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 	case errors.Is(err, context.Canceled):
 		st.Reason = ReasonCancelled
 	default:
-		return Event{ID: id, Type: EvError, Code: CodeGenerate, Error: err.Error()}
+		return errorEvent(id, CodeGenerate, err)
 	}
 	return Event{ID: id, Type: EvDone, Stats: &st}
 }

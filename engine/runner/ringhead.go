@@ -210,7 +210,7 @@ type headJob struct {
 
 func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
 	fail := func(code string, err error) Event {
-		return Event{ID: id, Type: EvError, Code: code, Error: err.Error()}
+		return errorEvent(id, code, err)
 	}
 	if req.Load == nil || req.Load.Model == "" || req.Ring == nil || req.Generate == nil {
 		return fail(CodeBadRequest, errors.New("runner: ring_generate needs load, ring and generate"))
@@ -299,7 +299,7 @@ const maxKeepMS = 3600 * 1000
 func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks []int32) Event {
 	start := time.Now()
 	fail := func(code string, err error) Event {
-		return Event{ID: h.id, Type: EvError, Code: code, Error: err.Error()}
+		return errorEvent(h.id, code, err)
 	}
 	var err error
 	fresh := h.drv == nil
