@@ -18,6 +18,7 @@ import (
 
 	"homering/app/api"
 	"homering/app/api/apitype"
+	"homering/app/config"
 	"homering/app/node"
 	"homering/app/planner"
 	"homering/app/problem"
@@ -109,11 +110,11 @@ func engineThreads(getenv func(string) string) int {
 
 // settings are this device's saved settings (the defaults when the file is
 // unreadable), with the model given on the command line, if any, as Model.
-func (b *chatBackend) settings() apitype.Settings {
-	st, err := api.LoadSettings(b.dir)
+func (b *chatBackend) settings() config.Settings {
+	st, err := config.LoadSettings(b.dir)
 	if err != nil {
 		b.log.Warn("settings unreadable; using defaults", "err", err)
-		st = apitype.Settings{ContextTokens: api.DefaultContextTokens, RingKeepSeconds: api.DefaultRingKeepSeconds}
+		st = config.DefaultSettings()
 	}
 	if b.override != "" {
 		st.Model = b.override
@@ -265,7 +266,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 			// vanished while preparing): this device alone still answers,
 			// more slowly, rather than losing the message.
 			b.log.Warn("the ring failed before its first token; answering on this device alone", "err", err)
-			job, note = nil, "the ring could not start: "+personText(err.Error())
+			job, note = nil, "the ring could not start: "+err.Error()
 			break
 		}
 		ringRun = b.ringRun(job, st)
@@ -346,11 +347,11 @@ func (b *chatBackend) problem(path string, err error) error {
 			"The engine stopped unexpectedly while %s (%s). It restarts with your next message; if this keeps happening, the model file may be damaged or too big for this machine.",
 			died.During, what))
 	case errors.As(err, &re) && re.Code == runner.CodeLoad:
-		b.report(problem.Make(problem.ModelLoad, fmt.Sprintf("%s: %s", filepath.Base(path), personText(re.Text))))
+		b.report(problem.Make(problem.ModelLoad, fmt.Sprintf("%s: %s", filepath.Base(path), re.Text)))
 		return problem.New(problem.ModelLoad, fmt.Sprintf(
-			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(personText(re.Text), ".")))
+			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(re.Text, ".")))
 	case errors.As(err, &re):
-		return problem.New(problem.BadRequest, strings.TrimSuffix(personText(re.Text), ".")+".")
+		return problem.New(problem.BadRequest, strings.TrimSuffix(re.Text, ".")+".")
 	}
 	return err
 }
@@ -443,26 +444,6 @@ func (b *chatBackend) Close() error {
 	err := b.sup.Close()
 	b.bg.Wait()
 	return err
-}
-
-// personText drops the package prefixes ("ggml: gguf: ...") that wrapped
-// errors carry for developers; a person reads the sentence behind them.
-func personText(s string) string {
-	for {
-		pkg, rest, ok := strings.Cut(s, ": ")
-		if !ok || !enginePackage(pkg) {
-			return s
-		}
-		s = rest
-	}
-}
-
-func enginePackage(name string) bool {
-	switch name {
-	case "ggml", "gguf", "runner", "slice", "driver", "ring", "wire", "transport", "head", "halda", "lpsolve", "profile", "llama":
-		return true
-	}
-	return false
 }
 
 // transferProgress turns the runner's weight-transfer reports into progress

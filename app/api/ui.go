@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 	"homering/app/planner"
 	"homering/frontend"
 )
@@ -29,7 +30,7 @@ type ui struct {
 	chat  *measuredChat // nil without a chat backend
 
 	mu       sync.Mutex // guards settings
-	settings *settingsFile
+	settings *config.Settings
 }
 
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
@@ -39,12 +40,12 @@ func (s *Server) registerUI(m *http.ServeMux) {
 	if s.Planner == nil {
 		dir := s.Node.Status().ConfigDir
 		s.Planner = planner.New(planner.Options{Node: s.Node, Self: planner.CachedSelf(dir, s.LoadProfile, s.Log),
-			Settings: func() apitype.Settings {
+			Settings: func() config.Settings {
 				f, err := u.current()
 				if err != nil {
-					return apitype.Settings{}
+					return config.Settings{}
 				}
-				return f.api("")
+				return *f
 			},
 			Ratios: func(model string, ids []string) map[string][]float64 {
 				if src, ok := s.backend().(CalibrationSource); ok {

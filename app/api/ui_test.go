@@ -155,7 +155,7 @@ func TestUIAuth(t *testing.T) {
 func TestUISettings(t *testing.T) {
 	srv, dir, _ := uiServer(t)
 	var s apitype.Settings
-	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != DefaultContextTokens || s.Name != "box" || s.RingKeepSeconds != DefaultRingKeepSeconds {
+	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != config.DefaultContextTokens || s.Name != "box" || s.RingKeepSeconds != config.DefaultRingKeepSeconds {
 		t.Fatalf("defaults: %+v", s)
 	}
 	bad := []struct {
@@ -228,7 +228,7 @@ func TestUISettingsReachTheChat(t *testing.T) {
 		t.Fatalf("POST of a bad context = %d, want 400", code)
 	}
 	want := [][2]apitype.Settings{
-		{{Name: "box", ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}, {Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}},
+		{{Name: "box", ContextTokens: config.DefaultContextTokens, RingKeepSeconds: config.DefaultRingKeepSeconds}, {Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}},
 		{{Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}, {Name: "box", Model: "other.gguf", ContextTokens: 1024, RingKeepSeconds: 60}},
 	}
 	spy.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 	"homering/app/node"
 	"homering/engine/profile"
 	"homering/engine/profile/calib"
@@ -70,7 +71,7 @@ type Options struct {
 	Self func() (halda.Device, bool)
 	// Settings gives the selected model, context size and this device's
 	// memory budget; nil: defaults (no model).
-	Settings func() apitype.Settings
+	Settings func() config.Settings
 	// Ratios gives the calibration ratios kept per device ID for a model
 	// file; nil: plans are not calibrated.
 	Ratios func(model string, deviceIDs []string) map[string][]float64
@@ -206,9 +207,9 @@ func (p *Planner) SelfID() string {
 	return "self"
 }
 
-func (p *Planner) settings() apitype.Settings {
+func (p *Planner) settings() config.Settings {
 	if p.o.Settings == nil {
-		return apitype.Settings{}
+		return config.Settings{}
 	}
 	return p.o.Settings()
 }

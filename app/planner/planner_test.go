@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 	"homering/app/node"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -82,8 +83,8 @@ func rig(selfRAM, budget, peerBudget int64) (*peerNode, *Planner) {
 	now := time.Unix(1000, 0)
 	p := New(Options{Node: n,
 		Self: func() (halda.Device, bool) { return cpu(selfRAM), true },
-		Settings: func() apitype.Settings {
-			return apitype.Settings{Model: model, ContextTokens: 512, MemoryBudget: budget}
+		Settings: func() config.Settings {
+			return config.Settings{Model: model, ContextTokens: 512, MemoryBudget: budget}
 		},
 		Memory: func() (int64, int64) { return 8 * gib, 16 * gib },
 		Now:    func() time.Time { return now },
