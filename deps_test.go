@@ -92,6 +92,7 @@ var allowed = map[string][]string{
 	// and the peers' profiles, solved with lp_solve.
 	"app/planner": {
 		"halda", "halda/lpsolve", "app/api/apitype",
+		"app/config",                                                                 // config.Settings: the model, context and this device's memory budget
 		"app/node",                                                                   // node.PeerProfile: the peers' profiles the control links keep fresh
 		"engine/profile",                                                             // this device's cached profile; Unmeasured for a peer without one
 		"engine/profile/calib", "engine/profile/modelprof", "engine/profile/sysinfo", // calibration, the model's shape, free memory now
