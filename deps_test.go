@@ -73,6 +73,7 @@ var allowed = map[string][]string{
 		// conversations (app/config).
 		"app/config", "discovery/identity", "engine/ring/transport",
 		"engine/profile", "engine/gguf", "engine/profile/modelprof", "halda",
+		"engine/profile/sysinfo", // this device's memory for the map's gauge: the one cross-OS reader
 	},
 	"app/api/client":        {"app/api/apitype"},
 	"app/api/openai":        {"app/api/apitype"},

@@ -1,15 +1,11 @@
 package api
 
 import (
-	"bufio"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/engine/profile/sysinfo"
 )
 
 // memSampler keeps a short history of this device's memory. Sampling is
@@ -58,36 +54,13 @@ func addMemSampleFrom(hist []apitype.MemSample, base int64, now time.Time, avail
 	return hist
 }
 
-// readMeminfo reads MemAvailable and MemTotal from /proc/meminfo (Linux).
+// readMeminfo reads this device's available and total memory through the
+// one cross-OS reader (engine/profile/sysinfo: /proc/meminfo on Linux,
+// GlobalMemoryStatusEx on Windows, the VM counters on macOS).
 func readMeminfo() (avail, total int64, err error) {
-	f, err := os.Open("/proc/meminfo")
+	m, err := sysinfo.ReadMemory()
 	if err != nil {
-		return 0, 0, fmt.Errorf("read memory: %w", err)
+		return 0, 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fs := strings.Fields(v)
-		if len(fs) == 0 {
-			continue
-		}
-		n, perr := strconv.ParseInt(fs[0], 10, 64)
-		if perr != nil {
-			continue
-		}
-		switch k {
-		case "MemAvailable":
-			avail = n * 1024
-		case "MemTotal":
-			total = n * 1024
-		}
-	}
-	if total == 0 {
-		return 0, 0, fmt.Errorf("read memory: no MemTotal in /proc/meminfo")
-	}
-	return avail, total, sc.Err()
+	return m.Available, m.Total, nil
 }

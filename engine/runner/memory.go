@@ -1,17 +1,16 @@
 package runner
 
 import (
-	"bytes"
-	"os"
 	"runtime/metrics"
-	"strconv"
+
+	"homering/engine/profile/sysinfo"
 )
 
 // memUse is what this process holds in anonymous memory, by component: what
 // memory pressure on a ring device is made of besides page cache (weights
 // stay file pages the kernel may evict).
 type memUse struct {
-	Anon int64 // resident anonymous memory (Linux RssAnon); 0 where unknown
+	Anon int64 // resident anonymous memory (sysinfo.ProcessAnon); 0 where unknown
 	// GoHeap is the Go heap's memory not returned to the OS: objects, free
 	// and unused space the runtime keeps (it returns it slowly on its own;
 	// debug.FreeOSMemory at once).
@@ -43,38 +42,10 @@ func readMemUse() memUse {
 		}
 		return int64(s[i].Value.Uint64())
 	}
-	u := memUse{Anon: rssAnon()}
+	u := memUse{Anon: sysinfo.ProcessAnon()}
 	u.GoHeap, u.GoFree = v(0)+v(1)+v(2), v(2)
 	u.GoOther = max(v(3)-v(4)-u.GoHeap, 0)
 	return u
-}
-
-// rssAnon is this process's resident anonymous memory (RssAnon in
-// /proc/self/status, kept by the kernel as a counter: cheap to read,
-// unlike smaps_rollup, which walks every page of the model's mapping), or 0
-// where there is no such file.
-func rssAnon() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	_, rest, ok := bytes.Cut(b, []byte("\nRssAnon:"))
-	if !ok {
-		return 0
-	}
-	line, _, _ := bytes.Cut(rest, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) == 0 {
-		return 0
-	}
-	n, err := strconv.ParseInt(string(f[0]), 10, 64)
-	if err != nil {
-		return 0
-	}
-	if len(f) > 1 && string(f[1]) == "kB" {
-		n *= 1024
-	}
-	return n
 }
 
 // memPeak keeps the largest anonymous memory seen and what it was made of.
