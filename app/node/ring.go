@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -314,26 +315,15 @@ func (n *Node) AskProfileHidden(ctx context.Context, peer string, hiddenBytes in
 	return p, nil
 }
 
-// pings returns the fastest of k ping round trips carrying payload.
+// pings returns the fastest of k ping round trips carrying payload
+// (transport.Pings): the first pays for warm-up, and the minimum is the
+// least disturbed by the rest of the machine.
 func (n *Node) pings(c *transport.Conn, k int, payload []byte) (time.Duration, error) {
-	best := time.Duration(-1)
-	for range k {
-		start := n.o.Now()
-		if err := c.Send(transport.Frame{Type: transport.MsgPing, Payload: payload}); err != nil {
-			return 0, err
-		}
-		f, err := c.Recv()
-		if err != nil {
-			return 0, err
-		}
-		if f.Type != transport.MsgPong || len(f.Payload) != len(payload) {
-			return 0, fmt.Errorf("node: the link answered a ping of %d bytes with frame type %d of %d bytes", len(payload), f.Type, len(f.Payload))
-		}
-		if d := n.o.Now().Sub(start); best < 0 || d < best {
-			best = d
-		}
+	ds, err := transport.Pings(c, k, payload, n.o.Now)
+	if err != nil {
+		return 0, err
 	}
-	return best, nil
+	return slices.Min(ds), nil
 }
 
 // AskJob asks a paired peer to serve a ring job and returns the address its

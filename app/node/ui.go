@@ -28,20 +28,14 @@ func (n *Node) SetName(name string) error {
 	return nil
 }
 
-// LinkRTT sets up a link to a paired peer and times pings over it. It
-// returns the fastest of pings round trips: the first pays for warm-up, and
-// the minimum is the least disturbed by the rest of the machine.
+// LinkRTT times pings to a paired peer over its control link (ring.go
+// control) and returns the fastest of pings round trips.
 func (n *Node) LinkRTT(ctx context.Context, peer string, pings int) (time.Duration, error) {
-	id, addrs, err := n.resolve(peer)
-	if err != nil {
-		return 0, err
-	}
-	c, err := n.dial(ctx, id, addrs, transport.PurposeLink, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	return n.pings(c, max(pings, 1), []byte("rtt"))
+	var d time.Duration
+	err := n.control(ctx, peer, func(c *transport.Conn) error {
+		var err error
+		d, err = n.pings(c, max(pings, 1), []byte("rtt"))
+		return err
+	})
+	return d, err
 }

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,8 +29,8 @@ type Link struct {
 }
 
 // ErrLinkEcho is returned when the peer answers a ping with anything but
-// the same payload.
-var ErrLinkEcho = errors.New("profile: the peer did not echo the link probe")
+// the same payload (transport.ErrEcho).
+var ErrLinkEcho = transport.ErrEcho
 
 // LinkOptions bound a link measurement.
 type LinkOptions struct {
@@ -55,7 +54,7 @@ func MeasureLink(ctx context.Context, c *transport.Conn, peer string, o LinkOpti
 	if o.HiddenBytes <= 0 {
 		o.HiddenBytes = 4 * 4096
 	}
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() }) // unblocks Recv: a cancelled probe
 	defer stop()
 	l := Link{Peer: peer, HiddenBytes: o.HiddenBytes}
 	small := []byte("homering-link-probe")
@@ -64,25 +63,16 @@ func MeasureLink(ctx context.Context, c *transport.Conn, peer string, o LinkOpti
 		big[i] = byte(i * 7)
 	}
 	rtt := func(p []byte, n int) (float64, error) {
-		ts := make([]float64, 0, n)
-		for i := 0; i <= n; i++ { // the first is a warm-up
-			t := time.Now()
-			if err := c.Send(transport.Frame{Type: transport.MsgPing, Payload: p}); err != nil {
-				return 0, linkErr(ctx, err)
+		ds, err := transport.Pings(c, n+1, p, time.Now) // the first is a warm-up
+		if err != nil {
+			if errors.Is(err, transport.ErrEcho) {
+				return 0, err
 			}
-			f, err := c.Recv()
-			if err != nil {
-				return 0, linkErr(ctx, err)
-			}
-			if f.Type != transport.MsgPong || !bytes.Equal(f.Payload, p) {
-				return 0, fmt.Errorf("%w (got frame type %d, %d bytes)", ErrLinkEcho, f.Type, len(f.Payload))
-			}
-			if i > 0 {
-				ts = append(ts, time.Since(t).Seconds())
-			}
+			return 0, linkErr(ctx, err)
 		}
-		slices.Sort(ts)
-		return ts[len(ts)/2], nil
+		ds = ds[1:]
+		slices.Sort(ds)
+		return ds[len(ds)/2].Seconds(), nil
 	}
 	var err error
 	if l.RTTSec, err = rtt(small, o.Pings); err != nil {
