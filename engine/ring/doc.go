@@ -51,7 +51,7 @@
 // when it has been silent too long (a hung, stopped or unplugged one; see
 // Silence). A lost worker makes the head drop the plan and emit
 // Replan{Without}; the conversation is then re-prefilled on the new plan
-// (Ready.Resume says so). A lost head ends the job on a worker (EndJob),
+// (the runner's head job knows its request was cut). A lost head ends the job on a worker (EndJob),
 // which frees its memory.
 //
 // # Silence
@@ -93,8 +93,8 @@
 //     the largest counts as one of the peer's own gaps. A peer that
 //     really hangs is still lost within SilenceCap.
 //
-// A device that joins is adopted only between requests and only when
-// Adopt(current, candidate) holds: the predicted cost with it is below
-// 0.95 × the current one (the thesis' τ), so a reply is never interrupted
-// for a small gain.
+// A device that joins is not the session's business: the agent's planner
+// plans with it from the next request, and only when Adopt(current,
+// candidate) holds: the predicted cost with it is below 0.95 × the current
+// one (the thesis' τ), so a kept ring job is not given up for a small gain.
 package ring

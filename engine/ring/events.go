@@ -63,17 +63,6 @@ type ComputeDone struct {
 	Token  int32
 }
 
-// RequestDone says the head finished a request (a reply); a pending join
-// may now be adopted.
-type RequestDone struct{}
-
-// Joined says a device became available; CandidateMs is the predicted cost
-// per token of the best plan with it, CurrentMs that of the plan in use.
-type Joined struct {
-	ID                     string
-	CandidateMs, CurrentMs float64
-}
-
 func (FrameIn) isEvent()       {}
 func (Tick) isEvent()          {}
 func (Heard) isEvent()         {}
@@ -82,8 +71,6 @@ func (PlanInstalled) isEvent() {}
 func (Prepared) isEvent()      {}
 func (StartToken) isEvent()    {}
 func (ComputeDone) isEvent()   {}
-func (RequestDone) isEvent()   {}
-func (Joined) isEvent()        {}
 
 // Action is something the driver must do.
 type Action interface {
@@ -122,15 +109,13 @@ type EmitToken struct {
 
 // Replan asks the node for a new plan without or with some devices.
 type Replan struct {
-	Without, With []string
-	Reason        string
+	Without []string
+	Reason  string
 }
 
-// Ready says the plan is Up. On the head, Resume says a request was cut by a
-// re-plan and its conversation must be prefilled again.
+// Ready says the plan is Up.
 type Ready struct {
-	Plan   uint64
-	Resume bool
+	Plan uint64
 }
 
 // Prefetch hints that a window will run soon; Release that its pages may go.
@@ -184,9 +169,9 @@ func (a Compute) String() string {
 }
 func (a EmitToken) String() string { return fmt.Sprintf("EmitToken seq=%d token=%d", a.Seq, a.Token) }
 func (a Replan) String() string {
-	return fmt.Sprintf("Replan without=%v with=%v reason=%q", a.Without, a.With, a.Reason)
+	return fmt.Sprintf("Replan without=%v reason=%q", a.Without, a.Reason)
 }
-func (a Ready) String() string      { return fmt.Sprintf("Ready plan=%d resume=%v", a.Plan, a.Resume) }
+func (a Ready) String() string      { return fmt.Sprintf("Ready plan=%d", a.Plan) }
 func (a Prefetch) String() string   { return "Prefetch " + a.Window.String() }
 func (a Release) String() string    { return "Release " + a.Window.String() }
 func (a EndJob) String() string     { return fmt.Sprintf("EndJob reason=%q", a.Reason) }

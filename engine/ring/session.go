@@ -53,14 +53,11 @@ type Session struct {
 	pos    int  // sequence position of row 0 of the pass being computed
 
 	// head only
-	acks        map[string]bool
-	nextSeq     uint64
-	inflight    bool            // a forward pass is in the ring
-	inRequest   bool            // between the first StartToken and RequestDone
-	interrupt   bool            // a re-plan cut the current request
-	without     []string        // devices lost since the last installed plan
-	pendingJoin *Joined         // a join worth adopting after this request
-	lost        map[string]bool // devices already reported lost under this plan
+	acks     map[string]bool
+	nextSeq  uint64
+	inflight bool            // a forward pass is in the ring
+	without  []string        // devices lost since the last installed plan
+	lost     map[string]bool // devices already reported lost under this plan
 }
 
 // silence is a watched peer's silence since its last sign of life.
@@ -183,14 +180,6 @@ func (s *Session) Step(ev Event) []Action {
 		return s.startToken(ev)
 	case ComputeDone:
 		return s.computeDone(ev)
-	case RequestDone:
-		s.inRequest, s.interrupt = false, false
-		if j := s.pendingJoin; j != nil {
-			s.pendingJoin = nil
-			return []Action{Replan{With: []string{j.ID}, Reason: "device joined"}}
-		}
-	case Joined:
-		return s.joined(ev)
 	case FrameIn:
 		s.heard(ev.From)
 		return s.frameIn(ev.From, ev.Msg)
@@ -346,8 +335,7 @@ func (s *Session) maybeCommit() []Action {
 	for _, d := range s.plan.Devices[1:] {
 		out = append(out, Send{To: d.ID, Msg: &wire.Commit{Plan: s.plan.ID}})
 	}
-	out = append(out, Ready{Plan: s.plan.ID, Resume: s.interrupt})
-	s.interrupt = false
+	out = append(out, Ready{Plan: s.plan.ID})
 	return append(out, Prefetch{Window: s.plan.Devices[0].Windows[0]})
 }
 
@@ -357,7 +345,7 @@ func (s *Session) startToken(ev StartToken) []Action {
 	}
 	seq := s.nextSeq
 	s.nextSeq++
-	s.inflight, s.inRequest, s.busy = true, true, true
+	s.inflight, s.busy = true, true
 	s.expect, s.pos = key{seq, 0}, ev.Pos
 	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: ev.Tokens, Pos: ev.Pos}}
 }
@@ -523,25 +511,12 @@ func (s *Session) peerLost(id, reason string) []Action {
 }
 
 // dropPlan stops serving on the head: the request in flight (if any) is
-// resumed by a re-prefill once the next plan is Up.
+// resumed by a re-prefill once the next plan is Up (the runner's head job
+// knows it is mid-request).
 func (s *Session) dropPlan(out []Action) []Action {
-	if s.inRequest {
-		s.interrupt = true
-	}
 	s.state, s.inflight, s.busy = Down, false, false
 	// Keep plan and lost so that later losses add to Without; only the
 	// next PlanInstalled clears them. Stop watching: a re-plan is coming.
 	clear(s.watched)
 	return out
-}
-
-func (s *Session) joined(j Joined) []Action {
-	if !Adopt(j.CurrentMs, j.CandidateMs) {
-		return []Action{Dropped{From: j.ID, Reason: fmt.Sprintf("join not worth a re-plan: %.1f ms vs %.1f ms per token", j.CandidateMs, j.CurrentMs)}}
-	}
-	if s.inRequest {
-		s.pendingJoin = &j
-		return nil
-	}
-	return []Action{Replan{With: []string{j.ID}, Reason: "device joined"}}
 }

@@ -7,8 +7,8 @@
 // # Model
 //
 // Run(ctx) owns the session; nothing else touches it. Inputs arrive on one
-// channel: Post (the caller: PlanInstalled, StartToken, RequestDone,
-// Joined), one reader goroutine per link (FrameIn, or PeerLost when the link
+// channel: Post (the caller: PlanInstalled, StartToken), one reader
+// goroutine per link (FrameIn, or PeerLost when the link
 // fails or a frame does not decode: a malformed or oversized frame closes
 // the link and counts as a lost peer), a ticker (Tick), and the engine
 // goroutine (ComputeDone, Prepared). Everything that touches the Engine

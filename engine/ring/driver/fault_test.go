@@ -100,8 +100,8 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan2}); err != nil {
 		t.Fatal(err)
 	}
-	if ready := await[ring.Ready](t, a); !ready.Resume {
-		t.Errorf("Ready after the re-plan: %+v, want Resume", ready)
+	if ready := await[ring.Ready](t, a); ready.Plan != 2 {
+		t.Errorf("Ready after the re-plan: %+v, want plan 2", ready)
 	}
 	// Re-prefill the conversation so far, then go on.
 	conv := append(append([]int32{}, prompt...), got...)

@@ -172,14 +172,6 @@ func (e *Env) handle(c Cmd) error {
 		e.run()
 	case "inject":
 		return e.inject(c)
-	case "join":
-		id := c.Args[0]
-		e.addDevice(id)
-		cand, _ := c.Arg("candidate")
-		cur, _ := c.Arg("current")
-		e.step(e.head, ring.Joined{ID: id, CandidateMs: atof(cand), CurrentMs: atof(cur)})
-	case "done":
-		e.step(e.head, ring.RequestDone{})
 	case "silence":
 		for _, id := range e.ids() {
 			d := e.devs[id]
