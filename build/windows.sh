@@ -243,6 +243,14 @@ homering_win_test() {
 		winlog "FAIL: the Windows tests of engine/ggml and engine/runner under Wine"
 		rc=1
 	fi
+	# Halda's tests (lp_solve's optimum against brute force, among others) on
+	# the mingw lpsolve55.dll, found through WINEPATH. TestDeps runs `go`,
+	# which Wine has not got.
+	if ! (homering_win_goenv && export WINEPATH="$(winepath -w "$HOMERING_WIN_LPSOLVE/lib")" &&
+		go test -exec wine -count=1 -skip '^TestDeps$' ./halda ./halda/lpsolve); then
+		winlog "FAIL: halda's tests on the Windows lp_solve under Wine"
+		rc=1
+	fi
 
 	local lurl wurl lchat wchat
 	if lurl=$(homering_win_headless "$tmp/home-linux" bin/homering headless --model "$model") &&
