@@ -506,8 +506,10 @@ func (s *Supervisor) start() (*proc, error) {
 		return nil, fmt.Errorf("runner: start the engine process %s: %w", cmd.Path, err)
 	}
 	if err := childStarted(cmd); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
+		// Best effort: the child must not run untied; the tie's error is
+		// the one worth reporting.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		return nil, fmt.Errorf("runner: tie the engine process to this one: %w", err)
 	}
 	p := &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin), events: make(chan Event, 64), exited: make(chan struct{}), tail: tail}
