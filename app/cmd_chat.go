@@ -76,7 +76,7 @@ func cmdChat(ctx context.Context, e env) int {
 	if err != nil {
 		return fail(e.stderr, err)
 	}
-	st, err := c.Chat(ctx, req, func(text string) { io.WriteString(e.stdout, text) })
+	st, err := c.Chat(ctx, req, func(text string) { fmt.Fprint(e.stdout, text) })
 	fmt.Fprintln(e.stdout)
 	if err != nil {
 		return fail(e.stderr, err)

@@ -112,7 +112,7 @@ func profileProgress(ctx context.Context, e env, cache *profile.Cache, opts prof
 		log.Warn("profile: could not lower the priority; measuring at normal priority", "err", err)
 	}
 	enc := json.NewEncoder(e.stdout)
-	opts.Progress = func(s profile.Step) { enc.Encode(s) }
+	opts.Progress = func(s profile.Step) { _ = enc.Encode(s) } // progress to the terminal, as fmt.Fprint
 	p, err := profile.Measure(ctx, opts, log)
 	if err == nil {
 		err = cache.Store(p)

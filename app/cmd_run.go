@@ -112,7 +112,7 @@ func cmdRun(ctx context.Context, e env) int {
 		return out.Flush() // stream: a token is visible as soon as it exists
 	})
 	fmt.Fprintln(out)
-	out.Flush()
+	_ = out.Flush() // the terminal, as fmt.Fprint
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fail(130, "interrupted.")

@@ -22,11 +22,11 @@ func lockAgent(dir string) (unlock func(), err error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close() // never locked: nothing to release
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("Homering already runs for this user (config %s); use its tray icon, or stop it first", dir)
+			return nil, fmt.Errorf("Homering already runs for this user (config %s); use its tray icon, or stop it first", dir) //nolint:staticcheck // ST1005: a sentence for people that starts with a name
 		}
 		return nil, err
 	}
-	return func() { f.Close() }, nil
+	return func() { _ = f.Close() }, nil // closing releases the lock; nothing was written
 }

@@ -318,7 +318,7 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 	exited := make(chan struct{})
 	stop := context.AfterFunc(mctx, func() {
 		if cmd.Process.Signal(syscall.SIGTERM) != nil {
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill() // an error when it has ended already
 			return
 		}
 		t := time.NewTimer(profileStopWait)
@@ -327,7 +327,7 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 		case <-exited:
 		case <-t.C:
 			p.log.Warn("profile: the measurement did not stop in time; killing it")
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill() // an error when it has ended already
 		}
 	})
 	defer stop()

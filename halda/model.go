@@ -334,8 +334,8 @@ func (q *prob) need(x *dev, head bool, l, g int) int64 {
 	return int64(l-g)*q.bp + q.cio(x, head)
 }
 
-// floorDiv and ceilDiv are integer division rounding down and up, also for
-// negative numerators (den > 0).
+// floorDiv is integer division rounding down, also for negative numerators
+// (den > 0).
 func floorDiv(a, den int64) int64 {
 	q := a / den
 	if (a%den != 0) && (a < 0) {
@@ -343,8 +343,6 @@ func floorDiv(a, den int64) int64 {
 	}
 	return q
 }
-
-func ceilDiv(a, den int64) int64 { return -floorDiv(-a, den) }
 
 // clampInt converts a bound to int, saturating at ±big.
 func clampInt(v int64) int {

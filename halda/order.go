@@ -18,10 +18,7 @@ const exhaustiveRing = 7
 // shortens the cycle.
 func (q *prob) order(set []int) ([]int, float64) {
 	head := set[0]
-	rest := make([]int, 0, len(set)-1)
-	for _, i := range set[1:] {
-		rest = append(rest, i)
-	}
+	rest := append(make([]int, 0, len(set)-1), set[1:]...)
 	if len(rest) == 0 {
 		return []int{head}, 0
 	}

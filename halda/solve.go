@@ -88,7 +88,7 @@ func Solve(p Problem, s Solver) (Plan, error) {
 					dropped = append(dropped, Dropped{q.devs[i].Name, fmt.Sprintf(
 						"the head alone predicts %.1f ms per token, faster than %.1f ms with a ring", solo.cost*1e3, best.cost*1e3)})
 				}
-				best, active = solo, active[:1]
+				best = solo
 			}
 		}
 	}

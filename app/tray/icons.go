@@ -34,7 +34,7 @@ func iconPNG(k iconKind) []byte {
 		}
 	}
 	var b bytes.Buffer
-	png.Encode(&b, img) // writing to memory cannot fail
+	_ = png.Encode(&b, img) // writing to memory cannot fail
 	return b.Bytes()
 }
 

@@ -61,7 +61,9 @@ func decode(args []string) error {
 	model := fs.String("model", "", "GGUF")
 	threads := fs.Int("threads", 1, "threads")
 	tokens := fs.Int("tokens", 8, "decode steps to report")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	ms, err := decodeSamples(*model, *threads, *tokens)
 	if err != nil {
 		return err
@@ -85,7 +87,9 @@ func calibrate(args []string) error {
 	devPath := fs.String("device", "", "device JSON (homering profile --json)")
 	planPath := fs.String("plan", "", "plan JSON (homering plan --json)")
 	samplesPath := fs.String("samples", "", "decode samples JSON")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	var d halda.Device
 	var p halda.Plan
 	var s samples
@@ -117,7 +121,9 @@ func calibrate(args []string) error {
 func evict(args []string) error {
 	fs := flag.NewFlagSet("evict", flag.ExitOnError)
 	model := fs.String("model", "", "file")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	f, err := os.Open(*model)
 	if err != nil {
 		return err

@@ -98,7 +98,9 @@ func run(args []string) error {
 	label := fs.String("label", "resident", "row label")
 	evictEach := fs.Bool("evict", false, "drop the model from the page cache before each decode")
 	dir := fs.String("dir", os.TempDir(), "work directory")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if *reps < 2 {
 		return fmt.Errorf("-reps must be at least 2")
 	}

@@ -187,7 +187,7 @@ func evict(files []string) error {
 			return err
 		}
 		err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-		f.Close()
+		_ = f.Close() // opened read-only
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -246,8 +246,11 @@ func appendRow(path string, r Row) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return json.NewEncoder(f).Encode(r)
+	if err := json.NewEncoder(f).Encode(r); err != nil {
+		_ = f.Close() // the write's error is the one to report
+		return err
+	}
+	return f.Close() // a results row counts only once it is written
 }
 
 func notAvailable(args []string) error {
@@ -307,9 +310,9 @@ func measure(args []string) error {
 		}
 	}
 	err = cmd.Start()
-	pw.Close()
+	_ = pw.Close() // the child holds its own copy; ours must go for EOF to come
 	if err != nil {
-		pr.Close()
+		_ = pr.Close()
 		return err
 	}
 	done := make(chan struct{})
@@ -336,7 +339,7 @@ func measure(args []string) error {
 		lines = append(lines, timedLine{at: time.Now(), text: sc.Text()})
 		fmt.Fprintln(os.Stderr, "  |", sc.Text())
 	}
-	pr.Close()
+	_ = pr.Close() // read to EOF already
 	runErr := cmd.Wait()
 	close(stop)
 	<-done

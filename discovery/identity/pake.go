@@ -56,10 +56,12 @@ func NewPake(role Role, code Code, self, peer DeviceID, random io.Reader) (*Pake
 	w := codeScalar(code)
 
 	mine, _ := pakePoints(role)
-	gx, gy := c.ScalarBaseMult(secret.Bytes())
-	px, py := c.ScalarMult(mine.x, mine.y, w.Bytes())
-	sx, sy := c.Add(gx, gy, px, py)
-	own := elliptic.Marshal(c, sx, sy) //nolint:staticcheck // P-256 point encoding; crypto/ecdh has no point addition
+	// SPAKE2 adds points and multiplies arbitrary ones: crypto/ecdh, which
+	// deprecated these elliptic.Curve methods, offers neither.
+	gx, gy := c.ScalarBaseMult(secret.Bytes())        //nolint:staticcheck // SPAKE2 arithmetic, see above
+	px, py := c.ScalarMult(mine.x, mine.y, w.Bytes()) //nolint:staticcheck // SPAKE2 arithmetic, see above
+	sx, sy := c.Add(gx, gy, px, py)                   //nolint:staticcheck // SPAKE2 arithmetic, see above
+	own := elliptic.Marshal(c, sx, sy)                //nolint:staticcheck // P-256 point encoding; crypto/ecdh has no point addition
 	return &Pake{role: role, self: self, peer: peer, w: w, secret: secret, own: own}, own, nil
 }
 
@@ -72,10 +74,10 @@ func (p *Pake) Finish(peerShare []byte) error {
 	}
 	_, theirs := pakePoints(p.role)
 	// K = secret · (peerShare − w·theirs)
-	tx, ty := c.ScalarMult(theirs.x, theirs.y, p.w.Bytes())
-	ty = new(big.Int).Sub(c.Params().P, ty) // negate
-	dx, dy := c.Add(qx, qy, tx, ty)
-	kx, _ := c.ScalarMult(dx, dy, p.secret.Bytes())
+	tx, ty := c.ScalarMult(theirs.x, theirs.y, p.w.Bytes()) //nolint:staticcheck // SPAKE2 arithmetic (see NewPake)
+	ty = new(big.Int).Sub(c.Params().P, ty)                 // negate
+	dx, dy := c.Add(qx, qy, tx, ty)                         //nolint:staticcheck // SPAKE2 arithmetic (see NewPake)
+	kx, _ := c.ScalarMult(dx, dy, p.secret.Bytes())         //nolint:staticcheck // SPAKE2 arithmetic (see NewPake)
 	if kx.Sign() == 0 {
 		return ErrPakePoint
 	}

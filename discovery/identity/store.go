@@ -116,11 +116,11 @@ func writeFile0600(path string, data []byte) error {
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the error to report is the one above
 		return fmt.Errorf("identity: write %s: %w", path, err)
 	}
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the error to report is the one above
 		return fmt.Errorf("identity: write %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {

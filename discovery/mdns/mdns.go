@@ -224,9 +224,11 @@ func (b *Browser) goodbyeRound(ctx context.Context, nis []net.Interface, bye fun
 	if joined == 0 {
 		return fmt.Errorf("join 224.0.0.251 on %d interfaces failed", len(nis))
 	}
-	stop := context.AfterFunc(ctx, func() { pc.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = pc.Close() }) // unblocks ReadFrom
 	defer stop()
-	pc.SetReadDeadline(time.Now().Add(time.Minute))
+	if err := pc.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		return err
+	}
 	want := Service + "." + Domain
 	buf := make([]byte, 9000)
 	for {

@@ -201,12 +201,11 @@ func parseGGUF(b []byte) (*ggufFile, error) {
 		align = int64(a)
 	}
 	type raw struct {
-		name  string
-		nd    uint32
-		ne    [4]int64
-		typ   uint32
-		off   uint64
-		ndErr bool
+		name string
+		nd   uint32
+		ne   [4]int64
+		typ  uint32
+		off  uint64
 	}
 	raws := make([]raw, 0, min(nT, 1<<16))
 	for i := uint64(0); i < nT; i++ {

@@ -62,7 +62,7 @@ func NewReference(path string, p ReferenceParams) (*Reference, error) {
 	}
 	r.nCtx = int(C.llama_n_ctx(contextHandle(r.ctx)))
 	if r.batch, err = llama.NewBatch(p.Batch, 1, 0); err != nil {
-		r.Close()
+		_ = r.Close() // the batch's error is the one to report
 		return nil, err
 	}
 	return r, nil

@@ -347,11 +347,11 @@ func Generate(path string, c Config) error {
 	}
 	defer os.Remove(tmp.Name())
 	if err := fsggml.WriteGGUF(tmp, c.KV(voc), ts); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the error to report is the one above
 		return fmt.Errorf("modelgen: writing %s: %w", path, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the error to report is the one above
 		return fmt.Errorf("modelgen: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

@@ -251,13 +251,13 @@ func (c *Cache) store(p Profile) error {
 	if _, err = f.Write(b); err == nil {
 		err = f.Close()
 	} else {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), c.path(p.Key))
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // best effort: a stray .tmp- file is never read
 		return fmt.Errorf("profile: cache: %w", err)
 	}
 	return nil

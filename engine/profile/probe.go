@@ -61,7 +61,7 @@ func probeLayers(path string, threads int, avail int64) (Probe, error) {
 			return nil, err
 		}
 		if _, err := w.EvalTokens(prompt, 0); err != nil {
-			w.Close()
+			_ = w.Close() // the evaluation's error is the one to report
 			return nil, err
 		}
 		return w, nil

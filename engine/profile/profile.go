@@ -309,8 +309,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	// A compute-bound layer can show no read cost at all; keep 𝒯 finite.
 	coldExtra = max(coldExtra, 0.01*(hot+coldExtra))
 	p.CPUReadBytesPerSec = float64(bytes) / coldExtra
-	var layerFlops map[string]float64 // the layer's FLOPs by type, for the probe
-	layerFlops = map[string]float64{}
+	layerFlops := map[string]float64{} // the layer's FLOPs by type, for the probe
 	for _, s := range layer {
 		layerFlops[typeKey(s.Type)] += 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
 	}

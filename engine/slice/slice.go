@@ -149,8 +149,8 @@ func (b *Builder) Build(ctx context.Context, spec Spec, src Source) (Result, err
 			alloc = allocate
 		}
 		if err := alloc(f, size); err != nil {
-			f.Close()
-			os.Remove(part)
+			_ = f.Close()       // the allocation's error is the one to report
+			_ = os.Remove(part) // best effort: the next fetch starts afresh anyway
 			return res, diskError(err, size, b.Dir)
 		}
 		if _, err := f.WriteAt(header, 0); err != nil {
@@ -295,7 +295,7 @@ func diskError(err error, size int64, dir string) error {
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
-		d.Close()
+		_ = d.Close() // a directory opened to sync: nothing was written through it
 	}
 }
 

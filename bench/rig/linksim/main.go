@@ -110,12 +110,12 @@ func openTUN(ns, name string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(orig)
+	defer func() { _ = unix.Close(orig) }() // a namespace handle opened read-only
 	target, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("network namespace %s: %w (create it with ip netns add)", ns, err)
 	}
-	defer unix.Close(target)
+	defer func() { _ = unix.Close(target) }() // a namespace handle opened read-only
 	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 		return nil, fmt.Errorf("enter network namespace %s: %w", ns, err)
 	}
@@ -131,16 +131,16 @@ func openTUN(ns, name string) (*os.File, error) {
 	}
 	ifr, err := unix.NewIfreq(name)
 	if err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the error to report is this function's
 		return nil, err
 	}
 	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the error to report is this function's
 		return nil, fmt.Errorf("create TUN %s in %s: %w", name, ns, err)
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the error to report is this function's
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), ns+"/"+name), nil
@@ -227,7 +227,7 @@ func (s *switchboard) deliver(p *port) {
 			time.Sleep(d) // this is the emulated link's delay
 		}
 		for _, q := range pk.to {
-			q.f.Write(pk.data) // a full or gone device drops the packet, as a link would
+			_, _ = q.f.Write(pk.data) // a full or gone device drops the packet, as a link would
 		}
 	}
 }

@@ -101,7 +101,7 @@ func ReadThroughput(path string, lim DiskLimits, rng *rand.Rand) (Disk, error) {
 	d.SeqBytesPerSec = float64(n) / time.Since(start).Seconds()
 	d.SeqBytes = n
 	if !direct {
-		dropCache(f)
+		_ = dropCache(f) // DroppedCache above already says whether it works here
 	}
 	// Random: 64 KiB at random aligned offsets.
 	slots := (size - randChunk) / align
@@ -178,7 +178,7 @@ func ScratchFile(dir string, size int64) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(name)
+		_ = os.Remove(name) // best effort; the write's error is the one to report
 		return "", fmt.Errorf("sysinfo: write scratch file %s: %w", filepath.Base(name), err)
 	}
 	return name, nil
