@@ -92,7 +92,9 @@ func TestPlanDeviceFiles(t *testing.T) {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`{"name":"x","os":"linux","ram_avail_bytes":1}`), 0o644)
+	if err := os.WriteFile(bad, []byte(`{"name":"x","os":"linux","ram_avail_bytes":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string

@@ -41,7 +41,9 @@ func TestCalibStoreReadsOldFiles(t *testing.T) {
 	}
 
 	// Rewriting the same ratios (a window of one) gives the old bytes.
-	os.Remove(s.path(key))
+	if err := os.Remove(s.path(key)); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.add(key, 1.5); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
@@ -24,16 +25,19 @@ import (
 func TestCalibStore(t *testing.T) {
 	tests := []struct {
 		name    string
-		corrupt func(path string) // applied to the stored file; nil: none
+		corrupt func(path string) error // applied to the stored file; nil: none
 		want    []float64
 	}{
 		{name: "kept as stored", want: []float64{1.5, 0.8}},
-		{name: "garbage is ignored", corrupt: func(p string) { os.WriteFile(p, []byte("{not json"), 0o644) }},
-		{name: "a changed ratio fails the checksum", corrupt: func(p string) {
-			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), "1.5", "2.5", 1)), 0o644)
+		{name: "garbage is ignored", corrupt: func(p string) error { return os.WriteFile(p, []byte("{not json"), 0o644) }},
+		{name: "a changed ratio fails the checksum", corrupt: func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(p, []byte(strings.Replace(string(b), "1.5", "2.5", 1)), 0o644)
 		}},
-		{name: "an unreadable entry is ignored", corrupt: func(p string) { os.Remove(p); os.Mkdir(p, 0o755) }},
+		{name: "an unreadable entry is ignored", corrupt: func(p string) error { return errors.Join(os.Remove(p), os.Mkdir(p, 0o755)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +49,9 @@ func TestCalibStore(t *testing.T) {
 				}
 			}
 			if tt.corrupt != nil {
-				tt.corrupt(s.path(key))
+				if err := tt.corrupt(s.path(key)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if diff := cmp.Diff(tt.want, s.ratios(key)); diff != "" {
 				t.Errorf("ratios (-want +got):\n%s", diff)
@@ -58,8 +64,9 @@ func TestCalibStore(t *testing.T) {
 	t.Run("a corrupt entry starts afresh", func(t *testing.T) {
 		s := newCalibStore(t.TempDir(), slog.New(slog.DiscardHandler))
 		key := calibKey("dev", "m.gguf", 1)
-		s.add(key, 3)
-		os.WriteFile(s.path(key), []byte("garbage"), 0o644)
+		if err := errors.Join(s.add(key, 3), os.WriteFile(s.path(key), []byte("garbage"), 0o644)); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.add(key, 1.25); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +78,9 @@ func TestCalibStore(t *testing.T) {
 		s := newCalibStore(t.TempDir(), slog.New(slog.DiscardHandler))
 		key := calibKey("dev", "m.gguf", 1)
 		for i := range calib.DefaultComputeWindow + 3 {
-			s.add(key, float64(i+1))
+			if err := s.add(key, float64(i+1)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		got := s.ratios(key)
 		if len(got) != calib.DefaultComputeWindow || got[0] != 4 {

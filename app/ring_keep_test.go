@@ -44,7 +44,9 @@ func TestKeptRingJobEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	layers, nEmbd := m.Info().NLayer, m.Info().NEmbd
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 	child := func() *exec.Cmd { return testChild("runner") }
 
 	headDir, workerDir, cache := t.TempDir(), t.TempDir(), t.TempDir()

@@ -8,16 +8,10 @@ import (
 
 	"homering/app/api"
 	"homering/app/api/apitype"
-	"homering/engine/profile"
 	"homering/engine/runner"
 	"homering/halda"
 	"homering/halda/lpsolve"
 )
-
-func testProfile(at time.Time, flops float64) profile.Profile {
-	return profile.Profile{Version: profile.Version, Key: "k-" + at.Format("150405"), MeasuredAt: at, OS: "linux", CPUs: 2, Threads: 1,
-		CPUFlops: map[string]float64{"f32": flops}, CPUReadBytesPerSec: 1e10, MemReadBytesPerSec: 1e10}
-}
 
 func TestQuickProfileSolves(t *testing.T) {
 	d := quickProfile()

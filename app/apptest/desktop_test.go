@@ -190,7 +190,9 @@ func (d *desktop) status() (apitype.Status, error) {
 		return apitype.Status{}, err
 	}
 	var info apitype.Info
-	json.Unmarshal(b, &info)
+	if err := json.Unmarshal(b, &info); err != nil {
+		return apitype.Status{}, fmt.Errorf("%s: %w", apitype.InfoFile, err)
+	}
 	out, err := d.run("curl", "-sSf", "-H", "Authorization: Bearer "+info.Token, info.URL+"/api/v1/status")
 	if err != nil {
 		return apitype.Status{}, fmt.Errorf("%v: %s", err, out)
@@ -213,7 +215,9 @@ func TestDesktopTrayAndWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	shots := filepath.Join(os.TempDir(), "homering-desktop-shots")
-	os.MkdirAll(shots, 0o755)
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	// An X server (its filesystem socket reaches into the namespace).
 	disp := 0
@@ -229,7 +233,7 @@ func TestDesktopTrayAndWindow(t *testing.T) {
 	if err := xvfb.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { xvfb.Process.Kill(); xvfb.Wait() })
+	t.Cleanup(func() { _ = xvfb.Process.Kill(); _ = xvfb.Wait() }) // killed: its status says nothing
 	WaitFor(t, 10*time.Second, "Xvfb", func() error {
 		_, err := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", disp))
 		return err
@@ -257,7 +261,7 @@ wait $!
 	sessDone := make(chan error, 1)
 	go func() { sessDone <- sess.Wait() }()
 	t.Cleanup(func() {
-		sess.Process.Kill()
+		_ = sess.Process.Kill() // an error when it has ended already
 		if t.Failed() {
 			t.Logf("session log:\n%s", log.String())
 		}
@@ -364,7 +368,9 @@ wait $!
 			return fmt.Errorf("%v %s", err, out)
 		}
 		var a apitype.ChatActive
-		json.Unmarshal([]byte(out), &a)
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
 		convs, _ := filepath.Glob(filepath.Join(n.Home, "conversations", "*"))
 		if a.Running != 0 || len(convs) == 0 {
 			return fmt.Errorf("running %d, %d conversations saved", a.Running, len(convs))
@@ -407,7 +413,7 @@ wait $!
 
 	// (6) Closing the window leaves the agent contributing. Xvfb runs no
 	// window manager to deliver a close, so the window process gets SIGTERM.
-	d.run("pkill", "-TERM", "-f", bin+" ui")
+	_, _ = d.run("pkill", "-TERM", "-f", bin+" ui") // pgrep below says whether it went
 	WaitFor(t, 10*time.Second, "the window process gone", func() error {
 		out, _ := d.run("pgrep", "-f", bin+" ui")
 		if strings.TrimSpace(out) != "" {
@@ -422,7 +428,10 @@ wait $!
 	// (7) Quit from the menu ends the agent cleanly.
 	d.clickQuit(ids["Quit Homering"])
 	select {
-	case <-sessDone:
+	case err := <-sessDone:
+		if err != nil {
+			t.Logf("the session ended: %v", err)
+		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the agent did not quit")
 	}

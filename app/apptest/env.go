@@ -101,10 +101,11 @@ func (e *Env) cleanup() {
 			e.t.Logf("--- log of node %s (%s):\n%s", n.Name, n.NS, n.Log())
 		}
 	}
+	// Best effort: a namespace that is gone already is what we want.
 	for _, n := range nodes {
-		exec.Command("ip", "netns", "del", n.NS).Run()
+		_ = exec.Command("ip", "netns", "del", n.NS).Run()
 	}
-	exec.Command("ip", "netns", "del", e.br).Run()
+	_ = exec.Command("ip", "netns", "del", e.br).Run()
 }
 
 // NodeOption changes how a node is attached.
@@ -159,7 +160,7 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	e.ip("link", "set", host, "netns", e.br)
 	if o.remote {
 		n.Addr = fmt.Sprintf("10.77.2.%d", idx)
-		e.ip("-n", e.br, "addr", "add", fmt.Sprintf("10.77.2.254/32"), "dev", host)
+		e.ip("-n", e.br, "addr", "add", "10.77.2.254/32", "dev", host)
 		e.ip("-n", e.br, "link", "set", host, "up")
 		e.ip("-n", e.br, "route", "add", n.Addr+"/32", "dev", host)
 		e.ip("-n", n.NS, "addr", "add", n.Addr+"/24", "dev", "lan0")
@@ -175,7 +176,9 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	}
 	if o.home != "" {
 		e.run("cp", "-a", o.home, n.Home)
-		os.Remove(filepath.Join(n.Home, apitype.InfoFile))
+		if err := os.Remove(filepath.Join(n.Home, apitype.InfoFile)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 	} else if err := os.MkdirAll(n.Home, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +223,7 @@ func (n *Node) Start(t *testing.T) {
 	n.cmd, n.done = cmd, make(chan struct{})
 	done := n.done
 	n.mu.Unlock()
-	go func() { cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }() // how it ended is read from its log
 	WaitFor(t, time.Minute, "agent "+n.Name+" API", func() error {
 		select {
 		case <-done:
@@ -277,7 +280,7 @@ func (n *Node) signal(s syscall.Signal) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil && n.cmd.Process != nil {
-		n.cmd.Process.Signal(s)
+		_ = n.cmd.Process.Signal(s) // an error when it has ended already
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if buildOnce.path != "" {
-		os.RemoveAll(filepath.Dir(buildOnce.path))
+		_ = os.RemoveAll(filepath.Dir(buildOnce.path)) // best effort: a temporary directory
 	}
 	os.Exit(code)
 }

@@ -68,7 +68,7 @@ func startChat(t *testing.T, n *Node, args ...string) *chatRun {
 		close(r.exited)
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill() // an error when it has ended already
+		_ = cmd.Process.Kill() // an error when it has ended already
 		<-r.exited
 	})
 	return r
@@ -101,7 +101,7 @@ func (r *chatRun) wait(t *testing.T, timeout time.Duration) (string, apitype.Cha
 			t.Fatalf("homering chat: %v\nstdout: %s\nstderr: %s", r.err, r.reply(), r.errb.String())
 		}
 	case <-time.After(timeout):
-		r.cmd.Process.Kill()
+		_ = r.cmd.Process.Kill() // an error when it has ended already
 		t.Fatalf("homering chat did not finish in %s; so far: %q", timeout, r.reply())
 	}
 	var st apitype.ChatStats
@@ -173,7 +173,7 @@ func established(pid int) ([]netip.AddrPort, error) {
 				out = append(out, remote)
 			}
 		}
-		f.Close()
+		_ = f.Close() // a /proc file, read only
 	}
 	return out, nil
 }
@@ -232,7 +232,9 @@ func TestRing(t *testing.T) {
 	}
 	for _, n := range nodes {
 		n.MustCLI(t, "contribute", "on")
-		os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(`{"context_tokens": 512}`), 0o600)
+		if err := os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(`{"context_tokens": 512}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var wg sync.WaitGroup
 	for _, n := range nodes {

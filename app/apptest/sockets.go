@@ -52,13 +52,13 @@ func Sockets(pid int) ([]Socket, error) {
 			}
 			local, err := parseProcAddr(fields[1])
 			if err != nil {
-				f.Close()
+				_ = f.Close() // a /proc file, read only
 				return nil, err
 			}
 			st := fields[3]
 			out = append(out, Socket{Proto: proto, Local: local, Listen: (strings.HasPrefix(proto, "tcp") && st == "0A") || strings.HasPrefix(proto, "udp")})
 		}
-		f.Close()
+		_ = f.Close() // a /proc file, read only
 	}
 	return out, nil
 }

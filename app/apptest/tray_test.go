@@ -48,7 +48,7 @@ func TestAppWithoutSessionBus(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			defer cmd.Process.Kill()
+			defer func() { _ = cmd.Process.Kill() }() // an error when it has ended already
 			WaitFor(t, time.Minute, "the agent's API", func() error {
 				select {
 				case err := <-exited:
@@ -72,7 +72,7 @@ func TestAppWithoutSessionBus(t *testing.T) {
 			if !errors.As(err, &xe) || !strings.Contains(string(out), "already runs") {
 				t.Errorf("second instance: %v\n%s", err, out)
 			}
-			cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(syscall.SIGTERM) // an error only when it has ended: the select says how
 			select {
 			case err := <-exited:
 				if err != nil {

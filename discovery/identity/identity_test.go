@@ -135,14 +135,18 @@ func TestLoadOrCreatePersistsAndRestricts(t *testing.T) {
 	checkMode(filepath.Join(dir, CertFile), 0o600)
 
 	// A loosened key is tightened on the next load.
-	os.Chmod(filepath.Join(dir, KeyFile), 0o644)
+	if err := os.Chmod(filepath.Join(dir, KeyFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := LoadOrCreate(dir, t0, rand.Reader); err != nil {
 		t.Fatal(err)
 	}
 	checkMode(filepath.Join(dir, KeyFile), 0o600)
 
 	// A damaged key is reported, not replaced: replacing would change the ID.
-	os.WriteFile(filepath.Join(dir, KeyFile), []byte("garbage"), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, KeyFile), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := LoadOrCreate(dir, t0, rand.Reader); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("damaged key: error = %v, want ErrCorrupt", err)
 	}
@@ -175,7 +179,9 @@ func TestPairedPersists(t *testing.T) {
 	if err != nil || len(empty.Devices) != 0 {
 		t.Errorf("missing file: %+v, %v; want empty set", empty, err)
 	}
-	os.WriteFile(filepath.Join(dir, PairedFile), []byte("{"), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, PairedFile), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := LoadPaired(dir); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("damaged file: error = %v, want ErrCorrupt", err)
 	}

@@ -120,7 +120,7 @@ func TestBadWindowParams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := m.NewWindow(tc.p)
 			if err == nil {
-				w.Close()
+				_ = w.Close() // the test fails anyway
 				t.Fatal("NewWindow succeeded")
 			}
 			if !errors.Is(err, tc.want) {
@@ -175,7 +175,9 @@ func TestBadEvalInputs(t *testing.T) {
 	if err := m.Close(); !errors.Is(err, ErrInUse) {
 		t.Fatalf("Close with open windows = %v, want ErrInUse", err)
 	}
-	head.Close()
+	if err := head.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := head.EvalTokens([]int32{1}, 3); !errors.Is(err, ErrClosed) {
 		t.Fatalf("eval on a closed window = %v, want ErrClosed", err)
 	}

@@ -136,7 +136,7 @@ func privateCopy(t *testing.T, src string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // best effort: a temporary directory
 	dst := filepath.Join(dir, filepath.Base(src))
 	out, err := os.Create(dst)
 	if err != nil {

@@ -185,11 +185,13 @@ func TestSliceRefusesWindowsItDoesNotHold(t *testing.T) {
 				if err != nil {
 					t.Fatalf("NewWindow(%+v) on the %s slice: %v", p, tt.model, err)
 				}
-				w.Close()
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
 				return
 			}
 			if err == nil {
-				w.Close()
+				_ = w.Close() // the test fails anyway
 				t.Fatalf("NewWindow(%+v) on the %s slice succeeded; want a NotHeldError", p, tt.model)
 			}
 			var nh *NotHeldError
@@ -249,7 +251,7 @@ func TestOpenRejectsSliceNotHoldingWhatItClaims(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := Open(tt.path)
 			if err == nil {
-				m.Close()
+				_ = m.Close() // the test fails anyway
 				t.Fatalf("Open succeeded; want an error")
 			}
 			if !errors.Is(err, tt.kind) {

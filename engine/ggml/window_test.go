@@ -222,8 +222,9 @@ func TestSplitEveryPoint(t *testing.T) {
 						t.Logf("output head alone: prompt logits max |Δ| %g (max |logit| %g)", d, maxAbs(ref.logits[0]))
 					}
 				}
-				w0.Close()
-				w1.Close()
+				if err := errors.Join(w0.Close(), w1.Close()); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
@@ -335,7 +336,9 @@ func TestProcessSplit(t *testing.T) {
 		return lg, binary.Read(stdout, binary.LittleEndian, lg)
 	}
 	got := generate(t, eval, info.NVocab, ref.tokens)
-	stdin.Close()
+	if err := stdin.Close(); err != nil { // EOF ends the child
+		t.Fatal(err)
+	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}

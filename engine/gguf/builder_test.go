@@ -10,12 +10,12 @@ import (
 type builder struct{ bytes.Buffer }
 
 func (b *builder) u32(v uint32) *builder {
-	binary.Write(&b.Buffer, binary.LittleEndian, v)
+	_ = binary.Write(&b.Buffer, binary.LittleEndian, v) // a fixed-size value into memory cannot fail
 	return b
 }
 
 func (b *builder) u64(v uint64) *builder {
-	binary.Write(&b.Buffer, binary.LittleEndian, v)
+	_ = binary.Write(&b.Buffer, binary.LittleEndian, v) // a fixed-size value into memory cannot fail
 	return b
 }
 

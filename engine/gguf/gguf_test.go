@@ -159,8 +159,9 @@ func TestOpenNonFiles(t *testing.T) {
 	empty := filepath.Join(dir, "empty.gguf")
 	text := filepath.Join(dir, "notes.txt")
 	fifo := filepath.Join(dir, "fifo")
-	os.WriteFile(empty, nil, 0o644)
-	os.WriteFile(text, []byte("hello, this is not a model\n"), 0o644)
+	if err := errors.Join(os.WriteFile(empty, nil, 0o644), os.WriteFile(text, []byte("hello, this is not a model\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, path string
 		kind       error

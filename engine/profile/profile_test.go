@@ -241,14 +241,18 @@ func TestMeasureLinkOverTransport(t *testing.T) {
 					return
 				}
 				if f.Type == transport.MsgPing { // as app/node answers
-					c.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload})
+					if c.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload}) != nil {
+						return // the link is gone
+					}
 				}
 			}
 		})
 	}()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}()
 	c, err := cli.Dial(ctx, ln.Addr().String(), srvID.ID, transport.PurposeLink)
 	if err != nil {

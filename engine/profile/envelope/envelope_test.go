@@ -77,7 +77,9 @@ func TestOpen(t *testing.T) {
 	}
 	indented := func() string {
 		var m map[string]any
-		json.Unmarshal([]byte(old), &m)
+		if err := json.Unmarshal([]byte(old), &m); err != nil {
+			t.Fatal(err)
+		}
 		b, _ := json.MarshalIndent(m, "", "\t")
 		return string(b)
 	}()
