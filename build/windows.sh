@@ -251,6 +251,14 @@ homering_win_test() {
 		winlog "FAIL: halda's tests on the Windows lp_solve under Wine"
 		rc=1
 	fi
+	# The engine's packages whose tests need neither signals, /proc nor temp
+	# directories: Go 1.26's os.RemoveAll fails under Wine 8.0 ("unlinkat:
+	# Invalid function"), which fails every t.TempDir cleanup. engine/head
+	# checks the window engine against llama.cpp, both built by mingw.
+	if ! (homering_win_goenv && go test -exec wine -count=1 ./engine/head ./engine/llama ./engine/sample ./engine/chat ./engine/ring/wire); then
+		winlog "FAIL: the engine's tests under Wine"
+		rc=1
+	fi
 
 	local lurl wurl lchat wchat
 	if lurl=$(homering_win_headless "$tmp/home-linux" bin/homering headless --model "$model") &&
