@@ -13,6 +13,23 @@ step() { printf '\n=== %s\n' "$*"; }
 step "go vet"
 go vet ./...
 
+# >>> lint (issue 15 item 6): go.mod and go.sum must be tidy, and
+# golangci-lint, pinned, must find nothing (.golangci.yml names its four
+# linters and every exclusion, with why). The binary is built once into
+# GOPATH/bin (1m50s here with its downloads) and rebuilt only when
+# `golangci-lint version` reports another version or another Go. Measured
+# here on 2 busy cores: tidy 1.3 s cold (it fetches a few test-only modules),
+# 0.1 s warm; lint 11-27 s cold, 0.5 s warm (cache: ~/.cache/golangci-lint).
+step "go mod tidy -diff"
+go mod tidy -diff
+step "golangci-lint"
+golangci_lint=v2.15.0
+if ! golangci-lint version 2>/dev/null | grep -q "version ${golangci_lint#v} built with $(go env GOVERSION) "; then
+	go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_lint"
+fi
+golangci-lint run ./...
+# <<< lint
+
 # >>> engine/profile/sysinfo (profile helper): its per-OS memory, swap and disk
 # code is pure Go, so it is vetted and built for the other OSes here. The rest
 # of engine/profile calls ggml through cgo and cannot be cross-built.
