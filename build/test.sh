@@ -61,10 +61,10 @@ step "frontend: svelte-check"
 # bin/homering.exe built with mingw-w64 and run under Wine 8.0 against the
 # Linux build: the same greedy 64 tokens, inspect and plan output byte for
 # byte, engine/ggml's and engine/runner's Windows tests, halda's tests on the
-# mingw lp_solve DLL, and the same chat
+# mingw lp_solve DLL, the engine's portable tests, and the same chat
 # completion from `headless` through its engine child. lp_solve's DLL and the
 # Wine prefix are cached outside the checkout, keyed by their inputs; Go's
-# build cache keeps the mingw objects. Measured here: 4.5 min cold, 20 s warm.
+# build cache keeps the mingw objects. Measured here: 4.5 min cold, 30 s warm.
 step "windows: vet, cross-build bin/homering.exe, run it under Wine"
 bash build/windows.sh test
 # <<< windows
