@@ -214,10 +214,11 @@ homering_win_same() {
 	return 1
 }
 
-# homering_win_test: the cross-built exe under Wine against the Linux build
-# (bin/homering, from build/setup.sh): the same stdout for a greedy
-# 64-token run, inspect and plan, and the same chat completion from
-# `headless` through its engine child (mapped weights, protocol pipe, job).
+# homering_win_test: go vet for windows/amd64; then the cross-built exe under
+# Wine against the Linux build (bin/homering, from build/setup.sh): the same
+# stdout for a greedy 64-token run, inspect and plan; the Windows, halda and
+# engine Go tests under Wine; and the same chat completion from `headless`
+# through its engine child (mapped weights, protocol pipe, job).
 homering_win_test() {
 	homering_win_lpsolve
 	homering_win_cinclude
