@@ -28,6 +28,9 @@ if ! golangci-lint version 2>/dev/null | grep -q "version ${golangci_lint#v} bui
 	go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_lint"
 fi
 golangci-lint run ./...
+# The desktop build (build/build-desktop.sh's tags) adds only app/window's
+# Wails half; lint it too (4 s).
+golangci-lint run --build-tags desktop,production,webkit2_41 ./app/window/...
 # <<< lint
 
 # >>> engine/profile/sysinfo (profile helper): its per-OS memory, swap and disk

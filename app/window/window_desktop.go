@@ -59,7 +59,7 @@ func Run(ctx context.Context, o Options) error {
 		MinHeight: 480,
 		AssetServer: &assetserver.Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Write([]byte(page))
+			_, _ = w.Write([]byte(page)) // the webview went away: nobody to tell
 		})},
 		OnStartup: b.startup,
 		Bind:      []any{b},
