@@ -115,6 +115,7 @@ var allowed = map[string][]string{
 	"engine/head": {
 		"engine/ggml", "engine/llama",
 		"engine/chat", "engine/sample", // prompt formatting and sampling, leaves of their own
+		"engine/ring", // ring.CommonPrefix: the KV prefix a request keeps, the rule a kept ring job follows too
 	},
 	"engine/profile": {
 		"engine/ggml", "engine/gguf", "halda",

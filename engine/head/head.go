@@ -12,6 +12,7 @@ import (
 	"homering/engine/chat"
 	"homering/engine/ggml"
 	"homering/engine/llama"
+	"homering/engine/ring"
 	"homering/engine/sample"
 )
 
@@ -161,7 +162,7 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 
 	var st Stats
 	st.PromptTokens = len(toks)
-	keep := CommonPrefix(h.cached, toks)
+	keep := ring.CommonPrefix(h.cached, toks) // the same rule as a kept ring job (engine/ring)
 	if keep == len(toks) {
 		keep-- // the last prompt token must be evaluated for its logits
 	}
@@ -219,16 +220,6 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 		st.DecodeTokens++
 		h.cached = append(h.cached, tok)
 	}
-}
-
-// CommonPrefix is how many leading tokens a and b share: how much of a KV
-// cache holding a another request with b can keep.
-func CommonPrefix(a, b []int32) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // utf8Buffer holds back the bytes of a character split across tokens.

@@ -575,23 +575,6 @@ func TestRingHeadKilled(t *testing.T) {
 	}
 }
 
-func TestJobContext(t *testing.T) {
-	for _, tt := range []struct {
-		name                    string
-		nCtx, prompt, max, want int
-	}{
-		{"a short chat holds what it uses", 4096, 40, 16, 64},
-		{"exactly a step", 4096, 200, 55, 256},
-		{"one past a step", 4096, 200, 56, 288},
-		{"never more than the context", 512, 400, 400, 512},
-		{"no limit on the reply: the whole context", 2048, 40, 0, 2048},
-	} {
-		if got := jobContext(tt.nCtx, tt.prompt, tt.max); got != tt.want {
-			t.Errorf("%s: jobContext(%d, %d, %d) = %d, want %d", tt.name, tt.nCtx, tt.prompt, tt.max, got, tt.want)
-		}
-	}
-}
-
 // A device busy as a head (a chat of its own holds its child) answers
 // another head's job ask at once: with the address it already serves at,
 // or with ErrBusy, never after the ask's timeout.

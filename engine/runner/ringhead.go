@@ -40,30 +40,12 @@ const defaultTick = 500 * time.Millisecond
 // ring's links for long).
 const prefillChunk = ggml.MaxBatch
 
-// passBudget is the share of a device's memory (its cgroup limit, else its
-// RAM) that ggml's compute buffers of one prefill pass may take on it: they
-// grow to the largest pass evaluated and stay until the job ends, ~90 KB
-// per row for a 2048-wide model (46 MB for 512 rows on one window), and
-// memory pressure counts them. The head judges by its own memory.
-const passBudget = 0.02
-
-// passRows is the most rows a prefill pass carries on a ring of model info
-// on a device with memory limit bytes: prefillChunk, or fewer (a power of
-// two, at least 32) when the compute buffers of prefillChunk rows would
-// take more than passBudget of it. A row's buffers are estimated from the
-// model's shape: the feed-forward's three F32 rows of NFF, the attention
-// scores of every head over the context, a hidden state (108 KB for the
-// model that measured 90 KB).
-func passRows(info ggml.ModelInfo, nCtx int, limit int64) int {
-	perRow := 4 * int64(3*info.NFF+info.NHead*((nCtx+255)/256*256)+info.NEmbd)
-	if limit <= 0 || perRow <= 0 {
-		return prefillChunk
+// msPerToken is the decode time per token measured so far, 0 before any.
+func msPerToken(st Stats) float64 {
+	if st.DecodeTokens == 0 {
+		return 0
 	}
-	rows := prefillChunk
-	for rows > 32 && float64(int64(rows)*perRow) > passBudget*float64(limit) {
-		rows /= 2
-	}
-	return rows
+	return st.DecodeMS / float64(st.DecodeTokens)
 }
 
 // memLimit is the memory this device has: its cgroup's limit when that is
@@ -304,9 +286,9 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 	var err error
 	fresh := h.drv == nil
 	if fresh {
-		h.nCtx = jobContext(h.loadNCtx, len(toks), g.MaxTokens)
+		h.nCtx = ring.JobContext(h.loadNCtx, len(toks), g.MaxTokens)
 		if h.keep > 0 {
-			h.nCtx = keptContext(h.loadNCtx, len(toks), g.MaxTokens)
+			h.nCtx = ring.KeptContext(h.loadNCtx, len(toks), g.MaxTokens)
 		}
 		h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads}
 	}
@@ -382,7 +364,8 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 	nPrompt := len(toks)
 	// A fresh job's pass size, also on a kept job whose caches are bigger:
 	// a kept job must compute what a fresh one does.
-	rows := passRows(h.rm.model.Info(), jobContext(h.loadNCtx, len(toks), g.MaxTokens), memLimit())
+	info := h.rm.model.Info()
+	rows := ring.PassRows(prefillChunk, ring.Shape{NEmbd: info.NEmbd, NFF: info.NFF, NHead: info.NHead}, ring.JobContext(h.loadNCtx, len(toks), g.MaxTokens), memLimit())
 	if rows < prefillChunk {
 		h.log.Info("ring prefill passes shortened: memory is short", "rows", rows)
 	}
@@ -393,7 +376,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 	exactEnd := 0
 
 	startPass := func() error {
-		chunk := all[pos:passEnd(pos, nPrompt, len(all), rows, st)]
+		chunk := all[pos:ring.PassEnd(pos, nPrompt, len(all), rows, msPerToken(st))]
 		sampleNow.Store(pos+len(chunk) == len(all))
 		if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos}); err != nil {
 			return err
@@ -440,7 +423,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 		// its logits). Every window truncates its cache there.
 		debug.SetGCPercent(gc)
 		h.setIdle(false)
-		pos = keptPrefix(h.kvToks, toks, h.exact, h.rows, rows)
+		pos = ring.KeptPrefix(h.kvToks, toks, h.exact, h.rows, rows)
 		exactEnd = pos
 		st.CachedTokens = pos
 		h.log.Info("ring job kept from the last request", "cached", pos, "prompt", len(toks))
@@ -559,41 +542,6 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 // grows to twice what is live before the collector runs (25 MB of Go heap
 // at the peak of shipping the bench model's slices to two workers).
 const servingGC = 25
-
-// exactReprefill is the most generated tokens a re-prefill after a re-plan
-// evaluates one per pass, as they were decoded, and exactReprefillTime the
-// most time that may take (at the measured time per token): batched passes
-// round differently from one-token ones, and the near-tie logits of a
-// random-weight model can then pick another token than the unfaulted run.
-// Beyond either bound they go in batches like the prompt: a long reply
-// resumes sooner, and a trained model's logits are rarely that close.
-const (
-	exactReprefill     = 64
-	exactReprefillTime = 10 * time.Second
-)
-
-// passEnd is where the forward pass that starts at position pos of a
-// conversation of total tokens (the first nPrompt the prompt) ends. The
-// prompt goes in passes of at most rows, its last one ending at the
-// prompt's end, as the first prefill did; the tokens generated after it go
-// one per pass, as they were decoded, when a re-prefill has at most
-// exactReprefill of them and they take at most exactReprefillTime at the
-// decode speed measured so far (st), else in passes like the prompt's. So
-// a re-prefill computes what the unfaulted run computed, bit for bit.
-func passEnd(pos, nPrompt, total, rows int, st Stats) int {
-	if pos < nPrompt {
-		return min(pos+rows, nPrompt)
-	}
-	gen := total - nPrompt
-	perToken := 0.0
-	if st.DecodeTokens > 0 {
-		perToken = st.DecodeMS / float64(st.DecodeTokens)
-	}
-	if gen <= exactReprefill && float64(gen)*perToken <= float64(exactReprefillTime.Milliseconds()) {
-		return pos + 1
-	}
-	return min(pos+rows, total)
-}
 
 // askPlan asks the parent for a plan without the lost devices and waits for
 // it.
@@ -918,19 +866,4 @@ func (t *transferProgress) add(dev string, n int64) {
 	t.last[dev] = now
 	t.mu.Unlock()
 	_ = t.c.send(Event{ID: t.id, Type: EvProgress, Progress: &Progress{Device: dev, Done: done, Total: max(total, done)}})
-}
-
-// jobContext is the KV cache size of a ring job. A job ends with its
-// request, so its caches need hold only this request (prompt and reply,
-// also after a re-prefill), rounded up to 32 positions (the windows' KV
-// granularity, driver's kvRound) and never more than the context: KV that a
-// 60-token chat never touches is anonymous memory memory pressure counts on
-// every device (a 27-layer window of the bench model: 14 MB at 256 cells,
-// 3.5 MB at 64).
-func jobContext(nCtx, prompt, maxTokens int) int {
-	if maxTokens <= 0 {
-		return nCtx
-	}
-	need := prompt + maxTokens + 1
-	return min(nCtx, (need+31)/32*32)
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"homering/engine/head"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/wire"
@@ -76,42 +75,6 @@ func idleMemory(held int64) string {
 	return ""
 }
 
-// keepRoom is the room a kept job's KV caches leave beyond the next turn's
-// reply for the next message (a person's message is rarely longer): 128
-// positions are 7 MB on a 27-layer window of the bench model.
-const keepRoom = 128
-
-// keptContext is the KV cache size of a job that may be kept: what this
-// request needs (prompt + maxTokens + 1) and then room for the next turn
-// (its message, keepRoom, and a reply as long), or twice what this request
-// needs when that is more, so that a long conversation grows its cache
-// geometrically (each fresh job on it sizes for twice again); rounded up
-// to 32 positions, never more than the context.
-func keptContext(nCtx, prompt, maxTokens int) int {
-	if maxTokens <= 0 {
-		return nCtx
-	}
-	need := prompt + maxTokens + 1
-	size := max(2*need, need+keepRoom+maxTokens+1)
-	return min(nCtx, (size+31)/32*32)
-}
-
-// keptPrefix is where a request with prompt toks resumes on a kept job
-// whose caches hold kv, the first exact of them computed in full passes of
-// keptRows from position 0: the end of the last such pass whose tokens
-// the prompt shares, when this request's passes (rows) are as big, but
-// never the whole prompt (its last pass gives the logits).
-func keptPrefix(kv, toks []int32, exact, keptRows, rows int) int {
-	if rows <= 0 || rows != keptRows {
-		return 0
-	}
-	keep := min(head.CommonPrefix(kv, toks), exact) / rows * rows
-	if keep >= len(toks) {
-		keep -= rows
-	}
-	return max(keep, 0)
-}
-
 // samePlan reports whether two plans place the same layers on the same
 // devices in the same order (their IDs aside: the agent numbers every plan
 // it makes).
@@ -147,7 +110,7 @@ func (h *headJob) reusable(rp RingParams, lp LoadParams, nCtx, prompt, maxTokens
 		return "the ring's settings changed"
 	case nCtx != h.loadNCtx:
 		return "the context size changed"
-	case jobContext(nCtx, prompt, maxTokens) > h.nCtx:
+	case ring.JobContext(nCtx, prompt, maxTokens) > h.nCtx:
 		return fmt.Sprintf("its KV cache of %d positions is too small for %d prompt tokens and %d more", h.nCtx, prompt, maxTokens)
 	}
 	for _, p := range rp.Peers {

@@ -191,59 +191,6 @@ func anonKB(t *testing.T, pid int) int {
 	return 0
 }
 
-func TestKeptContext(t *testing.T) {
-	for _, tt := range []struct {
-		name                    string
-		nCtx, prompt, max, want int
-	}{
-		{"a short chat and room for its next turn", 4096, 40, 16, 224},
-		{"a long one: twice what it needs", 4096, 400, 100, 1024},
-		{"never more than the context", 512, 200, 100, 512},
-		{"no limit on the reply: the whole context", 2048, 40, 0, 2048},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := keptContext(tt.nCtx, tt.prompt, tt.max)
-			if got != tt.want {
-				t.Errorf("keptContext(%d, %d, %d) = %d, want %d", tt.nCtx, tt.prompt, tt.max, got, tt.want)
-			}
-			if fresh := jobContext(tt.nCtx, tt.prompt, tt.max); got < fresh {
-				t.Errorf("a kept job's cache %d is smaller than a fresh job's %d", got, fresh)
-			}
-		})
-	}
-}
-
-func TestKeptPrefix(t *testing.T) {
-	seq := func(n int) []int32 {
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = int32(i)
-		}
-		return out
-	}
-	kv := seq(1100) // 1000 prompt tokens and 100 generated
-	for _, tt := range []struct {
-		name                  string
-		toks                  []int32
-		exact, keptRows, rows int
-		want                  int
-	}{
-		{"two full passes held, the prompt goes on", seq(1300), 1024, 512, 512, 1024},
-		{"only full passes count", seq(1300), 512, 512, 512, 512},
-		{"a shorter shared prefix", append(seq(700), 9999, 1), 1024, 512, 512, 512},
-		{"a prompt shorter than a pass", seq(300), 1024, 512, 512, 0},
-		{"the same prompt, a multiple of the pass: its last pass again", seq(1024), 1024, 512, 512, 512},
-		{"passes of another size", seq(1300), 1024, 512, 256, 0},
-		{"nothing exact", seq(1300), 0, 512, 512, 0},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := keptPrefix(kv, tt.toks, tt.exact, tt.keptRows, tt.rows); got != tt.want {
-				t.Errorf("keptPrefix = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestIdleMemoryBounds(t *testing.T) {
 	const gib = 1 << 30
 	for _, tt := range []struct {
