@@ -12,6 +12,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/halda"
+	"homering/internal/testwait"
 )
 
 func TestWorkList(t *testing.T) {
@@ -205,17 +206,9 @@ func TestPeerMemoryHistory(t *testing.T) {
 // waitForLook waits until no look at peer is running.
 func waitForLook(t *testing.T, c *peerCache, peer string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.True(t, 5*time.Second, "the look to finish", func() bool {
 		c.mu.Lock()
-		running := c.running[peer]
-		c.mu.Unlock()
-		if !running {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the look did not finish")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		return !c.running[peer]
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/internal/testwait"
 )
 
 // Env is one isolated network with a bridge and a router.
@@ -342,19 +343,11 @@ func (n *Node) ID(t *testing.T) string {
 	return strings.TrimSpace(n.MustCLI(t, "id"))
 }
 
-// WaitFor polls cond until it returns nil or the deadline passes.
+// WaitFor is testwait.For at the pace of the CLI calls its conditions make
+// (each poll may start a process).
 func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < timeout {
-		if err = cond(); err == nil {
-			return time.Since(start)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, not a wait for an outcome
-	}
-	t.Fatalf("%s: not true after %s: %v", what, timeout, err)
-	return 0
+	return testwait.ForEvery(t, timeout, 50*time.Millisecond, what, cond)
 }
 
 // Event finds the first log line of the agent with msg="msg" about peer (its

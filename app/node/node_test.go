@@ -16,6 +16,7 @@ import (
 	"homering/discovery/mdns"
 	"homering/engine/ring/transport"
 	"homering/internal/testlog"
+	"homering/internal/testwait"
 )
 
 // testNode runs a Node on loopback with a free link port. mDNS is off (no
@@ -54,20 +55,9 @@ func testNodeLog(t *testing.T, name string, contribute bool, also io.Writer) *No
 		}
 	})
 	if contribute {
-		waitFor(t, func() bool { return n.Status().Listening != "" })
+		testwait.True(t, 5*time.Second, "the node's state", func() bool { return n.Status().Listening != "" })
 	}
 	return n
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
 }
 
 func loopAddr(n *Node) string {
@@ -108,7 +98,7 @@ func TestPairProbeUnpair(t *testing.T) {
 		t.Errorf("EnterCode = %+v", p)
 	}
 	// The worker records its result just after sending the final PairOK.
-	waitFor(t, func() bool { return worker.PairStatus().Last != nil })
+	testwait.True(t, 5*time.Second, "the node's state", func() bool { return worker.PairStatus().Last != nil })
 	if st := worker.PairStatus(); st.Open || !st.Last.OK || st.Last.Name != "head" {
 		t.Errorf("worker pair status %+v, want closed window and a successful result from head", st)
 	}
@@ -146,7 +136,7 @@ func TestPairProbeUnpair(t *testing.T) {
 	if _, err := head.Unpair(ctx, worker.o.Identity.ID.String()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return worker.authorize(head.o.Identity.ID) == transport.Refuse })
+	testwait.True(t, 5*time.Second, "the node's state", func() bool { return worker.authorize(head.o.Identity.ID) == transport.Refuse })
 	if r := head.Probe(ctx, addr); r.OK {
 		t.Errorf("probe after unpair: %+v", r)
 	}
@@ -160,7 +150,7 @@ func TestContributeToggle(t *testing.T) {
 	if err := n.SetContribute(true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return n.Status().Listening != "" })
+	testwait.True(t, 5*time.Second, "the node's state", func() bool { return n.Status().Listening != "" })
 	c, err := config.Load(n.o.Dir)
 	if err != nil || !c.Contribute {
 		t.Fatalf("config after on: %+v, %v", c, err)
@@ -168,7 +158,7 @@ func TestContributeToggle(t *testing.T) {
 	if err := n.SetContribute(false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return n.Status().Listening == "" })
+	testwait.True(t, 5*time.Second, "the node's state", func() bool { return n.Status().Listening == "" })
 }
 
 func TestResolve(t *testing.T) {

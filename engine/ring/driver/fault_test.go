@@ -9,6 +9,7 @@ import (
 
 	"homering/engine/ring"
 	"homering/engine/ring/wire"
+	"homering/internal/testwait"
 )
 
 // gated holds Compute until the test lets it go: a device frozen mid-token.
@@ -83,7 +84,7 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 	if err := a.Post(ctx, ring.StartToken{Tokens: in, Pos: pos}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(c.in) == 0 && c.s.State() == ring.Up && busyOn(c) })
+	testwait.True(t, 30*time.Second, "the ring's state", func() bool { return len(c.in) == 0 && c.s.State() == ring.Up && busyOn(c) })
 	killed := time.Now()
 	killC()
 	closeLinks(c)
@@ -133,16 +134,5 @@ func closeLinks(d *Driver) {
 	defer d.mu.Unlock()
 	for _, l := range d.links {
 		l.Close()
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30 s")
-		}
-		time.Sleep(time.Millisecond) // polling with a deadline, not waiting a fixed time
 	}
 }

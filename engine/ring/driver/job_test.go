@@ -11,6 +11,7 @@ import (
 	"homering/engine/ggml"
 	"homering/engine/ring"
 	"homering/engine/ring/wire"
+	"homering/internal/testwait"
 )
 
 // closing records that the driver closed it.
@@ -62,7 +63,7 @@ func TestEndJobClosesWindows(t *testing.T) {
 	if e := await[ring.EndJob](t, b); e.Reason == "" {
 		t.Errorf("EndJob without a reason")
 	}
-	waitFor(t, eb.closed.Load)
+	testwait.True(t, 30*time.Second, "the ring's state", eb.closed.Load)
 }
 
 // Workers report their compute time per token, memory pressure and slice
@@ -92,7 +93,7 @@ func TestWorkerStatsReachTheHead(t *testing.T) {
 		in = []int32{tok}
 	}
 	// The report of the last pass may still be on its way.
-	waitFor(t, func() bool { return a.Stats()["b"].Tokens == n-1 })
+	testwait.True(t, 30*time.Second, "the ring's state", func() bool { return a.Stats()["b"].Tokens == n-1 })
 	got := a.Stats()
 	wb := got["b"]
 	if wb.ComputeUS == 0 || wb.Plan != 1 || wb.Pressure != 2500 || wb.Fetched != 7 || wb.SliceBytes != 9 {
