@@ -22,7 +22,7 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CreateFileMapping: %w", err)
 	}
-	defer windows.CloseHandle(h)
+	defer func() { _ = windows.CloseHandle(h) }() // nothing to do if it fails
 	addr, err := windows.MapViewOfFile(h, windows.FILE_MAP_READ, 0, 0, uintptr(size))
 	if err != nil {
 		return nil, fmt.Errorf("MapViewOfFile: %w", err)

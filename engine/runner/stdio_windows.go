@@ -35,17 +35,18 @@ func protocolStdout() (*os.File, error) {
 	if err := windows.DuplicateHandle(self, out, self, &dup, 0, false, windows.DUPLICATE_SAME_ACCESS); err != nil {
 		return nil, fmt.Errorf("DuplicateHandle(stdout): %w", err)
 	}
-	if err := procDup2.Find(); err != nil {
-		windows.CloseHandle(dup)
+	fail := func(err error) (*os.File, error) {
+		_ = windows.CloseHandle(dup) // the error that matters is err
 		return nil, err
 	}
+	if err := procDup2.Find(); err != nil {
+		return fail(err)
+	}
 	if r, _, _ := procDup2.Call(2, 1); int32(r) != 0 {
-		windows.CloseHandle(dup)
-		return nil, fmt.Errorf("msvcrt _dup2(2, 1) failed")
+		return fail(fmt.Errorf("msvcrt _dup2(2, 1) failed"))
 	}
 	if err := windows.SetStdHandle(windows.STD_OUTPUT_HANDLE, errh); err != nil {
-		windows.CloseHandle(dup)
-		return nil, fmt.Errorf("SetStdHandle(stdout): %w", err)
+		return fail(fmt.Errorf("SetStdHandle(stdout): %w", err))
 	}
 	os.Stdout = os.Stderr
 	return os.NewFile(uintptr(dup), "runner-protocol"), nil
@@ -76,24 +77,26 @@ func childStarted(cmd *exec.Cmd) error {
 	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
-		windows.CloseHandle(job)
+		_ = windows.CloseHandle(job)
 		return fmt.Errorf("SetInformationJobObject: %w", err)
 	}
 	// The PID cannot be reused yet: os/exec holds the process handle until Wait.
 	ph, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE|windows.SYNCHRONIZE, false, uint32(cmd.Process.Pid))
 	if err != nil {
-		windows.CloseHandle(job)
+		_ = windows.CloseHandle(job)
 		return fmt.Errorf("OpenProcess: %w", err)
 	}
 	if err := windows.AssignProcessToJobObject(job, ph); err != nil {
-		windows.CloseHandle(ph)
-		windows.CloseHandle(job)
+		_ = windows.CloseHandle(ph)
+		_ = windows.CloseHandle(job)
 		return fmt.Errorf("AssignProcessToJobObject: %w", err)
 	}
 	go func() {
-		windows.WaitForSingleObject(ph, windows.INFINITE)
-		windows.CloseHandle(ph)
-		windows.CloseHandle(job)
+		// Returns when the child ends (or at once if the wait itself fails:
+		// then the job closes early, which only loosens the tie).
+		_, _ = windows.WaitForSingleObject(ph, windows.INFINITE)
+		_ = windows.CloseHandle(ph)
+		_ = windows.CloseHandle(job)
 	}()
 	return nil
 }

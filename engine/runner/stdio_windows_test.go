@@ -47,13 +47,23 @@ func helperChildStdout() {
 		os.Exit(1)
 	}
 	c := []byte("from C fd 1\n")
-	windows.NewLazySystemDLL("msvcrt.dll").NewProc("_write").Call(1, uintptr(unsafe.Pointer(&c[0])), uintptr(len(c)))
+	// The test reads where it went; its result is not needed here.
+	_, _, _ = windows.NewLazySystemDLL("msvcrt.dll").NewProc("_write").Call(1, uintptr(unsafe.Pointer(&c[0])), uintptr(len(c)))
 	fmt.Fprint(os.Stdout, "from os.Stdout\n")
-	if h, err := windows.GetStdHandle(windows.STD_OUTPUT_HANDLE); err == nil {
-		windows.WriteFile(h, []byte("from STD_OUTPUT_HANDLE\n"), nil, nil)
+	h, err := windows.GetStdHandle(windows.STD_OUTPUT_HANDLE)
+	if err == nil {
+		err = windows.WriteFile(h, []byte("from STD_OUTPUT_HANDLE\n"), nil, nil)
 	}
-	proto.WriteString("protocol line\n")
-	proto.Close()
+	if err == nil {
+		_, err = proto.WriteString("protocol line\n")
+	}
+	if err == nil {
+		err = proto.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "write:", err)
+		os.Exit(1)
+	}
 	os.Exit(0)
 }
 
@@ -87,7 +97,7 @@ func helperAgent() {
 	}
 	if err := childStarted(cmd); err != nil {
 		fmt.Fprintln(os.Stderr, "childStarted:", err)
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // exiting anyway
 		os.Exit(1)
 	}
 	fmt.Println(cmd.Process.Pid)
@@ -109,10 +119,10 @@ func TestWindowsChildDiesWithAgent(t *testing.T) {
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer agent.Process.Kill()
+	defer func() { _ = agent.Process.Kill() }() // already dead on success
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		agent.Wait()
+		_ = agent.Wait() // its stderr says why
 		t.Fatalf("agent: %v; stderr:\n%s", err, stderr.String())
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
@@ -123,15 +133,15 @@ func TestWindowsChildDiesWithAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("OpenProcess(child %d): %v", pid, err)
 	}
-	defer windows.CloseHandle(child)
-	defer windows.TerminateProcess(child, 1)
+	defer func() { _ = windows.CloseHandle(child) }()
+	defer func() { _ = windows.TerminateProcess(child, 1) }() // on failure only
 	if ev, _ := windows.WaitForSingleObject(child, 500); ev != uint32(windows.WAIT_TIMEOUT) {
 		t.Fatalf("the child ended while its agent still ran (wait: %#x)", ev)
 	}
 	if err := agent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	agent.Wait()
+	_ = agent.Wait() // killed: its error is the kill
 	start := time.Now()
 	if ev, _ := windows.WaitForSingleObject(child, 10000); ev != windows.WAIT_OBJECT_0 {
 		t.Fatalf("the child outlived its killed agent by 10 s (wait: %#x)", ev)
