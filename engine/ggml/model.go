@@ -92,10 +92,11 @@ func typeName(t int) string { return C.GoString(C.hr_type_name(C.int(t))) }
 // file, the architecture's tensor shapes) and maps it read-only. Nothing in C
 // sees the file before it has passed these checks.
 func Open(path string) (*Model, error) {
-	// engine/gguf checks the header and tensor table against the file size
-	// and the architecture's tensor list (one human sentence per problem);
-	// parseGGUF and checkTensors below add what ggml's ops need on top.
-	hold, err := checkWithGGUF(path)
+	// engine/gguf, the one GGUF parser, checks the header and tensor table
+	// against the file size and the architecture's tensor list (one human
+	// sentence per problem); fromGGUF and checkTensors below add what
+	// ggml's ops need on top.
+	g, hold, err := checkWithGGUF(path)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func Open(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ggml: map %s: %w", path, err)
 	}
-	m, err := newModel(path, data, hold)
+	m, err := newModel(path, data, g, hold)
 	if err != nil {
 		_ = unmapFile(data)
 		return nil, err
@@ -129,8 +130,14 @@ func Open(path string) (*Model, error) {
 	return m, nil
 }
 
-func newModel(path string, data []byte, hold gguf.Holding) (*Model, error) {
-	gf, err := parseGGUF(data)
+// newModel loads the model g describes from data, the file's mapping. A
+// file that changed size since it was parsed is refused: every tensor
+// range was checked against the size parsed.
+func newModel(path string, data []byte, g *gguf.File, hold gguf.Holding) (*Model, error) {
+	if g.Size != int64(len(data)) {
+		return nil, fmt.Errorf("%w: %s changed while it was opened (%d bytes, then %d)", ErrTruncated, path, g.Size, len(data))
+	}
+	gf, err := fromGGUF(g, int64(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -354,31 +361,31 @@ func (e *fileError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // checkWithGGUF returns what the file holds: the whole model, or the parts
 // a weight slice's homering.slice.* keys name (checked against its tensors).
-func checkWithGGUF(path string) (gguf.Holding, error) {
+func checkWithGGUF(path string) (*gguf.File, gguf.Holding, error) {
 	var none gguf.Holding
 	g, err := gguf.Open(path)
 	if err != nil {
-		return none, ggufError(err, ErrCorrupt)
+		return nil, none, ggufError(err, ErrCorrupt)
 	}
 	arch, _ := g.String("general.architecture")
 	if arch != "" && !gguf.Supported(arch) {
-		return none, &UnsupportedError{Arch: arch}
+		return nil, none, &UnsupportedError{Arch: arch}
 	}
 	if n, ok := g.Int(arch + ".expert_count"); ok && n > 0 {
-		return none, &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
+		return nil, none, &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
 	}
 	shape, err := g.Shape()
 	if err != nil {
-		return none, ggufError(err, ErrCorrupt)
+		return nil, none, ggufError(err, ErrCorrupt)
 	}
 	hold, err := g.Holding(shape.NLayer)
 	if err != nil {
-		return none, ggufError(err, ErrCorrupt)
+		return nil, none, ggufError(err, ErrCorrupt)
 	}
 	if err := g.CheckSliceTensors(shape, hold); err != nil {
-		return none, ggufError(err, ErrBadModel)
+		return nil, none, ggufError(err, ErrBadModel)
 	}
-	return hold, nil
+	return g, hold, nil
 }
 
 // ggufError maps an engine/gguf error to our sentinels; other is the kind
