@@ -235,7 +235,6 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	var ringRun *apitype.RingRun
 	var engineAt time.Time // the engine was given its job
 	job, note := b.planRing(ctx, path, nCtx, req, false)
-	endTransfers := func() {}
 	for attempt := 0; job != nil; attempt++ {
 		b.log.Info("chat on the ring", "devices", len(job.pl.Plan.Ring), "k", job.pl.Plan.K, "predicted_ms", job.pl.Plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
@@ -248,6 +247,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		// or when memory is short; this device ends it as soon as the next
 		// chat could not use it (SettingsChanged, watchContribute, Close).
 		rp.KeepMS = set.RingKeepSeconds * 1000
+		var endTransfers func()
 		rp.OnProgress, endTransfers = b.transferProgress(job)
 		engineAt = time.Now()
 		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))

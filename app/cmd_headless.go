@@ -98,7 +98,7 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)
 	if err := config.WriteFile(infoPath, b); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		return err
 	}
 	defer os.Remove(infoPath)

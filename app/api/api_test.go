@@ -42,7 +42,12 @@ func runNode(t *testing.T, n *node.Node) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("node: %v", err)
+		}
+	})
 	return ctx
 }
 
@@ -104,7 +109,9 @@ func TestAPI(t *testing.T) {
 		t.Errorf("watch event = %+v, want contribute on", ev)
 	}
 	wcancel()
-	<-watchDone
+	if err := <-watchDone; err != nil {
+		t.Logf("watch ended: %v", err)
+	}
 
 	st, err = c.SetContribute(ctx, true)
 	if err != nil || !st.Contribute {

@@ -169,7 +169,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		var st apitype.ChatStats
 		st, err = c.Chat(r.Context(), req, func(text string) error { return ev.send("token", apitype.ChatToken{Text: text}) })
 		if err == nil {
-			ev.send("done", apitype.ChatDone{Stats: st})
+			_ = ev.send("done", apitype.ChatDone{Stats: st})
 			return
 		}
 	}
@@ -178,7 +178,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	_, text := chatFailure(err)
 	s.Log.Warn("chat failed", "err", err)
-	ev.send("error", apitype.Error{Error: text})
+	_ = ev.send("error", apitype.Error{Error: text})
 }
 
 // registerCompat wraps next (the token-protected API and UI) with the
@@ -398,11 +398,11 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 			return
 		}
 		_, msg := chatFailure(err)
-		ev.send("", openai.NewError("server_error", msg))
+		_ = ev.send("", openai.NewError("server_error", msg))
 		return
 	}
-	ev.send("", reply.final(st))
-	ev.raw("[DONE]")
+	_ = ev.send("", reply.final(st))
+	_ = ev.raw("[DONE]")
 }
 
 func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
@@ -470,7 +470,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	ev := newSSE(w)
 	sendAll := func(evs []anthropic.Event) {
 		for _, e := range evs {
-			ev.send(e.Name, e.Data)
+			_ = ev.send(e.Name, e.Data)
 		}
 	}
 	sendAll(anthropic.Start(id, model, 0))
@@ -480,7 +480,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		_, msg := chatFailure(err)
-		ev.send("error", anthropic.NewError("api_error", msg))
+		_ = ev.send("error", anthropic.NewError("api_error", msg))
 		return
 	}
 	sendAll(anthropic.Stop(st))
@@ -550,8 +550,8 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.C
 	st, err := s.run(r.Context(), req, func(t string) error { return send(piece(model, t)) })
 	if err != nil {
 		_, msg := chatFailure(err)
-		send(ollama.ErrorBody{Error: msg})
+		_ = send(ollama.ErrorBody{Error: msg})
 		return
 	}
-	send(done(model, "", st))
+	_ = send(done(model, "", st))
 }

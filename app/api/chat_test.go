@@ -200,7 +200,7 @@ func TestOpenAIStreamWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != 400 || !strings.Contains(string(b), `"type":"invalid_request_error"`) || !strings.Contains(string(b), "Messages is empty") {
 		t.Errorf("bad request: %d %s", resp.StatusCode, b)
 	}

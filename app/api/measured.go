@@ -100,7 +100,7 @@ func (m *measuredChat) saveLoadTimes() {
 	}
 	_, werr := tmp.Write(b)
 	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), m.store) != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 	}
 }
 

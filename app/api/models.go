@@ -51,7 +51,7 @@ type found struct{ path, name string }
 func walkGGUF(root string) []found {
 	var out []found
 	seen := 0
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error { // errors are skipped inside: a scan shows what it can read
 		seen++
 		if err != nil || seen > 20000 {
 			if d != nil && d.IsDir() {
@@ -73,7 +73,7 @@ func walkGGUF(root string) []found {
 func ollamaModels(root string) []found {
 	var out []found
 	manifests := filepath.Join(root, "manifests")
-	filepath.WalkDir(manifests, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(manifests, func(p string, d fs.DirEntry, err error) error { // errors are skipped inside
 		if err != nil || d.IsDir() {
 			return nil
 		}

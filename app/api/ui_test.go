@@ -118,7 +118,7 @@ func TestUIAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		return res
 	}
 	tests := []struct {
@@ -290,7 +290,7 @@ func TestUIModels(t *testing.T) {
 	hfBlob := filepath.Join(home, ".cache/huggingface/hub/models--me--tiny/blobs/beef")
 	write(hfBlob, data)
 	link := filepath.Join(home, ".cache/huggingface/hub/models--me--tiny/snapshots/1/tiny.gguf")
-	os.MkdirAll(filepath.Dir(link), 0o755)
+	_ = os.MkdirAll(filepath.Dir(link), 0o755)
 	if err := os.Symlink(hfBlob, link); err != nil {
 		t.Fatal(err)
 	}

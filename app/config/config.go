@@ -165,13 +165,19 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("config: write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		if _, err = tmp.Write(data); err == nil {
-			err = tmp.Close()
-		}
+	// A failed chmod, write or close leaves the old file in place: the
+	// error of each step is the one checked (a shadowed err here once let a
+	// failed write go on to the rename).
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Close()
+	} else {
+		_ = tmp.Close()
 	}
 	if err != nil {
-		tmp.Close()
 		return fmt.Errorf("config: write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

@@ -66,7 +66,7 @@ func TestLoadSave(t *testing.T) {
 	if diff := cmp.Diff(c, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	os.WriteFile(filepath.Join(dir, FileName), []byte(`{"mdns_ttl": "six"}`), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, FileName), []byte(`{"mdns_ttl": "six"}`), 0o600)
 	if _, err := Load(dir); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("bad file: %v, want ErrCorrupt", err)
 	}

@@ -26,11 +26,11 @@ func TestSettingsFile(t *testing.T) {
 		t.Errorf("mode %v, %v; want 0600 (it holds the API key)", fi.Mode().Perm(), err)
 	}
 	// A file written before ring_keep_seconds existed starts from its default.
-	os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": "/m/y.gguf", "context_tokens": 512}`), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": "/m/y.gguf", "context_tokens": 512}`), 0o600)
 	if got, _ := LoadSettings(dir); got.RingKeepSeconds != DefaultRingKeepSeconds || got.Model != "/m/y.gguf" {
 		t.Errorf("old file: %+v", got)
 	}
-	os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": `), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": `), 0o600)
 	if _, err := LoadSettings(dir); err == nil || !strings.Contains(err.Error(), "fix it or delete it") {
 		t.Errorf("a broken file: %v, want a sentence saying what to do", err)
 	}

@@ -171,7 +171,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		b.Run(ctx, n.onSighting, n.onGoodbye)
+		_ = b.Run(ctx, n.onSighting, n.onGoodbye)
 	}()
 
 	n.mu.Lock()
@@ -605,7 +605,7 @@ func (n *Node) dial(ctx context.Context, expect identity.DeviceID, addrs []strin
 // handleLink serves one accepted connection.
 func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	log := n.log.With("peer", c.Peer.String(), "addr", c.Remote)
 	if c.Hello.Purpose == transport.PurposePair {
@@ -621,7 +621,7 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 		}
 		switch f.Type {
 		case transport.MsgPing:
-			c.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload})
+			_ = c.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload})
 		case transport.MsgUnpair:
 			n.mu.Lock()
 			removed := n.paired.Remove(c.Peer)

@@ -54,7 +54,7 @@ func (n *Node) servePairing(c *transport.Conn, log *slog.Logger) {
 	n.window = nil // one attempt, right or wrong
 	n.mu.Unlock()
 	if w == nil || !n.o.Now().Before(w.expires) {
-		c.SendError(transport.CodeRefused, "no pairing code is shown on this device")
+		_ = c.SendError(transport.CodeRefused, "no pairing code is shown on this device")
 		return
 	}
 	log.Info("pairing attempt", "name", c.Hello.Name)
@@ -162,10 +162,10 @@ func (n *Node) Unpair(ctx context.Context, peer string) (apitype.Peer, error) {
 	}
 	view := n.peerView(id)
 	if c, err := n.dial(ctx, id, addrs, transport.PurposeLink, nil); err == nil {
-		c.Send(transport.Frame{Type: transport.MsgUnpair})
+		_ = c.Send(transport.Frame{Type: transport.MsgUnpair})
 		// Wait for the peer to close: it has saved its paired set by then.
-		c.Recv()
-		c.Close()
+		_, _ = c.Recv()
+		_ = c.Close()
 	} else {
 		n.log.Info("could not tell the other device about unpairing; it will be refused from now on", "peer", id.String(), "err", err)
 	}

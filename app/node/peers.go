@@ -46,7 +46,7 @@ func (n *Node) AddPeer(ctx context.Context, addr string) (apitype.Peer, error) {
 	if paired {
 		if c, err := n.ep.Dial(ctx, ap.String(), id, transport.PurposeLink); err == nil {
 			rec.Name, rec.App, rec.ProtoMin, rec.ProtoMax = c.Hello.Name, c.Hello.App, c.Hello.ProtoMin, c.Hello.ProtoMax
-			c.Close()
+			_ = c.Close()
 		}
 	}
 	n.mu.Lock()

@@ -94,34 +94,34 @@ func (n *Node) serveRingControl(ctx context.Context, c *transport.Conn, f transp
 		n.mu.Unlock()
 		if !paired {
 			// A control link outlives pairing: ask again each time.
-			c.SendError(CodeRingRefused, "this device is not paired with the head")
+			_ = c.SendError(CodeRingRefused, "this device is not paired with the head")
 			return true
 		}
 		if w == nil {
-			c.SendError(CodeRingRefused, "this device runs no engine, so it cannot take layers")
+			_ = c.SendError(CodeRingRefused, "this device runs no engine, so it cannot take layers")
 			return true
 		}
 		d, measured := w.RingProfile()
 		d.Name = n.o.Identity.ID.String()
 		b, _ := json.Marshal(PeerProfile{Device: d, Measured: measured})
-		c.Send(transport.Frame{Type: MsgProfile, Payload: b})
+		_ = c.Send(transport.Frame{Type: MsgProfile, Payload: b})
 		return true
 	case MsgJobAsk:
 		var ask JobAsk
 		if len(f.Payload) > 0 {
 			if err := json.Unmarshal(f.Payload, &ask); err != nil {
-				c.SendError(CodeRingRefused, "the job request is not valid JSON")
+				_ = c.SendError(CodeRingRefused, "the job request is not valid JSON")
 				return true
 			}
 		}
 		addr, err := n.acceptJob(ctx, c, ask)
 		if err != nil {
 			n.log.Info("refused a ring job", "peer", c.Peer.String(), "err", err)
-			c.SendError(CodeRingRefused, err.Error())
+			_ = c.SendError(CodeRingRefused, err.Error())
 			return true
 		}
 		b, _ := json.Marshal(JobReady{Addr: addr})
-		c.Send(transport.Frame{Type: MsgJobReady, Payload: b})
+		_ = c.Send(transport.Frame{Type: MsgJobReady, Payload: b})
 		return true
 	}
 	return false
@@ -195,7 +195,7 @@ func (n *Node) control(ctx context.Context, peer string, exchange func(c *transp
 			l.c = c
 		}
 		c := l.c
-		stop := context.AfterFunc(ctx, func() { c.Close() })
+		stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 		err := exchange(c)
 		interrupted := !stop()
 		var re *transport.RemoteError
@@ -205,7 +205,7 @@ func (n *Node) control(ctx context.Context, peer string, exchange func(c *transp
 			}
 			return err // an answer: the link is fine
 		}
-		c.Close()
+		_ = c.Close()
 		l.c = nil
 		if fresh || attempt > 0 || ctx.Err() != nil {
 			return err
@@ -239,7 +239,7 @@ func (n *Node) closeControl(id identity.DeviceID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.c != nil {
-		l.c.Close()
+		_ = l.c.Close()
 		l.c = nil
 	}
 }

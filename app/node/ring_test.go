@@ -167,7 +167,7 @@ func TestControlLinkReused(t *testing.T) {
 	l := head.ctl[worker.o.Identity.ID]
 	head.mu.Unlock()
 	l.mu.Lock()
-	l.c.Close()
+	_ = l.c.Close()
 	l.mu.Unlock()
 	if _, err := head.AskProfileHidden(ctx, wid, 4096); err != nil {
 		t.Fatalf("ask over a dead link: %v, want a fresh link", err)

@@ -91,19 +91,19 @@ func Open(cfg Config) (*Head, error) {
 	}
 	win, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: cfg.Threads})
 	if err != nil {
-		m.Close()
+		_ = m.Close()
 		return nil, err
 	}
 	v, err := llama.LoadVocab(cfg.ModelPath)
 	if err != nil {
-		win.Close()
-		m.Close()
+		_ = win.Close()
+		_ = m.Close()
 		return nil, err
 	}
 	if v.Size() != info.NVocab {
-		v.Close()
-		win.Close()
-		m.Close()
+		_ = v.Close()
+		_ = win.Close()
+		_ = m.Close()
 		return nil, fmt.Errorf("head: %s has %d tokens in its vocabulary but an output head of %d", cfg.ModelPath, v.Size(), info.NVocab)
 	}
 	log.Debug("model loaded", "path", cfg.ModelPath, "arch", info.Arch, "layers", info.NLayer, "ctx", nCtx)
@@ -112,7 +112,7 @@ func Open(cfg Config) (*Head, error) {
 
 // Close frees the window, the model and the vocabulary.
 func (h *Head) Close() error {
-	h.vocab.Close()
+	_ = h.vocab.Close()
 	err := h.win.Close()
 	return errors.Join(err, h.model.Close())
 }

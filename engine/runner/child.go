@@ -92,7 +92,7 @@ func (c *child) send(ev Event) error {
 }
 
 func (c *child) fail(id uint64, code string, err error) {
-	c.send(errorEvent(id, code, err))
+	_ = c.send(errorEvent(id, code, err))
 }
 
 // errorEvent is the error event of request id: its code says what failed,
@@ -175,7 +175,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		c.srv, c.serveID = srv, req.ID
-		c.send(Event{ID: req.ID, Type: EvServing, Addr: srv.ln.Addr().String()})
+		_ = c.send(Event{ID: req.ID, Type: EvServing, Addr: srv.ln.Addr().String()})
 		return
 	}
 	if c.busy() {
@@ -200,13 +200,13 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.info = ModelInfo{Path: req.Load.Model, Arch: mi.Arch, Layers: mi.NLayer, NCtx: h.NCtx(), Vocab: mi.NVocab}
 		c.log.Info("model loaded", "path", req.Load.Model, "ctx", h.NCtx(), "took", time.Since(start).Round(time.Millisecond))
 		info := c.info
-		c.send(Event{ID: req.ID, Type: EvLoaded, Model: &info})
+		_ = c.send(Event{ID: req.ID, Type: EvLoaded, Model: &info})
 	case OpUnload:
 		c.unload()
-		c.send(Event{ID: req.ID, Type: EvUnloaded})
+		_ = c.send(Event{ID: req.ID, Type: EvUnloaded})
 	case OpRingEnd:
 		c.rm.endKept()
-		c.send(Event{ID: req.ID, Type: EvEnded})
+		_ = c.send(Event{ID: req.ID, Type: EvEnded})
 	case OpRingGenerate:
 		plans := make(chan RingParams, 1)
 		c.startGen(ctx, req.ID, plans, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req, plans) })
@@ -243,7 +243,7 @@ func (c *child) startGen(ctx context.Context, id uint64, plans chan RingParams, 
 		c.genMu.Lock()
 		c.gen, c.cancel, c.plans = nil, nil, nil
 		c.genMu.Unlock()
-		c.send(final)
+		_ = c.send(final)
 	}()
 }
 
@@ -254,7 +254,7 @@ func (c *child) stopServing() {
 		return
 	}
 	c.srv.stop()
-	c.send(Event{ID: c.serveID, Type: EvDone, Stats: &Stats{Reason: ReasonCancelled}})
+	_ = c.send(Event{ID: c.serveID, Type: EvDone, Stats: &Stats{Reason: ReasonCancelled}})
 	c.srv, c.serveID = nil, 0
 }
 

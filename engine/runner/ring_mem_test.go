@@ -82,8 +82,8 @@ func BenchmarkRingMemory(b *testing.B) {
 	}
 	for b.Loop() {
 		for _, w := range []*device{w1, w2} {
-			os.RemoveAll(w.cache) // a cold job: every slice travels
-			os.MkdirAll(w.cache, 0o755)
+			_ = os.RemoveAll(w.cache) // a cold job: every slice travels
+			_ = os.MkdirAll(w.cache, 0o755)
 		}
 		job("cold")
 		job("warm")

@@ -59,7 +59,7 @@ func newDeviceWith(tb testing.TB, o Options) *device {
 	d.id = ident.ID.String()
 	o.Command = childCommand
 	d.sup = New(o)
-	tb.Cleanup(func() { d.sup.Close() })
+	tb.Cleanup(func() { _ = d.sup.Close() })
 	return d
 }
 
@@ -290,8 +290,8 @@ func TestRingWorkerKilled(t *testing.T) {
 		case n == 3:
 			// Freeze it first, so that the reply cannot end before the
 			// kill lands, then kill it.
-			syscall.Kill(victim, syscall.SIGSTOP)
-			syscall.Kill(victim, syscall.SIGKILL)
+			_ = syscall.Kill(victim, syscall.SIGSTOP)
+			_ = syscall.Kill(victim, syscall.SIGKILL)
 			killed = time.Now()
 		case n == 4:
 			resumed = time.Now()
@@ -329,8 +329,8 @@ func TestRingHeadFinishesAlone(t *testing.T) {
 	}
 	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
 		if n == 3 {
-			syscall.Kill(victim, syscall.SIGSTOP)
-			syscall.Kill(victim, syscall.SIGKILL)
+			_ = syscall.Kill(victim, syscall.SIGSTOP)
+			_ = syscall.Kill(victim, syscall.SIGKILL)
 		}
 	}, replanWithout(t, layers, nEmbd, 1, head, w1))
 	if err != nil {
@@ -370,30 +370,33 @@ func fakeWorker(t *testing.T, ctx context.Context, head string) (id, addr string
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ep.Serve(ctx, ln, func(ctx context.Context, c *transport.Conn) {
-		if c.Hello.Purpose != transport.PurposeLink {
-			return // the slice connection: never used
-		}
-		defer c.Close()
-		for {
-			f, err := c.Recv()
-			if err != nil {
-				return
-			}
-			m, err := wire.Decode(wire.Type(f.Type), f.Payload)
-			if err != nil {
-				return
-			}
-			switch m := m.(type) {
-			case *wire.JobStart:
-				typ, p, _ := wire.Encode(&wire.JobAck{Job: m.Job})
-				c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
-			case *wire.Plan:
-				c.Send(transport.Frame{Type: transport.MsgType(wire.TypeActivation), Payload: []byte{1, 2, 3}})
-			}
-		}
-	})
+	go func() { _ = ep.Serve(ctx, ln, malformedWorker) }() // ends with ctx
 	return ident.ID.String(), ln.Addr().String()
+}
+
+// malformedWorker answers a job start and then a plan with a malformed frame.
+func malformedWorker(ctx context.Context, c *transport.Conn) {
+	if c.Hello.Purpose != transport.PurposeLink {
+		return // the slice connection: never used
+	}
+	defer c.Close()
+	for {
+		f, err := c.Recv()
+		if err != nil {
+			return
+		}
+		m, err := wire.Decode(wire.Type(f.Type), f.Payload)
+		if err != nil {
+			return
+		}
+		switch m := m.(type) {
+		case *wire.JobStart:
+			typ, p, _ := wire.Encode(&wire.JobAck{Job: m.Job})
+			_ = c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
+		case *wire.Plan:
+			_ = c.Send(transport.Frame{Type: transport.MsgType(wire.TypeActivation), Payload: []byte{1, 2, 3}})
+		}
+	}
 }
 
 // A worker that sends a malformed frame is cut off and treated as lost; the
@@ -537,8 +540,8 @@ func TestRingHeadKilled(t *testing.T) {
 					t.Errorf("worker %s holds its slice as %d kB resident, %d kB of them anonymous; want file pages only", w.id, rss, anon)
 				}
 			}
-			syscall.Kill(headPID, syscall.SIGSTOP)
-			syscall.Kill(headPID, syscall.SIGKILL)
+			_ = syscall.Kill(headPID, syscall.SIGSTOP)
+			_ = syscall.Kill(headPID, syscall.SIGKILL)
 			killed = time.Now()
 		}
 	}, nil)

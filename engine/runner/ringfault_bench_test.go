@@ -93,8 +93,8 @@ func ringWorkerKilled(b *testing.B, keep bool) {
 			n++
 			switch n {
 			case 3:
-				syscall.Kill(victim, syscall.SIGSTOP)
-				syscall.Kill(victim, syscall.SIGKILL)
+				_ = syscall.Kill(victim, syscall.SIGSTOP)
+				_ = syscall.Kill(victim, syscall.SIGKILL)
 				killed = time.Now()
 			case 4:
 				resumed = time.Now()
@@ -125,7 +125,7 @@ func ringWorkerKilled(b *testing.B, keep bool) {
 		// Back to the state before the kill.
 		for _, f := range cacheFiles(b, w2.cache) {
 			if !slices.Contains(warm, f) {
-				os.Remove(filepath.Join(w2.cache, f))
+				_ = os.Remove(filepath.Join(w2.cache, f))
 			}
 		}
 	}

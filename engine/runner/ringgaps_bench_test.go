@@ -42,7 +42,7 @@ func BenchmarkRingStallAtStart(b *testing.B) {
 		return rp, nil
 	}
 	victim := w.sup.PID()
-	b.Cleanup(func() { syscall.Kill(victim, syscall.SIGCONT) })
+	b.Cleanup(func() { _ = syscall.Kill(victim, syscall.SIGCONT) }) // a worker left stopped would hang the next benchmark
 	// job runs one job whose first token stops the worker for stop and
 	// says whether the worker was lost.
 	job := func(stop time.Duration) bool {
@@ -53,9 +53,9 @@ func BenchmarkRingStallAtStart(b *testing.B) {
 		resumed := make(chan struct{})
 		st, err := head.sup.RingGenerate(context.Background(), lp, rp, g, func(Token) error {
 			if n++; n == 1 {
-				syscall.Kill(victim, syscall.SIGSTOP)
+				_ = syscall.Kill(victim, syscall.SIGSTOP)
 				time.AfterFunc(stop, func() {
-					syscall.Kill(victim, syscall.SIGCONT)
+					_ = syscall.Kill(victim, syscall.SIGCONT)
 					close(resumed)
 				})
 			}
@@ -77,7 +77,7 @@ func BenchmarkRingStallAtStart(b *testing.B) {
 	for b.Loop() {
 		// A fresh head process (same identity): nothing learned of the
 		// worker yet.
-		head.sup.Close()
+		_ = head.sup.Close()
 		head.sup = New(Options{Command: childCommand})
 		jobs++
 		if job(1500 * time.Millisecond) {

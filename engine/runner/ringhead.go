@@ -77,9 +77,9 @@ func (m *ringModel) close() {
 		return
 	}
 	m.dropKept("the ring model is closed")
-	m.srv.Close()
-	m.vocab.Close()
-	m.model.Close()
+	_ = m.srv.Close()
+	_ = m.vocab.Close()
+	_ = m.model.Close()
 }
 
 func openRingModel(path string) (*ringModel, error) {
@@ -89,13 +89,13 @@ func openRingModel(path string) (*ringModel, error) {
 	}
 	v, err := llama.LoadVocab(path)
 	if err != nil {
-		m.Close()
+		_ = m.Close()
 		return nil, err
 	}
 	srv, err := driver.NewSliceServer(path)
 	if err != nil {
-		v.Close()
-		m.Close()
+		_ = v.Close()
+		_ = m.Close()
 		return nil, err
 	}
 	return &ringModel{path: path, model: m, vocab: v, srv: srv}, nil
@@ -620,7 +620,7 @@ func (h *headJob) end() {
 	}
 	h.drv.CloseLinks()
 	for _, sc := range h.slices {
-		sc.Close()
+		_ = sc.Close()
 	}
 	h.eng.Close()
 	h.up = false
@@ -645,16 +645,16 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	}
 	ack, err := roundTrip(ctx, conn, h.jobStart(), 10*time.Second)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return fmt.Errorf("runner: start the job on %s: %w", p.ID, err)
 	}
 	if a, ok := ack.(*wire.JobAck); !ok || a.Job != h.job || a.Code != wire.CodeOK {
-		conn.Close()
+		_ = conn.Close()
 		return fmt.Errorf("runner: device %s refused the job: %s", p.ID, ring.MsgString(ack))
 	}
 	sc, err := h.ep.Dial(ctx, p.Addr, did, transport.PurposeSlice)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return err
 	}
 	h.slices = append(h.slices, sc)
@@ -711,9 +711,9 @@ func roundTrip(ctx context.Context, c *transport.Conn, m wire.Msg, timeout time.
 // recvOne reads one ring message from c, closing c when none comes within
 // timeout or ctx ends.
 func recvOne(ctx context.Context, c *transport.Conn, timeout time.Duration) (wire.Msg, error) {
-	t := time.AfterFunc(timeout, func() { c.Close() })
+	t := time.AfterFunc(timeout, func() { _ = c.Close() })
 	defer t.Stop()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	f, err := c.Recv()
 	if err != nil {

@@ -44,8 +44,8 @@ func TestRingReprefillExact(t *testing.T) {
 	victim := w1.sup.PID()
 	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
 		if n == killAt {
-			syscall.Kill(victim, syscall.SIGSTOP)
-			syscall.Kill(victim, syscall.SIGKILL)
+			_ = syscall.Kill(victim, syscall.SIGSTOP)
+			_ = syscall.Kill(victim, syscall.SIGKILL)
 		}
 	}, replanWithout(t, layers, nEmbd, 1, head, w1, w2))
 	if err != nil {

@@ -24,12 +24,12 @@ func TestRingWorkerStopped(t *testing.T) {
 	if victim <= 0 {
 		t.Fatal("worker 1 has no runner process")
 	}
-	t.Cleanup(func() { syscall.Kill(victim, syscall.SIGCONT) })
+	t.Cleanup(func() { _ = syscall.Kill(victim, syscall.SIGCONT) })
 	var at []time.Time // when each token came
 	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
 		at = append(at, time.Now())
 		if n == 3 {
-			syscall.Kill(victim, syscall.SIGSTOP)
+			_ = syscall.Kill(victim, syscall.SIGSTOP)
 		}
 	}, replanWithout(t, r.layers, r.nEmbd, 1, head, w1, w2))
 	if err != nil {

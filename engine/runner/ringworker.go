@@ -137,20 +137,20 @@ func (s *server) handle(ctx context.Context, c *transport.Conn) {
 		j := s.job
 		s.mu.Unlock()
 		if j == nil || j.head != peer {
-			c.Close()
+			_ = c.Close()
 			return
 		}
 		select {
 		case j.sliceConns <- c:
 		default:
-			c.Close() // one slice connection per job
+			_ = c.Close() // one slice connection per job
 		}
 		return
 	}
 	m, err := recvOne(ctx, c, 10*time.Second)
 	if err != nil {
 		s.log.Info("ring link without a job message", "peer", peer, "err", err)
-		c.Close()
+		_ = c.Close()
 		return
 	}
 	switch m := m.(type) {
@@ -162,13 +162,13 @@ func (s *server) handle(ctx context.Context, c *transport.Conn) {
 		s.mu.Unlock()
 		if j == nil || j.id != m.Job || !j.knows(peer) {
 			s.log.Info("ring link for no job of this device", "peer", peer, "job", m.Job)
-			c.Close()
+			_ = c.Close()
 			return
 		}
 		j.drv.AddConn(j.ctx, peer, c)
 	default:
 		s.log.Info("unexpected first ring message", "peer", peer, "msg", ring.MsgString(m))
-		c.Close()
+		_ = c.Close()
 	}
 }
 
@@ -177,7 +177,7 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 		if typ, p, err := wire.Encode(&wire.JobAck{Job: js.Job, Code: wire.CodeBadPlan, Text: text}); err == nil {
 			_ = c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
 		}
-		c.Close()
+		_ = c.Close()
 	}
 	s.mu.Lock()
 	old := s.job
@@ -372,7 +372,9 @@ loop:
 		}
 	}
 	j.cancel()
-	<-runDone
+	if err := <-runDone; err != nil && !errors.Is(err, context.Canceled) {
+		j.log.Info("the job's driver ended", "err", err)
+	}
 	// The driver has stopped: what the session learned of the head's
 	// silences goes to the next job (ringgaps.go).
 	j.s.gaps.record(time.Now(), j.tick, j.sess.Gaps())
@@ -547,7 +549,7 @@ func (e *workerEngine) mapPieces(pieces []slice.Piece) ([]driver.Part, error) {
 	}
 	for path, m := range e.models {
 		if !used[path] {
-			m.Close()
+			_ = m.Close()
 			delete(e.models, path)
 		}
 	}
@@ -603,7 +605,7 @@ func (e *workerEngine) linkSuccessor(plan *wire.Plan, idx int) error {
 	}
 	typ, p, _ := wire.Encode(&wire.JobLink{Job: e.j.id})
 	if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
-		c.Close()
+		_ = c.Close()
 		return err
 	}
 	e.j.drv.AddConn(e.j.ctx, next, c)
@@ -644,18 +646,18 @@ func (e *workerEngine) Close() {
 	e.g.Close()
 	e.g.Parts = nil
 	for path, m := range e.models {
-		m.Close()
+		_ = m.Close()
 		delete(e.models, path)
 	}
 }
 
 func (e *workerEngine) closeSlices() {
 	if e.src != nil {
-		e.src.C.Close()
+		_ = e.src.C.Close()
 	}
 	select {
 	case c := <-e.j.sliceConns:
-		c.Close()
+		_ = c.Close()
 	default:
 	}
 }

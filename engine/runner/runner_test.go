@@ -91,7 +91,7 @@ func TestDiedErrorLastLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tw := newTailWriter(5, slog.New(slog.DiscardHandler))
 			for _, l := range tc.lines {
-				io.WriteString(tw, l+"\n")
+				_, _ = io.WriteString(tw, l+"\n")
 			}
 			e := &DiedError{Stderr: tw.Lines(), Crash: tw.Crash()}
 			if got := e.LastLine(); got != tc.want {
@@ -103,8 +103,8 @@ func TestDiedErrorLastLine(t *testing.T) {
 
 func TestTailWriterKeepsLastLines(t *testing.T) {
 	tw := newTailWriter(3, slog.New(slog.DiscardHandler))
-	io.WriteString(tw, "a\nb\nc")
-	io.WriteString(tw, "c\nd\ne\nunfinished")
+	_, _ = io.WriteString(tw, "a\nb\nc")
+	_, _ = io.WriteString(tw, "c\nd\ne\nunfinished")
 	if diff := cmp.Diff([]string{"c" + "c", "d", "e", "unfinished"}, tw.Lines()); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}
@@ -124,11 +124,11 @@ func serve(t *testing.T) *protoConn {
 	done := make(chan error, 1)
 	go func() {
 		done <- Serve(context.Background(), inR, outW, testLogger(t))
-		outW.Close()
+		_ = outW.Close()
 	}()
 	t.Cleanup(func() {
-		inW.Close()
-		go io.Copy(io.Discard, outR)
+		_ = inW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }() // drain until the child closes it
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
@@ -140,7 +140,7 @@ func serve(t *testing.T) *protoConn {
 	return c
 }
 
-func (c *protoConn) send(r Request) { c.enc.Encode(r) }
+func (c *protoConn) send(r Request) { _ = c.enc.Encode(r) } // a closed pipe shows as the child's missing answer
 
 func (c *protoConn) next() Event {
 	c.t.Helper()

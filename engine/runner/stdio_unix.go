@@ -17,7 +17,7 @@ func protocolStdout() (*os.File, error) {
 	}
 	syscall.CloseOnExec(fd)
 	if err := dup2(2, 1); err != nil {
-		syscall.Close(fd)
+		_ = syscall.Close(fd)
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), "runner-protocol"), nil

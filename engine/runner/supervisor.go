@@ -343,7 +343,7 @@ func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) err
 	stop := func(err error) {
 		if stopErr == nil {
 			stopErr = err
-			s.p.send(Request{ID: s.id(), Op: OpStop, Target: id})
+			_ = s.p.send(Request{ID: s.id(), Op: OpStop, Target: id})
 		}
 	}
 	// After a stop, wait this long for the child's done before killing it.
@@ -369,7 +369,7 @@ func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) err
 			case <-stopDeadline:
 				s.log.Warn("engine did not stop in time; killing it")
 				s.p.kill()
-				s.dead("stopping")
+				_ = s.dead("stopping")
 				s.deaths = 0 // we killed it: no backoff
 				return Stats{Reason: ReasonCancelled}, stopErr
 			}
@@ -458,7 +458,7 @@ func (s *Supervisor) Close() error {
 	}
 	p := s.p
 	s.p = nil
-	p.stdin.Close()
+	_ = p.stdin.Close()
 	select {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):
@@ -485,7 +485,7 @@ func (p *proc) send(r Request) error { return p.enc.Encode(r) }
 
 func (p *proc) kill() {
 	if p.cmd.Process != nil {
-		p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill()
 	}
 }
 
@@ -541,7 +541,7 @@ func (s *Supervisor) start() (*proc, error) {
 		if p.protoErr != nil {
 			p.kill()
 		}
-		io.Copy(io.Discard, stdout) // let the child finish writing before Wait closes the pipe
+		_, _ = io.Copy(io.Discard, stdout) // let the child finish writing before Wait closes the pipe
 		p.waitErr = cmd.Wait()
 	}()
 	s.log.Info("engine process started", "pid", cmd.Process.Pid)

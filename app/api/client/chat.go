@@ -42,7 +42,7 @@ func (c *Client) Chat(ctx context.Context, req apitype.ChatRequest, onToken func
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		var e apitype.Error
-		json.NewDecoder(resp.Body).Decode(&e)
+		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return apitype.ChatStats{}, &APIError{Status: resp.StatusCode, Text: e.Error}
 	}
 	sc := bufio.NewScanner(resp.Body)
@@ -71,7 +71,7 @@ func (c *Client) Chat(ctx context.Context, req apitype.ChatRequest, onToken func
 			return d.Stats, err
 		case "error":
 			var e apitype.Error
-			json.Unmarshal([]byte(data), &e)
+			_ = json.Unmarshal([]byte(data), &e)
 			return apitype.ChatStats{}, &APIError{Status: http.StatusInternalServerError, Text: e.Error}
 		}
 	}

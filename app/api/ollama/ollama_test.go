@@ -36,11 +36,11 @@ func TestFromRequests(t *testing.T) {
 			var err error
 			if tc.chat {
 				var in ChatRequest
-				json.Unmarshal([]byte(tc.in), &in)
+				_ = json.Unmarshal([]byte(tc.in), &in)
 				got, err = FromChat(in)
 			} else {
 				var in GenerateRequest
-				json.Unmarshal([]byte(tc.in), &in)
+				_ = json.Unmarshal([]byte(tc.in), &in)
 				got, err = FromGenerate(in)
 			}
 			if (err != nil) != tc.wantErr {

@@ -69,7 +69,7 @@ func TestFromCompletion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var in CompletionRequest
-			json.Unmarshal([]byte(tc.in), &in)
+			_ = json.Unmarshal([]byte(tc.in), &in)
 			got, err := FromCompletion(in)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)

@@ -107,7 +107,7 @@ func (d *Driver) CloseLinks() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for id, l := range d.links {
-		l.Close()
+		_ = l.Close()
 		delete(d.links, id)
 	}
 }
@@ -215,7 +215,7 @@ func (l *queued) run() {
 			}
 		}
 		if err := l.c.Send(f); err != nil {
-			l.c.Close()
+			_ = l.c.Close()
 			for q != nil || ctl != nil { // drain until Close
 				select {
 				case _, ok := <-q:
@@ -243,7 +243,7 @@ func (d *Driver) AddConn(ctx context.Context, id string, c *transport.Conn) {
 	d.mu.Unlock()
 	go func() {
 		defer func() {
-			l.Close()
+			_ = l.Close()
 			d.mu.Lock()
 			if d.links[id] == l {
 				delete(d.links, id)
@@ -529,7 +529,7 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []
 			pending = append(pending, engineOp{release: &a.Window})
 		case ring.Disconnect:
 			if l := d.links[a.ID]; l != nil {
-				l.Close()
+				_ = l.Close()
 				delete(d.links, a.ID)
 			}
 		case ring.Dropped:

@@ -121,7 +121,7 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 
 func (r round) close() {
 	for _, w := range r.subs {
-		w.Close()
+		_ = w.Close()
 	}
 }
 
@@ -131,7 +131,7 @@ func (g *GGML) close() {
 	}
 	g.wins = nil
 	if g.out != nil {
-		g.out.Close()
+		_ = g.out.Close()
 		g.out = nil
 	}
 }

@@ -32,8 +32,8 @@ func startPair(t *testing.T, ctx context.Context, ea, eb Engine, plan *wire.Plan
 		setup(a, b)
 	}
 	pipe(t, ctx, a, "a", b, "b")
-	go a.Run(ctx)
-	go b.Run(ctx)
+	go func() { _ = a.Run(ctx) }() // ends with ctx; the test reads what it did from Out
+	go func() { _ = b.Run(ctx) }()
 	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan}); err != nil {
 		t.Fatal(err)
 	}

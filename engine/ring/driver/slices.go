@@ -67,7 +67,7 @@ func NewSliceServer(path string) (*SliceServer, error) {
 	}
 	head := make([]byte, g.DataOffset)
 	if _, err := f.ReadAt(head, 0); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("driver: slice server: read header: %w", err)
 	}
 	return &SliceServer{Model: sha256.Sum256(head), f: f, g: g, head: head}, nil
@@ -245,7 +245,7 @@ func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p [
 		defer close(sent)
 		for a := range toSend {
 			if err := s.send(&wire.SliceRequest{Model: s.Model, Name: name, Offset: uint64(off) + uint64(a.at), Length: uint32(a.n)}); err != nil {
-				s.C.Close() // the reader below sees it
+				_ = s.C.Close() // the reader below sees it
 				for range toSend {
 				}
 				return

@@ -486,9 +486,4 @@ func atoi(s string) int {
 	return n
 }
 
-func atof(s string) float64 {
-	f, _ := strconv.ParseFloat(s, 64)
-	return f
-}
-
 func must(s string, _ bool) string { return s }

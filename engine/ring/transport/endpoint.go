@@ -103,14 +103,14 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 			e.cfg.Log.Debug("websocket upgrade failed", "addr", r.RemoteAddr, "err", err)
 			return
 		}
-		ws.SetReadDeadline(time.Now().Add(e.cfg.Timeout))
+		_ = ws.SetReadDeadline(time.Now().Add(e.cfg.Timeout))
 		c, err := e.serverHandshake(&wsStream{ws: ws}, peer, r.RemoteAddr)
 		if err != nil {
 			e.cfg.Log.Info("link setup failed", "addr", r.RemoteAddr, "peer", peer.String(), "err", err)
-			ws.Close()
+			_ = ws.Close()
 			return
 		}
-		ws.SetReadDeadline(time.Time{})
+		_ = ws.SetReadDeadline(time.Time{})
 		handle(ctx, c)
 	})
 	srv := &http.Server{
@@ -130,7 +130,7 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 		<-ctx.Done()
 		// Close stops accepting; hijacked websockets are not its business:
 		// each handler closes its link when ctx ends.
-		srv.Close()
+		_ = srv.Close()
 	}()
 	err := srv.ServeTLS(ln, "", "")
 	<-done
@@ -150,7 +150,7 @@ func (e *Endpoint) serverHandshake(rw *wsStream, peer identity.DeviceID, remote 
 	switch d := e.cfg.Authorize(peer); {
 	case d == AllowLink, d == AllowPairing && far.Purpose == PurposePair:
 	default:
-		c.SendError(CodeRefused, "this device is not paired with yours")
+		_ = c.SendError(CodeRefused, "this device is not paired with yours")
 		return nil, fmt.Errorf("purpose %d: %w", far.Purpose, ErrNotAllowed)
 	}
 	own.Purpose = far.Purpose
@@ -180,7 +180,7 @@ func (e *Endpoint) Dial(ctx context.Context, addr string, expect identity.Device
 	}
 	ws, resp, err := d.DialContext(ctx, "wss://"+addr+Path, nil)
 	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 	}
 	if err != nil {
 		return nil, e.dialError(addr, seen, err)
@@ -188,17 +188,17 @@ func (e *Endpoint) Dial(ctx context.Context, addr string, expect identity.Device
 	own := e.cfg.Hello()
 	own.Purpose = purpose
 	if dl, ok := ctx.Deadline(); ok {
-		ws.SetReadDeadline(dl)
+		_ = ws.SetReadDeadline(dl)
 	}
 	c, err := Handshake(&wsStream{ws: ws}, true, own, seen, addr)
 	if err != nil {
-		ws.Close()
+		_ = ws.Close()
 		if IsRemote(err, CodeRefused) {
 			return nil, fmt.Errorf("link to %s (device %s): %w", addr, seen.Short(), ErrRefused)
 		}
 		return nil, err
 	}
-	ws.SetReadDeadline(time.Time{})
+	_ = ws.SetReadDeadline(time.Time{})
 	return c, nil
 }
 

@@ -31,7 +31,7 @@ func PairHead(c *Conn, self identity.DeviceID, code identity.Code, random io.Rea
 		return err
 	}
 	if err := p.Verify(f.Payload[shareLen:]); err != nil {
-		c.SendError(CodePairing, "pairing failed: the code did not match")
+		_ = c.SendError(CodePairing, "pairing failed: the code did not match")
 		return err
 	}
 	if err := c.Send(Frame{MsgPakeConfirm, p.Confirmation()}); err != nil {
@@ -63,11 +63,11 @@ func PairWorker(c *Conn, self identity.DeviceID, code identity.Code, random io.R
 		return err
 	}
 	if err := p.Verify(f.Payload); err != nil {
-		c.SendError(CodePairing, "pairing failed: the code did not match")
+		_ = c.SendError(CodePairing, "pairing failed: the code did not match")
 		return err
 	}
 	if err := pin(); err != nil {
-		c.SendError(CodePairing, "pairing failed on the other device")
+		_ = c.SendError(CodePairing, "pairing failed on the other device")
 		return err
 	}
 	return c.Send(Frame{MsgPairOK, nil})

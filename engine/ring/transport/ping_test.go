@@ -23,7 +23,7 @@ func TestPings(t *testing.T) {
 			if string(f.Payload) == "lie" {
 				f.Payload = []byte("lies")
 			}
-			c.Send(Frame{MsgPong, f.Payload})
+			_ = c.Send(Frame{MsgPong, f.Payload})
 		}
 	})
 	c, err := cli.ep.Dial(context.Background(), srv.addr, srv.id.ID, PurposeLink)

@@ -67,7 +67,7 @@ func TestReadFrameErrors(t *testing.T) {
 func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, 1, 0, 1})
 	var seed bytes.Buffer
-	WriteFrame(&seed, Frame{MsgHello, Hello{ProtoMin: 1, ProtoMax: 2, Purpose: PurposeLink, App: "0.1", Name: "desk"}.encode()})
+	_ = WriteFrame(&seed, Frame{MsgHello, Hello{ProtoMin: 1, ProtoMax: 2, Purpose: PurposeLink, App: "0.1", Name: "desk"}.encode()})
 	f.Add(seed.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := ReadFrame(bytes.NewReader(b), 1<<16)
@@ -194,7 +194,7 @@ func echo(ctx context.Context, c *Conn) {
 			return
 		}
 		if f.Type == MsgPing {
-			c.Send(Frame{MsgPong, f.Payload})
+			_ = c.Send(Frame{MsgPong, f.Payload})
 		}
 	}
 }
@@ -278,11 +278,13 @@ func TestPairing(t *testing.T) {
 			c, err := head.ep.Dial(context.Background(), worker.addr, identity.DeviceID{}, tt.purpose)
 			if err == nil {
 				err = PairHead(c, head.id.ID, tt.headCode, rand.Reader)
-				c.Close()
+				_ = c.Close()
 				if err == nil && c.Peer != worker.id.ID {
 					t.Fatalf("head saw %v", c.Peer.Short())
 				}
-				<-workerDone
+				if werr := <-workerDone; werr != nil {
+					t.Logf("worker: %v", werr)
+				}
 			}
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("head error = %v, want %v", err, tt.wantErr)

@@ -24,7 +24,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *out == "" {
-		os.Stdout.Write(src)
+		_, _ = os.Stdout.Write(src)
 		return
 	}
 	if err := os.WriteFile(*out, src, 0o644); err != nil {
