@@ -93,7 +93,12 @@ var (
 )
 
 // Range is a half-open range of layer numbers [Start, End).
-type Range struct{ Start, End int }
+// Its JSON names (the runner's pipe carries plans as JSON) are part of that
+// protocol: never rename them.
+type Range struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
 
 func (r Range) Len() int { return r.End - r.Start }
 
@@ -108,19 +113,19 @@ type Msg interface {
 
 // Device is one device's part of a plan.
 type Device struct {
-	ID      string
-	Release bool    // release each window after running it (memory short)
-	Windows []Range // one per round; len == Plan.K
+	ID      string  `json:"id"`
+	Release bool    `json:"release,omitempty"` // release each window after running it (memory short)
+	Windows []Range `json:"windows"`           // one per round; len == Plan.K
 }
 
 // Plan is the installed plan: the same message goes to every device.
 type Plan struct {
-	ID      uint64
-	K       int
-	Layers  int // L; the windows of all devices tile [0, L) round by round
-	NEmbd   int
-	DType   DType
-	Devices []Device // ring order, head first
+	ID      uint64   `json:"id"`
+	K       int      `json:"k"`
+	Layers  int      `json:"layers"` // L; the windows of all devices tile [0, L) round by round
+	NEmbd   int      `json:"n_embd"`
+	DType   DType    `json:"dtype"`
+	Devices []Device `json:"devices"` // ring order, head first
 }
 
 // PlanAck answers a PlanInstall once the device has its windows loaded (or
