@@ -159,6 +159,7 @@ var allowed = map[string][]string{
 	"engine/enginetest":    {}, // its tests import the engines
 	"internal/testlog":     {},
 	"internal/testwait":    {},                                                                  // the tests' one wait helper
+	"internal/jsontags":    {},                                                                  // tests: every JSON protocol field spells its name
 	"bench/enginebench":    {"engine/ggml", "engine/llama"},                                     // the window engine against llama.cpp
 	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"},                    // decode times into a calibrated profile
 	"bench/ringbench":      {"app/api/apitype", "engine/head", "engine/llama", "engine/sample"}, // one-device baselines for bench/ring.sh
