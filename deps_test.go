@@ -132,7 +132,7 @@ var allowed = map[string][]string{
 	"engine/ggml":           {"engine/gguf"}, // the layout of the file it maps, validated in pure Go first (lesson 9)
 	"engine/llama":          {"engine/chat"}, // templates llama.cpp does not know fall back to chat.ChatML
 	"discovery/mdns":        {"discovery", "discovery/identity"},
-	"engine/ring/transport": {"discovery/identity"},
+	"engine/ring/transport": {"discovery/identity", "engine/ring/wire"}, // wire: the ring band and the protocol range of the one frame table (registry.go)
 	"engine/ring/driver": {
 		"engine/ring", "engine/ring/wire", "engine/ring/transport", // the event loop that steps a ring.Session
 		// TODO(issue 15 item 3): ggml.go and slices.go are the ggml and slice

@@ -23,10 +23,11 @@ import (
 	"homering/engine/ring/transport"
 )
 
-// Link protocol range this build speaks.
+// Link protocol range this build speaks: the one range of every frame a
+// link carries (engine/ring/transport's registry).
 const (
-	ProtoMin uint16 = 1
-	ProtoMax uint16 = 1
+	ProtoMin = transport.ProtoMin
+	ProtoMax = transport.ProtoMax
 )
 
 // PairWindow is how long a shown code stays valid.

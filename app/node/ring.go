@@ -16,13 +16,13 @@ import (
 	"homering/halda"
 )
 
-// Ring control frames on a PurposeLink link. Types 32-47 are app/node's
-// (transport owns 1-31, engine/ring/wire 64-255); values are wire constants.
+// Ring control frames on a PurposeLink link: app/node's band (32-47) of
+// the one frame table in engine/ring/transport (registry.go).
 const (
-	MsgProfileAsk transport.MsgType = 32 // head → worker: empty payload
-	MsgProfile    transport.MsgType = 33 // worker → head: JSON PeerProfile
-	MsgJobAsk     transport.MsgType = 34 // head → worker: JSON JobAsk
-	MsgJobReady   transport.MsgType = 35 // worker → head: JSON JobReady
+	MsgProfileAsk = transport.MsgProfileAsk // head → worker: empty payload
+	MsgProfile    = transport.MsgProfile    // worker → head: JSON PeerProfile
+	MsgJobAsk     = transport.MsgJobAsk     // head → worker: JSON JobAsk
+	MsgJobReady   = transport.MsgJobReady   // worker → head: JSON JobReady
 )
 
 // CodeRingRefused is the transport Error code of a worker that will not take

@@ -258,7 +258,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 	h.ep = transport.New(transport.Config{
 		Identity: ident,
 		Hello: func() transport.Hello {
-			return transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
+			return transport.Hello{ProtoMin: transport.ProtoMin, ProtoMax: transport.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
 		Authorize: func(id identity.DeviceID) transport.Decision {
 			if _, ok := h.peers[id.String()]; ok {

@@ -63,7 +63,7 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 	s.ep = transport.New(transport.Config{
 		Identity: ident,
 		Hello: func() transport.Hello {
-			return transport.Hello{ProtoMin: wire.ProtoMin, ProtoMax: wire.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
+			return transport.Hello{ProtoMin: transport.ProtoMin, ProtoMax: transport.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
 		Authorize: func(id identity.DeviceID) transport.Decision {
 			if s.allow[id.String()] || s.inJob(id.String()) {

@@ -7,7 +7,8 @@ import (
 	"math"
 )
 
-// Protocol range of the ring, put by the runner into transport.Hello.
+// The protocol range of a link (every frame type: engine/ring/transport's
+// registry re-exports it as transport.ProtoMin/ProtoMax, the one range).
 const (
 	ProtoMin uint16 = 1
 	ProtoMax uint16 = 1
