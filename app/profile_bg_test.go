@@ -18,6 +18,7 @@ import (
 	"homering/engine/profile"
 	"homering/engine/runner"
 	"homering/internal/testlog"
+	"homering/internal/testwait"
 )
 
 // TestHelperChild is no test: the agent tests start this test binary as
@@ -40,18 +41,6 @@ func testChild(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperChild$")
 	cmd.Env = append(os.Environ(), "HOMERING_TEST_CHILD="+string(b))
 	return cmd
-}
-
-// pollUntil polls cond every 10 ms until it holds or d passes.
-func pollUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func profileTask(w *api.Work) (apitype.Task, bool) {
@@ -98,7 +87,7 @@ func TestAgentProfilesInBackground(t *testing.T) {
 	// The bar appears and counts steps.
 	seen := map[int64]bool{}
 	var first apitype.Task
-	pollUntil(t, time.Minute, "profiling bar past its first step and short of its last three", func() bool {
+	testwait.True(t, time.Minute, "profiling bar past its first step and short of its last three", func() bool {
 		task, ok := profileTask(b.work)
 		if ok && task.Total > 0 {
 			seen[task.Done] = true
@@ -137,7 +126,7 @@ func TestAgentProfilesInBackground(t *testing.T) {
 
 	// Idle again: it measures from the start, to its end, into the cache.
 	var p profile.Profile
-	pollUntil(t, 3*time.Minute, "cached profile", func() bool {
+	testwait.True(t, 3*time.Minute, "cached profile", func() bool {
 		if task, ok := profileTask(b.work); ok {
 			seen[task.Done] = true
 		}
@@ -145,7 +134,7 @@ func TestAgentProfilesInBackground(t *testing.T) {
 		p, ok, _ = profile.LoadCached(home)
 		return ok
 	})
-	pollUntil(t, 10*time.Second, "end of the profiling bar", func() bool {
+	testwait.True(t, 10*time.Second, "end of the profiling bar", func() bool {
 		_, ok := profileTask(b.work)
 		return !ok
 	})

@@ -21,6 +21,7 @@ import (
 	"homering/engine/ring/wire"
 	"homering/engine/runner"
 	"homering/internal/testlog"
+	"homering/internal/testwait"
 )
 
 // ringKeepModel is small: the test runs a few ring jobs of two processes.
@@ -87,7 +88,7 @@ func TestKeptRingJobEnds(t *testing.T) {
 	}
 	ends := func(t *testing.T) {
 		t.Helper()
-		pollUntil(t, time.Minute, "end of the kept job on the worker (its slice unmapped)", func() bool { return !workerMaps() })
+		testwait.True(t, time.Minute, "end of the kept job on the worker (its slice unmapped)", func() bool { return !workerMaps() })
 	}
 	before := apitype.Settings{Model: "/models/a.gguf", ContextTokens: 512, RingKeepSeconds: 120}
 
