@@ -127,18 +127,39 @@ func (h *Head) Info() ggml.ModelInfo { return h.model.Info() }
 func (h *Head) NCtx() int { return h.nCtx }
 
 // PromptTokens returns the tokens Generate would evaluate for req.
-func (h *Head) PromptTokens(req Request) ([]int32, error) {
+func (h *Head) PromptTokens(req Request) ([]int32, error) { return PromptTokens(h.vocab, req) }
+
+// PromptTokens formats req with v's chat template (its messages; else its
+// raw prompt) and tokenizes it: the one prompt handling of the single-device
+// head and the ring's (engine/runner).
+func PromptTokens(v *llama.Vocab, req Request) ([]int32, error) {
 	text := req.Prompt
 	if len(req.Messages) > 0 {
 		var err error
-		if text, err = h.vocab.Formatter().Format(req.Messages, true); err != nil {
+		if text, err = v.Formatter().Format(req.Messages, true); err != nil {
 			return nil, err
 		}
 	}
 	if text == "" {
 		return nil, ErrEmptyPrompt
 	}
-	return h.vocab.Tokenize(text, true, true)
+	return v.Tokenize(text, true, true)
+}
+
+// CheckContext says, as ErrTooLong, when prompt tokens leave no room in a
+// context of nCtx for a reply.
+func CheckContext(prompt, nCtx int) error {
+	if prompt >= nCtx {
+		return fmt.Errorf("%w (%d tokens, context %d)", ErrTooLong, prompt, nCtx)
+	}
+	return nil
+}
+
+// NewSampler is the sampler of a request with params p and seed, the same
+// for one device and for the ring, so that a seeded reply is the same on
+// either.
+func NewSampler(p sample.Params, seed uint64) (*sample.Sampler, error) {
+	return sample.New(p, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 }
 
 // Generate runs req and calls emit for every sampled token. It returns nil
@@ -149,10 +170,10 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 	if err != nil {
 		return err
 	}
-	if len(toks) >= h.nCtx {
-		return fmt.Errorf("%w (%d tokens, context %d)", ErrTooLong, len(toks), h.nCtx)
+	if err := CheckContext(len(toks), h.nCtx); err != nil {
+		return err
 	}
-	smp, err := sample.New(req.Sampling, rand.New(rand.NewPCG(req.Seed, req.Seed^0x9e3779b97f4a7c15)))
+	smp, err := NewSampler(req.Sampling, req.Seed)
 	if err != nil {
 		return err
 	}
@@ -184,7 +205,7 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 	}
 	st.PromptTime = time.Since(start)
 
-	var text utf8Buffer
+	var text UTF8Buffer
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -198,14 +219,14 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 		last := n == req.MaxTokens || pos >= h.nCtx // no room to evaluate it
 		t := Token{ID: tok, Stats: st}
 		if h.vocab.IsEOG(tok) {
-			t.EOG, t.Text = true, text.flush()
+			t.EOG, t.Text = true, text.Flush()
 			return emit(t)
 		}
 		piece, err := h.vocab.TokenToPiece(tok)
 		if err != nil {
 			return err
 		}
-		t.Text = text.add(piece, last)
+		t.Text = text.Add(piece, last)
 		if err := emit(t); err != nil {
 			return err
 		}
@@ -222,15 +243,17 @@ func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error
 	}
 }
 
-// utf8Buffer holds back the bytes of a character split across tokens.
-type utf8Buffer struct{ pending []byte }
+// UTF8Buffer holds back the bytes of a character split across tokens (the
+// one hold-back of the single-device head and the ring's). The zero value is
+// empty.
+type UTF8Buffer struct{ pending []byte }
 
-// add appends piece and returns the text that is complete; with flush it
+// Add appends piece and returns the text that is complete; with flush it
 // returns everything.
-func (b *utf8Buffer) add(piece string, flush bool) string {
+func (b *UTF8Buffer) Add(piece string, flush bool) string {
 	b.pending = append(b.pending, piece...)
 	if flush {
-		return b.flush()
+		return b.Flush()
 	}
 	n := completePrefix(b.pending)
 	out := string(b.pending[:n])
@@ -238,7 +261,8 @@ func (b *utf8Buffer) add(piece string, flush bool) string {
 	return out
 }
 
-func (b *utf8Buffer) flush() string {
+// Flush returns everything held.
+func (b *UTF8Buffer) Flush() string {
 	out := string(b.pending)
 	b.pending = b.pending[:0]
 	return out

@@ -185,21 +185,21 @@ func TestUTF8Buffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b utf8Buffer
+			var b UTF8Buffer
 			var got []string
 			for _, p := range tt.pieces {
-				got = append(got, b.add(p, false))
+				got = append(got, b.Add(p, false))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if rest := b.flush(); rest != "" {
+			if rest := b.Flush(); rest != "" {
 				t.Errorf("left pending: %q", rest)
 			}
 		})
 	}
-	var b utf8Buffer
-	if got := b.add(euro[:1], true); got != euro[:1] {
+	var b UTF8Buffer
+	if got := b.Add(euro[:1], true); got != euro[:1] {
 		t.Errorf("flush returned %q, want the pending byte", got)
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"homering/discovery/identity"
 	"homering/engine/ggml"
+	"homering/engine/head"
 	"homering/engine/llama"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
@@ -230,12 +230,12 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 			nCtx = 4096
 		}
 	}
-	toks, err := promptTokens(c.rm.vocab, g)
+	toks, err := head.PromptTokens(c.rm.vocab, head.Request{Prompt: g.Prompt, Messages: g.messages()})
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
-	if len(toks) >= nCtx {
-		return fail(CodeBadRequest, fmt.Errorf("runner: the prompt does not fit in the context (%d tokens, context %d); shorten it or raise the context size", len(toks), nCtx))
+	if err := head.CheckContext(len(toks), nCtx); err != nil {
+		return fail(CodeBadRequest, err)
 	}
 	keep := time.Duration(rp.KeepMS) * time.Millisecond
 	if h := c.rm.takeKept(); h != nil {
@@ -302,7 +302,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 	sp := g.sampling()
 	h.eng.Sample = nil
 	if sp.Temperature > 0 || (sp.RepeatPenalty != 0 && sp.RepeatPenalty != 1) {
-		if smp, err = sample.New(sp, rand.New(rand.NewPCG(g.Seed, g.Seed^0x9e3779b97f4a7c15))); err != nil {
+		if smp, err = head.NewSampler(sp, g.Seed); err != nil {
 			h.end() // a kept job taken for this request
 			return fail(CodeBadRequest, err)
 		}
@@ -360,7 +360,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 	st.PromptTokens = len(toks)
 	var lossAt time.Time
 	var lastTok time.Time
-	var text utf8Pending
+	var text head.UTF8Buffer
 	nPrompt := len(toks)
 	// A fresh job's pass size, also on a kept job whose caches are bigger:
 	// a kept job must compute what a fresh one does.
@@ -512,7 +512,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 			}
 			all = append(all, tok)
 			if h.rm.vocab.IsEOG(tok) {
-				if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.flush(), EOG: true}}); err != nil {
+				if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.Flush(), EOG: true}}); err != nil {
 					return finish(ReasonCancelled)
 				}
 				return finish(ReasonStop)
@@ -523,7 +523,7 @@ func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks
 			if err != nil {
 				return fail(CodeGenerate, err)
 			}
-			if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.add(piece, last)}}); err != nil {
+			if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.Add(piece, last)}}); err != nil {
 				return finish(ReasonCancelled)
 			}
 			if last {
@@ -781,54 +781,6 @@ func (p *pressure) sample() float64 {
 }
 
 func mb(n int64) float64 { return math.Round(float64(n)/(1<<20)*10) / 10 }
-
-// promptTokens formats and tokenizes g as engine/head does.
-func promptTokens(v *llama.Vocab, g GenerateParams) ([]int32, error) {
-	text := g.Prompt
-	if len(g.Messages) > 0 {
-		var err error
-		if text, err = v.Formatter().Format(g.messages(), true); err != nil {
-			return nil, err
-		}
-	}
-	if text == "" {
-		return nil, errors.New("runner: the prompt is empty; give some text")
-	}
-	return v.Tokenize(text, true, true)
-}
-
-// utf8Pending holds back the bytes of a character split across tokens.
-type utf8Pending struct{ b []byte }
-
-func (u *utf8Pending) add(piece string, flush bool) string {
-	u.b = append(u.b, piece...)
-	if flush {
-		return u.flush()
-	}
-	n := len(u.b)
-	// Hold back a trailing incomplete (so far valid) sequence.
-	for back := 1; back <= 3 && back <= len(u.b); back++ {
-		c := u.b[len(u.b)-back]
-		if c < 0x80 {
-			break
-		}
-		if c >= 0xC0 {
-			if !utf8.FullRune(u.b[len(u.b)-back:]) {
-				n = len(u.b) - back
-			}
-			break
-		}
-	}
-	out := string(u.b[:n])
-	u.b = append(u.b[:0], u.b[n:]...)
-	return out
-}
-
-func (u *utf8Pending) flush() string {
-	out := string(u.b)
-	u.b = u.b[:0]
-	return out
-}
 
 // transferProgress counts the weight bytes sent to each worker and tells the
 // parent, at most every progressEvery per worker and once at the total.
