@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"homering/engine/profile/sysinfo"
 	"homering/engine/ring/transport"
 )
 
@@ -63,7 +63,7 @@ func MeasureLink(ctx context.Context, c *transport.Conn, peer string, o LinkOpti
 		big[i] = byte(i * 7)
 	}
 	rtt := func(p []byte, n int) (float64, error) {
-		ds, err := transport.Pings(c, n+1, p, time.Now) // the first is a warm-up
+		ds, err := transport.Pings(c, n+1, p, sysinfo.Now) // the first is a warm-up; Now: a loopback ping is microseconds
 		if err != nil {
 			if errors.Is(err, transport.ErrEcho) {
 				return 0, err

@@ -3,9 +3,9 @@ package profile
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"homering/engine/ggml"
+	"homering/engine/profile/sysinfo"
 )
 
 // probeContext is the KV length the layer probe attends over: the engine
@@ -77,9 +77,9 @@ func probeLayers(path string, threads int, avail int64) (Probe, error) {
 	}
 	defer long.Close()
 	step := func(w *ggml.Window, i int) (float64, error) {
-		t := time.Now()
+		t := sysinfo.Now() // a step of a small model is microseconds: Windows' Go clock reads 0
 		_, err := w.EvalTokens([]int32{int32(100 + i)}, len(prompt)+i)
-		return time.Since(t).Seconds(), err
+		return sysinfo.Since(t).Seconds(), err
 	}
 	var diffs []float64
 	for i := range probeSteps + 2 {

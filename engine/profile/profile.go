@@ -497,7 +497,7 @@ func memBandwidth(threads int) float64 {
 	best := 0.0
 	for range 3 {
 		var wg sync.WaitGroup
-		t := time.Now()
+		t := sysinfo.Now()
 		for i := range threads {
 			wg.Add(1)
 			go func() {
@@ -506,7 +506,7 @@ func memBandwidth(threads int) float64 {
 			}()
 		}
 		wg.Wait()
-		best = max(best, float64(part*threads)/time.Since(t).Seconds())
+		best = max(best, float64(part*threads)/sysinfo.Since(t).Seconds())
 	}
 	return best
 }

@@ -212,8 +212,24 @@ func TestCacheEntries(t *testing.T) {
 }
 
 func TestMeasureLinkOverTransport(t *testing.T) {
+	ctx, c := echoLink(t, t.TempDir)
+	l, err := MeasureLink(ctx, c, "srv", LinkOptions{HiddenBytes: 4 * 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.RTTSec <= 0 || l.HiddenRTTSec <= 0 || l.BytesPerSec <= 0 || l.SendSec < l.RTTSec/2 || l.HiddenBytes != 8192 {
+		t.Errorf("MeasureLink = %+v", l)
+	}
+	t.Logf("loopback TLS websocket: RTT %.0f µs, %d B in %.0f µs, %.1f MB/s", l.RTTSec*1e6, l.HiddenBytes, l.HiddenRTTSec*1e6, l.BytesPerSec/1e6)
+}
+
+// echoLink dials a link over loopback (the real transport) to a server that
+// answers pings as app/node does; dir gives each identity its directory.
+// The link and the server end with the test.
+func echoLink(t *testing.T, dir func() string) (context.Context, *transport.Conn) {
+	t.Helper()
 	mk := func(name string) (*identity.Identity, *transport.Endpoint) {
-		id, err := identity.LoadOrCreate(t.TempDir(), time.Now(), rand.Reader)
+		id, err := identity.LoadOrCreate(dir(), time.Now(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,25 +264,18 @@ func TestMeasureLinkOverTransport(t *testing.T) {
 			}
 		})
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	c, err := cli.Dial(ctx, ln.Addr().String(), srvID.ID, transport.PurposeLink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	l, err := MeasureLink(ctx, c, "srv", LinkOptions{HiddenBytes: 4 * 2048})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.RTTSec <= 0 || l.HiddenRTTSec <= 0 || l.BytesPerSec <= 0 || l.SendSec < l.RTTSec/2 || l.HiddenBytes != 8192 {
-		t.Errorf("MeasureLink = %+v", l)
-	}
-	t.Logf("loopback TLS websocket: RTT %.0f µs, %d B in %.0f µs, %.1f MB/s", l.RTTSec*1e6, l.HiddenBytes, l.HiddenRTTSec*1e6, l.BytesPerSec/1e6)
+	t.Cleanup(func() { _ = c.Close() }) // before the server's cleanup: cleanups run last first
+	return ctx, c
 }
 
 func TestLoadCached(t *testing.T) {

@@ -36,4 +36,14 @@
 // or the file is on tmpfs), and a fresh read-only shared mapping is touched
 // one byte per page in that order, the kernel's fault-around and read-ahead
 // left as they are. Linux only (ErrFaultUnsupported elsewhere).
+//
+// # Clock
+//
+// Now and Since are the profiler's clock for short intervals (a layer's
+// decode step, a loopback ping: microseconds): time.Now elsewhere,
+// QueryPerformanceCounter on Windows, where Go's clock steps too coarsely
+// (by 1 ms under Wine 8.0) and those timings read 0. The profiler times
+// with this clock rather than lengthening its loops: the probe's paired
+// steps and the pings measure what one step and one round trip cost, and
+// repeating them longer would change neither the median nor the load.
 package sysinfo

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 )
 
 // Extent is a byte range [Off, Off+Len) of a file.
@@ -82,11 +81,11 @@ func touch(b []byte, page int) (pages int64, sink byte) {
 
 // timeSweep touches the extents of m in order.
 func timeSweep(m []byte, sweep []Extent, page int) (bytes int64, sec float64, sum byte) {
-	start := time.Now()
+	start := Now()
 	for _, e := range sweep {
 		n, s := touch(m[e.Off:e.Off+e.Len], page)
 		bytes += n * int64(page)
 		sum += s
 	}
-	return bytes, time.Since(start).Seconds(), sum
+	return bytes, Since(start).Seconds(), sum
 }
