@@ -49,6 +49,7 @@ func cmdProfile(ctx context.Context, e env) int {
 	progress := fs.Bool("progress", false, "measure now at low priority, cache the result and print only one JSON line per step (the agent's background measurement)")
 	matmulMs := fs.Int("matmul-ms", 0, "milliseconds spent timing each matrix shape (default 120)")
 	faultMiB := fs.Int("fault-mib", 0, "MiB of the model read through page faults (default 288)")
+	stdinStop := fs.Bool("stop-on-stdin", false, "stop, removing the scratch files, when stdin ends or a line arrives on it (the agent's graceful stop, on every OS)")
 	if exit, ok := parseFlags(fs, e.args); !ok {
 		return exit
 	}
@@ -67,6 +68,12 @@ func cmdProfile(ctx context.Context, e env) int {
 		MatmulTime: time.Duration(*matmulMs) * time.Millisecond, FaultBytes: int64(*faultMiB) << 20}
 	var p profile.Profile
 	cache := profile.NewCache(filepath.Join(dir, "profiles"), log)
+	if *stdinStop {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go stopOnInput(e.stdin, cancel)
+	}
 	if *progress {
 		return profileProgress(ctx, e, cache, opts, log)
 	}
@@ -105,8 +112,9 @@ func cmdProfile(ctx context.Context, e env) int {
 // profileProgress is `homering profile --progress`, the child the agent
 // starts to measure this device in the background (app/profile_bg.go): it
 // lowers its priority, prints each step as one JSON line (profile.Step),
-// caches the profile and exits. SIGTERM (the agent: a chat started) stops
-// it at the next step.
+// caches the profile and exits. The agent starts it with --stop-on-stdin and
+// stops it (a chat started) by closing its stdin, on every OS (Windows has
+// no SIGTERM): it ends at the next step and removes its scratch files.
 func profileProgress(ctx context.Context, e env, cache *profile.Cache, opts profile.Options, log *slog.Logger) int {
 	if err := runner.LowerPriority(); err != nil {
 		log.Warn("profile: could not lower the priority; measuring at normal priority", "err", err)
@@ -122,6 +130,19 @@ func profileProgress(ctx context.Context, e env, cache *profile.Cache, opts prof
 		return 1
 	}
 	return 0
+}
+
+// stopOnInput calls stop when r ends (EOF or an error: the agent closed the
+// pipe or died) or yields a line.
+func stopOnInput(r io.Reader, stop func()) {
+	var b [1]byte
+	for {
+		n, err := r.Read(b[:])
+		if err != nil || (n == 1 && b[0] == '\n') {
+			stop()
+			return
+		}
+	}
 }
 
 func gb(v float64) string { return fmt.Sprintf("%.2f GB/s", v/1e9) }

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"homering/app/api"
@@ -300,10 +299,15 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 	if model != "" {
 		args = append(args, "--model", model)
 	}
+	args = append(args, "--stop-on-stdin")
 	cmd := p.command(args...)
 	var stderr tail
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		return err
 	}
@@ -312,15 +316,13 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 		return fmt.Errorf("profile: start the measurement: %w", err)
 	}
 	p.log.Info("profile: measuring this device in the background", "why", why, "model", filepath.Base(model), "threads", p.threads, "pid", cmd.Process.Pid)
-	// Stopping: SIGTERM lets the child end at its next step and remove
-	// its scratch files; one that has not ended profileStopWait later is
-	// killed.
+	// Stopping: closing its stdin (--stop-on-stdin), the one way on every
+	// OS (Windows has no SIGTERM), lets the child end at its next step and
+	// remove its scratch files; one that has not ended profileStopWait
+	// later is killed. Should the agent die, the pipe closes too.
 	exited := make(chan struct{})
 	stop := context.AfterFunc(mctx, func() {
-		if cmd.Process.Signal(syscall.SIGTERM) != nil {
-			_ = cmd.Process.Kill() // an error when it has ended already
-			return
-		}
+		_ = in.Close() // closed already only when the child has been waited for
 		t := time.NewTimer(profileStopWait)
 		defer t.Stop()
 		select {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -184,4 +185,71 @@ func TestProfileQuietFromEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProfileStopRemovesScratch: a background measurement stopped while its
+// disk step runs (its scratch file exists) ends within profileStopWait and
+// leaves no scratch file: the stop is the child's own, graceful one (its
+// stdin closed), not a kill. With no model the scratch files go to the
+// child's temporary directory.
+func TestProfileStopRemovesScratch(t *testing.T) {
+	home, tmp := scratchTestDir(t), scratchTestDir(t)
+	t.Setenv(config.EnvHome, home)
+	for _, v := range []string{"TMPDIR", "TMP", "TEMP"} { // os.TempDir's, per OS
+		t.Setenv(v, tmp)
+	}
+	log := slog.New(slog.NewTextHandler(testlog.Writer(t), nil))
+	p := newBgProfile(home, 1, func() string { return "" }, nil, log)
+	p.command, p.quiet = testChild, 0
+	p.extra = []string{"--matmul-ms", "10", "--fault-mib", "24"}
+	ended := make(chan error, 1)
+	go func() { ended <- p.measure(context.Background(), "", "test") }()
+	testwait.True(t, 2*time.Minute, "a scratch file of the measurement", func() bool {
+		names, _ := os.ReadDir(tmp)
+		return len(names) > 0
+	})
+	stopped := time.Now()
+	p.Touch()
+	var err error
+	select {
+	case err = <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the stopped measurement did not end in a minute")
+	}
+	if took := time.Since(stopped); !errors.Is(err, errProfileDeferred) || took >= profileStopWait {
+		t.Fatalf("stopped measurement: %v after %v; want errProfileDeferred in under %v (else it was killed)", err, took, profileStopWait)
+	}
+	if names, _ := os.ReadDir(tmp); len(names) > 0 {
+		t.Errorf("the stopped measurement left %v in its temporary directory", names)
+	}
+	if _, ok, _ := profile.LoadCached(home); ok {
+		t.Error("a stopped measurement cached a profile")
+	}
+}
+
+// scratchTestDir is t.TempDir, but its removal may fail: Go 1.26's
+// os.RemoveAll fails under Wine 8.0 ("unlinkat: Invalid function"), which
+// fails a t.TempDir cleanup; os.Remove of each entry works there.
+func scratchTestDir(t *testing.T) string {
+	d, err := os.MkdirTemp("", "homering-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if os.RemoveAll(d) == nil {
+			return
+		}
+		var names []string
+		_ = filepath.WalkDir(d, func(path string, _ os.DirEntry, err error) error {
+			names = append(names, path) // what cannot be read is reported below
+			return nil
+		})
+		for i := len(names) - 1; i >= 0; i-- { // children before their directory
+			_ = os.Remove(names[i])
+		}
+		if _, err := os.Stat(d); err == nil {
+			t.Logf("left %s", d)
+		}
+	})
+	return d
 }
