@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"slices"
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/discovery"
 	"homering/discovery/identity"
 	"homering/engine/ring/transport"
 )
@@ -136,6 +139,20 @@ func (n *Node) EnterCode(ctx context.Context, peer, codeText string) (apitype.Pe
 		return apitype.Peer{}, err
 	}
 	n.log.Info("paired", "peer", c.Peer.String(), "name", c.Hello.Name, "addr", c.Remote)
+	// A device added by address (no mDNS record) was seen without its name
+	// or its contributing, which AddPeer learns only over a link of a paired
+	// device: without this sighting it would stay out of every ring until
+	// added again. It showed a code, which it does only while contributing.
+	if p := n.peerView(c.Peer); slices.Contains(p.Sources, discovery.SourceManual.String()) {
+		if ap, err := netip.ParseAddrPort(c.Remote); err == nil {
+			rec := discovery.Record{ID: c.Peer, Port: ap.Port(), Name: c.Hello.Name, App: c.Hello.App,
+				ProtoMin: c.Hello.ProtoMin, ProtoMax: c.Hello.ProtoMax, Contribute: true}
+			n.mu.Lock()
+			evs := n.table.Observe(discovery.Sighting{Record: rec, Source: discovery.SourceManual, Iface: n.ifaceForLocked(ap.Addr()), Addrs: []netip.AddrPort{ap}}, n.o.Now())
+			n.mu.Unlock()
+			n.logEvents(evs)
+		}
+	}
 	return n.peerView(c.Peer), nil
 }
 

@@ -46,6 +46,11 @@ func (n *Node) AddPeer(ctx context.Context, addr string) (apitype.Peer, error) {
 	if paired {
 		if c, err := n.ep.Dial(ctx, ap.String(), id, transport.PurposeLink); err == nil {
 			rec.Name, rec.App, rec.ProtoMin, rec.ProtoMax = c.Hello.Name, c.Hello.App, c.Hello.ProtoMin, c.Hello.ProtoMax
+			// It answered a ring link, which a device serves only while it
+			// contributes (startContributing): mDNS's TXT record is not the
+			// only witness, and without this no device added by address
+			// would ever be planned into a ring.
+			rec.Contribute = true
 			_ = c.Close()
 		}
 	}
