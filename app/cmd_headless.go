@@ -46,13 +46,8 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	if err != nil {
 		return err
 	}
-	if c, err := client.FromDir(dir); err == nil {
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := c.Status(sctx)
-		cancel()
-		if err == nil {
-			return fmt.Errorf("an agent already runs for %s (pid %d)", dir, c.Info.PID)
-		}
+	if c, ok := runningAgent(ctx, dir, 0); ok { // the tray's second launch opens its window instead
+		return fmt.Errorf("an agent already runs for %s (pid %d)", dir, c.Info.PID)
 	}
 	cfg, err := config.Load(dir)
 	if err != nil {

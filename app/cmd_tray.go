@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"time"
 
 	"homering/app/api/client"
@@ -18,19 +20,45 @@ import (
 // goroutines; without a tray (no D-Bus session on Linux) the agent runs on
 // headless and says so.
 func cmdTray(ctx context.Context, e env) int {
+	dir, err := config.Dir(os.Getenv)
+	if err != nil {
+		return fail(e.stderr, err)
+	}
+	// A GUI build (Windows' -H windowsgui) or a launcher may give no
+	// stderr: the log goes to a file in the config directory.
+	if f, ok := e.stderr.(*os.File); ok && !usableStderr(f) {
+		lf, err := openAgentLog(dir)
+		if err != nil {
+			return 1 // nowhere to say it
+		}
+		defer lf.Close()
+		e.stderr = lf
+	}
 	f, ok := parseAgentFlags("tray", e)
 	if !ok {
 		return 2
 	}
 	log := f.log
-	dir, err := config.Dir(os.Getenv)
-	if err != nil {
-		return fail(e.stderr, err)
+	// One agent per user (per config directory). A second launch opens the
+	// running agent's window and exits; the lock's holder may still be
+	// starting, so it is given agentStartWait to answer.
+	unlock, lockErr := lockAgent(dir)
+	if lockErr != nil && !errors.Is(lockErr, errAgentLocked) {
+		return fail(e.stderr, lockErr)
 	}
-	// One agent per user (per config directory): a second start says so.
-	unlock, err := lockAgent(dir)
-	if err != nil {
-		return fail(e.stderr, err)
+	wait := time.Duration(0)
+	if lockErr != nil {
+		wait = agentStartWait
+	}
+	if c, ok := runningAgent(ctx, dir, wait); ok {
+		if lockErr == nil {
+			unlock()
+		}
+		log.Info("an agent already runs for this user: opening its window", "pid", c.Info.PID, "config", dir)
+		return showWindow(ctx, e, dir, "", true)
+	}
+	if lockErr != nil {
+		return fail(e.stderr, lockErr)
 	}
 	defer unlock()
 
@@ -88,4 +116,71 @@ func cmdTray(ctx context.Context, e env) int {
 		return fail(e.stderr, err)
 	}
 	return 0
+}
+
+// errAgentLocked is lockAgent's error when another process holds the lock.
+var errAgentLocked = errors.New("Homering already runs for this user; use its tray icon, or stop it first") //nolint:staticcheck // ST1005: a sentence for people that starts with a name
+
+// agentStartWait is how long a second launch waits for the agent holding
+// the lock to answer (it may have just started) before giving up.
+const agentStartWait = 15 * time.Second
+
+// runningAgent finds the agent of dir that answers its API, asking again
+// until wait has passed (0: once).
+func runningAgent(ctx context.Context, dir string, wait time.Duration) (*client.Client, bool) {
+	deadline := time.Now().Add(wait)
+	for {
+		if c, err := client.FromDir(dir); err == nil {
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := c.Status(sctx)
+			cancel()
+			if err == nil {
+				return c, true
+			}
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return nil, false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// agentLogMax is the size at which the agent's log file starts anew (the
+// last one kept as agent.log.old).
+const agentLogMax = 8 << 20
+
+// usableStderr reports whether f can take the log: it exists and stats (a
+// Windows GUI process has no standard handles, or a null one), and, off
+// Windows, is not the null device (where Go's runtime points a closed fd 2
+// on Unix, and where some launchers send it). Windows' NUL has no file ID
+// for os.SameFile to compare: a pipe would match it.
+func usableStderr(f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	if runtime.GOOS == "windows" {
+		return true
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
+}
+
+// openAgentLog opens agent.log in the config directory for appending, after
+// moving one grown past agentLogMax to agent.log.old.
+func openAgentLog(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(dir, "agent.log")
+	if st, err := os.Stat(name); err == nil && st.Size() > agentLogMax {
+		_ = os.Rename(name, name+".old") // if it fails, the log grows on
+	}
+	return os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }

@@ -24,7 +24,7 @@ func lockAgent(dir string) (unlock func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close() // never locked: nothing to release
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("Homering already runs for this user (config %s); use its tray icon, or stop it first", dir) //nolint:staticcheck // ST1005: a sentence for people that starts with a name
+			return nil, fmt.Errorf("%w (config %s)", errAgentLocked, dir)
 		}
 		return nil, err
 	}

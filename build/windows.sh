@@ -244,15 +244,15 @@ homering_win_test() {
 		winlog "FAIL: the Windows tests of engine/ggml and engine/runner under Wine"
 		rc=1
 	fi
-	# The profiler: its short timings (its clock, the layer probe, a loopback
-	# link's round trips) are finer than Go's clock under Wine, and the
-	# agent's background measurement stops without SIGTERM, removing its
-	# scratch files. engine/profile and app link halda's lp_solve: the DLL
-	# through WINEPATH.
+	# The profiler's short timings (its clock, the layer probe, a loopback
+	# link's round trips) are finer than Go's clock under Wine; the agent's
+	# background measurement stops without SIGTERM, removing its scratch
+	# files; a GUI build's missing stderr sends the log to agent.log.
+	# engine/profile and app link halda's lp_solve: the DLL through WINEPATH.
 	if ! (homering_win_goenv && export WINEPATH="$(winepath -w "$HOMERING_WIN_LPSOLVE/lib")" &&
-		go test -exec wine -count=1 -run '^TestShortTiming|^TestProfileStopRemovesScratch$' -v \
-			./engine/profile/sysinfo ./engine/profile ./app); then
-		winlog "FAIL: the profiler's tests under Wine"
+		go test -exec wine -count=1 -v ./engine/profile/sysinfo ./engine/profile ./app \
+			-run '^TestShortTiming|^TestProfileStopRemovesScratch$|^TestUsableStderr$|^TestOpenAgentLog$'); then
+		winlog "FAIL: the profiler's and the agent's Windows tests under Wine"
 		rc=1
 	fi
 	# Halda's tests (lp_solve's optimum against brute force, among others) on
