@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -92,4 +93,24 @@ func TestOpenAgentLog(t *testing.T) {
 	if st, err := os.Stat(name + ".old"); err != nil || st.Size() != agentLogMax+1 {
 		t.Errorf("agent.log.old: %v, %v", st, err)
 	}
+}
+
+// TestLockAgent: one agent lock per config directory (flock on Unix,
+// LockFileEx on Windows): a second take fails with errAgentLocked until the
+// first is released.
+func TestLockAgent(t *testing.T) {
+	dir := filepath.Join(scratchTestDir(t), "config")
+	unlock, err := lockAgent(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockAgent(dir); !errors.Is(err, errAgentLocked) {
+		t.Fatalf("second lock: %v, want errAgentLocked", err)
+	}
+	unlock()
+	unlock2, err := lockAgent(dir)
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	unlock2()
 }

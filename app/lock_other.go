@@ -1,6 +1,7 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package app
 
-// lockAgent: without flock, the API check in runAgent keeps one agent.
+// lockAgent: without a file lock, runningAgent (the API answering) keeps one
+// agent.
 func lockAgent(string) (func(), error) { return func() {}, nil }
