@@ -73,8 +73,9 @@ bash build/windows.sh test
 # Issue 16's ring of a Linux head and a Windows worker (build/wine-ring.sh):
 # homering.exe `headless` under Wine in a network namespace of its own, added
 # by address (under Wine 8.0 Go opens no UDP socket, so no mDNS) and paired by
-# code with a Linux head in another; the ring's greedy 48 tokens across both
-# must equal the head's alone. Measured here: 5-10 s on two loaded cores.
+# code with a Linux head in another; the ring's greedy 48 tokens across both,
+# in one round and in two, must equal the head's alone. Measured here: 5-10 s
+# on two loaded cores.
 step "windows: a ring of a Linux head and a Windows worker under Wine"
 bash build/wine-ring.sh
 # <<< windows

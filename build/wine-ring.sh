@@ -5,10 +5,10 @@
 # finds the worker over mDNS (or, when none arrives in 10 s, adds it by
 # address), they pair by code as a person does (`pair -no-wait -json` on the
 # worker, `pair ADDR CODE` on the head), and a greedy 48-token chat forced
-# across both devices (--devices all, one round, a generated 6-layer Q8_0
-# llama so that both get layers) must print the same text as the head alone,
-# which is measured first, before pairing. Real agents, real TLS links, real
-# Wine; the worker's engine is homering.exe's own runner child.
+# across both devices (--devices all, in one round and in two; a generated
+# 6-layer Q8_0 llama so that both get layers) must print the same text as the
+# head alone, which is measured first, before pairing. Real agents, real TLS
+# links, real Wine; the worker's engine is homering.exe's own runner child.
 #
 # Needs bin/homering (build/setup.sh) and bin/homering.exe plus the cached
 # Wine prefix (build/windows.sh). Run as root (namespaces). Every wait is
@@ -169,32 +169,36 @@ done
 [ -n "$ok" ] || { ringlog "FAIL: the head does not see the worker paired, visible and contributing after 30 s:"; H peers >&2; exit 1; }
 ringlog "paired by code in $(since "$t")"
 
-# The ring: both devices, one round.
-t=$(date +%s.%N)
-chat --devices all --rounds 1 >"$tmp/ring.txt" 2>"$tmp/ring.err" || { ringlog "FAIL: the ring chat failed:"; cat "$tmp/ring.err" >&2; exit 1; }
-ring_s=$(since "$t")
-ring_stats=$(tail -n1 "$tmp/ring.err")
-devices=$(json 'v.ring?v.ring.devices.length:0' <<<"$ring_stats")
-worker_windows=$(json "v.ring?JSON.stringify((v.ring.devices.find(d=>d.id==='$worker_id')||{}).windows||null):'null'" <<<"$ring_stats")
+# The ring: both devices, in one round (the worker holds one window) and in
+# two (one window a round: activations cross the link four times a token).
 rc=0
-if [ "$devices" != 2 ] || [ "$worker_windows" = null ] || [ "$worker_windows" = '[]' ]; then
-	ringlog "FAIL: the chat did not run on a ring of the head and the Windows worker: $ring_stats"
-	rc=1
-fi
+for k in 1 2; do
+	t=$(date +%s.%N)
+	chat --devices all --rounds $k >"$tmp/ring$k.txt" 2>"$tmp/ring$k.err" || { ringlog "FAIL: the ring chat (k=$k) failed:"; cat "$tmp/ring$k.err" >&2; exit 1; }
+	ring_s=$(since "$t")
+	ring_stats=$(tail -n1 "$tmp/ring$k.err")
+	devices=$(json 'v.ring?v.ring.devices.length:0' <<<"$ring_stats")
+	worker_windows=$(json "v.ring?JSON.stringify((v.ring.devices.find(d=>d.id==='$worker_id')||{}).windows||null):'null'" <<<"$ring_stats")
+	if [ "$devices" != 2 ] || [ "$(json 'v.ring?v.ring.k:0' <<<"$ring_stats")" != $k ] || [ "$worker_windows" = null ] || [ "$worker_windows" = '[]' ]; then
+		ringlog "FAIL: the chat did not run on a ring of the head and the Windows worker at k=$k: $ring_stats"
+		rc=1
+	fi
+	if cmp -s "$tmp/one.txt" "$tmp/ring$k.txt"; then
+		same="the same text as the head alone ($(wc -c <"$tmp/ring$k.txt") bytes)"
+	else
+		same="DIFFERENT text from the head alone"
+		ringlog "FAIL: the ring's reply (k=$k) differs from the head alone's:"
+		diff <(od -c "$tmp/one.txt") <(od -c "$tmp/ring$k.txt") >&2 || true
+		rc=1
+	fi
+	ringlog "ring of $devices devices, k=$k (Linux head + Windows worker under Wine, worker windows $worker_windows): $same;" \
+		"$(json 'v.completion_tokens' <<<"$ring_stats") tokens, TTFT $(json 'v.ttft_ms.toFixed(0)' <<<"$ring_stats") ms," \
+		"TPOT $(json 'v.tpot_ms.toFixed(2)' <<<"$ring_stats") ms, chat $ring_s"
+done
 # The Windows side's engine (homering.exe's runner child under Wine) served it.
 if ! grep -q 'msg="serving a ring job"' "$tmp/worker.log"; then
 	ringlog "FAIL: the Windows worker's log has no ring job"
 	rc=1
 fi
-if cmp -s "$tmp/one.txt" "$tmp/ring.txt"; then
-	same="the same text as the head alone ($(wc -c <"$tmp/ring.txt") bytes)"
-else
-	same="DIFFERENT text from the head alone"
-	ringlog "FAIL: the ring's reply differs from the head alone's:"
-	diff <(od -c "$tmp/one.txt") <(od -c "$tmp/ring.txt") >&2 || true
-	rc=1
-fi
-ringlog "ring of $devices devices (Linux head + Windows worker under Wine, worker windows $worker_windows): $same;" \
-	"$(json 'v.completion_tokens' <<<"$ring_stats") tokens, TTFT $(json 'v.ttft_ms.toFixed(0)' <<<"$ring_stats") ms," \
-	"TPOT $(json 'v.tpot_ms.toFixed(2)' <<<"$ring_stats") ms, chat $ring_s; discovery $how; total $(since "$t0")"
+ringlog "discovery $how; total $(since "$t0")"
 exit $rc
