@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,32 @@ func TestDir(t *testing.T) {
 	})
 	if err != nil || got != "/x/y" {
 		t.Errorf("Dir with %s = %q, %v", EnvHome, got, err)
+	}
+}
+
+// TestDirPerOS: without HOMERING_HOME the config directory is the OS's
+// per-user one (os.UserConfigDir): %AppData%\homering on Windows (Roaming:
+// small files that follow the user), $XDG_CONFIG_HOME/homering on Linux,
+// ~/Library/Application Support/homering on macOS.
+func TestDirPerOS(t *testing.T) {
+	base := filepath.Join(os.TempDir(), "homering-dir-test") // only a name: nothing is created
+	want := filepath.Join(base, "homering")
+	switch runtime.GOOS {
+	case "windows":
+		t.Setenv("AppData", base)
+	case "darwin":
+		t.Setenv("HOME", base)
+		want = filepath.Join(base, "Library", "Application Support", "homering")
+	default:
+		t.Setenv("XDG_CONFIG_HOME", base)
+	}
+	got, err := Dir(func(k string) string {
+		if k == EnvHome {
+			return ""
+		}
+		return os.Getenv(k)
+	})
+	if err != nil || got != want {
+		t.Errorf("Dir = %q, %v; want %q", got, err, want)
 	}
 }
