@@ -135,6 +135,7 @@ var allowed = map[string][]string{
 	"engine/ring/transport": {"discovery/identity", "engine/ring/wire"}, // wire: the ring band and the protocol range of the one frame table (registry.go)
 	"engine/ring/driver": {
 		"engine/ring", "engine/ring/wire", "engine/ring/transport", // the event loop that steps a ring.Session
+		"engine/profile/sysinfo", // its precise clock times each window's compute (QueryPerformanceCounter on Windows)
 		// TODO(issue 15 item 3): ggml.go and slices.go are the ggml and slice
 		// adapters; they move to engine/ggml and engine/slice.
 		"engine/ggml", "engine/gguf", "engine/slice",

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
@@ -399,7 +400,10 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 	switch {
 	case op.compute != nil:
 		c := *op.compute
-		start := time.Now()
+		// A window's compute takes well under Go's clock step on Windows
+		// (a measured 0 would calibrate a device as infinitely fast):
+		// sysinfo's clock is QueryPerformanceCounter there.
+		start := sysinfo.Now()
 		done, err := d.engine.Compute(c)
 		if err != nil {
 			select {
@@ -408,7 +412,7 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 			}
 			return nil
 		}
-		d.measure(c, time.Since(start))
+		d.measure(c, sysinfo.Since(start))
 		return done
 	case op.prepare != nil:
 		code, text := wire.CodeOK, ""
