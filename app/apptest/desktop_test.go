@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -423,6 +424,49 @@ wait $!
 	})
 	if st, err := d.status(); err != nil || !st.Contribute {
 		t.Errorf("after closing the window: contribute=%v, %v", st.Contribute, err)
+	}
+
+	// (6b) Launching the app again (a menu entry, Windows' Start menu) opens
+	// the running agent's window instead of failing; closing that window
+	// ends the launch with status 0.
+	if px := d.pixel(850, 400); px == "srgb(255,255,255)" || px == "white" {
+		t.Errorf("the window's pixel is white before the second launch: the check below would prove nothing")
+	}
+	var againLog testlog.Buffer
+	again := n.inNS(context.Background(), "env", "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.bus, "HOMERING_HOME="+n.Home, bin)
+	again.Stdout, again.Stderr = &againLog, &againLog
+	if err := again.Start(); err != nil {
+		t.Fatal(err)
+	}
+	againDone := make(chan error, 1)
+	go func() { againDone <- again.Wait() }()
+	t.Cleanup(func() { _ = again.Process.Kill() }) // an error when it has ended already
+	WaitFor(t, 60*time.Second, "the second launch's window drawn", func() error {
+		select {
+		case err := <-againDone:
+			t.Fatalf("the second launch ended (%v) without a window:\n%s", err, againLog.String())
+		default:
+		}
+		if px := d.pixel(850, 400); px != "srgb(255,255,255)" && px != "white" {
+			return fmt.Errorf("pixel %q", px)
+		}
+		return nil
+	})
+	d.shot("second-launch.png")
+	if !strings.Contains(againLog.String(), "opening its window") {
+		t.Errorf("the second launch did not say it opens the running agent's window:\n%s", againLog.String())
+	}
+	_ = again.Process.Signal(syscall.SIGTERM) // as (6) closes a window; the select says whether it went
+	select {
+	case err := <-againDone:
+		if err != nil {
+			t.Errorf("the second launch's window closed: %v, want exit 0\n%s", err, againLog.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("the second launch did not end 20 s after its window was closed")
+	}
+	if _, err := d.status(); err != nil || n.Info(t).PID != d.agent {
+		t.Errorf("after the second launch: %v, api.json of pid %d; want the first agent (pid %d) still running", err, n.Info(t).PID, d.agent)
 	}
 
 	// (7) Quit from the menu ends the agent cleanly.
