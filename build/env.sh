@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Source this file (". build/env.sh") before go build/test/vet by hand; the
 # scripts in build/ do it themselves. It sets the cgo flags every package needs:
 #   - lp_solve for golp (Debian keeps the headers in /usr/include/lpsolve and the

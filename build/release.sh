@@ -7,8 +7,8 @@
 # Usage: build/release.sh [all|linux|windows|version]   (default all; version
 # prints the version the artifacts are named by)
 # VERSION is `git describe --tags` without its leading v, or 0.0.0-<short hash>
-# with no tag; the .deb's version is the same with '-' spelled '+' (a native
-# package). Both binaries are built with -trimpath and -s -w; the Linux one is
+# with no tag (RELEASE_VERSION overrides it); the .deb's version is the same
+# with '-' spelled '+' (a native package). Both binaries are built with -trimpath and -s -w; the Linux one is
 # the desktop build (build/build-desktop.sh's tags: tray + window) and its
 # RUNPATH is rewritten with patchelf (golp's cgo line puts the Go module
 # cache's lpsolve directory there). The script fails if a build-machine path
@@ -30,7 +30,9 @@ case $what in all | linux | windows | version) ;; *)
 	;;
 esac
 
-if v=$(git describe --tags 2>/dev/null); then
+if [ -n "${RELEASE_VERSION:-}" ]; then
+	version=$RELEASE_VERSION
+elif v=$(git describe --tags 2>/dev/null); then
 	version=${v#v}
 else
 	version=0.0.0-$(git rev-parse --short HEAD)

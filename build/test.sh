@@ -80,6 +80,21 @@ step "windows: a ring of a Linux head and a Windows worker under Wine"
 bash build/wine-ring.sh
 # <<< windows
 
+# >>> release (issue 16 items 2, 5, 6): build/release-test.sh runs shellcheck
+# on build/*.sh, builds dist/ with build/release.sh (the .deb, the tarball,
+# the Windows zip and NSIS installer) and checks them: lintian has no errors
+# on the .deb, dpkg-deb -c lists its files, no build-machine path in the
+# binaries, the extracted .deb and tarball binaries and the installer's exe
+# under Wine print the same greedy 64 tokens as bin/homering, setup.exe /S
+# makes the Run key, uninstall entry and shortcut and uninstall.exe /S removes
+# them; build/smoke.sh and build/macos-app.sh --dry-run pass. Needs the
+# windows section's DLL and Wine prefix. Measured here: 35 s warm; cold, the
+# -trimpath builds compile ggml and llama.cpp again (~4.5 min Linux, ~2-5 min
+# mingw on two loaded cores), then Go's build cache keeps them.
+step "release: build/release.sh's .deb, tarball, zip and installer, checked"
+bash build/release-test.sh
+# <<< release
+
 step "go test -race"
 # Timeouts are generous: the first run compiles ggml and llama.cpp with -race.
 go test -race -count=1 -timeout 45m ./...

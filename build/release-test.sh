@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# build/test.sh's release section: shellcheck on build/*.sh, then
+# build/release.sh all, then checks of what it made:
+#   - lintian reports no errors on the .deb (its warnings are printed);
+#   - `dpkg-deb -c` lists the expected files, and Depends has lp-solve and
+#     dpkg-shlibdeps' libc6;
+#   - no build-machine path in the binaries (RUNPATH and strings);
+#   - the .deb's binary, extracted with dpkg-deb -x beside a stand-in for
+#     lp-solve's directory, prints the version and the same greedy 64 tokens
+#     as bin/homering; so does the tarball's; build/smoke.sh passes on it;
+#   - the zip holds the exe, lp_solve's DLL and its license;
+#   - under Wine, in a copy of build/windows.sh's prefix: `setup.exe /S`
+#     exits 0, the installed homering.exe prints the version and the same
+#     64 tokens, the Run key, the Add/Remove Programs key and the Start menu
+#     shortcut exist; `uninstall.exe /S` removes files, shortcut and keys.
+#     The firewall rule cannot be checked: Wine's netsh is a stub.
+#   - build/macos-app.sh's dry run assembles Homering.app's tree.
+# Needs build/setup.sh and build/windows.sh (its DLL and Wine prefix).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+. build/env.sh
+model=../shared/models/stories260K.gguf
+prompt="Once upon a time"
+rc=0
+say() { printf 'release test: %s\n' "$*" >&2; }
+fail() {
+	say "FAIL: $*"
+	rc=1
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Every build script is free of shellcheck's errors; the release scripts of
+# everything it reports.
+shellcheck -x -S error build/*.sh || fail "shellcheck errors in build/*.sh"
+shellcheck -x build/release.sh build/release-test.sh build/macos-app.sh || fail "shellcheck findings in the release scripts"
+say "shellcheck: build/*.sh have no errors; the release scripts have no findings"
+
+# One version for every artifact, even if HEAD moves meanwhile.
+version=$(bash build/release.sh version)
+export RELEASE_VERSION=$version
+bash build/release.sh all
+deb=dist/homering_${version//-/+}_amd64.deb
+tgz=dist/homering-$version-linux-amd64.tar.gz
+zip=dist/homering-$version-windows-amd64.zip
+setup=dist/homering-$version-windows-amd64-setup.exe
+for f in "$deb" "$tgz" "$zip" "$setup"; do
+	[ -s "$f" ] || fail "release.sh made no $f"
+done
+
+bin/homering run -m "$model" -n 64 --temp 0 "$prompt" >"$tmp/want" 2>/dev/null
+[ -s "$tmp/want" ] || fail "bin/homering run printed nothing"
+# same LABEL CMD...: CMD's `version` and greedy run match bin/homering's.
+same() {
+	local label=$1 v
+	shift
+	v=$("$@" version 2>/dev/null | tr -d '\r')
+	[ "$v" = "homering $version" ] || fail "$label: version printed '$v', want 'homering $version'"
+	"$@" run -m "$model" -n 64 --temp 0 "$prompt" >"$tmp/got" 2>"$tmp/got.err" || {
+		fail "$label: run exited non-zero"
+		cat "$tmp/got.err" >&2
+	}
+	if cmp -s "$tmp/want" "$tmp/got"; then
+		say "$label: '$v', the same $(wc -c <"$tmp/got") bytes as bin/homering run"
+	else
+		fail "$label: run differs from bin/homering's"
+		diff "$tmp/want" "$tmp/got" >&2 || true
+	fi
+}
+
+# The .deb.
+lintian --tag-display-limit 0 "$deb" >"$tmp/lintian" 2>&1 || true
+if grep -q '^E:' "$tmp/lintian"; then
+	fail "lintian errors:"
+	grep '^E:' "$tmp/lintian" >&2
+fi
+say "lintian: $(grep -c '^E:' "$tmp/lintian") errors, $(grep -c '^W:' "$tmp/lintian") warnings:"
+grep '^W:' "$tmp/lintian" >&2 || true
+dpkg-deb -c "$deb" | awk '{print $6, $7, $8}' | sed 's/ *$//' | sort >"$tmp/contents"
+for f in ./usr/bin/homering "./usr/lib/homering/liblpsolve55.so -> ../lp_solve/liblpsolve55.so" \
+	./usr/share/applications/homering.desktop ./etc/xdg/autostart/homering.desktop \
+	./usr/share/icons/hicolor/scalable/apps/homering.svg ./usr/share/doc/homering/copyright \
+	./usr/share/doc/homering/changelog.gz; do
+	grep -qxF "$f" "$tmp/contents" || fail "the .deb lacks $f"
+done
+depends=$(dpkg-deb -f "$deb" Depends)
+case $depends in *libc6*lp-solve) ;; *) fail "Depends '$depends' lacks libc6 or lp-solve" ;; esac
+say "the .deb holds $(grep -c . "$tmp/contents") entries; Depends: $depends"
+mkdir -p "$tmp/deb/usr/lib"
+dpkg-deb -x "$deb" "$tmp/deb"
+# lp-solve's directory, as the dependency would install it.
+ln -s /usr/lib/lp_solve "$tmp/deb/usr/lib/lp_solve"
+runpath=$(readelf -d "$tmp/deb/usr/bin/homering" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+# shellcheck disable=SC2016 # a literal $ORIGIN
+[ "$runpath" = '$ORIGIN/../lib/homering' ] || fail "the .deb's RUNPATH is '$runpath'"
+n=$(strings -a "$tmp/deb/usr/bin/homering" | grep -c -E "/root/|$HOME/|$root" || true)
+[ "$n" = 0 ] || fail "$n strings of the .deb's binary name build-machine paths"
+say "the .deb's binary: RUNPATH $runpath, no /root/, \$HOME or checkout path in its strings"
+same "the .deb's binary" "$tmp/deb/usr/bin/homering"
+# The smoke test the release workflow runs on Windows, here on the .deb's binary.
+bash build/smoke.sh "$tmp/deb/usr/bin/homering" "$tmp/smoke" >/dev/null || fail "build/smoke.sh on the .deb's binary"
+mkdir -p "$tmp/tgz"
+tar -xzf "$tgz" -C "$tmp/tgz"
+same "the tarball's binary" "$tmp/tgz/homering-$version-linux-amd64/homering"
+
+# The zip.
+unzip -Z1 "$zip" | sort >"$tmp/zip"
+for f in homering.exe lpsolve55.dll lpsolve55-LICENSE.txt lpsolve55-SOURCE.txt; do
+	grep -qxF "homering-$version-windows-amd64/$f" "$tmp/zip" || fail "the zip lacks $f"
+done
+
+# The installer under Wine, in a throwaway copy of the test prefix.
+. build/windows.sh
+homering_win_prefix
+cp -a "$WINEPREFIX" "$tmp/wine"
+export WINEPREFIX=$tmp/wine
+run_key='HKLM\Software\Microsoft\Windows\CurrentVersion\Run'
+arp_key='HKLM\Software\Microsoft\Windows\CurrentVersion\Uninstall\Homering'
+dir="$WINEPREFIX/drive_c/Program Files/Homering"
+lnk="$WINEPREFIX/drive_c/ProgramData/Microsoft/Windows/Start Menu/Programs/Homering.lnk"
+if wine "$setup" /S; then
+	wineserver -w
+	say "setup.exe /S exited 0; installed: $(cd "$dir" && echo *)"
+else
+	fail "setup.exe /S exited non-zero"
+fi
+same "the installed homering.exe" wine "$dir/homering.exe"
+wine reg query "$run_key" /v Homering 2>/dev/null | grep -qF '"C:\Program Files\Homering\homering.exe"' ||
+	fail "no Run key for start at login"
+wine reg query "$arp_key" /v UninstallString >/dev/null 2>&1 || fail "no Add/Remove Programs entry"
+[ -f "$lnk" ] || fail "no Start menu shortcut"
+# The uninstaller copies itself to %TEMP% and runs from there: wait for it.
+wine "$dir/uninstall.exe" /S || fail "uninstall.exe /S exited non-zero"
+wineserver -w
+[ ! -e "$dir" ] || fail "the uninstaller left $(ls "$dir")"
+[ ! -e "$lnk" ] || fail "the uninstaller left the shortcut"
+! wine reg query "$run_key" /v Homering >/dev/null 2>&1 || fail "the uninstaller left the Run key"
+! wine reg query "$arp_key" >/dev/null 2>&1 || fail "the uninstaller left the Add/Remove Programs entry"
+say "installer: Run key, Add/Remove Programs entry and shortcut made, and removed with the files by uninstall.exe /S (firewall rule: unchecked, Wine's netsh is a stub)"
+
+# The macOS recipe, dry: the bundle's tree and plists, nothing Apple's.
+bash build/macos-app.sh --dry-run "$tmp/mac" >/dev/null || fail "build/macos-app.sh --dry-run failed"
+for f in Homering.app/Contents/Info.plist Homering.app/Contents/MacOS/homering \
+	Homering.app/Contents/Frameworks/liblpsolve55.dylib Homering.app/Contents/Resources/homering.icns \
+	Homering.app/Contents/Library/LaunchAgents/com.homering.agent.plist; do
+	[ -e "$tmp/mac/$f" ] || fail "the dry-run bundle lacks $f"
+done
+grep -q '<key>LSUIElement</key>' "$tmp/mac/Homering.app/Contents/Info.plist" || fail "Info.plist lacks LSUIElement"
+
+[ $rc = 0 ] && say "all release checks passed"
+exit $rc
