@@ -69,6 +69,9 @@ type bgProfile struct {
 	quiet   time.Duration // wait after start and after the last chat (profileQuiet)
 	retry   time.Duration // 0: profileRetry
 	recheck time.Duration // 0: profileRecheck
+	// stopWait is how long a stopped child may take to end before it is
+	// killed (0: profileStopWait).
+	stopWait time.Duration
 
 	mu      sync.Mutex
 	active  int       // chats and ring jobs running now
@@ -323,7 +326,7 @@ func (p *bgProfile) measure(ctx context.Context, model, why string) error {
 	exited := make(chan struct{})
 	stop := context.AfterFunc(mctx, func() {
 		_ = in.Close() // closed already only when the child has been waited for
-		t := time.NewTimer(profileStopWait)
+		t := time.NewTimer(orDuration(p.stopWait, profileStopWait))
 		defer t.Stop()
 		select {
 		case <-exited:
