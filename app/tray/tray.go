@@ -80,7 +80,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}()
 	t := &tray{o: o, items: map[string]*systray.MenuItem{}, icons: map[iconKind][]byte{}}
 	for _, k := range []iconKind{iconOff, iconContributing, iconBusy} {
-		t.icons[k] = iconPNG(k)
+		t.icons[k] = trayIcon(k)
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
