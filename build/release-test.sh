@@ -14,6 +14,8 @@
 #     64 tokens, the Run key, the Add/Remove Programs key and the Start menu
 #     shortcut exist; `uninstall.exe /S` removes files, shortcut and keys.
 #     The firewall rule cannot be checked: Wine's netsh is a stub.
+#   - the zip's exe runs the tray agent under Wine and Xvfb and sets its
+#     icon (an ICO) without systray's "unable to set icon";
 #   - build/macos-app.sh's dry run assembles Homering.app's tree.
 # Needs build/setup.sh and build/windows.sh (its DLL and Wine prefix).
 set -euo pipefail
@@ -138,6 +140,24 @@ wineserver -w
 ! wine reg query "$run_key" /v Homering >/dev/null 2>&1 || fail "the uninstaller left the Run key"
 ! wine reg query "$arp_key" >/dev/null 2>&1 || fail "the uninstaller left the Add/Remove Programs entry"
 say "installer: Run key, Add/Remove Programs entry and shortcut made, and removed with the files by uninstall.exe /S (firewall rule: unchecked, Wine's netsh is a stub)"
+
+# The tray under Wine and Xvfb: Windows' tray loads only ICO (app/tray wraps
+# the PNG); a bare PNG made systray log "unable to set icon".
+# A wineserver started without a display cannot make the tray's window.
+unzip -q "$zip" -d "$tmp/zipx"
+wineserver -k 2>/dev/null || true
+wineserver -w
+HOMERING_HOME=$tmp/trayhome xvfb-run -a timeout 12 wine "$tmp/zipx/homering-$version-windows-amd64/homering.exe" \
+	tray --model "$model" >"$tmp/tray.log" 2>&1 || true
+wineserver -k 2>/dev/null || true
+if ! grep -q "tray ready" "$tmp/trayhome/agent.log" 2>/dev/null; then
+	fail "the tray under Wine did not get ready"
+	cat "$tmp/tray.log" "$tmp/trayhome/agent.log" >&2 2>/dev/null || true
+elif grep -i "unable to set icon" "$tmp/tray.log" >&2; then
+	fail "the Windows tray could not set its icon"
+else
+	say "the tray under Wine: ready, its icon set"
+fi
 
 # The macOS recipe, dry: the bundle's tree and plists, nothing Apple's.
 bash build/macos-app.sh --dry-run "$tmp/mac" >/dev/null || fail "build/macos-app.sh --dry-run failed"

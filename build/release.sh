@@ -44,6 +44,8 @@ if [ "$what" = version ]; then
 fi
 dist=$root/dist
 mkdir -p "$dist"
+# dist/ holds one version: an older one's artifacts go.
+find "$dist" -maxdepth 1 -name 'homering[-_]*' ! -name "homering-$version-*" ! -name "homering_${deb_version}_*" -delete
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Reproducible archives: every file dated by the commit.

@@ -87,8 +87,9 @@ bash build/wine-ring.sh
 # binaries, the extracted .deb and tarball binaries and the installer's exe
 # under Wine print the same greedy 64 tokens as bin/homering, setup.exe /S
 # makes the Run key, uninstall entry and shortcut and uninstall.exe /S removes
-# them; build/smoke.sh and build/macos-app.sh --dry-run pass. Needs the
-# windows section's DLL and Wine prefix. Measured here: 35 s warm; cold, the
+# them; the zip's exe's tray sets its icon (ICO) under Wine and Xvfb;
+# build/smoke.sh and build/macos-app.sh --dry-run pass. Needs the windows
+# section's DLL and Wine prefix. Measured here: 50 s warm; cold, the
 # -trimpath builds compile ggml and llama.cpp again (~4.5 min Linux, ~2-5 min
 # mingw on two loaded cores), then Go's build cache keeps them.
 step "release: build/release.sh's .deb, tarball, zip and installer, checked"
