@@ -123,7 +123,7 @@ rm -rf "$app"
 mkdir -p "$app/Contents/MacOS" "$app/Contents/Frameworks" "$app/Contents/Resources" "$app/Contents/Library/LaunchAgents"
 mac_plists
 convert -size 256x256 xc:none -fill none -stroke '#3a6ea5' -strokewidth 32 \
-	-draw 'circle 128,128 128,40' -stroke none -fill '#e09a3e' -draw 'circle 128,40 128,12' "png32:$out/icon.png"
+	-draw 'circle 128,128 128,40' -stroke none -fill '#e09a3e' -draw 'circle 128,40 128,12' -define png:exclude-chunks=date,time "png32:$out/icon.png"
 mac_icns "$out/icon.png" "$app/Contents/Resources/homering.icns"
 rm -f "$out/icon.png"
 

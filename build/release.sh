@@ -89,7 +89,7 @@ rel_ico() {
 # (Debian's ImageMagick has no SVG reader without a delegate).
 rel_icon_png() {
 	convert -size 256x256 xc:none -fill none -stroke '#3a6ea5' -strokewidth 32 \
-		-draw 'circle 128,128 128,40' -stroke none -fill '#e09a3e' -draw 'circle 128,40 128,12' "png32:$1"
+		-draw 'circle 128,128 128,40' -stroke none -fill '#e09a3e' -draw 'circle 128,40 128,12' -define png:exclude-chunks=date,time "png32:$1"
 }
 
 rel_linux() {
