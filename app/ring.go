@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 	"homering/app/node"
 	"homering/app/planner"
 	"homering/discovery/identity"
@@ -162,8 +164,12 @@ func (b *chatBackend) selfDevice() (halda.Device, bool) {
 // ServeRing implements node.Worker: the runner child listens for the head.
 func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, error) {
 	b.prof.Touch() // a job is coming: no background measurement now
+	cache, err := config.CacheDir(os.Getenv)
+	if err != nil {
+		return "", err
+	}
 	addr, err := b.sup.ServeRing(ctx, runner.ServeParams{
-		Identity: b.dir, Allowed: allowed, CacheDir: filepath.Join(b.dir, "cache", "slices"), Threads: b.threads,
+		Identity: b.dir, Allowed: allowed, CacheDir: filepath.Join(cache, "slices"), Threads: b.threads,
 	})
 	if errors.Is(err, runner.ErrBusy) {
 		// Said at once to the asking head, which plans without this device.

@@ -127,6 +127,22 @@ func Dir(getenv func(string) string) (string, error) {
 	return filepath.Join(base, "homering"), nil
 }
 
+// CacheDir returns the directory for what can be fetched again (the weight
+// slices a worker was sent): under HOMERING_HOME its cache folder, else the
+// OS's per-user cache (~/.cache/homering, %LocalAppData%\homering,
+// ~/Library/Caches/homering). Not the config directory: on Windows that
+// roams with the profile, and gigabytes of weights must not.
+func CacheDir(getenv func(string) string) (string, error) {
+	if d := getenv(EnvHome); d != "" {
+		return filepath.Join(d, "cache"), nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("config: find the user cache directory (set %s): %w", EnvHome, err)
+	}
+	return filepath.Join(base, "homering"), nil
+}
+
 // Load reads dir/config.json over Default(); a missing file is Default().
 func Load(dir string) (Config, error) {
 	c := Default()

@@ -111,3 +111,32 @@ func TestDirPerOS(t *testing.T) {
 		t.Errorf("Dir = %q, %v; want %q", got, err, want)
 	}
 }
+
+// Caches go to the OS's per-user cache, not the config directory (which
+// roams on Windows); under HOMERING_HOME to its cache folder.
+func TestCacheDirPerOS(t *testing.T) {
+	base := filepath.Join(os.TempDir(), "homering-cache-test") // only a name: nothing is created
+	want := filepath.Join(base, "homering")
+	switch runtime.GOOS {
+	case "windows":
+		t.Setenv("LocalAppData", base)
+	case "darwin":
+		t.Setenv("HOME", base)
+		want = filepath.Join(base, "Library", "Caches", "homering")
+	default:
+		t.Setenv("XDG_CACHE_HOME", base)
+	}
+	got, err := CacheDir(func(k string) string {
+		if k == EnvHome {
+			return ""
+		}
+		return os.Getenv(k)
+	})
+	if err != nil || got != want {
+		t.Errorf("CacheDir = %q, %v; want %q", got, err, want)
+	}
+	home := filepath.Join(base, "home")
+	if got, err := CacheDir(func(k string) string { return map[string]string{EnvHome: home}[k] }); err != nil || got != filepath.Join(home, "cache") {
+		t.Errorf("CacheDir under %s = %q, %v; want its cache folder", EnvHome, got, err)
+	}
+}
