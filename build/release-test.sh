@@ -4,7 +4,8 @@
 #   - lintian reports no errors on the .deb (its warnings are printed);
 #   - `dpkg-deb -c` lists the expected files, and Depends has lp-solve and
 #     dpkg-shlibdeps' libc6;
-#   - no build-machine path in the binaries (RUNPATH and strings);
+#   - no build-machine path in the binaries (RUNPATH and strings); the Linux
+#     one is a baseline x86-64 build (few FMA/F16C/AVX2 instructions);
 #   - the .deb's binary, extracted with dpkg-deb -x beside a stand-in for
 #     lp-solve's directory, prints the version and the same greedy 64 tokens
 #     as bin/homering; so does the tarball's; build/smoke.sh passes on it;
@@ -99,6 +100,14 @@ runpath=$(readelf -d "$tmp/deb/usr/bin/homering" | sed -n 's/.*(RUNPATH).*\[\(.*
 n=$(strings -a "$tmp/deb/usr/bin/homering" | grep -c -E "/root/|$HOME/|$root" || true)
 [ "$n" = 0 ] || fail "$n strings of the .deb's binary name build-machine paths"
 say "the .deb's binary: RUNPATH $runpath, no /root/, \$HOME or checkout path in its strings"
+# Baseline x86-64 (RELEASE_ISA=portable): ggml's kernels without FMA, F16C or
+# AVX2 dot products. An x86-64-v3 build has ~1800 of these; a few remain in
+# code that checks the CPU first.
+if [ "${RELEASE_ISA:-portable}" = portable ]; then
+	n=$(objdump -d --no-show-raw-insn "$tmp/deb/usr/bin/homering" | grep -c -E 'vfmadd|vpmaddubsw|vcvtph2ps' || true)
+	[ "$n" -lt 50 ] || fail "the .deb's binary has $n FMA/F16C/AVX2 instructions: not a baseline x86-64 build"
+	say "the .deb's binary is baseline x86-64: $n FMA/F16C/AVX2 instructions"
+fi
 same "the .deb's binary" "$tmp/deb/usr/bin/homering"
 # The smoke test the release workflow runs on Windows, here on the .deb's binary.
 bash build/smoke.sh "$tmp/deb/usr/bin/homering" "$tmp/smoke" >/dev/null || fail "build/smoke.sh on the .deb's binary"

@@ -13,12 +13,18 @@
 # RUNPATH is rewritten with patchelf (golp's cgo line puts the Go module
 # cache's lpsolve directory there). The script fails if a build-machine path
 # (the module cache, GOROOT, this checkout, $HOME) is left in a binary.
-# The ISA flags are build/env.sh's (HOMERING_PORTABLE=1 for baseline x86-64).
+# The ISA is baseline x86-64 (RELEASE_ISA=native: build/env.sh's x86-64-v3):
+# ggml's AVX2/FMA kernels chosen at run time are not done yet.
 # Needs build/setup.sh first; the Windows half reuses build/windows.sh's
 # lp_solve DLL and cgo environment. Debian packages: build/apt-extra.txt.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# Release binaries run on any x86-64 CPU: the baseline ISA (build/env.sh's
+# HOMERING_PORTABLE); RELEASE_ISA=native keeps this machine's (x86-64-v3).
+if [ "${RELEASE_ISA:-portable}" = portable ]; then
+	export HOMERING_PORTABLE=1
+fi
 . build/env.sh
 
 rellog() { printf 'release: %s\n' "$*" >&2; }

@@ -89,9 +89,9 @@ bash build/wine-ring.sh
 # makes the Run key, uninstall entry and shortcut and uninstall.exe /S removes
 # them; the zip's exe's tray sets its icon (ICO) under Wine and Xvfb;
 # build/smoke.sh and build/macos-app.sh --dry-run pass. Needs the windows
-# section's DLL and Wine prefix. Measured here: 50 s warm; cold, the
-# -trimpath builds compile ggml and llama.cpp again (~4.5 min Linux, ~2-5 min
-# mingw on two loaded cores), then Go's build cache keeps them.
+# section's DLL and Wine prefix. Measured here: 50-65 s warm; cold, the
+# baseline-ISA -trimpath builds compile ggml and llama.cpp again (3.5 min for
+# Linux and mingw on two cores; ~7 loaded), then Go's build cache keeps them.
 step "release: build/release.sh's .deb, tarball, zip and installer, checked"
 bash build/release-test.sh
 # <<< release
