@@ -248,12 +248,13 @@ homering_win_test() {
 	# link's round trips) are finer than Go's clock under Wine; the agent's
 	# background measurement stops without SIGTERM, removing its scratch
 	# files; a GUI build's missing stderr sends the log to agent.log; one
-	# agent lock per user (LockFileEx); the config under %AppData%; the
-	# doctor's reading of the firewall's registry (Wine has no firewall).
+	# agent lock per user (LockFileEx); the config under %AppData% and caches
+	# under %LocalAppData%; the doctor's reading of the firewall's registry
+	# (Wine has no firewall).
 	# engine/profile and app link halda's lp_solve: the DLL through WINEPATH.
 	if ! (homering_win_goenv && export WINEPATH="$(winepath -w "$HOMERING_WIN_LPSOLVE/lib")" &&
 		go test -exec wine -count=1 -v ./engine/profile/sysinfo ./engine/profile ./app ./app/config \
-			-run '^TestShortTiming|^TestProfileStopRemovesScratch$|^TestUsableStderr$|^TestOpenAgentLog$|^TestLockAgent$|^TestDirPerOS$|^TestFirewall'); then
+			-run '^TestShortTiming|^TestProfileStopRemovesScratch$|^TestUsableStderr$|^TestOpenAgentLog$|^TestLockAgent$|^TestDirsPerOS$|^TestFirewall'); then
 		winlog "FAIL: the profiler's and the agent's Windows tests under Wine"
 		rc=1
 	fi

@@ -85,58 +85,47 @@ func TestDir(t *testing.T) {
 	}
 }
 
-// TestDirPerOS: without HOMERING_HOME the config directory is the OS's
+// TestDirsPerOS: without HOMERING_HOME the config directory is the OS's
 // per-user one (os.UserConfigDir): %AppData%\homering on Windows (Roaming:
 // small files that follow the user), $XDG_CONFIG_HOME/homering on Linux,
-// ~/Library/Application Support/homering on macOS.
-func TestDirPerOS(t *testing.T) {
+// ~/Library/Application Support/homering on macOS; caches go to the OS's
+// per-user cache (%LocalAppData%, not the roaming profile). Under
+// HOMERING_HOME both are inside it.
+func TestDirsPerOS(t *testing.T) {
 	base := filepath.Join(os.TempDir(), "homering-dir-test") // only a name: nothing is created
-	want := filepath.Join(base, "homering")
-	switch runtime.GOOS {
-	case "windows":
-		t.Setenv("AppData", base)
-	case "darwin":
-		t.Setenv("HOME", base)
-		want = filepath.Join(base, "Library", "Application Support", "homering")
-	default:
-		t.Setenv("XDG_CONFIG_HOME", base)
-	}
-	got, err := Dir(func(k string) string {
-		if k == EnvHome {
-			return ""
-		}
-		return os.Getenv(k)
-	})
-	if err != nil || got != want {
-		t.Errorf("Dir = %q, %v; want %q", got, err, want)
-	}
-}
-
-// Caches go to the OS's per-user cache, not the config directory (which
-// roams on Windows); under HOMERING_HOME to its cache folder.
-func TestCacheDirPerOS(t *testing.T) {
-	base := filepath.Join(os.TempDir(), "homering-cache-test") // only a name: nothing is created
-	want := filepath.Join(base, "homering")
-	switch runtime.GOOS {
-	case "windows":
-		t.Setenv("LocalAppData", base)
-	case "darwin":
-		t.Setenv("HOME", base)
-		want = filepath.Join(base, "Library", "Caches", "homering")
-	default:
-		t.Setenv("XDG_CACHE_HOME", base)
-	}
-	got, err := CacheDir(func(k string) string {
-		if k == EnvHome {
-			return ""
-		}
-		return os.Getenv(k)
-	})
-	if err != nil || got != want {
-		t.Errorf("CacheDir = %q, %v; want %q", got, err, want)
-	}
-	home := filepath.Join(base, "home")
-	if got, err := CacheDir(func(k string) string { return map[string]string{EnvHome: home}[k] }); err != nil || got != filepath.Join(home, "cache") {
-		t.Errorf("CacheDir under %s = %q, %v; want its cache folder", EnvHome, got, err)
+	for _, tc := range []struct {
+		name                   string
+		dir                    func(func(string) string) (string, error)
+		winEnv, linuxEnv, macs string // where it is on each OS
+		underHome              string
+	}{
+		{"config", Dir, "AppData", "XDG_CONFIG_HOME", "Application Support", ""},
+		{"cache", CacheDir, "LocalAppData", "XDG_CACHE_HOME", "Caches", "cache"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := filepath.Join(base, "homering")
+			switch runtime.GOOS {
+			case "windows":
+				t.Setenv(tc.winEnv, base)
+			case "darwin":
+				t.Setenv("HOME", base)
+				want = filepath.Join(base, "Library", tc.macs, "homering")
+			default:
+				t.Setenv(tc.linuxEnv, base)
+			}
+			got, err := tc.dir(func(k string) string {
+				if k == EnvHome {
+					return ""
+				}
+				return os.Getenv(k)
+			})
+			if err != nil || got != want {
+				t.Errorf("%s dir = %q, %v; want %q", tc.name, got, err, want)
+			}
+			home := filepath.Join(base, "home")
+			if got, err := tc.dir(func(k string) string { return map[string]string{EnvHome: home}[k] }); err != nil || got != filepath.Join(home, tc.underHome) {
+				t.Errorf("%s dir under %s = %q, %v; want %q", tc.name, EnvHome, got, err, filepath.Join(home, tc.underHome))
+			}
+		})
 	}
 }
