@@ -160,6 +160,7 @@ var allowed = map[string][]string{
 	"engine/enginetest":    {}, // its tests import the engines
 	"internal/testlog":     {},
 	"internal/testwait":    {},                                                                  // the tests' one wait helper
+	"internal/testdir":     {},                                                                  // tests: a scratch directory that Wine can remove
 	"internal/jsontags":    {},                                                                  // tests: every JSON protocol field spells its name
 	"bench/enginebench":    {"engine/ggml", "engine/llama"},                                     // the window engine against llama.cpp
 	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"},                    // decode times into a calibrated profile

@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"homering/internal/testdir"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,7 +14,7 @@ import (
 // Windows GUI process), closed, or (off Windows) the null device, and stays
 // on stderr when it is a file or a pipe.
 func TestUsableStderr(t *testing.T) {
-	dir := scratchTestDir(t)
+	dir := testdir.Scratch(t)
 	file, err := os.Create(filepath.Join(dir, "err"))
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestUsableStderr(t *testing.T) {
 // TestOpenAgentLog: agent.log in the config directory (created) is
 // appended to, and one grown past agentLogMax moves to agent.log.old.
 func TestOpenAgentLog(t *testing.T) {
-	dir := filepath.Join(scratchTestDir(t), "config")
+	dir := filepath.Join(testdir.Scratch(t), "config")
 	write := func(s string) {
 		f, err := openAgentLog(dir)
 		if err != nil {
@@ -99,7 +100,7 @@ func TestOpenAgentLog(t *testing.T) {
 // LockFileEx on Windows): a second take fails with errAgentLocked until the
 // first is released.
 func TestLockAgent(t *testing.T) {
-	dir := filepath.Join(scratchTestDir(t), "config")
+	dir := filepath.Join(testdir.Scratch(t), "config")
 	unlock, err := lockAgent(dir)
 	if err != nil {
 		t.Fatal(err)

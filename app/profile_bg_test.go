@@ -18,6 +18,7 @@ import (
 	"homering/app/config"
 	"homering/engine/profile"
 	"homering/engine/runner"
+	"homering/internal/testdir"
 	"homering/internal/testlog"
 	"homering/internal/testwait"
 )
@@ -196,7 +197,7 @@ func TestProfileQuietFromEnv(t *testing.T) {
 // on a loaded machine. With no model the scratch files go to the
 // child's temporary directory.
 func TestProfileStopRemovesScratch(t *testing.T) {
-	home, tmp := scratchTestDir(t), scratchTestDir(t)
+	home, tmp := testdir.Scratch(t), testdir.Scratch(t)
 	t.Setenv(config.EnvHome, home)
 	for _, v := range []string{"TMPDIR", "TMP", "TEMP"} { // os.TempDir's, per OS
 		t.Setenv(v, tmp)
@@ -228,31 +229,4 @@ func TestProfileStopRemovesScratch(t *testing.T) {
 	if _, ok, _ := profile.LoadCached(home); ok {
 		t.Error("a stopped measurement cached a profile")
 	}
-}
-
-// scratchTestDir is t.TempDir, but its removal may fail: Go 1.26's
-// os.RemoveAll fails under Wine 8.0 ("unlinkat: Invalid function"), which
-// fails a t.TempDir cleanup; os.Remove of each entry works there.
-func scratchTestDir(t *testing.T) string {
-	d, err := os.MkdirTemp("", "homering-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if os.RemoveAll(d) == nil {
-			return
-		}
-		var names []string
-		_ = filepath.WalkDir(d, func(path string, _ os.DirEntry, err error) error {
-			names = append(names, path) // what cannot be read is reported below
-			return nil
-		})
-		for i := len(names) - 1; i >= 0; i-- { // children before their directory
-			_ = os.Remove(names[i])
-		}
-		if _, err := os.Stat(d); err == nil {
-			t.Logf("left %s", d)
-		}
-	})
-	return d
 }

@@ -1,9 +1,8 @@
 package profile
 
 import (
+	"homering/internal/testdir"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -39,7 +38,7 @@ func TestShortTimingProbe(t *testing.T) {
 // TestShortTimingLink: the median round trips of a loopback link (tens of
 // µs) are above 0 and not whole milliseconds, as with a 1 ms clock they are.
 func TestShortTimingLink(t *testing.T) {
-	ctx, c := echoLink(t, func() string { return scratchDir(t) })
+	ctx, c := echoLink(t, func() string { return testdir.Scratch(t) })
 	l, err := MeasureLink(ctx, c, "srv", LinkOptions{HiddenBytes: 4 * 2048})
 	if err != nil {
 		t.Fatal(err)
@@ -50,28 +49,4 @@ func TestShortTimingLink(t *testing.T) {
 			t.Errorf("link round trips %v s and %v s: want above 0 and finer than 1 ms", l.RTTSec, l.HiddenRTTSec)
 		}
 	}
-}
-
-// scratchDir is t.TempDir whose removal may fail: Go 1.26's os.RemoveAll
-// fails under Wine 8.0 ("unlinkat: Invalid function"), and a failed
-// t.TempDir cleanup fails the test.
-func scratchDir(t *testing.T) string {
-	d, err := os.MkdirTemp("", "homering-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if os.RemoveAll(d) == nil {
-			return
-		}
-		// os.Remove works there: the directory is flat (an identity).
-		entries, _ := os.ReadDir(d) // what cannot be read is reported below
-		for _, e := range entries {
-			_ = os.Remove(filepath.Join(d, e.Name()))
-		}
-		if err := os.Remove(d); err != nil {
-			t.Logf("left %s: %v", d, err)
-		}
-	})
-	return d
 }
