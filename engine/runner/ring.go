@@ -143,7 +143,7 @@ func (s *Supervisor) ServeRing(ctx context.Context, sp ServeParams) (addr string
 			return "", err
 		}
 		s.smu.Lock()
-		params, addr := s.served.params, s.served.addr
+		params, addr := s.serving, s.serveAddr
 		s.smu.Unlock()
 		if params != nil && reflect.DeepEqual(*params, sp) {
 			return addr, nil
@@ -173,9 +173,8 @@ func (s *Supervisor) ServeRing(ctx context.Context, sp ServeParams) (addr string
 		case EvServing:
 			s.endServing()
 			stop := make(chan struct{})
-			s.serveID, s.serving, s.serveAddr, s.serveStop = id, &sp, ev.Addr, stop
 			s.smu.Lock()
-			s.served.params, s.served.addr = &sp, ev.Addr
+			s.serveID, s.serving, s.serveAddr, s.serveStop = id, &sp, ev.Addr, stop
 			s.smu.Unlock()
 			context.AfterFunc(ctx, func() {
 				select {
@@ -227,9 +226,8 @@ func (s *Supervisor) endServing() {
 	if s.serveStop != nil {
 		close(s.serveStop)
 	}
-	s.serveID, s.serving, s.serveAddr, s.serveStop = 0, nil, "", nil
 	s.smu.Lock()
-	s.served.params, s.served.addr = nil, ""
+	s.serveID, s.serving, s.serveAddr, s.serveStop = 0, nil, "", nil
 	s.smu.Unlock()
 }
 

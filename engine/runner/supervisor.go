@@ -94,19 +94,14 @@ type Supervisor struct {
 	died   time.Time // when the last one died
 	nextID uint64
 
-	serveID   uint64       // the child's serve_ring request; 0 when not serving
-	serving   *ServeParams // what it serves with
+	serveID uint64 // the child's serve_ring request; 0 when not serving
+	// serving (what it serves with) and serveAddr are written with both
+	// sem and smu held, so ServeRing can read them under smu alone while a
+	// call of this agent's own (a chat) holds sem.
+	smu       sync.Mutex
+	serving   *ServeParams
 	serveAddr string
 	serveStop chan struct{} // closed when serving ends (StopServing, a death)
-
-	// served mirrors serving and serveAddr for ServeRing while a call of
-	// this agent's own (a chat) holds sem; guarded by smu, written under
-	// sem too.
-	smu    sync.Mutex
-	served struct {
-		params *ServeParams
-		addr   string
-	}
 
 	closeOnce sync.Once
 	closed    chan struct{}
