@@ -23,6 +23,7 @@ import (
 	"homering/app/planner"
 	"homering/app/problem"
 	"homering/engine/runner"
+	"homering/halda"
 )
 
 // chatBackend is the agent's api.Chatter: it runs every chat on the engine
@@ -52,7 +53,10 @@ type chatBackend struct {
 	// planner makes every plan (app/planner); guarded by mu, read
 	// through plans().
 	planner *planner.Planner
-	ring    ringMemory
+	// self reads this device's cached profile (cachedSelf); set once.
+	selfOnce sync.Once
+	self     func() (halda.Device, bool)
+	ring     ringMemory
 
 	mu        sync.Mutex // guards running, stopWatch and planner
 	running   map[*chatRun]struct{}
@@ -84,7 +88,7 @@ func runnerCommand() *exec.Cmd {
 }
 
 func newChatBackend(dir, override string, log *slog.Logger) *chatBackend {
-	b := &chatBackend{
+	return &chatBackend{
 		sup:      runner.New(runner.Options{Command: runnerCommand, Log: log.With("component", "runner")}),
 		dir:      dir,
 		override: override,
@@ -92,7 +96,6 @@ func newChatBackend(dir, override string, log *slog.Logger) *chatBackend {
 		log:      log,
 		running:  map[*chatRun]struct{}{},
 	}
-	return b
 }
 
 // engineThreads is how many CPU threads the engine uses: HOMERING_THREADS,

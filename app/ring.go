@@ -134,7 +134,7 @@ func (b *chatBackend) plans() *planner.Planner {
 // newPlanner is the agent's one planner (app/planner) over this backend's
 // profile, settings and calibration; n nil plans for this device alone.
 func (b *chatBackend) newPlanner(n *node.Node) *planner.Planner {
-	o := planner.Options{Self: planner.CachedSelf(b.dir, nil, b.log), Settings: b.settings, Ratios: b.CalibrationRatios, Log: b.log.With("component", "planner")}
+	o := planner.Options{Self: b.cachedSelf(), Settings: b.settings, Ratios: b.CalibrationRatios, Log: b.log.With("component", "planner")}
 	if n != nil {
 		o.Node = n
 	}
@@ -155,10 +155,18 @@ func (b *chatBackend) RingProfile() (halda.Device, bool) {
 // selfDevice is this device's newest valid cached profile, else a quick
 // default (measured false).
 func (b *chatBackend) selfDevice() (halda.Device, bool) {
-	if p, ok, err := profile.LoadCached(b.dir); err == nil && ok {
-		return p.Device(""), true
+	if d, ok := b.cachedSelf()(); ok {
+		return d, true
 	}
 	return quickProfile(), false
+}
+
+// cachedSelf is the one reader of this device's cached profile, shared by
+// the planner and the answers to heads' looks (every planner.LookEvery per
+// head): it reads the cache again only when the cache directory changed.
+func (b *chatBackend) cachedSelf() func() (halda.Device, bool) {
+	b.selfOnce.Do(func() { b.self = planner.CachedSelf(b.dir, nil, b.log) })
+	return b.self
 }
 
 // ServeRing implements node.Worker: the runner child listens for the head.
