@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -226,18 +227,8 @@ func (p *Planner) Candidates() []apitype.Peer {
 			out = append(out, q)
 		}
 	}
-	slices.SortFunc(out, func(a, b apitype.Peer) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b apitype.Peer) int { return strings.Compare(a.ID, b.ID) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Reachable counts the devices a plan may use now: this device and every
