@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds a ggml GPU backend library (libggml-cuda.so or libggml-vulkan.so, with
+# the libggml-base.so it links) from the ggml sources of the pinned
+# github.com/ollama/ollama module, with ollama's own CMake files: the library
+# must come from the same ggml headers the Go binary was built with (ollama
+# patched ggml_backend_dev_props; a stock llama.cpp library would load and
+# misread it).
+#
+#   build/gpu-lib.sh cuda   [OUT]   needs nvcc (CUDA 12 or 13), cmake, ninja
+#   build/gpu-lib.sh vulkan [OUT]   needs cmake, ninja, glslc, Vulkan headers
+#   build/gpu-lib.sh stage DIR      copies the sources it needs into DIR, for a
+#                                   machine without Go (HOMERING_OLLAMA_SRC=DIR)
+#
+# OUT defaults to $XDG_CACHE_HOME/homering/gpu/<backend>-<module version>-<key>,
+# where key hashes the inputs that change the library (compiler version,
+# architectures); a second run with the same inputs rebuilds nothing.
+# CUDA_ARCHS picks the GPU architectures (default: native, the GPUs of this
+# machine; a release names its list, e.g. "75-virtual;80;86;89;90;120").
+# The script prints the directory holding the libraries on its last line; load
+# them with ggml.LoadBackends(dir) or `homering run --gpu-dir dir`.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+backend=${1:?usage: build/gpu-lib.sh cuda|vulkan|stage [DIR]}
+
+src=${HOMERING_OLLAMA_SRC:-}
+version=
+if [ -z "$src" ]; then
+	# shellcheck source=build/env.sh
+	. "$here/env.sh"
+	cd "$HOMERING_ROOT"
+	src=$(go list -m -f '{{.Dir}}' github.com/ollama/ollama)
+	version=$(go list -m -f '{{.Version}}' github.com/ollama/ollama)
+elif [ -f "$src/VERSION" ]; then
+	version=$(cat "$src/VERSION")
+fi
+[ -f "$src/CMakeLists.txt" ] || { echo "gpu-lib: no ollama sources at $src" >&2; exit 1; }
+
+if [ "$backend" = stage ]; then
+	dir=${2:?usage: build/gpu-lib.sh stage DIR}
+	rm -rf "$dir" && mkdir -p "$dir/ml/backend/ggml"
+	cp "$src/CMakeLists.txt" "$src/CMakePresets.json" "$dir/"
+	cp -r "$src/ml/backend/ggml/ggml" "$dir/ml/backend/ggml/"
+	echo "$version" >"$dir/VERSION"
+	chmod -R u+w "$dir"
+	echo "$dir"
+	exit 0
+fi
+
+case "$backend" in
+cuda)
+	command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
+	command -v nvcc >/dev/null || { echo "gpu-lib: nvcc is not installed (the CUDA toolkit 12 or 13)" >&2; exit 1; }
+	archs=${CUDA_ARCHS:-native}
+	key="$(nvcc --version | tail -1) $archs"
+	target=ggml-cuda
+	;;
+vulkan)
+	command -v glslc >/dev/null || { echo "gpu-lib: glslc is not installed (Debian: apt-get install glslc)" >&2; exit 1; }
+	key="$(glslc --version | head -1) ${VULKAN_HEADERS:-system}"
+	target=ggml-vulkan
+	;;
+*)
+	echo "gpu-lib: unknown backend $backend (cuda, vulkan or stage)" >&2
+	exit 2
+	;;
+esac
+for t in cmake ninja; do
+	command -v "$t" >/dev/null || { echo "gpu-lib: $t is not installed" >&2; exit 1; }
+done
+key=$(printf '%s %s %s' "$key" "$(cmake --version | head -1)" "$(sha256sum "$0" | cut -c1-16)" | sha256sum | cut -c1-12)
+out=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/homering/gpu/$backend-${version:-unknown}-$key}
+lib=$out/libggml-${backend}.so
+if [ -f "$lib" ] && [ -f "$out/libggml-base.so" ]; then
+	echo "gpu-lib: $lib is current" >&2
+	echo "$out"
+	exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/homering-gpu-lib.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# A writable copy: module caches are read-only, and the Vulkan build needs
+# files the module's vendoring left out (below).
+"$0" stage "$work/src" >/dev/null
+gsrc=$work/src/ml/backend/ggml/ggml/src
+# shellcheck disable=SC2016 # $ORIGIN is for the loader, not the shell
+# $ORIGIN: the backend finds its libggml-base beside it wherever the pair is
+# copied (the build directory is deleted).
+args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CCACHE=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN')
+case "$backend" in
+cuda)
+	# Only the architectures asked for: ollama's presets build 12 of them
+	# (an hour on 16 cores); one takes minutes.
+	args+=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS="-t 4" -DCMAKE_DISABLE_FIND_PACKAGE_Vulkan=ON)
+	;;
+vulkan)
+	# ollama's vendoring drops vulkan-shaders/feature-tests/: without them every
+	# glslc extension check "passes" and unsupported shaders fail to compile.
+	ft=$gsrc/ggml-vulkan/vulkan-shaders/feature-tests
+	mkdir -p "$ft"
+	for ext in coopmat:GL_KHR_cooperative_matrix coopmat2:GL_NV_cooperative_matrix2 \
+		integer_dot:GL_EXT_integer_dot_product bfloat16:GL_EXT_bfloat16; do
+		printf '#version 460\n#extension %s : require\nvoid main() {}\n' "${ext#*:}" >"$ft/${ext%%:*}.comp"
+	done
+	args+=(-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_CUDA_COMPILER=)
+	if [ -n "${VULKAN_HEADERS:-}" ]; then
+		args+=(-DVulkan_INCLUDE_DIR="$VULKAN_HEADERS")
+	fi
+	;;
+esac
+echo "gpu-lib: configuring $target from $src" >&2
+cmake -S "$work/src" -B "$work/b" "${args[@]}" >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
+echo "gpu-lib: building $target with $(nproc) jobs" >&2
+cmake --build "$work/b" --target "$target" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -60 "$work/build.log" >&2; exit 1; }
+mkdir -p "$out.tmp"
+cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/"libggml-"${backend}".so* "$out.tmp/"
+rm -rf "$out" && mv "$out.tmp" "$out"
+echo "gpu-lib: built $(du -sh "$lib" | cut -f1) $lib" >&2
+echo "$out"
