@@ -45,18 +45,14 @@ var allowed = map[string][]string{
 	// app is the composition root (lesson 12): it builds and wires the
 	// services, and its subcommands are the CLI.
 	"app": {
-		"app/api", "app/api/apitype", "app/api/client", "app/config", "app/node",
-		"app/planner", "app/tray", "app/window", "engine/runner", "app/problem",
+		"app/agent", "app/api", "app/api/apitype", "app/api/client", "app/config", "app/node",
+		"app/tray", "app/window", "engine/runner",
 		"discovery/identity", "discovery/mdns", // headless, id and doctor build the identity and the mDNS services
 		"engine/gguf",                                 // homering inspect
 		"engine/modelgen",                             // homering gen-model
 		"engine/chat", "engine/head", "engine/sample", // homering run: one-shot generation in this process, no agent
 		"halda", "halda/lpsolve", "engine/profile/modelprof", // homering plan: Halda over profile files and a GGUF
 		"engine/profile", // homering profile and the background profile's cache
-		// TODO(issue 15 items 1, 4): app/ring.go and app/profile_calib.go set up
-		// rings and calibrate inside the composition root; that is the one
-		// planner's and the one owner's work, and these edges go with it.
-		"engine/ring", "engine/ring/wire", "engine/profile/sysinfo", "engine/profile/calib", "engine/profile/envelope",
 	},
 	"app/tray":   {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/window": {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
@@ -84,6 +80,21 @@ var allowed = map[string][]string{
 	"app/apptest":           {"app/api/apitype", "app/api/client", "internal/testwait"}, // drives real binaries through the CLI and the client
 
 	// L3 services.
+	// The one owner of the agent's state (issue 15 item 4): the node, the
+	// planner, the engine child, the kept ring job, calibration and the
+	// background profile.
+	"app/agent": {
+		"app/node", "app/planner", "app/config", "app/problem", "app/api/apitype",
+		"engine/runner",                   // the engine child: chats, ring heads and workers
+		"engine/ring", "engine/ring/wire", // ring.FromHalda: the plan a ring job runs, on the runner's wire
+		"engine/profile", "engine/profile/sysinfo", // this device's cached profile; its memory before a measurement
+		"engine/profile/calib", "engine/profile/envelope", // calibration ratios learnt from runs, kept on disk
+		"halda",
+		"discovery/identity", // device IDs' short form in the log
+		// TODO(issue 15 item 4): api.Work, the progress bars, moves into the
+		// owner; this upward edge goes with it.
+		"app/api",
+	},
 	"app/node": {
 		"discovery", "discovery/identity", "discovery/mdns", "halda", "app/config", "app/api/apitype",
 		"engine/ring/transport", // the long-lived control link to each paired peer (issue 15 item 2)

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"homering/app/api/apitype"
+	"homering/discovery/identity"
 )
 
 const chatUsage = `Usage: homering chat [flags] PROMPT
@@ -136,4 +137,17 @@ func printRing(w io.Writer, r *apitype.RingRun) {
 			ms(d.PredictedMs), ms(d.MeasuredMs), 100*d.MemPressure, rtt, d.Profile)
 	}
 	tw.Flush()
+}
+
+// shortIDs are device IDs in their short form (identity.DeviceID.Short);
+// a string that is no device ID stays as it is.
+func shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id
+		if d, err := identity.ParseDeviceID(id); err == nil {
+			out[i] = d.Short()
+		}
+	}
+	return out
 }

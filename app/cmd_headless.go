@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api"
 	"homering/app/api/apitype"
 	"homering/app/api/client"
@@ -40,7 +41,7 @@ func cmdHeadless(ctx context.Context, e env) int {
 }
 
 // runAgent is the composition root of the agent: config, identity, node,
-// API; shutdown in reverse order.
+// the agent that owns them (app/agent), API; shutdown in reverse order.
 func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	dir, err := config.Dir(os.Getenv)
 	if err != nil {
@@ -83,12 +84,10 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	if _, err := rand.Read(token); err != nil {
 		return err
 	}
-	chat := newChatBackend(dir, model, log) // engine child: app/chat.go
-	chat.attach(n)                          // problems, ring jobs and ring planning: app/ring.go
-	defer chat.Close()
-	chat.work = api.NewWork() // weight transfers to ring workers show as progress bars
-	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: chat, Work: chat.work,
-		Planner: chat.plans()} // the device map shows the plan the next chat runs
+	a := agent.New(agent.Options{Dir: dir, Model: model, Log: log, Node: n}) // chat, ring jobs, planner, background profile: app/agent
+	defer a.Close()
+	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a, Work: a.Work(),
+		Planner: a.Planner()} // the device map shows the plan the next chat runs
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)
@@ -101,18 +100,13 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer chat.startProfile(ctx)() // measures this device when due, never during a chat: app/profile_bg.go
 	var wg sync.WaitGroup
-	var nodeErr, apiErr error
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		chat.plans().Run(ctx) // looks at the paired peers in the background: app/planner
-	}()
+	var agentErr, apiErr error
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		defer cancel()
-		nodeErr = n.Run(ctx)
+		agentErr = a.Run(ctx) // the node, the planner's looks at peers, this device's measurement when due
 	}()
 	go func() {
 		defer wg.Done()
@@ -121,7 +115,7 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	}()
 	wg.Wait()
 	log.Info("agent stopped")
-	return errors.Join(nodeErr, apiErr)
+	return errors.Join(agentErr, apiErr)
 }
 
 // agentClient finds the running agent of this config directory.

@@ -10,7 +10,7 @@
 # [0, L) of engine/ggml, median ms/token of its steps after two warm-up
 # steps). "predicted"/"measured" are the medians over reps; "spread" is the
 # measured reps' (max − min)/median, the noise. Then calibration as the
-# agent does it (engine/profile/calib, app/profile_calib.go): one profile
+# agent does it (engine/profile/calib, app/agent/profile_calib.go): one profile
 # (the median rep's, standing for the agent's cached one) calibrated with
 # the median of the ratios of measured to its predicted ms, one per
 # calibration step (calib.Ratio, FromRatios), re-planned, and compared with

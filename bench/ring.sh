@@ -39,7 +39,7 @@ root=$PWD
 . build/env.sh
 . bench/rig/rig.sh
 # The agents (ring_setup) would otherwise measure their device in the
-# background after a quiet spell (app/profile_bg.go): a measurement in the
+# background after a quiet spell (app/agent/profile_bg.go): a measurement in the
 # middle of a case takes the CPU and memory the case is measuring.
 export HOMERING_PROFILE_QUIET=off
 

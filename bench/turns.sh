@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 . build/env.sh
 . bench/rig/rig.sh
-export HOMERING_PROFILE_QUIET=off # no background measurement mid-case (app/profile_bg.go)
+export HOMERING_PROFILE_QUIET=off # no background measurement mid-case (app/agent/profile_bg.go)
 
 out=bench/out/turns
 mkdir -p "$out" testdata/models/bench-ring

@@ -22,7 +22,7 @@ import (
 )
 
 // Chatter runs generations for the chat endpoints. The agent wires the
-// engine's runner in (app/chat.go); tests may wire anything that streams.
+// engine's runner in (app/agent/chat.go); tests may wire anything that streams.
 type Chatter interface {
 	// Chat streams the reply to req through emit (never with empty text)
 	// and returns its stats. A generation stopped by StopChat or by ctx

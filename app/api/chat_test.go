@@ -18,7 +18,7 @@ import (
 )
 
 // scripted is a Chatter that streams fixed tokens, or blocks until stopped.
-// The real one (app/chat.go over engine/runner) is driven by app/apptest.
+// The real one (app/agent/chat.go over engine/runner) is driven by app/apptest.
 type scripted struct {
 	tokens []string
 	err    error

@@ -40,7 +40,7 @@
 //	GET, PUT, DELETE /api/v1/conversations/{id}   Conversation (conversations/ID.json)
 //
 // Chat (chat.go) runs on the agent's Chatter (the engine child,
-// engine/runner, via app/chat.go):
+// engine/runner, via app/agent/chat.go):
 //
 //	POST /api/v1/chat            ChatRequest → text/event-stream: "event: token" ChatToken …,
 //	                             then "event: done" ChatDone{stats} or "event: error" Error

@@ -13,7 +13,7 @@ import (
 )
 
 // CalibrationSource is implemented by a Chatter that learns from its runs
-// (app/profile_calib.go): per device ID, the ratios of measured to
+// (app/agent/profile_calib.go): per device ID, the ratios of measured to
 // predicted ms per token it kept for a model file. The planner Handler
 // makes calibrates with them (the agent passes its own planner, which has
 // them already).

@@ -6,7 +6,7 @@ import (
 	"homering/app/api/apitype"
 )
 
-// RingReporter is implemented by a Chatter that runs rings (app/chat.go):
+// RingReporter is implemented by a Chatter that runs rings (app/agent/chat.go):
 // GET /api/v1/ring shows its last ring (homering status).
 type RingReporter interface {
 	RingStatus() apitype.RingStatus

@@ -211,7 +211,7 @@ func (s *settingsSpy) SettingsChanged(before, after apitype.Settings) {
 
 // A saved change reaches the chat backend with the settings before and
 // after (the agent's ends a ring job it keeps when the model, the context
-// or the keep time changes: app/chat.go); a refused one does not. A client
+// or the keep time changes: app/agent/chat.go); a refused one does not. A client
 // that does not send the keep time leaves it as it was.
 func TestUISettingsReachTheChat(t *testing.T) {
 	spy := &settingsSpy{}
@@ -489,7 +489,7 @@ func TestLiveCarriesWork(t *testing.T) {
 	t.Errorf("work after End = %+v, want none", got)
 }
 
-// calibrating is a Chatter that kept calibration ratios (app/profile_calib.go).
+// calibrating is a Chatter that kept calibration ratios (app/agent/profile_calib.go).
 type calibrating struct {
 	gated
 	ratios map[string][]float64 // by device ID; set before the server runs

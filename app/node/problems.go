@@ -3,7 +3,7 @@ package node
 import "homering/app/api/apitype"
 
 // SetProblem shows p in Status until ClearProblem(p.Code), for services the
-// node does not own, such as the engine child's supervisor (app/chat.go).
+// node does not own, such as the engine child's supervisor (app/agent/chat.go).
 // Watchers get a "problem" event.
 func (n *Node) SetProblem(p apitype.Problem) {
 	n.setProblem(p)

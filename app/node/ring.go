@@ -39,7 +39,7 @@ var (
 )
 
 // Worker is what a contributing device does for a head: the agent wires its
-// engine supervisor in (app/chat.go). Calls come from link goroutines.
+// engine supervisor in (app/agent/chat.go). Calls come from link goroutines.
 type Worker interface {
 	// RingProfile is this device's Halda profile: the cached measured one,
 	// or a quick default (measured false) when none is cached. Its Name is

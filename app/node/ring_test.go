@@ -14,7 +14,7 @@ import (
 )
 
 // fakeWorker stands in for the engine at the Worker boundary; the real one
-// (app/chat.go with the runner child) is tested end to end in app/apptest.
+// (app/agent/chat.go with the runner child) is tested end to end in app/apptest.
 type fakeWorker struct {
 	mu      sync.Mutex
 	allowed [][]string

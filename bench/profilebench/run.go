@@ -170,7 +170,7 @@ func run(args []string) error {
 		if len(first.Ring) > 0 {
 			r.Case = string(first.Ring[0].Case)
 		}
-		// Calibration as the agent does it (app/profile_calib.go), one
+		// Calibration as the agent does it (app/agent/profile_calib.go), one
 		// ratio per token: every calibration run's tokens over the
 		// prediction of the median rep's profile; their median calibrates
 		// that profile (a stalled token or rep is outvoted).

@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -387,28 +386,4 @@ func (t *tail) last() string {
 	defer t.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// startProfile starts the agent's background measurement (unless
-// HOMERING_PROFILE_QUIET=off); stop ends it, and its child, and waits.
-func (b *chatBackend) startProfile(ctx context.Context) (stop func()) {
-	quiet, off, set := profileQuietFromEnv(os.Getenv)
-	if off {
-		b.log.Info("profile: background measurement is off (HOMERING_PROFILE_QUIET=off)")
-		return func() {}
-	}
-	b.prof = newBgProfile(b.dir, b.threads, func() string { path, _ := b.model(); return path }, b.work, b.log)
-	if set {
-		b.prof.quiet = quiet
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.prof.Run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }

@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"crypto/sha256"
@@ -133,14 +133,14 @@ func (s *calibStore) add(key string, r float64) error {
 }
 
 // calibration returns the store of this backend's config directory.
-func (b *chatBackend) calibration() *calibStore {
+func (b *Agent) calibration() *calibStore {
 	b.ring.calibOnce.Do(func() { b.ring.ratios = newCalibStore(b.dir, b.log) })
 	return b.ring.ratios
 }
 
 // threadsOf is the thread count a device's ratios are kept for (self:
 // this device's ID).
-func (b *chatBackend) threadsOf(device, self string) int {
+func (b *Agent) threadsOf(device, self string) int {
 	if device == self {
 		return b.threads
 	}
@@ -149,7 +149,7 @@ func (b *chatBackend) threadsOf(device, self string) int {
 
 // learn records one device's measured compute ms per token against the
 // uncalibrated prediction for its part.
-func (b *chatBackend) learn(device, model string, measuredMs, uncalibratedMs float64) {
+func (b *Agent) learn(device, model string, measuredMs, uncalibratedMs float64) {
 	r, ok := calib.Ratio(measuredMs, uncalibratedMs)
 	if !ok {
 		return
@@ -163,7 +163,7 @@ func (b *chatBackend) learn(device, model string, measuredMs, uncalibratedMs flo
 // planner's prediction for this device alone (uncalibrated and calibrated
 // with the runs before) beside what it measured, kept for status and the
 // map.
-func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
+func (b *Agent) learnAlone(path string, nCtx int, st runner.Stats) {
 	if st.DecodeTokens < minCalibTokens || !(st.DecodeMS > 0) {
 		return
 	}
@@ -183,7 +183,7 @@ func (b *chatBackend) learnAlone(path string, nCtx int, st runner.Stats) {
 
 // selfID names this device in plans and calibration: its device ID, or
 // "self" without a node.
-func (b *chatBackend) selfID() string {
+func (b *Agent) selfID() string {
 	if b.node != nil {
 		return b.node.Status().Device.ID
 	}
@@ -192,7 +192,7 @@ func (b *chatBackend) selfID() string {
 
 // CalibrationRatios implements api.CalibrationSource: the ratios kept for
 // each device and model, for the device map's plan.
-func (b *chatBackend) CalibrationRatios(model string, deviceIDs []string) map[string][]float64 {
+func (b *Agent) CalibrationRatios(model string, deviceIDs []string) map[string][]float64 {
 	self := b.selfID()
 	out := map[string][]float64{}
 	for _, id := range deviceIDs {

@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"context"
@@ -101,8 +101,8 @@ func TestAgentCalibratesAloneRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newBackend := func() *chatBackend {
-		b := &chatBackend{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
+	newBackend := func() *Agent {
+		b := &Agent{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
 			dir: home, override: model, threads: 1, log: log, running: map[*chatRun]struct{}{}}
 		t.Cleanup(func() { b.Close() })
 		return b
@@ -145,7 +145,7 @@ func TestAgentCalibratesAloneRuns(t *testing.T) {
 // its uncalibrated share (a calibrated device's share scaled back) and
 // reports the uncalibrated prediction beside the calibrated one.
 func TestRingRunLearns(t *testing.T) {
-	b := &chatBackend{dir: t.TempDir(), threads: 1, log: slog.New(slog.DiscardHandler)}
+	b := &Agent{dir: t.TempDir(), threads: 1, log: slog.New(slog.DiscardHandler)}
 	raw := halda.Device{Name: "peer", CPUReadBytesPerSec: 1e9, DiskSeqBytesPerSec: 1e9}
 	cal := raw
 	cal.CPUReadBytesPerSec = 2e9 // calibrated twice as fast as profiled

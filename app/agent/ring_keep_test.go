@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 )
 
 // ringKeepModel is small: the test runs a few ring jobs of two processes.
-const ringKeepModel = "../testdata/models/llama-Q8_0.gguf"
+const ringKeepModel = "../../testdata/models/llama-Q8_0.gguf"
 
 // A ring job the head keeps for the conversation's next turn ends at once
 // when the next chat could not use it: another model or context size saved
@@ -72,8 +72,8 @@ func TestKeptRingJobEnds(t *testing.T) {
 
 	// keptChat runs a chat on the ring from a new backend (its own engine
 	// child, as an agent has) and leaves its job kept.
-	keptChat := func(t *testing.T) *chatBackend {
-		b := &chatBackend{sup: runner.New(runner.Options{Command: child, Log: log}), dir: t.TempDir(), threads: 1, log: log, running: map[*chatRun]struct{}{}}
+	keptChat := func(t *testing.T) *Agent {
+		b := &Agent{sup: runner.New(runner.Options{Command: child, Log: log}), dir: t.TempDir(), threads: 1, log: log, running: map[*chatRun]struct{}{}}
 		t.Cleanup(func() { b.Close() })
 		g := runner.DefaultGenerate()
 		g.Temperature, g.MaxTokens, g.Prompt = 0, 4, "Once upon a time"

@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"context"
@@ -23,21 +23,12 @@ import (
 	"homering/internal/testwait"
 )
 
-// TestHelperChild is no test: the agent tests start this test binary as
-// their `homering runner` and `homering profile` children (testChild).
-func TestHelperChild(t *testing.T) {
-	v := os.Getenv("HOMERING_TEST_CHILD")
-	if v == "" {
-		return
-	}
-	var args []string
-	if err := json.Unmarshal([]byte(v), &args); err != nil {
-		os.Exit(3)
-	}
-	os.Exit(Main(args))
-}
+// profileModel is small: the agent's tests measure and chat with it.
+const profileModel = "../../testdata/models/llama-Q4_K.gguf"
 
-// testChild is `homering ARGS` run by this test binary.
+// testChild is `homering ARGS` run by this test binary (TestHelperChild
+// in child_test.go): the agent's `homering runner` and `homering profile`
+// children.
 func testChild(args ...string) *exec.Cmd {
 	b, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperChild$")
@@ -67,7 +58,7 @@ func TestAgentProfilesInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &chatBackend{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
+	b := &Agent{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
 		dir: home, override: model, threads: 1, log: log, running: map[*chatRun]struct{}{}, work: api.NewWork()}
 	t.Cleanup(func() { b.Close() })
 	b.prof = newBgProfile(home, 1, func() string { return model }, b.work, log)

@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"context"
@@ -45,7 +45,7 @@ type ringMemory struct {
 	at     time.Time
 	note   string // why the last chat ran on this device alone
 	// alone is the last single-device chat's predictions beside its
-	// measurement (app/profile_calib.go).
+	// measurement (profile_calib.go).
 	alone *apitype.SelfRun
 
 	calibOnce sync.Once
@@ -66,7 +66,7 @@ type keptJob struct {
 
 // keep records the job just run as kept for keep, or forgets any (keep 0:
 // the engine does not keep it).
-func (b *chatBackend) keep(job *ringJob, keep time.Duration) {
+func (b *Agent) keep(job *ringJob, keep time.Duration) {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
 	b.ring.kept = keptJob{}
@@ -77,7 +77,7 @@ func (b *chatBackend) keep(job *ringJob, keep time.Duration) {
 
 // keptAddrs returns the workers' addresses of the kept job when plan is
 // its plan (same devices, order, windows) and it is still kept.
-func (b *chatBackend) keptAddrs(plan halda.Plan) (map[string]string, bool) {
+func (b *Agent) keptAddrs(plan halda.Plan) (map[string]string, bool) {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
 	k := b.ring.kept
@@ -107,22 +107,9 @@ func sameRing(a, b halda.Plan) bool {
 	return true
 }
 
-// attach wires the backend to the node: problems show in its status, ring
-// jobs reach the runner, the head asks peers through it, and the planner
-// plans with its peers.
-func (b *chatBackend) attach(n *node.Node) {
-	b.problems = n
-	b.node = n
-	b.mu.Lock()
-	b.planner = b.newPlanner(n)
-	b.mu.Unlock()
-	n.SetWorker(b)
-	b.watchContribute(n) // contributing off ends a kept ring job (chat.go)
-}
-
-// plans is the backend's planner (one is made for this device alone until
-// attach gives it the node).
-func (b *chatBackend) plans() *planner.Planner {
+// plans is the agent's planner (New makes it; an Agent built in a test
+// without New gets one for this device alone).
+func (b *Agent) plans() *planner.Planner {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.planner == nil {
@@ -133,7 +120,7 @@ func (b *chatBackend) plans() *planner.Planner {
 
 // newPlanner is the agent's one planner (app/planner) over this backend's
 // profile, settings and calibration; n nil plans for this device alone.
-func (b *chatBackend) newPlanner(n *node.Node) *planner.Planner {
+func (b *Agent) newPlanner(n *node.Node) *planner.Planner {
 	o := planner.Options{Self: b.cachedSelf(), Settings: b.settings, Ratios: b.CalibrationRatios, Log: b.log.With("component", "planner")}
 	if n != nil {
 		o.Node = n
@@ -146,7 +133,7 @@ func (b *chatBackend) newPlanner(n *node.Node) *planner.Planner {
 // with the memory budget set on this device, which a head honours. Heads
 // ask it every planner.LookEvery in the background, so it does not hold
 // back this device's own measurement (a job ask does: ServeRing).
-func (b *chatBackend) RingProfile() (halda.Device, bool) {
+func (b *Agent) RingProfile() (halda.Device, bool) {
 	d, measured := b.selfDevice()
 	d.MemoryBudget = b.settings().MemoryBudget
 	return d, measured
@@ -154,7 +141,7 @@ func (b *chatBackend) RingProfile() (halda.Device, bool) {
 
 // selfDevice is this device's newest valid cached profile, else a quick
 // default (measured false).
-func (b *chatBackend) selfDevice() (halda.Device, bool) {
+func (b *Agent) selfDevice() (halda.Device, bool) {
 	if d, ok := b.cachedSelf()(); ok {
 		return d, true
 	}
@@ -164,13 +151,13 @@ func (b *chatBackend) selfDevice() (halda.Device, bool) {
 // cachedSelf is the one reader of this device's cached profile, shared by
 // the planner and the answers to heads' looks (every planner.LookEvery per
 // head): it reads the cache again only when the cache directory changed.
-func (b *chatBackend) cachedSelf() func() (halda.Device, bool) {
+func (b *Agent) cachedSelf() func() (halda.Device, bool) {
 	b.selfOnce.Do(func() { b.self = planner.CachedSelf(b.dir, nil, b.log) })
 	return b.self
 }
 
 // ServeRing implements node.Worker: the runner child listens for the head.
-func (b *chatBackend) ServeRing(ctx context.Context, allowed []string) (string, error) {
+func (b *Agent) ServeRing(ctx context.Context, allowed []string) (string, error) {
 	b.prof.Touch() // a job is coming: no background measurement now
 	cache, err := config.CacheDir(os.Getenv)
 	if err != nil {
@@ -214,7 +201,7 @@ type ringJob struct {
 // same one); only peers never looked at yet are looked at first (the
 // planner's Run keeps the others fresh in the background). A plan that is the kept job's takes its workers'
 // addresses without asking them, unless ask.
-func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest, ask bool) (*ringJob, string) {
+func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest, ask bool) (*ringJob, string) {
 	if b.node == nil {
 		return nil, ""
 	}
@@ -264,7 +251,7 @@ func (b *chatBackend) planRing(ctx context.Context, path string, nCtx int, req a
 	return nil, "no device would serve the ring"
 }
 
-func (b *chatBackend) wirePlan(plan halda.Plan, nEmbd int) (*wire.Plan, error) {
+func (b *Agent) wirePlan(plan halda.Plan, nEmbd int) (*wire.Plan, error) {
 	b.ring.mu.Lock()
 	if b.ring.nextID == 0 {
 		b.ring.nextID = uint64(time.Now().UnixNano())
@@ -277,7 +264,7 @@ func (b *chatBackend) wirePlan(plan halda.Plan, nEmbd int) (*wire.Plan, error) {
 
 // askJobs asks every worker of plan to serve and records their addresses;
 // it returns the workers that refused or did not answer.
-func (b *chatBackend) askJobs(ctx context.Context, job *ringJob, plan halda.Plan) []string {
+func (b *Agent) askJobs(ctx context.Context, job *ringJob, plan halda.Plan) []string {
 	var mu sync.Mutex
 	var failed []string
 	var wg sync.WaitGroup
@@ -304,7 +291,7 @@ func (b *chatBackend) askJobs(ctx context.Context, job *ringJob, plan halda.Plan
 
 // replan is the runner's callback after losing workers: the planner again
 // without them, every remaining worker asked to serve again.
-func (b *chatBackend) replan(job *ringJob) func(ctx context.Context, without []string) (runner.RingParams, error) {
+func (b *Agent) replan(job *ringJob) func(ctx context.Context, without []string) (runner.RingParams, error) {
 	return func(ctx context.Context, without []string) (runner.RingParams, error) {
 		start := time.Now()
 		for _, id := range without {
@@ -340,7 +327,7 @@ func (b *chatBackend) replan(job *ringJob) func(ctx context.Context, without []s
 }
 
 // ringRun describes the finished generation for stats, status and the map.
-func (b *chatBackend) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
+func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 	pl := job.pl
 	r := &apitype.RingRun{K: pl.Plan.K, Layers: pl.Model.Layers, PredictedMs: pl.Plan.PredictedMs, UncalibratedMs: pl.Raw.PredictedMs,
 		Replans: st.Replans, Lost: append([]string{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
@@ -397,7 +384,7 @@ func (b *chatBackend) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 }
 
 // RingStatus is GET /api/v1/ring (app/api/ring.go).
-func (b *chatBackend) RingStatus() apitype.RingStatus {
+func (b *Agent) RingStatus() apitype.RingStatus {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
 	s := apitype.RingStatus{Model: b.ring.model, Last: b.ring.last, Note: b.ring.note, Self: b.ring.alone}
@@ -408,7 +395,7 @@ func (b *chatBackend) RingStatus() apitype.RingStatus {
 	return s
 }
 
-func (b *chatBackend) remember(model string, run *apitype.RingRun, note string) {
+func (b *Agent) remember(model string, run *apitype.RingRun, note string) {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
 	b.ring.note = note

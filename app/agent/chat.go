@@ -1,4 +1,4 @@
-package app
+package agent
 
 import (
 	"context"
@@ -6,133 +6,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"homering/app/api"
 	"homering/app/api/apitype"
-	"homering/app/config"
 	"homering/app/node"
-	"homering/app/planner"
 	"homering/app/problem"
 	"homering/engine/runner"
-	"homering/halda"
 )
 
-// chatBackend is the agent's api.Chatter: it runs every chat on the engine
-// child (engine/runner) with the selected model, across the ring Halda plans
-// over the paired, contributing devices it reaches, or on this device alone
-// when Halda keeps the model here (ring.go). It is also the node's Worker: a
-// head's job makes its runner child serve (ring.go).
-type chatBackend struct {
-	sup      *runner.Supervisor // non-nil
-	dir      string             // config directory (settings.json)
-	override string             // --model; "" reads the settings
-	threads  int
-	log      *slog.Logger
-	// problems shows engine failures in the node's Status (the tray and UI
-	// show them); nil: only the chat's error says it.
-	problems problemSink
-
-	// work shows weight transfers as progress bars (the API's Work list);
-	// nil: not shown.
-	work *api.Work
-
-	// node asks peers for profiles and jobs; nil: this device alone.
-	node *node.Node
-	// prof measures this device in the background; a chat stops it
-	// (app/profile_bg.go). nil: no background measurement.
-	prof *bgProfile
-	// planner makes every plan (app/planner); guarded by mu, read
-	// through plans().
-	planner *planner.Planner
-	// self reads this device's cached profile (cachedSelf); set once.
-	selfOnce sync.Once
-	self     func() (halda.Device, bool)
-	ring     ringMemory
-
-	mu        sync.Mutex // guards running, stopWatch and planner
-	running   map[*chatRun]struct{}
-	stopWatch func() // ends watchContribute's subscription; nil when none
-
-	// bg counts the goroutines that end a kept ring job (endKeptRing,
-	// watchContribute); Close waits for them.
-	bg sync.WaitGroup
-}
-
-// problemSink is the part of app/node the chat backend reports to.
-type problemSink interface {
-	SetProblem(apitype.Problem)
-	ClearProblem(code string)
-}
-
-type chatRun struct {
-	conv   string
-	cancel context.CancelFunc
-}
-
-// runnerCommand starts this binary as `homering runner`.
-func runnerCommand() *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
-	}
-	return exec.Command(exe, "runner")
-}
-
-func newChatBackend(dir, override string, log *slog.Logger) *chatBackend {
-	return &chatBackend{
-		sup:      runner.New(runner.Options{Command: runnerCommand, Log: log.With("component", "runner")}),
-		dir:      dir,
-		override: override,
-		threads:  engineThreads(os.Getenv),
-		log:      log,
-		running:  map[*chatRun]struct{}{},
-	}
-}
-
-// engineThreads is how many CPU threads the engine uses: HOMERING_THREADS,
-// else half the logical CPUs (about the physical cores, as llama.cpp picks).
-// ggml's threads spin-wait for each other, so one thread more than the CPU
-// can give turns a busy machine's 500 tok/s into 2 (measured on 2 shared
-// cores: stories260K at 2 threads under load took 88 s for 200 tokens, at 1
-// thread 0.25 s).
-func engineThreads(getenv func(string) string) int {
-	if n, err := strconv.Atoi(getenv("HOMERING_THREADS")); err == nil && n > 0 {
-		return n
-	}
-	return max(1, runtime.NumCPU()/2)
-}
-
-// settings are this device's saved settings (the defaults when the file is
-// unreadable), with the model given on the command line, if any, as Model.
-func (b *chatBackend) settings() config.Settings {
-	st, err := config.LoadSettings(b.dir)
-	if err != nil {
-		b.log.Warn("settings unreadable; using defaults", "err", err)
-		st = config.DefaultSettings()
-	}
-	if b.override != "" {
-		st.Model = b.override
-	}
-	return st
-}
-
-// model returns the selected model's path and the context to run it with.
-func (b *chatBackend) model() (string, int) {
-	st := b.settings()
-	return st.Model, st.ContextTokens
-}
-
 // Served implements api.Chatter.
-func (b *chatBackend) Served() []apitype.ServedModel {
+func (b *Agent) Served() []apitype.ServedModel {
 	path, _ := b.model()
 	if path == "" {
 		return nil
@@ -145,14 +32,14 @@ func (b *chatBackend) Served() []apitype.ServedModel {
 }
 
 // Running implements api.Chatter.
-func (b *chatBackend) Running() int {
+func (b *Agent) Running() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.running)
 }
 
 // StopChat implements api.Chatter.
-func (b *chatBackend) StopChat(conv string) int {
+func (b *Agent) StopChat(conv string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := 0
@@ -166,7 +53,7 @@ func (b *chatBackend) StopChat(conv string) int {
 }
 
 // Chat implements api.Chatter.
-func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
 	start := time.Now()
 	set := b.settings()
 	path, nCtx := set.Model, set.ContextTokens
@@ -295,7 +182,7 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 		engineAt = time.Now()
 		st, err = b.sup.Generate(ctx, lp, g, onToken)
 		if err == nil {
-			b.learnAlone(path, nCtx, st) // calibration: app/profile_calib.go
+			b.learnAlone(path, nCtx, st) // calibration: profile_calib.go
 		}
 	}
 	out := chatStats(st, strings.TrimSuffix(filepath.Base(path), ".gguf"))
@@ -329,14 +216,14 @@ func (b *chatBackend) Chat(ctx context.Context, req apitype.ChatRequest, emit fu
 	return out, nil
 }
 
-func (b *chatBackend) report(p apitype.Problem) {
+func (b *Agent) report(p apitype.Problem) {
 	if b.problems != nil {
 		b.problems.SetProblem(p)
 	}
 }
 
 // problem words an engine failure for a person.
-func (b *chatBackend) problem(path string, err error) error {
+func (b *Agent) problem(path string, err error) error {
 	var died *runner.DiedError
 	var re *runner.RequestError
 	switch {
@@ -377,7 +264,7 @@ func chatStats(st runner.Stats, model string) apitype.ChatStats {
 // last chat ends now, rather than hold the workers' memory until its time
 // is up, when the next chat could not use it (another model selected,
 // another context size) or keeping was turned off.
-func (b *chatBackend) SettingsChanged(before, after apitype.Settings) {
+func (b *Agent) SettingsChanged(before, after apitype.Settings) {
 	switch {
 	case before.Model != after.Model:
 		b.endKeptRing("the selected model changed")
@@ -390,7 +277,7 @@ func (b *chatBackend) SettingsChanged(before, after apitype.Settings) {
 
 // watchContribute ends the kept ring job when contributing is turned off
 // on this device (the person takes it out of the ring's use), until Close.
-func (b *chatBackend) watchContribute(n *node.Node) {
+func (b *Agent) watchContribute(n *node.Node) {
 	events, stop := n.Watch()
 	b.mu.Lock()
 	b.stopWatch = stop
@@ -412,7 +299,7 @@ const endKeptWait = 2 * time.Minute
 
 // endKeptRing ends the ring job the engine child keeps, if any, without
 // waiting for it (a chat may hold the child).
-func (b *chatBackend) endKeptRing(why string) {
+func (b *Agent) endKeptRing(why string) {
 	b.keep(nil, 0)
 	b.bg.Add(1)
 	go func() {
@@ -431,7 +318,7 @@ func (b *chatBackend) endKeptRing(why string) {
 // Close ends the engine child. A ring job it keeps ends first (the agent
 // is quitting), so that the workers free its windows at once; a chat
 // still running delays that by 2 s at most.
-func (b *chatBackend) Close() error {
+func (b *Agent) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if err := b.sup.EndRingJob(ctx); err != nil && !errors.Is(err, runner.ErrClosed) {
 		b.log.Info("cannot end the kept ring job before quitting", "err", err)
@@ -451,7 +338,7 @@ func (b *chatBackend) Close() error {
 
 // transferProgress turns the runner's weight-transfer reports into progress
 // bars, one per worker ("transfer:ID"); end removes those still shown.
-func (b *chatBackend) transferProgress(job *ringJob) (report func(runner.Progress), end func()) {
+func (b *Agent) transferProgress(job *ringJob) (report func(runner.Progress), end func()) {
 	if b.work == nil {
 		return nil, func() {}
 	}

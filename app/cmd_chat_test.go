@@ -1,0 +1,47 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"homering/app/api/apitype"
+)
+
+func TestChatArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no prompt", []string{"-m", "x.gguf"}, "give a prompt"},
+		{"devices other than all", []string{"--devices", "some", "hi"}, `--devices takes only "all"`},
+		{"negative rounds", []string{"--rounds", "-1", "hi"}, "--rounds must be 1 or more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := mainWith(append([]string{"chat"}, tt.args...), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
+			if code != 2 || !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errb.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestPrintRing(t *testing.T) {
+	rtt := 0.25
+	r := &apitype.RingRun{K: 2, Layers: 6, PredictedMs: 2.5, MeasuredMs: 6.25, Replans: 1, Lost: []string{"gone"}, LossToTokenMs: 40,
+		Devices: []apitype.RingDevice{
+			{Short: "AAAAAAA", Name: "desk", Case: "M4", Windows: []apitype.Window{{Start: 0, End: 1}, {Start: 3, End: 4}}, PredictedMs: 1, MeasuredMs: 1.5, MemPressure: 0.02, Profile: "measured"},
+			{Short: "BBBBBBB", Name: "attic", Case: "M3", Windows: []apitype.Window{{Start: 1, End: 3}, {Start: 4, End: 6}}, PredictedMs: 1.5, MeasuredMs: 2, MemPressure: 0.5, RTTMs: &rtt, Profile: "default"},
+		}}
+	var b bytes.Buffer
+	printRing(&b, r)
+	for _, want := range []string{"ring: 2 devices, k=2, 6 layers, predicted 2.5 ms/token, measured 6.2 ms/token; 1 re-plan(s) after losing gone, loss to next token 40.0 ms",
+		"AAAAAAA (head)", "0 3", "1-2 4-5", "50.0%", "0.250", "measured", "default"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
