@@ -49,6 +49,7 @@ func cmdProfile(ctx context.Context, e env) int {
 	progress := fs.Bool("progress", false, "measure now at low priority, cache the result and print only one JSON line per step (the agent's background measurement)")
 	matmulMs := fs.Int("matmul-ms", 0, "milliseconds spent timing each matrix shape (default 120)")
 	faultMiB := fs.Int("fault-mib", 0, "MiB of the model read through page faults (default 288)")
+	gpuDir := fs.String("gpu-dir", os.Getenv("HOMERING_GPU_DIR"), "load ggml GPU backend libraries from this directory (build/gpu-lib.sh) and measure the first GPU too (HOMERING_GPU=off: never)")
 	stdinStop := fs.Bool("stop-on-stdin", false, "stop, removing the scratch files, when stdin ends or a line arrives on it (the agent's graceful stop, on every OS)")
 	if exit, ok := parseFlags(fs, e.args); !ok {
 		return exit
@@ -64,6 +65,11 @@ func cmdProfile(ctx context.Context, e env) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if *gpuDir != "" && os.Getenv("HOMERING_GPU") != "off" {
+		if len(profile.LoadGPUBackends(*gpuDir)) == 0 {
+			fmt.Fprintf(e.stderr, "homering profile: no GPU found through the libraries in %s; measuring the CPU alone.\n", *gpuDir)
+		}
+	}
 	opts := profile.Options{Model: *model, Threads: *threads, ScratchDir: os.TempDir(),
 		MatmulTime: time.Duration(*matmulMs) * time.Millisecond, FaultBytes: int64(*faultMiB) << 20}
 	var p profile.Profile
@@ -165,6 +171,15 @@ func printProfile(w io.Writer, p profile.Profile, d halda.Device) {
 	for _, g := range p.GPUs {
 		fmt.Fprintf(tw, "gpu\t%s (%s): %s free of %s\n", g.Name, g.Description, bytesStr(g.FreeBytes), bytesStr(g.TotalBytes))
 	}
+	if g := p.GPU; g != nil {
+		fmt.Fprintf(tw, "gpu rates\t%s: memory read %s, hidden state in %.1f µs, out %.1f µs\n", g.Device, gb(g.ReadBytesPerSec), g.HostToGPUSec*1e6, g.GPUToHostSec*1e6)
+		if pr := g.Probe; pr != nil {
+			fmt.Fprintf(tw, "gpu layer probe\t%.3f ms per layer on the GPU (decode step)\n", pr.LayerSec*1e3)
+		}
+		for _, k := range sortedKeys(g.Flops) {
+			fmt.Fprintf(tw, "gpu %s\t%.1f GFLOP/s (weights in cache)\n", k, g.Flops[k]/1e9)
+		}
+	}
 	fmt.Fprintf(tw, "ram\t%s available of %s\n", bytesStr(p.Memory.Available), bytesStr(p.Memory.Total))
 	if cg := p.Memory.Cgroup; cg != nil {
 		fmt.Fprintf(tw, "cgroup\tv%d %s: limit %s, using %s (%s page cache)\n", cg.Version, cg.Path, bytesStr(cg.Limit), bytesStr(cg.Usage), bytesStr(cg.File))
@@ -232,4 +247,13 @@ func printModelProfile(w io.Writer, m halda.Model) {
 	fmt.Fprintf(tw, "output layer\t%s\n", bytesStr(m.OutputBytes))
 	fmt.Fprintf(tw, "KV cache\t%d bytes per token per layer; planned for n_kv = %d tokens\n", m.KVBytesPerToken, m.ContextTokens)
 	tw.Flush()
+}
+
+func sortedKeys(m map[string]float64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

@@ -30,6 +30,11 @@ type config struct {
 	reps    int
 	prefill int
 	decode  int
+	gpu     bool // layers on the GPU, in both engines
+	// gpuLayers, with gpu, is how many layers go on the GPU: -1 every layer
+	// and the output head; else our window's first gpuLayers layers and
+	// llama.cpp's n_gpu_layers (its last layers: the same cost).
+	gpuLayers int
 }
 
 func run(args []string, out io.Writer) error {
@@ -39,10 +44,14 @@ func run(args []string, out io.Writer) error {
 	reps := fs.Int("reps", 3, "timed repetitions per engine (the median is reported)")
 	prefill := fs.Int("prefill", 128, "prompt tokens evaluated as one batch")
 	decode := fs.Int("decode", 32, "single-token decode steps")
+	gpuDir := fs.String("gpu-dir", "", "load ggml GPU backends from this directory (build/gpu-lib.sh), check the GPU's logits against the CPU's and run every engine on the GPU")
+	checkOnly := fs.Bool("check-only", false, "with -gpu-dir: check the logits, skip the speed runs")
+	gpuLayers := fs.Int("gpu-layers", -1, "with -gpu-dir: layers on the GPU in the speed runs (-1: all and the output head; the check always runs all)")
+	noCheck := fs.Bool("no-check", false, "with -gpu-dir: skip the logits check")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := config{reps: *reps, prefill: *prefill, decode: *decode}
+	c := config{reps: *reps, prefill: *prefill, decode: *decode, gpu: *gpuDir != "", gpuLayers: *gpuLayers}
 	for _, m := range strings.Split(*models, ",") {
 		if m != "" {
 			c.models = append(c.models, m)
@@ -57,6 +66,19 @@ func run(args []string, out io.Writer) error {
 	}
 	if len(c.models) == 0 || c.reps < 1 || c.prefill < 1 || c.decode < 1 {
 		return fmt.Errorf("need -models and positive -reps, -prefill, -decode")
+	}
+	if c.gpu {
+		if err := loadGPU(*gpuDir, out); err != nil {
+			return err
+		}
+		if !*noCheck {
+			if err := checkGPU(c.models, c.threads[0], out); err != nil {
+				return err
+			}
+		}
+		if *checkOnly {
+			return nil
+		}
 	}
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -124,18 +146,26 @@ const text = "Once upon a time, in a small village by the sea, there lived an ol
 
 func measure(path string, threads int, c config) (result, error) {
 	nCtx := c.prefill + c.decode + 1
-	r, err := llama.NewReference(path, llama.ReferenceParams{NCtx: nCtx, Threads: threads, Batch: max(c.prefill, 1)})
-	if err != nil {
-		return result{}, err
-	}
-	defer r.Close()
 	m, err := ggml.Open(path)
 	if err != nil {
 		return result{}, err
 	}
 	defer m.Close()
 	info := m.Info()
-	w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: threads})
+	wp := ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: threads}
+	refGPU := 0
+	switch {
+	case c.gpu && c.gpuLayers < 0:
+		wp.GPULayers, wp.OutputGPU, refGPU = allLayers(info.NLayer), true, info.NLayer+1
+	case c.gpu:
+		wp.GPULayers, refGPU = allLayers(min(c.gpuLayers, info.NLayer)), min(c.gpuLayers, info.NLayer)
+	}
+	r, err := llama.NewReference(path, llama.ReferenceParams{NCtx: nCtx, Threads: threads, Batch: max(c.prefill, 1), GPULayers: refGPU})
+	if err != nil {
+		return result{}, err
+	}
+	defer r.Close()
+	w, err := m.NewWindow(wp)
 	if err != nil {
 		return result{}, err
 	}

@@ -331,7 +331,8 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	for (int i = 0; i < w->n_layers; i++) {
 		n_gpu += w->layers[i].gpu;
 	}
-	if (n_gpu > 0) {
+	const int out_gpu = p->output && p->output_gpu;
+	if (n_gpu > 0 || out_gpu) {
 		ggml_backend_dev_t dev = hr_gpu_dev();
 		if (!dev) {
 			seterr(err, errlen, "no GPU device");
@@ -344,7 +345,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			hr_window_free(w);
 			return NULL;
 		}
-		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 24 + 1), NULL, true};
+		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 24 + 4), NULL, true};
 		w->w_ctx_gpu = ggml_init(ip);
 		// GPU layers get copies of their weights; the mapping stays the source.
 		hr_layer *srcs = calloc(w->n_layers, sizeof(hr_layer));
@@ -354,6 +355,15 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			return NULL;
 		}
 		memcpy(srcs, w->layers, w->n_layers * sizeof(hr_layer));
+		// The output head is the largest single matrix of a model (n_vocab
+		// rows): left on the CPU it reads more bytes per token than several
+		// GPU layers together.
+		struct ggml_tensor *out_src[3] = {w->output_norm, w->output, w->output_b};
+		if (out_gpu) {
+			w->output_norm = gpu_dup(w, w->output_norm);
+			w->output = gpu_dup(w, w->output);
+			w->output_b = gpu_dup(w, w->output_b);
+		}
 		for (int i = 0; i < w->n_layers; i++) {
 			hr_layer *L = &w->layers[i];
 			if (!L->gpu) {
@@ -388,6 +398,14 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			for (size_t j = 0; j < sizeof(dst) / sizeof(dst[0]); j++) {
 				if (dst[j]) {
 					ggml_backend_tensor_set(dst[j], src[j]->data, 0, ggml_nbytes(src[j]));
+				}
+			}
+		}
+		if (out_gpu) {
+			struct ggml_tensor *out_dst[3] = {w->output_norm, w->output, w->output_b};
+			for (int j = 0; j < 3; j++) {
+				if (out_dst[j]) {
+					ggml_backend_tensor_set(out_dst[j], out_src[j]->data, 0, ggml_nbytes(out_src[j]));
 				}
 			}
 		}
@@ -798,3 +816,7 @@ size_t hr_window_compute_bytes(const hr_window *w) {
 }
 
 int hr_window_gemm_products(const hr_window *w) { return hr_gemm_products(w->g.gemm); }
+
+int hr_window_graph_splits(const hr_window *w) {
+	return w->g.ctx ? ggml_backend_sched_get_n_splits(w->sched) : 0;
+}

@@ -62,6 +62,7 @@ typedef struct {
 	int n_threads;
 	const int *gpu_layers;
 	int n_gpu_layers;
+	int output_gpu;  // 1: the output norm and head on the GPU too (needs output)
 	int ggml_matmul; // 1: ggml's matrix kernels for prompts too (gemm.h), to compare
 } hr_window_params;
 
@@ -84,6 +85,9 @@ size_t hr_window_compute_bytes(const hr_window *w);
 // hr_window_gemm_products counts the matrix products of the window's current
 // graph that run on gemm.c's kernels.
 int hr_window_gemm_products(const hr_window *w);
+// hr_window_graph_splits is the scheduler's number of splits (runs of nodes on
+// one backend) of the window's current graph; 0 before the first evaluation.
+int hr_window_graph_splits(const hr_window *w);
 
 #ifdef __cplusplus
 }

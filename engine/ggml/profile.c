@@ -113,11 +113,29 @@ static int build(graph *g, ggml_backend_t be, int type, int64_t k, int64_t rows,
 	}
 	for (int64_t i = 0; i < k; i++) src[i] = rnd(&seed);
 	ggml_quantize_chunk((enum ggml_type)type, src, row, 0, 1, k, NULL);
-	for (int i = 0; i < n_w; i++) {
-		char *d = (char *)w[i]->data;
-		for (int64_t r = 0; r < rows; r++) memcpy(d + (size_t)r * rs, row, rs);
+	if (ggml_backend_buffer_is_host(g->buf)) {
+		for (int i = 0; i < n_w; i++) {
+			char *d = (char *)w[i]->data;
+			for (int64_t r = 0; r < rows; r++) memcpy(d + (size_t)r * rs, row, rs);
+		}
+		for (int64_t i = 0; i < k; i++) ((float *)x->data)[i] = rnd(&seed);
+	} else {
+		// Device memory: filled through the backend from one host copy.
+		char *full = malloc(rs * (size_t)rows);
+		if (!full) {
+			free(src);
+			free(row);
+			free(w);
+			perr(err, errlen, "out of memory");
+			graph_free(g);
+			return -1;
+		}
+		for (int64_t r = 0; r < rows; r++) memcpy(full + (size_t)r * rs, row, rs);
+		for (int i = 0; i < n_w; i++) ggml_backend_tensor_set(w[i], full, 0, rs * (size_t)rows);
+		free(full);
+		for (int64_t i = 0; i < k; i++) src[i] = rnd(&seed);
+		ggml_backend_tensor_set(x, src, 0, (size_t)k * sizeof(float));
 	}
-	for (int64_t i = 0; i < k; i++) ((float *)x->data)[i] = rnd(&seed);
 	free(src);
 	free(row);
 	free(w);
@@ -201,6 +219,121 @@ int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_
 out:
 	ggml_backend_free(be);
 	if (tp) ggml_threadpool_free(tp);
+	return rc;
+}
+
+// gpu_dev returns the i-th GPU of the registry, or NULL.
+static ggml_backend_dev_t gpu_dev(int i) {
+	for (size_t j = 0; j < ggml_backend_dev_count(); j++) {
+		ggml_backend_dev_t d = ggml_backend_dev_get(j);
+		enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
+		if (t != GGML_BACKEND_DEVICE_TYPE_GPU && t != GGML_BACKEND_DEVICE_TYPE_IGPU) continue;
+		if (i-- == 0) return d;
+	}
+	return NULL;
+}
+
+#define GPU_HOT_BYTES ((size_t)4 << 20)
+#define GPU_COLD_BYTES ((size_t)512 << 20)
+
+int hr_prof_matmul_gpu(int gpu, int type, int64_t k, int64_t rows, double min_s,
+		       double *hot_s, double *cold_s, char *err, int errlen) {
+	if (!hr_prof_type_ok(type) || k <= 0 || rows <= 0 || k % ggml_blck_size((enum ggml_type)type) != 0) {
+		perr(err, errlen, "unsupported type or shape");
+		return -1;
+	}
+	ggml_backend_dev_t dev = gpu_dev(gpu);
+	if (!dev) {
+		perr(err, errlen, "no such GPU");
+		return -1;
+	}
+	ggml_backend_t be = ggml_backend_dev_init(dev, NULL);
+	if (!be) {
+		perr(err, errlen, "cannot start the GPU backend");
+		return -1;
+	}
+	int rc = -1;
+	size_t rs = ggml_row_size((enum ggml_type)type, k);
+	// Hot: two sizes that stay in the GPU's L2 (4 and 12 MiB of weights,
+	// HOT_OPS products per graph); the slope between them is the time per
+	// row without the launch and per-op costs.
+	int64_t r1 = (int64_t)(GPU_HOT_BYTES / rs);
+	if (r1 < 64) r1 = 64;
+	int64_t r2 = 3 * r1;
+	double t1, t2;
+	{
+		graph g;
+		if (build(&g, be, type, k, r1, 1, HOT_OPS, err, errlen) != 0) goto out;
+		t1 = run(be, g.gf, min_s / 4) / HOT_OPS;
+		graph_free(&g);
+		if (build(&g, be, type, k, r2, 1, HOT_OPS, err, errlen) != 0) goto out;
+		t2 = run(be, g.gf, min_s / 4) / HOT_OPS;
+		graph_free(&g);
+	}
+	double per_row = (t2 - t1) / (double)(r2 - r1);
+	if (per_row <= 0) per_row = t2 / (double)r2;
+	*hot_s = per_row * (double)rows;
+	if (cold_s) {
+		// Cold: copies cycled through more than any GPU's L2 (up to ~100
+		// MB), one graph of them, as a decode step runs a window's layers.
+		size_t wb = rs * (size_t)rows;
+		int n_w = (int)((GPU_COLD_BYTES + wb - 1) / wb);
+		if (n_w < 2) n_w = 2;
+		graph g;
+		if (build(&g, be, type, k, rows, n_w, n_w, err, errlen) != 0) goto out;
+		*cold_s = run(be, g.gf, min_s / 2) / n_w;
+		graph_free(&g);
+	}
+	rc = 0;
+out:
+	ggml_backend_free(be);
+	return rc;
+}
+
+int hr_prof_gpu_copy(int gpu, int64_t n_floats, int reps, double *to_gpu_s, double *from_gpu_s, char *err, int errlen) {
+	ggml_backend_dev_t dev = gpu_dev(gpu);
+	if (!dev || n_floats <= 0 || reps < 1) {
+		perr(err, errlen, "no such GPU");
+		return -1;
+	}
+	ggml_backend_t be = ggml_backend_dev_init(dev, NULL);
+	if (!be) {
+		perr(err, errlen, "cannot start the GPU backend");
+		return -1;
+	}
+	struct ggml_init_params ip = {ggml_tensor_overhead() * 2, NULL, true};
+	struct ggml_context *ctx = ggml_init(ip);
+	struct ggml_tensor *t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n_floats);
+	ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+	float *h = calloc((size_t)n_floats, sizeof(float));
+	int rc = -1;
+	if (!buf || !h) {
+		perr(err, errlen, "cannot allocate the copy's buffers");
+		goto out;
+	}
+	enum { MAXR = 256 };
+	double up[MAXR], down[MAXR];
+	if (reps > MAXR) reps = MAXR;
+	ggml_backend_tensor_set(t, h, 0, ggml_nbytes(t)); // warm-up
+	ggml_backend_tensor_get(t, h, 0, ggml_nbytes(t));
+	for (int i = 0; i < reps; i++) {
+		double a = now_s();
+		ggml_backend_tensor_set(t, h, 0, ggml_nbytes(t));
+		double b = now_s();
+		ggml_backend_tensor_get(t, h, 0, ggml_nbytes(t));
+		up[i] = b - a;
+		down[i] = now_s() - b;
+	}
+	qsort(up, (size_t)reps, sizeof(double), cmp_double);
+	qsort(down, (size_t)reps, sizeof(double), cmp_double);
+	*to_gpu_s = up[reps / 2];
+	*from_gpu_s = down[reps / 2];
+	rc = 0;
+out:
+	free(h);
+	if (buf) ggml_backend_buffer_free(buf);
+	ggml_free(ctx);
+	ggml_backend_free(be);
 	return rc;
 }
 

@@ -110,3 +110,46 @@ func GPUDevices() []GPUDevice {
 	}
 	return out
 }
+
+// TimeMatmulGPU is TimeMatmul on the gpu-th GPU of GPUDevices: Hot with the
+// weights in the GPU's cache, Cold (when asked) streamed from its memory.
+func TimeMatmulGPU(gpu, t, k, rows int, minTime time.Duration, cold bool) (MatmulTiming, error) {
+	if !CanProfileType(t) {
+		return MatmulTiming{}, fmt.Errorf("%w: type %d", ErrProfileType, t)
+	}
+	if gpu < 0 || gpu >= GPUCount() {
+		return MatmulTiming{}, fmt.Errorf("%w (GPU %d)", ErrNoGPU, gpu)
+	}
+	blck, _, _, _ := typeInfo(t)
+	if k <= 0 || rows <= 0 || blck <= 0 || int64(k)%blck != 0 {
+		return MatmulTiming{}, fmt.Errorf("ggml: matmul shape %dx%d of %s is not whole blocks", k, rows, typeName(t))
+	}
+	var hot, cd C.double
+	var cdp *C.double
+	if cold {
+		cdp = &cd
+	}
+	var errb [256]C.char
+	runtime.LockOSThread()
+	rc := C.hr_prof_matmul_gpu(C.int(gpu), C.int(t), C.int64_t(k), C.int64_t(rows), C.double(minTime.Seconds()),
+		&hot, cdp, &errb[0], C.int(len(errb)))
+	runtime.UnlockOSThread()
+	if rc != 0 {
+		return MatmulTiming{}, fmt.Errorf("ggml: time GPU matmul: %s", C.GoString(&errb[0]))
+	}
+	return MatmulTiming{Hot: secs(float64(hot)), Cold: secs(float64(cd))}, nil
+}
+
+// TimeGPUCopy is the median time to copy floats F32 values into and out of
+// the gpu-th GPU's memory.
+func TimeGPUCopy(gpu, floats int) (toGPU, fromGPU time.Duration, err error) {
+	if gpu < 0 || gpu >= GPUCount() {
+		return 0, 0, fmt.Errorf("%w (GPU %d)", ErrNoGPU, gpu)
+	}
+	var up, down C.double
+	var errb [256]C.char
+	if C.hr_prof_gpu_copy(C.int(gpu), C.int64_t(floats), 64, &up, &down, &errb[0], C.int(len(errb))) != 0 {
+		return 0, 0, fmt.Errorf("ggml: time GPU copy: %s", C.GoString(&errb[0]))
+	}
+	return secs(float64(up)), secs(float64(down)), nil
+}

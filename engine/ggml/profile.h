@@ -22,6 +22,16 @@ extern "C" {
 int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_s,
 		   double *hot_s, double *cold_s, char *err, int errlen);
 
+// hr_prof_matmul_gpu is hr_prof_matmul on the gpu-th GPU of ggml's
+// registry: hot with the weights in the GPU's L2, cold streamed from its
+// memory.
+int hr_prof_matmul_gpu(int gpu, int type, int64_t k, int64_t rows, double min_s,
+		       double *hot_s, double *cold_s, char *err, int errlen);
+
+// hr_prof_gpu_copy times copying n_floats F32 values into and out of the
+// gpu-th GPU's memory (medians of reps copies each way).
+int hr_prof_gpu_copy(int gpu, int64_t n_floats, int reps, double *to_gpu_s, double *from_gpu_s, char *err, int errlen);
+
 // hr_prof_read sums n bytes (a multiple of 64) and returns the sum, so the
 // compiler cannot drop the loads.
 uint64_t hr_prof_read(const void *p, size_t n);

@@ -19,6 +19,10 @@ type WindowParams struct {
 	Output      bool  // output_norm + output head behind: output is logits (needs Last == NLayer)
 	AllLogits   bool  // with Output: logits for every input token (else only the last)
 	GPULayers   []int // layers to place on a GPU device; non-empty on a CPU-only machine is an error
+	// OutputGPU puts the output norm and head (with Output) on the GPU too:
+	// the head is a model's largest matrix, so a model wholly on the GPU
+	// wants it there (llama.cpp's n_gpu_layers = n_layer + 1).
+	OutputGPU bool
 	NCtx        int   // KV cache capacity in tokens
 	Threads     int   // 0 = all cores
 	// KVRound is the granularity the KV cache's capacity is rounded up to,
@@ -82,7 +86,10 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 			return nil, fmt.Errorf("%w: GPU layer %d is outside the window [%d, %d)", ErrBadWindow, il, p.First, p.Last)
 		}
 	}
-	if len(p.GPULayers) > 0 && GPUCount() == 0 {
+	if p.OutputGPU && !p.Output {
+		return nil, fmt.Errorf("%w: OutputGPU needs the output head in the window", ErrBadWindow)
+	}
+	if (len(p.GPULayers) > 0 || p.OutputGPU) && GPUCount() == 0 {
 		return nil, ErrNoGPU
 	}
 	p.GPULayers = append([]int(nil), p.GPULayers...)
@@ -110,6 +117,7 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		n_ctx:       C.int(kvCap),
 		n_threads:   C.int(threads),
 		ggml_matmul: cbool(p.GGMLMatMul),
+		output_gpu:  cbool(p.OutputGPU),
 	}
 	var gl *C.int
 	if len(p.GPULayers) > 0 {
@@ -295,4 +303,18 @@ func (w *Window) promptKernelProducts() int {
 	w.m.mu.Lock()
 	defer w.m.mu.Unlock()
 	return int(C.hr_window_gemm_products(w.c))
+}
+
+// GraphSplits is the number of runs of consecutive nodes on one device in the
+// window's current graph (its last evaluation's), as ggml's scheduler split
+// it; each boundary copies the hidden state between devices. With the GPU
+// layers contiguous it is at most 3 (CPU, GPU, CPU): CPU layers never move
+// to the GPU (op offload is off). 0 before the first evaluation.
+func (w *Window) GraphSplits() int {
+	if w.c == nil {
+		return 0
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return int(C.hr_window_graph_splits(w.c))
 }

@@ -21,13 +21,17 @@ type ReferenceParams struct {
 	// n_ubatch); longer inputs are split. 0 means min(NCtx, 512), llama.cpp's
 	// default micro-batch.
 	Batch int
+	// GPULayers is llama.cpp's n_gpu_layers: the first GPULayers layers on
+	// the first GPU ggml has loaded (n_layer + 1 puts the output head there
+	// too); 0 keeps everything on the CPU.
+	GPULayers int
 }
 
 // ErrContextFull is returned when an evaluation would run past NCtx.
 var ErrContextFull = errors.New("llama: the input does not fit in the context")
 
-// Reference is a whole llama.cpp model and context on the CPU: weights
-// mmap'd, flash attention off, F16 KV cache, one sequence. Not safe for
+// Reference is a whole llama.cpp model and context on the CPU (or its first
+// GPULayers layers on a GPU): weights mmap'd, flash attention off, F16 KV cache, one sequence. Not safe for
 // concurrent use.
 type Reference struct {
 	model *llama.Model
@@ -40,13 +44,13 @@ type Reference struct {
 
 // NewReference loads the model at path into llama.cpp.
 func NewReference(path string, p ReferenceParams) (*Reference, error) {
-	if p.NCtx <= 0 || p.Threads <= 0 || p.Batch < 0 {
+	if p.NCtx <= 0 || p.Threads <= 0 || p.Batch < 0 || p.GPULayers < 0 {
 		return nil, fmt.Errorf("llama: reference needs NCtx > 0 and Threads > 0 (got NCtx %d, Threads %d, Batch %d)", p.NCtx, p.Threads, p.Batch)
 	}
 	if p.Batch == 0 {
 		p.Batch = min(p.NCtx, 512)
 	}
-	m, err := load(path, llama.ModelParams{UseMmap: true, NumGpuLayers: 0})
+	m, err := load(path, llama.ModelParams{UseMmap: true, NumGpuLayers: p.GPULayers})
 	if err != nil {
 		return nil, err
 	}

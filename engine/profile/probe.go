@@ -36,7 +36,9 @@ const probeSteps = 9
 // probeLayers runs the probe. Its windows must stay resident or it times
 // the disk: the longer one spans at most a third of avail (bytes of memory
 // available), and at least two layers are needed.
-func probeLayers(path string, threads int, avail int64) (Probe, error) {
+// With gpu, every layer of both windows is on GPU 0 (avail is then its free
+// memory).
+func probeLayers(path string, threads int, avail int64, gpu bool) (Probe, error) {
 	m, err := ggml.Open(path)
 	if err != nil {
 		return Probe{}, err
@@ -56,7 +58,13 @@ func probeLayers(path string, threads int, avail int64) (Probe, error) {
 	}
 	prompt := []int32{1, 15, 29, 300}
 	open := func(last int) (*ggml.Window, error) {
-		w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: last, Embed: true, NCtx: probeContext, Threads: threads})
+		wp := ggml.WindowParams{First: 0, Last: last, Embed: true, NCtx: probeContext, Threads: threads}
+		if gpu {
+			for il := range last {
+				wp.GPULayers = append(wp.GPULayers, il)
+			}
+		}
+		w, err := m.NewWindow(wp)
 		if err != nil {
 			return nil, err
 		}

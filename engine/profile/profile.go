@@ -92,6 +92,9 @@ type Profile struct {
 	// Threads readers (informational).
 	MemReadBytesPerSec float64 `json:"mem_read_bytes_per_s"`
 
+	// GPU holds the first GPU's measured rates (discrete GPUs only).
+	GPU *GPURates `json:"gpu_rates,omitempty"`
+
 	Disk   sysinfo.Disk   `json:"disk"`
 	Memory sysinfo.Memory `json:"memory"`
 }
@@ -265,6 +268,9 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		}
 	}
 	total := len(shapes) + len(extraTypes) + 3
+	if len(p.GPUs) > 0 && !p.GPUs[0].Integrated {
+		total++
+	}
 	if o.Model != "" {
 		total++
 	}
@@ -350,7 +356,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		if err := step("one layer on the engine"); err != nil {
 			return Profile{}, err
 		}
-		pr, err := probeLayers(o.Model, o.Threads, mem.Available)
+		pr, err := probeLayers(o.Model, o.Threads, mem.Available, false)
 		if err == nil && !(pr.LayerSec > 0) {
 			// Three layers no slower than one: noise on a busy machine.
 			err = fmt.Errorf("profile: the layer probe measured %v s per layer", pr.LayerSec)
@@ -366,6 +372,20 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 				pr.FlopsScale = scale
 			}
 			p.Probe = &pr
+		}
+	}
+
+	if len(p.GPUs) > 0 && !p.GPUs[0].Integrated {
+		if err := step("GPU kernels"); err != nil {
+			return Profile{}, err
+		}
+		g, err := measureGPU(o, layer, extraTypes, log)
+		if err != nil {
+			// A GPU that cannot be measured is left out of planning, not
+			// fatal: the CPU's profile still stands.
+			log.Warn("profile: GPU not measured; planning without it", "gpu", p.GPUs[0].Name, "err", err)
+		} else {
+			p.GPU = g
 		}
 	}
 
@@ -570,6 +590,7 @@ func (p Profile) Device(name string) halda.Device {
 	if d.OS == halda.Android {
 		d.SwapAvailable = p.Memory.SwapFree
 	}
+	p.fillGPU(&d)
 	return d
 }
 

@@ -18,7 +18,7 @@ import (
 func TestShortTimingProbe(t *testing.T) {
 	var secs []float64
 	for range 2 {
-		p, err := probeLayers(smallModel, 1, 1<<30)
+		p, err := probeLayers(smallModel, 1, 1<<30, false)
 		if err != nil {
 			t.Fatal(err)
 		}
