@@ -57,18 +57,22 @@ var allowed = map[string][]string{
 	"app/tray":   {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/window": {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/api": {
-		"app/node", "app/api/apitype", "frontend",
+		// The one owner of the agent's state (issue 15 item 4): the API
+		// reaches this device, its peers, the plans and the progress bars
+		// through it, never app/node directly.
+		"app/agent",
+		"app/api/apitype", "frontend",
 		"app/api/openai", "app/api/anthropic", "app/api/ollama", // the compatible APIs' translators
-		"app/planner", // GET /api/v1/plan and the model list's labels (issue 15 item 1: one planner)
+		"app/planner", // planner.Request and ModelError: GET /api/v1/plan and the model list's labels ask the agent's planner (issue 15 item 1)
 		"app/problem", // turns a problem's Kind into an HTTP status (issue 15 item 4)
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
 		// translators, apitype and frontend. Today it maps services' errors to
-		// HTTP statuses itself (identity, transport, config), reads profiles
-		// and GGUFs for the model list and the RTT table (engine/profile,
-		// engine/gguf, engine/profile/modelprof, halda) and saves settings and
+		// HTTP statuses itself (identity, transport, config), reads GGUFs for
+		// the model list and profiles for the RTT table (engine/gguf,
+		// engine/profile/modelprof, halda) and saves settings and
 		// conversations (app/config).
 		"app/config", "discovery/identity", "engine/ring/transport",
-		"engine/profile", "engine/gguf", "engine/profile/modelprof", "halda",
+		"engine/gguf", "engine/profile/modelprof", "halda",
 		"engine/profile/sysinfo", // this device's memory for the map's gauge: the one cross-OS reader
 	},
 	"app/api/client":        {"app/api/apitype"},
@@ -91,9 +95,6 @@ var allowed = map[string][]string{
 		"engine/profile/calib", "engine/profile/envelope", // calibration ratios learnt from runs, kept on disk
 		"halda",
 		"discovery/identity", // device IDs' short form in the log
-		// TODO(issue 15 item 4): api.Work, the progress bars, moves into the
-		// owner; this upward edge goes with it.
-		"app/api",
 	},
 	"app/node": {
 		"discovery", "discovery/identity", "discovery/mdns", "halda", "app/config", "app/api/apitype",
@@ -230,7 +231,7 @@ var noCgo = []string{"halda", "engine/ring", "engine/ring/wire"}
 
 // thin surfaces may only talk to the agent through its API client.
 var thin = []string{"app/tray", "app/window"}
-var thinForbidden = []string{"engine", "halda", "discovery", "app/node"}
+var thinForbidden = []string{"engine", "halda", "discovery", "app/node", "app/agent"}
 
 // clockless packages are pure state machines and functions: given the same
 // inputs they give the same outputs, so they never read the clock or sleep.

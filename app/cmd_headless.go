@@ -86,8 +86,7 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	}
 	a := agent.New(agent.Options{Dir: dir, Model: model, Log: log, Node: n}) // chat, ring jobs, planner, background profile: app/agent
 	defer a.Close()
-	srv := &api.Server{Node: n, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a, Work: a.Work(),
-		Planner: a.Planner()} // the device map shows the plan the next chat runs
+	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a}
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)

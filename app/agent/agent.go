@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"sync"
 
-	"homering/app/api"
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/app/node"
 	"homering/app/planner"
+	"homering/engine/profile"
 	"homering/engine/runner"
 	"homering/halda"
 )
@@ -37,7 +37,7 @@ type Agent struct {
 
 	// work shows weight transfers as progress bars (the API's Work list);
 	// nil: not shown.
-	work *api.Work
+	work *Work
 
 	// node asks peers for profiles and jobs; nil: this device alone.
 	node *node.Node
@@ -50,7 +50,10 @@ type Agent struct {
 	// self reads this device's cached profile (cachedSelf); set once.
 	selfOnce sync.Once
 	self     func() (halda.Device, bool)
-	ring     ringMemory
+	// loadProfile and ratios are Options.LoadProfile and Options.Ratios.
+	loadProfile func(configDir string) (profile.Profile, bool, error)
+	ratios      func(model string, deviceIDs []string) map[string][]float64
+	ring        ringMemory
 
 	mu        sync.Mutex // guards running, stopWatch and planner
 	running   map[*chatRun]struct{}
@@ -69,6 +72,13 @@ type Options struct {
 	// Node is this device on the network; nil: this device alone, with no
 	// peers, problems or ring jobs (tests).
 	Node *node.Node
+	// LoadProfile reads this device's cached measured profile from the
+	// config directory without measuring; nil: engine/profile.LoadCached.
+	LoadProfile func(configDir string) (profile.Profile, bool, error)
+	// Ratios are the calibration ratios the planner scales each device's
+	// rates by, per device ID, for a model file; nil: those this agent
+	// learnt from its runs (profile_calib.go).
+	Ratios func(model string, deviceIDs []string) map[string][]float64
 }
 
 // New builds the agent: the engine child's supervisor (the child starts on
@@ -84,7 +94,10 @@ func New(o Options) *Agent {
 		threads:  engineThreads(os.Getenv),
 		log:      o.Log,
 		running:  map[*chatRun]struct{}{},
-		work:     api.NewWork(), // weight transfers to ring workers show as progress bars
+		work:     NewWork(), // weight transfers to ring workers show as progress bars
+
+		loadProfile: o.LoadProfile,
+		ratios:      o.Ratios,
 	}
 	if n := o.Node; n != nil {
 		b.problems = n
@@ -142,7 +155,7 @@ func (b *Agent) Planner() *planner.Planner { return b.plans() }
 
 // Work is the agent's list of long work (weight transfers, the background
 // measurement) that the UI shows as progress bars.
-func (b *Agent) Work() *api.Work { return b.work }
+func (b *Agent) Work() *Work { return b.work }
 
 // problemSink is the part of app/node the agent reports problems to.
 type problemSink interface {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"homering/app/api"
 	"homering/engine/profile"
 )
 
@@ -24,7 +23,7 @@ import (
 // weight type of the model), it runs `homering profile --progress` as a
 // child process at low priority (the engine never runs in the agent: a C
 // abort there must not take the agent down), shows its steps as a progress
-// bar (api.Work, kind "profile") and lets the child cache the result, where
+// bar (Work, kind "profile") and lets the child cache the result, where
 // profile.LoadCached readers (the ring planner, the device map) find it.
 // A chat never waits for it: a chat (or a ring job asked of this device)
 // stops a running measurement at once (its numbers would be wrong while the
@@ -62,8 +61,8 @@ type bgProfile struct {
 	model   func() string // the selected model's path; "" measures without one
 	// command builds the child `homering ARGS` (tests run their own binary).
 	command func(args ...string) *exec.Cmd
-	extra   []string  // more flags for the child (tests: a quicker measurement)
-	work    *api.Work // progress bar; nil: none
+	extra   []string // more flags for the child (tests: a quicker measurement)
+	work    *Work    // progress bar; nil: none
 	log     *slog.Logger
 	quiet   time.Duration // wait after start and after the last chat (profileQuiet)
 	retry   time.Duration // 0: profileRetry
@@ -80,7 +79,7 @@ type bgProfile struct {
 	stopped int           // measurements stopped for a chat (tests, logs)
 }
 
-func newBgProfile(dir string, threads int, model func() string, work *api.Work, log *slog.Logger) *bgProfile {
+func newBgProfile(dir string, threads int, model func() string, work *Work, log *slog.Logger) *bgProfile {
 	return &bgProfile{dir: dir, threads: threads, model: model, work: work, log: log.With("component", "profile"),
 		command: selfCommand, quiet: profileQuiet, wake: make(chan struct{}, 1)}
 }

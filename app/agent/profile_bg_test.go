@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"homering/app/api"
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/engine/profile"
@@ -36,7 +35,7 @@ func testChild(args ...string) *exec.Cmd {
 	return cmd
 }
 
-func profileTask(w *api.Work) (apitype.Task, bool) {
+func profileTask(w *Work) (apitype.Task, bool) {
 	for _, t := range w.List(time.Now()) {
 		if t.Kind == profileTaskID {
 			return t, true
@@ -59,7 +58,7 @@ func TestAgentProfilesInBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &Agent{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
-		dir: home, override: model, threads: 1, log: log, running: map[*chatRun]struct{}{}, work: api.NewWork()}
+		dir: home, override: model, threads: 1, log: log, running: map[*chatRun]struct{}{}, work: NewWork()}
 	t.Cleanup(func() { b.Close() })
 	b.prof = newBgProfile(home, 1, func() string { return model }, b.work, log)
 	b.prof.command, b.prof.quiet = testChild, 0

@@ -190,9 +190,9 @@ func (b *Agent) selfID() string {
 	return "self"
 }
 
-// CalibrationRatios implements api.CalibrationSource: the ratios kept for
-// each device and model, for the device map's plan.
-func (b *Agent) CalibrationRatios(model string, deviceIDs []string) map[string][]float64 {
+// calibrationRatios are the ratios kept for each device and model, which
+// the planner calibrates every plan with (the device map's and the chat's).
+func (b *Agent) calibrationRatios(model string, deviceIDs []string) map[string][]float64 {
 	self := b.selfID()
 	out := map[string][]float64{}
 	for _, id := range deviceIDs {

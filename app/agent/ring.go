@@ -118,10 +118,13 @@ func (b *Agent) plans() *planner.Planner {
 	return b.planner
 }
 
-// newPlanner is the agent's one planner (app/planner) over this backend's
+// newPlanner is the agent's one planner (app/planner) over this agent's
 // profile, settings and calibration; n nil plans for this device alone.
 func (b *Agent) newPlanner(n *node.Node) *planner.Planner {
-	o := planner.Options{Self: b.cachedSelf(), Settings: b.settings, Ratios: b.CalibrationRatios, Log: b.log.With("component", "planner")}
+	o := planner.Options{Self: b.cachedSelf(), Settings: b.settings, Ratios: b.calibrationRatios, Log: b.log.With("component", "planner")}
+	if b.ratios != nil {
+		o.Ratios = b.ratios
+	}
 	if n != nil {
 		o.Node = n
 	}
@@ -152,7 +155,7 @@ func (b *Agent) selfDevice() (halda.Device, bool) {
 // the planner and the answers to heads' looks (every planner.LookEvery per
 // head): it reads the cache again only when the cache directory changed.
 func (b *Agent) cachedSelf() func() (halda.Device, bool) {
-	b.selfOnce.Do(func() { b.self = planner.CachedSelf(b.dir, nil, b.log) })
+	b.selfOnce.Do(func() { b.self = planner.CachedSelf(b.dir, b.loadProfile, b.log) })
 	return b.self
 }
 

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"homering/app/api"
 	"homering/app/api/apitype"
 	"homering/engine/runner"
 	"homering/halda"
@@ -27,7 +26,7 @@ func TestQuickProfileSolves(t *testing.T) {
 // The runner's transfer reports become one progress bar per worker, named
 // after the device, gone once all its weights arrived or the reply ended.
 func TestTransferProgress(t *testing.T) {
-	b := &Agent{work: api.NewWork()}
+	b := &Agent{work: NewWork()}
 	job := &ringJob{names: map[string]apitype.Peer{"KITCHEN-ID": {Name: "kitchen"}}}
 	report, end := b.transferProgress(job)
 	report(runner.Progress{Device: "KITCHEN-ID", Done: 40, Total: 100})

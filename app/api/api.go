@@ -13,97 +13,82 @@ import (
 	"strings"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/apitype"
 	"homering/app/config"
-	"homering/app/node"
-	"homering/app/planner"
 	"homering/app/problem"
 	"homering/discovery/identity"
-	"homering/engine/profile"
 	"homering/engine/ring/transport"
 )
 
 // Server is the loopback control API of one agent.
 type Server struct {
-	Node  *node.Node   // non-nil
+	// Agent is the agent served (app/agent): this device and its peers,
+	// the plans, the progress bars. Non-nil.
+	Agent *agent.Agent
 	Log   *slog.Logger // non-nil
 	Token string       // non-empty; required on every request
-	Chat  Chatter      // nil: the chat endpoints answer 503 (app/api/chat.go)
+	Chat  Chatter      // nil: the chat endpoints answer 503 (app/api/chat.go); the agent passes itself
 	// APIKey returns the key LAN clients of the compatible APIs must send;
 	// nil: read from the settings (chat.go compatAuth).
 	APIKey func() string
-	// Work lists long work for the UI's progress bars (work.go); the agent
-	// may report its own (weight transfer) here. nil: Handler makes one.
-	Work *Work
-	// Planner makes every plan shown (the device map, the model list's
-	// labels): the agent passes its chat backend's, so the map shows the
-	// plan the next chat runs. nil: Handler makes one over Node and the
-	// settings, which plans as the agent's would.
-	Planner *planner.Planner
-	// LoadProfile reads this device's cached measured profile from the
-	// config directory without measuring, for the planner Handler makes;
-	// nil: engine/profile.LoadCached.
-	LoadProfile func(configDir string) (profile.Profile, bool, error)
 }
 
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
-	if s.Work == nil {
-		s.Work = NewWork()
-	}
 	m := http.NewServeMux()
-	m.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Status(), nil) })
-	m.HandleFunc("GET /api/v1/peers", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Peers(), nil) })
+	m.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Status(), nil) })
+	m.HandleFunc("GET /api/v1/peers", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Peers(), nil) })
 	m.HandleFunc("POST /api/v1/peers/add", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.AddPeerRequest
 		if decode(w, r, &req) {
-			p, err := s.Node.AddPeer(r.Context(), req.Addr)
+			p, err := s.Agent.AddPeer(r.Context(), req.Addr)
 			reply(w, p, err)
 		}
 	})
 	m.HandleFunc("POST /api/v1/peers/remove", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.PeerRequest
 		if decode(w, r, &req) {
-			reply(w, struct{}{}, s.Node.RemovePeer(req.Peer))
+			reply(w, struct{}{}, s.Agent.RemovePeer(req.Peer))
 		}
 	})
 	m.HandleFunc("POST /api/v1/peers/probe", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.PeerRequest
 		if decode(w, r, &req) {
-			reply(w, s.Node.Probe(r.Context(), req.Peer), nil)
+			reply(w, s.Agent.Probe(r.Context(), req.Peer), nil)
 		}
 	})
-	m.HandleFunc("GET /api/v1/pair", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.PairStatus(), nil) })
+	m.HandleFunc("GET /api/v1/pair", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.PairStatus(), nil) })
 	m.HandleFunc("POST /api/v1/pair/show", func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.Node.ShowCode()
+		p, err := s.Agent.ShowCode()
 		reply(w, p, err)
 	})
 	m.HandleFunc("POST /api/v1/pair/enter", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.PairEnterRequest
 		if decode(w, r, &req) {
-			p, err := s.Node.EnterCode(r.Context(), req.Peer, req.Code)
+			p, err := s.Agent.EnterCode(r.Context(), req.Peer, req.Code)
 			reply(w, p, err)
 		}
 	})
 	m.HandleFunc("POST /api/v1/unpair", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.PeerRequest
 		if decode(w, r, &req) {
-			p, err := s.Node.Unpair(r.Context(), req.Peer)
+			p, err := s.Agent.Unpair(r.Context(), req.Peer)
 			reply(w, p, err)
 		}
 	})
 	m.HandleFunc("POST /api/v1/contribute", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.ContributeRequest
 		if decode(w, r, &req) {
-			if err := s.Node.SetContribute(req.On); err != nil {
+			if err := s.Agent.SetContribute(req.On); err != nil {
 				reply(w, nil, err)
 				return
 			}
-			reply(w, s.Node.Status(), nil)
+			reply(w, s.Agent.Status(), nil)
 		}
 	})
 	m.HandleFunc("GET /api/v1/watch", s.watch)
-	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Node.Doctor(), nil) })
+	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Doctor(), nil) })
 	m.HandleFunc("GET /api/v1/ring", s.ringStatus)
 	s.registerUI(m)                    // web UI: app/api/ui.go
 	s.registerChat(m)                  // chat: app/api/chat.go
@@ -129,7 +114,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: "Streaming is not supported here."})
 		return
 	}
-	events, cancel := s.Node.Watch()
+	events, cancel := s.Agent.Watch()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -196,9 +181,9 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &pe):
 		return kindStatus(problem.KindOf(pe))
-	case errors.Is(err, node.ErrUnknownPeer), errors.Is(err, node.ErrNoAddress):
+	case errors.Is(err, agent.ErrUnknownPeer), errors.Is(err, agent.ErrNoAddress):
 		return http.StatusNotFound
-	case errors.Is(err, node.ErrNotContributing), errors.Is(err, node.ErrNotPaired), errors.Is(err, node.ErrAmbiguousPeer), errors.Is(err, node.ErrSelf):
+	case errors.Is(err, agent.ErrNotContributing), errors.Is(err, agent.ErrNotPaired), errors.Is(err, agent.ErrAmbiguousPeer), errors.Is(err, agent.ErrSelf):
 		return http.StatusConflict
 	case errors.Is(err, identity.ErrCodeFormat), errors.Is(err, identity.ErrCodeTypo), errors.Is(err, config.ErrInvalid):
 		return http.StatusBadRequest

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/apitype"
 	"homering/app/api/client"
 	"homering/app/config"
@@ -36,6 +37,24 @@ func testNode(t *testing.T, dir string) (*node.Node, *identity.Identity, *slog.L
 	return n, id, log
 }
 
+// testAgent is the agent over n (on dir) for the API to serve, ended with
+// the test; opts, if not nil, sets its options first. Tests run only its
+// node (runNode): no planner looks, no background measurement.
+func testAgent(t *testing.T, n *node.Node, dir string, log *slog.Logger, opts func(*agent.Options)) *agent.Agent {
+	t.Helper()
+	o := agent.Options{Dir: dir, Log: log, Node: n}
+	if opts != nil {
+		opts(&o)
+	}
+	a := agent.New(o)
+	t.Cleanup(func() {
+		if err := a.Close(); err != nil {
+			t.Logf("agent: %v", err)
+		}
+	})
+	return a
+}
+
 // runNode runs n until the test ends and returns a context that ends with
 // it.
 func runNode(t *testing.T, n *node.Node) context.Context {
@@ -52,10 +71,11 @@ func runNode(t *testing.T, n *node.Node) context.Context {
 }
 
 func TestAPI(t *testing.T) {
-	n, id, log := testNode(t, t.TempDir())
+	dir := t.TempDir()
+	n, id, log := testNode(t, dir)
 	ctx := runNode(t, n)
 
-	srv := httptest.NewServer((&Server{Node: n, Log: log, Token: "secret"}).Handler())
+	srv := httptest.NewServer((&Server{Agent: testAgent(t, n, dir, log, nil), Log: log, Token: "secret"}).Handler())
 	defer srv.Close()
 	c := &client.Client{Info: apitype.Info{URL: srv.URL, Token: "secret"}, HTTP: srv.Client()}
 

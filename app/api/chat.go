@@ -272,7 +272,7 @@ func (s *Server) apiKey() string {
 	if s.APIKey != nil {
 		return s.APIKey()
 	}
-	st, err := LoadSettings(s.Node.Status().ConfigDir)
+	st, err := LoadSettings(s.Agent.Status().ConfigDir)
 	if err != nil || !st.Expose {
 		return ""
 	}

@@ -73,8 +73,9 @@ func (s *scripted) Running() int { return 0 }
 
 func newChatServer(t *testing.T, chat Chatter, apiKey string) (*httptest.Server, *client.Client, http.Handler) {
 	t.Helper()
-	n, _, log := testNode(t, t.TempDir())
-	s := &Server{Node: n, Log: log, Token: "secret", Chat: chat}
+	dir := t.TempDir()
+	n, _, log := testNode(t, dir)
+	s := &Server{Agent: testAgent(t, n, dir, log, nil), Log: log, Token: "secret", Chat: chat}
 	if apiKey != "" {
 		s.APIKey = func() string { return apiKey }
 	}

@@ -1,5 +1,7 @@
 // Package api serves the agent's control API over HTTP on loopback, for the
-// CLI, the tray and the window (all through app/api/client).
+// CLI, the tray and the window (all through app/api/client). It is a thin
+// layer over the one owner of the agent's state (app/agent): it decodes
+// requests, asks the agent, and picks HTTP statuses.
 //
 // Every endpoint is under /api/v1 and needs the per-run token written, with
 // the address, to api.json in the config directory (0600): "Authorization:
@@ -28,12 +30,12 @@
 //	POST /api/v1/settings        Settings → Settings (400 with every problem in one sentence each)
 //	GET  /api/v1/models          Models: GGUFs in the model folder, Ollama, LM Studio and the
 //	                             Hugging Face cache, each with a Halda fit label
-//	GET  /api/v1/plan            Plan: the device map (Halda's plan for the selected model;
-//	                             calibrated by the Chatter's ratios when it is a
-//	                             CalibrationSource, the uncalibrated prediction beside)
+//	GET  /api/v1/plan            Plan: the device map (the agent's planner's plan for the
+//	                             selected model, calibrated by the ratios the agent learnt
+//	                             from its runs, the uncalibrated prediction beside)
 //	GET  /api/v1/live            text/event-stream of Live ("event: live"): at once, after
 //	                             node events or Work changes (batched 150 ms) and every 2 s
-//	                             (memory, heartbeat); Live.Work is the progress bars (work.go;
+//	                             (memory, heartbeat); Live.Work is the progress bars (agent.Work;
 //	                             a model load's bar fills against load-times.json, the
 //	                             background measurement's counts steps: Task.Unit "steps")
 //	GET  /api/v1/conversations   []ConversationSummary, newest first

@@ -26,7 +26,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: "Streaming is not supported here."})
 		return
 	}
-	events, cancel := u.s.Node.Watch()
+	events, cancel := u.s.Agent.Watch()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -40,7 +40,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 			pr := problem.Make(problem.Settings, sentence(err))
 			plan.Problem = &pr
 		}
-		b, _ := json.Marshal(apitype.Live{Status: u.s.Node.Status(), Peers: u.s.Node.Peers(), Plan: plan, Work: u.s.Work.List(time.Now()), Ring: u.s.ringReport()})
+		b, _ := json.Marshal(apitype.Live{Status: u.s.Agent.Status(), Peers: u.s.Agent.Peers(), Plan: plan, Work: u.s.Agent.Work().List(time.Now()), Ring: u.s.ringReport()})
 		if _, err := fmt.Fprintf(w, "event: live\ndata: %s\n\n", b); err != nil {
 			return false
 		}
@@ -48,7 +48,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		beat.Reset(liveHeartbeat)
 		return true
 	}
-	work := u.s.Work.Changed() // before the first snapshot, which includes what it has seen
+	work := u.s.Agent.Work().Changed() // before the first snapshot, which includes what it has seen
 	if !send() {
 		return
 	}
@@ -57,7 +57,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-work:
-			work = u.s.Work.Changed() // later changes; this one is in the settled send
+			work = u.s.Agent.Work().Changed() // later changes; this one is in the settled send
 			if settle == nil {
 				settle = time.After(liveSettle)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/apitype"
 )
 
@@ -29,7 +30,7 @@ import (
 //     last time, remembered across restarts in LoadTimesFile.
 type measuredChat struct {
 	Chatter
-	work  *Work
+	work  *agent.Work
 	now   func() time.Time
 	store string        // LoadTimesFile's path; "": remember in memory only
 	seq   atomic.Uint64 // task IDs
@@ -54,7 +55,7 @@ const LoadTimesFile = "load-times.json"
 // newMeasuredChat wraps c; store is LoadTimesFile's path ("": none).
 // backend is the agent's own Chatter, under the UI's measuredChat wrapper
 // (registerUI), for the optional interfaces it implements
-// (CalibrationSource, RingReporter, SettingsWatcher).
+// (RingReporter, SettingsWatcher).
 func (s *Server) backend() Chatter {
 	if mc, ok := s.Chat.(*measuredChat); ok {
 		return mc.Chatter
@@ -62,7 +63,7 @@ func (s *Server) backend() Chatter {
 	return s.Chat
 }
 
-func newMeasuredChat(c Chatter, w *Work, now func() time.Time, store string) *measuredChat {
+func newMeasuredChat(c Chatter, w *agent.Work, now func() time.Time, store string) *measuredChat {
 	m := &measuredChat{Chatter: c, work: w, now: now, store: store, loadTook: map[string]time.Duration{}}
 	if store != "" {
 		// A missing or damaged file only means no estimates yet.

@@ -167,7 +167,7 @@ func describeModel(path string, ctxTokens int) (apitype.Model, halda.Model, erro
 // when no plan exists, "tight" when the plan pages weights from disk on
 // some device or uses over 80% of the memory it may, else "fits".
 func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string) {
-	pl, err := u.s.Planner.Next(planner.Request{Model: path, ContextTokens: ctxTokens, Shape: &m})
+	pl, err := u.s.Agent.Planner().Next(planner.Request{Model: path, ContextTokens: ctxTokens, Shape: &m})
 	if err != nil {
 		if errors.Is(err, halda.ErrOutOfMemory) {
 			return "too big", "The devices together do not have the memory for it."
@@ -197,11 +197,11 @@ func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string
 // deviceName names a device of a plan for a person: its name, else its
 // short ID.
 func (u *ui) deviceName(id string) string {
-	st := u.s.Node.Status()
+	st := u.s.Agent.Status()
 	if id == st.Device.ID {
 		return "this device"
 	}
-	for _, p := range u.s.Node.Peers().Peers {
+	for _, p := range u.s.Agent.Peers().Peers {
 		if p.ID == id {
 			if p.Name != "" {
 				return p.Name
@@ -239,7 +239,7 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	home, _ := os.UserHomeDir()
-	out := apitype.Models{Models: []apitype.Model{}, Selected: set.Model, Scanned: []string{}, Devices: u.s.Planner.Reachable()}
+	out := apitype.Models{Models: []apitype.Model{}, Selected: set.Model, Scanned: []string{}, Devices: u.s.Agent.Planner().Reachable()}
 	seen := map[string]bool{}
 	for _, src := range modelSources(home, set.ModelDir) {
 		if _, err := os.Stat(src.root); err != nil {

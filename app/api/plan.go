@@ -12,15 +12,6 @@ import (
 	"homering/app/problem"
 )
 
-// CalibrationSource is implemented by a Chatter that learns from its runs
-// (app/agent/profile_calib.go): per device ID, the ratios of measured to
-// predicted ms per token it kept for a model file. The planner Handler
-// makes calibrates with them (the agent passes its own planner, which has
-// them already).
-type CalibrationSource interface {
-	CalibrationRatios(model string, deviceIDs []string) map[string][]float64
-}
-
 func (u *ui) plan(w http.ResponseWriter, r *http.Request) {
 	p, err := u.buildPlan()
 	reply(w, p, err)
@@ -36,12 +27,12 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		return apitype.Plan{}, err
 	}
 	out := apitype.Plan{ModelPath: set.Model, Devices: []apitype.MapDevice{}, At: time.Now()}
-	st := u.s.Node.Status()
+	st := u.s.Agent.Status()
 	self := apitype.MapDevice{ID: st.Device.ID, Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
 		Visible: true, Contribute: st.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{},
 		Memory: u.mem.sample(time.Now())}
 	all := []apitype.MapDevice{self}
-	for _, p := range u.s.Node.Peers().Peers {
+	for _, p := range u.s.Agent.Peers().Peers {
 		all = append(all, apitype.MapDevice{ID: p.ID, Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
 			Contribute: p.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{}, Memory: []apitype.MemSample{}})
 	}
@@ -78,7 +69,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		out.Devices = all
 		return out, nil
 	}
-	pl, err := u.s.Planner.Next(planner.Request{})
+	pl, err := u.s.Agent.Planner().Next(planner.Request{})
 	if pl.Self.Measured {
 		all[0].Profile = "measured"
 	}

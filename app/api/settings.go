@@ -58,7 +58,7 @@ func (u *ui) current() (*config.Settings, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.settings == nil {
-		f, err := config.LoadSettings(u.s.Node.Status().ConfigDir)
+		f, err := config.LoadSettings(u.s.Agent.Status().ConfigDir)
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +74,7 @@ func (u *ui) getSettings(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: sentence(err)})
 		return
 	}
-	reply(w, toAPI(*f, u.s.Node.Status().Device.Name), nil)
+	reply(w, toAPI(*f, u.s.Agent.Status().Device.Name), nil)
 }
 
 func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
@@ -94,9 +94,9 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apitype.Error{Error: strings.TrimPrefix(err.Error(), config.ErrSettings.Error()+": ")})
 		return
 	}
-	st := u.s.Node.Status()
+	st := u.s.Agent.Status()
 	if req.Name != st.Device.Name {
-		if err := u.s.Node.SetName(req.Name); err != nil {
+		if err := u.s.Agent.SetName(req.Name); err != nil {
 			reply(w, nil, err)
 			return
 		}
@@ -109,7 +109,7 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.settings = &f
 	u.mu.Unlock()
-	now := toAPI(f, u.s.Node.Status().Device.Name)
+	now := toAPI(f, u.s.Agent.Status().Device.Name)
 	if sw, ok := u.s.backend().(SettingsWatcher); ok {
 		sw.SettingsChanged(toAPI(*old, st.Device.Name), now)
 	}

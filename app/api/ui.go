@@ -12,7 +12,6 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
-	"homering/app/planner"
 	"homering/frontend"
 )
 
@@ -36,38 +35,21 @@ type ui struct {
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
 func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
-	u.conv = &convStore{dir: func() string { return s.Node.Status().ConfigDir }}
-	if s.Planner == nil {
-		dir := s.Node.Status().ConfigDir
-		s.Planner = planner.New(planner.Options{Node: s.Node, Self: planner.CachedSelf(dir, s.LoadProfile, s.Log),
-			Settings: func() config.Settings {
-				f, err := u.current()
-				if err != nil {
-					return config.Settings{}
-				}
-				return *f
-			},
-			Ratios: func(model string, ids []string) map[string][]float64 {
-				if src, ok := s.backend().(CalibrationSource); ok {
-					return src.CalibrationRatios(model, ids)
-				}
-				return nil
-			}, Log: s.Log})
-	}
+	u.conv = &convStore{dir: func() string { return s.Agent.Status().ConfigDir }}
 	u.peers = &peerCache{look: func(ctx context.Context, peer string) (peerLook, error) {
 		// The planner's look (its background one when fresh): its answer
 		// is what the next plan uses.
-		p, ok := s.Planner.LastLook(peer)
+		p, ok := s.Agent.Planner().LastLook(peer)
 		var err error
 		if !ok {
-			p, err = s.Planner.Look(ctx, peer)
+			p, err = s.Agent.Planner().Look(ctx, peer)
 		}
 		if err == nil {
 			return peerLook{rtt: p.RTT, profile: &p.Device, measured: p.Measured}, nil
 		}
 		// A peer that runs no engine (or predates profiles) still has a
 		// link worth timing.
-		d, rerr := s.Node.LinkRTT(ctx, peer, 5)
+		d, rerr := s.Agent.LinkRTT(ctx, peer, 5)
 		return peerLook{rtt: d}, rerr
 	}}
 	if s.Chat != nil {
@@ -76,10 +58,10 @@ func (s *Server) registerUI(m *http.ServeMux) {
 		mc, ok := s.Chat.(*measuredChat)
 		if !ok {
 			store := ""
-			if dir := s.Node.Status().ConfigDir; dir != "" {
+			if dir := s.Agent.Status().ConfigDir; dir != "" {
 				store = filepath.Join(dir, LoadTimesFile)
 			}
-			mc = newMeasuredChat(s.Chat, s.Work, time.Now, store)
+			mc = newMeasuredChat(s.Chat, s.Agent.Work(), time.Now, store)
 			s.Chat = mc
 		}
 		u.chat = mc

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/app/agent"
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/engine/profile"
@@ -31,17 +32,18 @@ var storiesModel, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 // fresh folder so model scanning sees only what a test puts there.
 func uiServer(t *testing.T) (*httptest.Server, string, string) {
 	t.Helper()
-	return uiServerWith(t, func(*Server) {})
+	return uiServerWith(t, nil, func(*Server) {})
 }
 
-// uiServerWith is uiServer with a chance to set Server fields first.
-func uiServerWith(t *testing.T, set func(*Server)) (*httptest.Server, string, string) {
+// uiServerWith is uiServer with a chance to set the agent's options (opts,
+// if not nil) and then the Server's fields first.
+func uiServerWith(t *testing.T, opts func(*agent.Options), set func(*Server)) (*httptest.Server, string, string) {
 	t.Helper()
 	dir, home := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
 	n, _, log := testNode(t, dir)
 	runNode(t, n)
-	s := &Server{Node: n, Log: log, Token: "secret"}
+	s := &Server{Agent: testAgent(t, n, dir, log, opts), Log: log, Token: "secret"}
 	set(s)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close) // before the node stops: cleanups run last first
@@ -215,7 +217,7 @@ func (s *settingsSpy) SettingsChanged(before, after apitype.Settings) {
 // that does not send the keep time leaves it as it was.
 func TestUISettingsReachTheChat(t *testing.T) {
 	spy := &settingsSpy{}
-	srv, _, _ := uiServerWith(t, func(s *Server) { s.Chat = spy })
+	srv, _, _ := uiServerWith(t, nil, func(s *Server) { s.Chat = spy })
 	first := apitype.Settings{Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}
 	if code := do(t, srv, "POST", "/api/v1/settings", first, nil); code != 200 {
 		t.Fatalf("POST = %d", code)
@@ -402,9 +404,9 @@ func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var asked []string
-			srv, dir, _ := uiServerWith(t, func(s *Server) {
-				s.LoadProfile = func(d string) (profile.Profile, bool, error) { asked = append(asked, d); return tt.load(d) }
-			})
+			srv, dir, _ := uiServerWith(t, func(o *agent.Options) {
+				o.LoadProfile = func(d string) (profile.Profile, bool, error) { asked = append(asked, d); return tt.load(d) }
+			}, func(*Server) {})
 			do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", ModelDir: models, Model: storiesModel, ContextTokens: 256}, nil)
 			var p apitype.Plan
 			do(t, srv, "GET", "/api/v1/plan", nil, &p)
@@ -464,13 +466,13 @@ func TestMemSampler(t *testing.T) {
 // change; the heartbeat would also carry it) and leaves it when it ends.
 func TestLiveCarriesWork(t *testing.T) {
 	var srvAPI *Server
-	srv, _, _ := uiServerWith(t, func(s *Server) { srvAPI = s })
+	srv, _, _ := uiServerWith(t, nil, func(s *Server) { srvAPI = s })
 	next := liveEvents(t, srv, 20*time.Second)
 	if l := next(); len(l.Work) != 0 {
 		t.Fatalf("work before any = %+v", l.Work)
 	}
-	srvAPI.Work.Begin(time.Now(), "transfer:b", "transfer", "Weights to b", "", 0)
-	srvAPI.Work.Progress(time.Now(), "transfer:b", 5, 10)
+	srvAPI.Agent.Work().Begin(time.Now(), "transfer:b", "transfer", "Weights to b", "", 0)
+	srvAPI.Agent.Work().Progress(time.Now(), "transfer:b", 5, 10)
 	var got []apitype.Task
 	for range 5 {
 		if got = next().Work; len(got) == 1 && got[0].Done == 5 {
@@ -480,7 +482,7 @@ func TestLiveCarriesWork(t *testing.T) {
 	if len(got) != 1 || got[0].ID != "transfer:b" || got[0].Done != 5 || got[0].Total != 10 {
 		t.Fatalf("work in the stream = %+v, want the transfer at 5 of 10", got)
 	}
-	srvAPI.Work.End("transfer:b")
+	srvAPI.Agent.Work().End("transfer:b")
 	for range 5 {
 		if got = next().Work; len(got) == 0 {
 			return
@@ -489,7 +491,8 @@ func TestLiveCarriesWork(t *testing.T) {
 	t.Errorf("work after End = %+v, want none", got)
 }
 
-// calibrating is a Chatter that kept calibration ratios (app/agent/profile_calib.go).
+// calibrating keeps calibration ratios, as the agent learns them from its
+// runs (app/agent/profile_calib.go), for the agent's planner.
 type calibrating struct {
 	gated
 	ratios map[string][]float64 // by device ID; set before the server runs
@@ -510,7 +513,7 @@ func (c *calibrating) CalibrationRatios(model string, ids []string) map[string][
 	return out
 }
 
-// The device map plans with the devices calibrated by the chat backend's
+// The device map plans with the devices calibrated by the agent's
 // ratios and shows the uncalibrated prediction beside.
 func TestUIPlanCalibrated(t *testing.T) {
 	tests := []struct {
@@ -525,10 +528,10 @@ func TestUIPlanCalibrated(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &calibrating{ratios: map[string][]float64{}}
-			srv, _, _ := uiServerWith(t, func(s *Server) {
+			srv, _, _ := uiServerWith(t, func(o *agent.Options) { o.Ratios = c.CalibrationRatios }, func(s *Server) {
 				s.Chat = c
 				if tt.ratio != nil {
-					c.ratios[s.Node.Status().Device.ID] = tt.ratio
+					c.ratios[s.Agent.Status().Device.ID] = tt.ratio
 				}
 			})
 			do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", Model: storiesModel, ContextTokens: 256}, nil)

@@ -1,4 +1,4 @@
-package api
+package agent
 
 import (
 	"sort"
@@ -8,11 +8,11 @@ import (
 	"homering/app/api/apitype"
 )
 
-// Work is the list of long work the UI draws as progress bars: model loads
-// (seen by the chat wrapper in measured.go, since the runner protocol says
-// nothing until the model is loaded), and whatever else the agent reports
-// (the ring's weight transfer: Begin, then Progress as bytes arrive, then
-// End). Safe for concurrent use; the live stream sends a snapshot soon after
+// Work is the list of long work the UI draws as progress bars: the ring's
+// weight transfers (Begin, then Progress as bytes arrive, then End), the
+// background measurement's steps, and model loads (seen by the API's chat
+// wrapper, app/api/measured.go, since the runner protocol says nothing
+// until the model is loaded). Safe for concurrent use; the live stream sends a snapshot soon after
 // every change.
 type Work struct {
 	mu      sync.Mutex // guards tasks and changed
