@@ -25,7 +25,7 @@ var gpuTolerance = map[string]float64{
 	"F16":  1e-2,
 	"Q8_0": 4e-2,
 	"Q4_0": 4e-2,
-	"Q4_K": 6e-2,
+	"Q4_K": 6e-2, // ggml's type name is q4_K: looked up in upper case
 	"Q6_K": 6e-2,
 }
 
@@ -119,7 +119,7 @@ func checkGPU(models []string, threads int, out io.Writer) error {
 		errGPU, agree := relErr(gpu, cpu)
 		errRef, _ := relErr(ref, cpu)
 		errPair, _ := relErr(gpu, ref)
-		tol, ok := gpuTolerance[info.TypeName]
+		tol, ok := gpuTolerance[strings.ToUpper(info.TypeName)]
 		if !ok {
 			tol = gpuTolerance["Q4_K"]
 		}
@@ -148,7 +148,7 @@ func runSteps(e engine, toks []int32, prompt int) ([][]float32, error) {
 		return nil, err
 	}
 	out := [][]float32{append([]float32(nil), l...)}
-	for i := prompt; i < len(toks)-1; i++ {
+	for i := prompt; i < len(toks); i++ {
 		if l, err = e.eval(toks[i:i+1], i); err != nil {
 			return nil, err
 		}
