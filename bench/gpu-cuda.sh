@@ -86,21 +86,21 @@ run)
 	m=$models/llama-1g-Q4_K.gguf
 	.gpu/bin/homering profile --gpu-dir "$lib" --model "$m" --threads "$threads" --fresh >"$out/profile.txt" 2>&1 || status=1
 	cat "$out/profile.txt"
-	.gpu/bin/homering profile --gpu-dir "$lib" --model "$m" --threads "$threads" --json >"$out/device.json" || status=1
+	.gpu/bin/homering profile --gpu-dir "$lib" --model "$m" --threads "$threads" --json >/tmp/device.json || status=1
 	for cap in 0.5 0; do
-		python3 - "$out/device.json" "$m" "$cap" >"$out/device-$cap.json" <<'PY'
+		python3 - /tmp/device.json "$m" "$cap" >"/tmp/device-$cap.json" <<'PY'
 import json, os, sys
 d = json.load(open(sys.argv[1]))
 if float(sys.argv[3]) > 0:
     d["vram_available_bytes"] = int(os.path.getsize(sys.argv[2]) * float(sys.argv[3]))
 json.dump(d, sys.stdout)
 PY
-		.gpu/bin/homering plan --devices "$out/device-$cap.json" --model "$m" --rounds 1 --json >"$out/plan-$cap.json" || { status=1; continue; }
-		n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ring"][0]["n"])' "$out/plan-$cap.json")
-		pred=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted_ms"])' "$out/plan-$cap.json")
+		.gpu/bin/homering plan --devices "/tmp/device-$cap.json" --model "$m" --rounds 1 --json >"/tmp/plan-$cap.json" || { status=1; continue; }
+		n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ring"][0]["n"])' "/tmp/plan-$cap.json")
+		pred=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted_ms"])' "/tmp/plan-$cap.json")
 		.gpu/bin/enginebench -gpu-dir "$lib" -no-check -gpu-layers "$n" -threads "$threads" -reps 5 -prefill 16 -decode 64 \
-			-models "$m" >"$out/split-$cap.txt" 2>&1 || status=1
-		meas=$(sed -n 's/.*decode \([0-9.]*\) vs .*/\1/p' "$out/split-$cap.txt" | tail -1)
+			-models "$m" >>"$out/split-runs.txt" 2>&1 || status=1
+		meas=$(sed -n 's/.*decode \([0-9.]*\) vs .*/\1/p' "$out/split-runs.txt" | tail -1)
 		python3 -c 'import sys; n,p,tps=sys.argv[1],float(sys.argv[2]),float(sys.argv[3]); m=1000/tps; print(f"split: VRAM cap {sys.argv[4]} of the model: Halda puts {n} of 36 layers on the GPU and predicts {p:.2f} ms per token; measured {m:.2f} ms (ours), measured/predicted {m/p:.2f}")' \
 			"$n" "$pred" "${meas:-nan}" "$cap" | tee -a "$out/split.txt"
 	done

@@ -164,7 +164,9 @@ func measure(path string, threads int, c config) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	defer r.Close()
+	if !c.gpu {
+		defer r.Close() // on CUDA llama_free crashed (SIGSEGV): see gpu.go
+	}
 	w, err := m.NewWindow(wp)
 	if err != nil {
 		return result{}, err
