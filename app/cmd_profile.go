@@ -116,7 +116,7 @@ func cmdProfile(ctx context.Context, e env) int {
 }
 
 // profileProgress is `homering profile --progress`, the child the agent
-// starts to measure this device in the background (app/profile_bg.go): it
+// starts to measure this device in the background (app/agent/profile_bg.go): it
 // lowers its priority, prints each step as one JSON line (profile.Step),
 // caches the profile and exits. The agent starts it with --stop-on-stdin and
 // stops it (a chat started) by closing its stdin, on every OS (Windows has

@@ -26,7 +26,7 @@ import (
 	"homering/halda"
 )
 
-// The ring side of the chat backend: the head plans across paired devices
+// The ring side of the agent: the head plans across paired devices
 // and runs the ring on its runner child; a worker serves a head's job on its
 // own runner child (app/node asks through the Worker interface).
 

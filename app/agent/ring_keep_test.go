@@ -30,7 +30,7 @@ const ringKeepModel = "../../testdata/models/llama-Q8_0.gguf"
 // A ring job the head keeps for the conversation's next turn ends at once
 // when the next chat could not use it: another model or context size saved
 // in Settings, keeping turned off, contributing turned off on the head, the
-// agent quitting. Real runner children (the chat backend's, the head, and a
+// agent quitting. Real runner children (the agent's, the head, and a
 // worker's); the worker maps its weight slice while the job is kept and
 // unmaps it when the job ends. The job is kept 10 minutes, so an end seen
 // within a minute is the change's doing.
