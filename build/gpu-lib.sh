@@ -7,13 +7,15 @@
 # misread it).
 #
 #   build/gpu-lib.sh cuda   [OUT]   needs nvcc (CUDA 12 or 13), cmake, ninja
-#   build/gpu-lib.sh vulkan [OUT]   needs cmake, ninja, glslc, Vulkan headers
+#   build/gpu-lib.sh vulkan [OUT]   needs cmake, ninja, glslc, libvulkan-dev
+#                                   (older than 1.3.261: newer headers fetched)
 #   build/gpu-lib.sh stage DIR      copies the sources it needs into DIR, for a
 #                                   machine without Go (HOMERING_OLLAMA_SRC=DIR)
 #
 # OUT defaults to $XDG_CACHE_HOME/homering/gpu/<backend>-<module version>-<key>,
 # where key hashes the inputs that change the library (compiler version,
-# architectures); a second run with the same inputs rebuilds nothing.
+# architectures, Vulkan header version, this script); a second run with the
+# same inputs rebuilds nothing.
 # CUDA_ARCHS picks the GPU architectures (default: native, the GPUs of this
 # machine; a release names its list, e.g. "75-virtual;80;86;89;90;120").
 # The script prints the directory holding the libraries on its last line; load
@@ -46,6 +48,34 @@ if [ "$backend" = stage ]; then
 	exit 0
 fi
 
+# ggml-vulkan.cpp uses vk::LayerSettingEXT, new in the Vulkan headers 1.3.261;
+# Debian 12 ships 1.3.239. Where the system's are older, the headers (only
+# they: the build links and the runtime loads the system's libvulkan) come
+# from Debian 13's libvulkan-dev, fetched once, checked against its pinned
+# hash and unpacked (dpkg-deb -x) into the user's cache, never vendored.
+# VULKAN_HEADERS=DIR (holding vulkan/vulkan.hpp) overrides both.
+vk_deb=libvulkan-dev_1.4.309.0-1_amd64.deb # headers only: any host architecture
+vk_deb_sha256=8d329d465e16168afff58b1bd0dd6db46aac2cc3f56054a481b25a04e90b345a
+vk_deb_url=${VULKAN_HEADERS_DEB_URL:-http://deb.debian.org/debian/pool/main/v/vulkan-loader/$vk_deb}
+vk_header_version() { sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\).*/\1/p' "$1/vulkan/vulkan_core.h" 2>/dev/null; }
+vulkan_headers() {
+	[ -z "${VULKAN_HEADERS:-}" ] || return 0
+	local have
+	have=$(vk_header_version /usr/include)
+	[ "${have:-0}" -lt 261 ] || return 0
+	local dir=${XDG_CACHE_HOME:-$HOME/.cache}/homering/vulkan-headers/${vk_deb%.deb}
+	VULKAN_HEADERS=$dir/usr/include
+	[ -f "$VULKAN_HEADERS/vulkan/vulkan.hpp" ] && return 0
+	echo "gpu-lib: the system's Vulkan headers are 1.3.${have:-none} (need >= 1.3.261): unpacking $vk_deb into $dir" >&2
+	local tmp
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/homering-vk-headers.XXXXXX")
+	curl -fsSL --retry 3 -o "$tmp/$vk_deb" "$vk_deb_url" || { echo "gpu-lib: cannot download $vk_deb_url" >&2; rm -rf "$tmp"; exit 1; }
+	echo "$vk_deb_sha256  $tmp/$vk_deb" | sha256sum -c --quiet - >&2 || { echo "gpu-lib: $vk_deb does not match its pinned sha256" >&2; rm -rf "$tmp"; exit 1; }
+	dpkg-deb -x "$tmp/$vk_deb" "$tmp/x"
+	rm -rf "$dir" && mkdir -p "$(dirname "$dir")" && mv "$tmp/x" "$dir"
+	rm -rf "$tmp"
+}
+
 case "$backend" in
 cuda)
 	command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
@@ -56,7 +86,8 @@ cuda)
 	;;
 vulkan)
 	command -v glslc >/dev/null || { echo "gpu-lib: glslc is not installed (Debian: apt-get install glslc)" >&2; exit 1; }
-	key="$(glslc --version | head -1) ${VULKAN_HEADERS:-system}"
+	vulkan_headers
+	key="$(glslc --version | head -1) headers $(vk_header_version "${VULKAN_HEADERS:-/usr/include}")"
 	target=ggml-vulkan
 	;;
 *)
@@ -112,7 +143,7 @@ cmake -S "$work/src" -B "$work/b" "${args[@]}" >"$work/configure.log" 2>&1 || { 
 echo "gpu-lib: building $target with $(nproc) jobs" >&2
 cmake --build "$work/b" --target "$target" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -60 "$work/build.log" >&2; exit 1; }
 mkdir -p "$out.tmp"
-cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/"libggml-"${backend}".so* "$out.tmp/"
+cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/libggml-$backend".so* "$out.tmp/"
 rm -rf "$out" && mv "$out.tmp" "$out"
 echo "gpu-lib: built $(du -sh "$lib" | cut -f1) $lib" >&2
 echo "$out"

@@ -66,6 +66,15 @@ log "installing the API client SDKs for app/apptest"
 (cd app/apptest/clients && npm ci --no-audit --no-fund --loglevel=error) >&2
 # --- end app/apptest/clients
 
+# --- GPU backend (issue 17): libggml-vulkan.so and its libggml-base.so from the
+# pinned ollama module's ggml, built with CMake into the user's cache under a
+# key of its inputs (module version, glslc, CMake, Vulkan headers, the
+# script): ~2 min of 2 cores once, then a second set-up finds it current.
+# build/test.sh hands the directory to engine/gputest, which runs it on lavapipe.
+log "building ggml's Vulkan backend (build/gpu-lib.sh; once per ggml version)"
+bash build/gpu-lib.sh vulkan >/dev/null
+# --- end GPU backend
+
 log "building bin/homering (first build compiles ggml and llama.cpp: several minutes)"
 go build -o bin/homering .
 
