@@ -170,6 +170,7 @@ var allowed = map[string][]string{
 	"halda/haldatest":      {"halda"},
 	"engine/ring/ringtest": {"engine/ring", "engine/ring/wire"},
 	"engine/enginetest":    {}, // its tests import the engines
+	"engine/gputest":       {}, // its tests load a GPU backend into engine/ggml's process
 	"internal/testlog":     {},
 	"internal/testwait":    {},                                                                  // the tests' one wait helper
 	"internal/testdir":     {},                                                                  // tests: a scratch directory that Wine can remove

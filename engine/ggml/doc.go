@@ -86,10 +86,12 @@
 //     brings a window's ranges back (MADV_POPULATE_READ, else MADV_WILLNEED in
 //     4 MB chunks). A window touches only its own layers' pages.
 //   - Layers listed in GPULayers get copies of their weights in GPU memory;
-//     ggml_backend_sched runs each op where its weights live. The cgo build
-//     has only ggml's CPU backend: GPU devices appear after LoadBackends(dir)
-//     loads a backend library; without one a non-empty GPULayers is ErrNoGPU.
-//     (The GPU path is written but has not run: no GPU machine was lent.)
+//     ggml_backend_sched runs each op where its weights live, never moving a
+//     CPU layer's work to the GPU (op offload off: GraphSplits stays at 3 for
+//     contiguous GPU layers). The cgo build has only ggml's CPU backend: GPU
+//     devices appear after LoadBackends(dir) loads a backend library; without
+//     one a non-empty GPULayers is ErrNoGPU. engine/gputest runs the GPU path
+//     against the CPU on every CI run (Vulkan on Mesa's lavapipe).
 //   - All windows of a Model share its mapping, its tensor table and one
 //     persistent ggml thread pool (created by Open with one thread per CPU;
 //     a window's Threads picks how many of them it uses).
