@@ -214,7 +214,8 @@ func (m *Model) Path() string { return m.path }
 func GPUCount() int { return int(C.hr_gpu_count()) }
 
 // LoadBackends loads every ggml backend library in dir and returns the GPU
-// count afterwards. Untested here: no GPU library is built by `go build`.
+// count afterwards. `go build` builds none: build/gpu-lib.sh builds them with
+// CMake from the same pinned ggml, and engine/gputest loads its Vulkan one.
 func LoadBackends(dir string) int {
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
