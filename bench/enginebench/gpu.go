@@ -73,47 +73,8 @@ func checkGPU(models []string, threads int, out io.Writer) error {
 	fmt.Fprintf(tw, "model\ttype\tours GPU vs CPU\ttolerance\tllama.cpp GPU vs CPU\tours GPU vs llama.cpp GPU\tgreedy agree GPU/CPU\t\n")
 	var bad []string
 	for _, path := range models {
-		m, err := ggml.Open(path)
-		if err != nil {
-			return err
-		}
-		info := m.Info()
 		nCtx := prompt + steps + 1
-		logits := func(wp ggml.WindowParams, toks []int32) ([][]float32, error) {
-			w, err := m.NewWindow(wp)
-			if err != nil {
-				return nil, err
-			}
-			defer w.Close()
-			return runSteps(ours{w}, toks, prompt)
-		}
-		base := ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: threads}
-		// The CPU window's own greedy continuation is the input of all three.
-		cw, err := m.NewWindow(base)
-		if err != nil {
-			m.Close()
-			return err
-		}
-		toks, err := promptTokens(path, prompt)
-		if err == nil {
-			var cont []int32
-			cont, err = greedy(ours{cw}, toks, steps)
-			toks = append(toks, cont...)
-		}
-		cw.Close()
-		if err != nil {
-			m.Close()
-			return err
-		}
-		cpu, err := logits(base, toks)
-		if err != nil {
-			m.Close()
-			return err
-		}
-		gp := base
-		gp.GPULayers, gp.OutputGPU = allLayers(info.NLayer), true
-		gpu, err := logits(gp, toks)
-		m.Close()
+		info, toks, cpu, gpu, err := oursCPUAndGPU(path, prompt, steps, threads)
 		if err != nil {
 			return err
 		}
@@ -152,6 +113,54 @@ func checkGPU(models []string, threads int, out io.Writer) error {
 		return errors.New("GPU logits outside the tolerance: " + strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// oursCPUAndGPU runs our window over path's model on the CPU, then wholly on
+// the GPU (output head included), fed the CPU window's greedy continuation
+// of a prompt, and returns the tokens and both runs' logits.
+func oursCPUAndGPU(path string, prompt, steps, threads int) (info ggml.ModelInfo, toks []int32, cpu, gpu [][]float32, err error) {
+	m, err := ggml.Open(path)
+	if err != nil {
+		return info, nil, nil, nil, err
+	}
+	defer func() {
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	info = m.Info()
+	base := ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: prompt + steps + 1, Threads: threads}
+	logits := func(wp ggml.WindowParams, toks []int32, cont int) (_ []int32, _ [][]float32, err error) {
+		w, err := m.NewWindow(wp)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer func() {
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		if cont > 0 {
+			more, err := greedy(ours{w}, toks, cont)
+			if err != nil {
+				return nil, nil, err
+			}
+			toks = append(toks, more...)
+		}
+		ls, err := runSteps(ours{w}, toks, prompt)
+		return toks, ls, err
+	}
+	if toks, err = promptTokens(path, prompt); err != nil {
+		return info, nil, nil, nil, err
+	}
+	// The CPU window's own greedy continuation is the input of all runs.
+	if toks, cpu, err = logits(base, toks, steps); err != nil {
+		return info, nil, nil, nil, err
+	}
+	gp := base
+	gp.GPULayers, gp.OutputGPU = allLayers(info.NLayer), true
+	_, gpu, err = logits(gp, toks, 0)
+	return info, toks, cpu, gpu, err
 }
 
 // runSteps evaluates toks[:prompt] as one batch, then each later token
@@ -210,7 +219,7 @@ func promptTokens(path string, n int) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only: nothing to lose
 	var toks []int32
 	for len(toks) < n {
 		more, err := v.Tokenize(strings.Repeat(text, 4), len(toks) == 0, false)

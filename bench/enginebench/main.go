@@ -165,7 +165,7 @@ func measure(path string, threads int, c config) (result, error) {
 		return result{}, err
 	}
 	if !c.gpu {
-		defer r.Close() // on CUDA llama_free crashed (SIGSEGV): see gpu.go
+		defer func() { _ = r.Close() }() // on CUDA llama_free crashed (SIGSEGV): see gpu.go
 	}
 	w, err := m.NewWindow(wp)
 	if err != nil {
