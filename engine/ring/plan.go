@@ -10,12 +10,14 @@ import (
 // FromHalda turns Halda's plan into the plan the ring installs. A device
 // releases each window after use when its case says memory is short (M1,
 // M2, M3, M5: the paper's devices whose weights are re-read per token);
-// under M4 everything stays. The result is checked as the wire checks it:
-// the windows must tile [0, L) round by round.
+// under M4 everything stays. Halda's n_m (Assignment.N: the first n of each
+// window on the GPU) becomes the device's GPULayers. The result is checked
+// as the wire checks it: the windows must tile [0, L) round by round, and
+// no device may have more GPU layers than a window of its holds.
 func FromHalda(id uint64, p halda.Plan, nEmbd int) (*wire.Plan, error) {
 	w := &wire.Plan{ID: id, K: p.K, NEmbd: nEmbd, DType: wire.F32}
 	for _, a := range p.Ring {
-		d := wire.Device{ID: a.Device, Release: a.Case != halda.M4}
+		d := wire.Device{ID: a.Device, Release: a.Case != halda.M4, GPULayers: a.N}
 		for _, r := range a.Layers {
 			d.Windows = append(d.Windows, wire.Range{Start: r.Start, End: r.End})
 			w.Layers = max(w.Layers, r.End)

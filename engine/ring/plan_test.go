@@ -31,6 +31,36 @@ func TestFromHalda(t *testing.T) {
 			}},
 		},
 		{
+			// The paper's M_m with a GPU: n_m of its w_m layers per round
+			// on the GPU, the first of each window (engine/ring/driver).
+			name: "GPU layers: n kept per device, k=2",
+			plan: halda.Plan{K: 2, Window: 5, Ring: []halda.Assignment{
+				{Device: "head", Case: halda.M4, W: 2, N: 0, Layers: []halda.LayerRange{lr(0, 2), lr(5, 7)}},
+				{Device: "cuda", Case: halda.M4, W: 3, N: 2, Layers: []halda.LayerRange{lr(2, 5), lr(7, 10)}},
+			}},
+			want: &wire.Plan{ID: 5, K: 2, Layers: 10, NEmbd: 64, DType: wire.F32, Devices: []wire.Device{
+				{ID: "head", Windows: []wire.Range{wr(0, 2), wr(5, 7)}},
+				{ID: "cuda", GPULayers: 2, Windows: []wire.Range{wr(2, 5), wr(7, 10)}},
+			}},
+		},
+		{
+			name: "GPU layers: a whole window on the GPU, memory short on the CPU side",
+			plan: halda.Plan{K: 1, Window: 4, Ring: []halda.Assignment{
+				{Device: "metal", Case: halda.M2, W: 4, N: 4, Layers: []halda.LayerRange{lr(0, 4)}},
+			}},
+			want: &wire.Plan{ID: 5, K: 1, Layers: 4, NEmbd: 64, DType: wire.F32, Devices: []wire.Device{
+				{ID: "metal", Release: true, GPULayers: 4, Windows: []wire.Range{wr(0, 4)}},
+			}},
+		},
+		{
+			name: "GPU layers: more than the window holds",
+			plan: halda.Plan{K: 1, Ring: []halda.Assignment{
+				{Device: "a", Case: halda.M4, W: 2, N: 3, Layers: []halda.LayerRange{lr(0, 2)}},
+				{Device: "b", Case: halda.M4, W: 2, Layers: []halda.LayerRange{lr(2, 4)}},
+			}},
+			wantErr: wire.ErrMalformed,
+		},
+		{
 			name: "windows with a gap",
 			plan: halda.Plan{K: 1, Ring: []halda.Assignment{
 				{Device: "a", Case: halda.M4, Layers: []halda.LayerRange{lr(0, 3)}},

@@ -2,8 +2,12 @@ package transport
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"strings"
 	"testing"
 
+	"homering/discovery/identity"
 	"homering/engine/ring/wire"
 )
 
@@ -36,5 +40,36 @@ func TestFrameRegistry(t *testing.T) {
 	}
 	if ProtoMin > ProtoMax || ProtoMin == 0 {
 		t.Errorf("protocol range %d-%d", ProtoMin, ProtoMax)
+	}
+}
+
+// TestRefusesProtocolBeforeGPULayers: protocol 2 added each device's GPU
+// layers to PlanInstall (engine/ring/wire), so a device still on 1 would
+// misread every plan. Both ends refuse the link at the Hello with one
+// sentence that names both versions and the device to update.
+func TestRefusesProtocolBeforeGPULayers(t *testing.T) {
+	if ProtoMin < 2 {
+		t.Fatalf("ProtoMin = %d: this build would still speak protocol 1, whose plans have no GPU layers", ProtoMin)
+	}
+	old := Hello{ProtoMin: 1, ProtoMax: 1, Purpose: PurposeLink, App: "0.1.0", Name: "attic"}
+	cur := Hello{ProtoMin: ProtoMin, ProtoMax: ProtoMax, Purpose: PurposeLink, App: "0.2.0", Name: "desk"}
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	farErr := make(chan error, 1)
+	go func() {
+		_, err := Handshake(c2, false, old, identity.DeviceID{1}, "desk.lan")
+		farErr <- err
+	}()
+	_, err := Handshake(c1, true, cur, identity.DeviceID{2}, "attic.lan")
+	want := fmt.Sprintf("transport: cannot talk to attic.lan: it runs Homering 0.1.0 (link protocol 1-1), this device runs Homering 0.2.0 (link protocol %d-%d); update the other device (attic.lan)",
+		ProtoMin, ProtoMax)
+	var ve *VersionError
+	if !errors.As(err, &ve) || err.Error() != want {
+		t.Errorf("this device: error = %v\nwant %s", err, want)
+	}
+	// The old device hears the same verdict from its side: update itself.
+	if err := <-farErr; !errors.As(err, &ve) || !strings.HasSuffix(err.Error(), "; update this device") {
+		t.Errorf("old device: error = %v, want a VersionError telling it to update", err)
 	}
 }

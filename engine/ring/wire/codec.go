@@ -116,6 +116,7 @@ func (p *Plan) appendTo(b []byte) []byte {
 			flags |= 1
 		}
 		b = append(b, flags)
+		b = be.AppendUint32(b, uint32(d.GPULayers))
 		for _, w := range d.Windows {
 			b = appendRange(b, w)
 		}
@@ -132,7 +133,7 @@ func (p *Plan) decode(d *decoder) {
 	if p.K < 1 || p.K > MaxRounds {
 		d.fail(ErrMalformed, "k=%d", p.K)
 	}
-	n := d.count(int(d.u8("devices")), MaxDevices, 2+8*p.K, "devices")
+	n := d.count(int(d.u8("devices")), MaxDevices, 2+4+8*p.K, "devices")
 	if n == 0 {
 		return
 	}
@@ -145,6 +146,13 @@ func (p *Plan) decode(d *decoder) {
 			d.fail(ErrMalformed, "device flags %#x", flags)
 		}
 		dev.Release = flags&1 != 0
+		// validate checks it against the windows; the limit keeps the
+		// int conversion exact on 32-bit platforms.
+		gpu := d.u32("gpu layers")
+		if gpu > MaxLayers {
+			d.fail(ErrMalformed, "%d GPU layers", gpu)
+		}
+		dev.GPULayers = int(gpu)
 		if d.count(p.K, MaxRounds, 8, "windows") == 0 {
 			return
 		}

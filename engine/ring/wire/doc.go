@@ -22,7 +22,10 @@
 //	64 PlanInstall  plan uint64, k uint16, layers uint32, nEmbd uint32,
 //	                dtype uint8, nDev uint8, then per device in ring order
 //	                (head first): id string, flags uint8 (bit 0: release a
-//	                window after use), then k ranges (its window per round)
+//	                window after use), gpu uint32 (protocol 2: the first gpu
+//	                layers of each of its windows run on its GPU; at most
+//	                its shortest window), then k ranges (its window per
+//	                round)
 //	65 PlanAck      plan uint64, code uint16, text (uint16 length + bytes)
 //	66 Commit       plan uint64: every device acknowledged; serve it
 //	67 Activation   plan uint64, seq uint64, round uint16, layers range

@@ -9,9 +9,12 @@ import (
 
 // The protocol range of a link (every frame type: engine/ring/transport's
 // registry re-exports it as transport.ProtoMin/ProtoMax, the one range).
+//
+// 2: PlanInstall carries each device's GPU layers (Device.GPULayers). A
+// peer on 1 would read the plan's bytes wrongly, so 1 is no longer spoken.
 const (
-	ProtoMin uint16 = 1
-	ProtoMax uint16 = 1
+	ProtoMin uint16 = 2
+	ProtoMax uint16 = 2
 )
 
 // Type is a frame type. Values are wire constants: appended only, never iota.
@@ -114,9 +117,13 @@ type Msg interface {
 
 // Device is one device's part of a plan.
 type Device struct {
-	ID      string  `json:"id"`
-	Release bool    `json:"release,omitempty"` // release each window after running it (memory short)
-	Windows []Range `json:"windows"`           // one per round; len == Plan.K
+	ID      string `json:"id"`
+	Release bool   `json:"release,omitempty"` // release each window after running it (memory short)
+	// GPULayers is Halda's n: the first GPULayers layers of each of its
+	// windows run on its GPU, the rest on its CPU. 0 ≤ GPULayers ≤ the
+	// length of its shortest window.
+	GPULayers int     `json:"gpu_layers,omitempty"`
+	Windows   []Range `json:"windows"` // one per round; len == Plan.K
 }
 
 // Plan is the installed plan: the same message goes to every device.
@@ -351,6 +358,9 @@ func (p *Plan) validate() error {
 			w := d.Windows[r]
 			if w.Start != next || w.End <= w.Start {
 				return fmt.Errorf("plan device %s round %d window %s, want a non-empty one starting at %d: %w", d.ID, r, w, next, ErrMalformed)
+			}
+			if d.GPULayers < 0 || d.GPULayers > w.Len() {
+				return fmt.Errorf("plan device %s has %d GPU layers in its round %d window %s: %w", d.ID, d.GPULayers, r, w, ErrMalformed)
 			}
 			next = w.End
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 
 func plan2() *Plan {
 	return &Plan{ID: 7, K: 2, Layers: 8, NEmbd: 4, DType: F32, Devices: []Device{
-		{ID: "a", Windows: []Range{{0, 3}, {4, 7}}},
+		{ID: "a", GPULayers: 2, Windows: []Range{{0, 3}, {4, 7}}},
 		{ID: "b", Release: true, Windows: []Range{{3, 4}, {7, 8}}},
 	}}
 }
@@ -28,6 +29,8 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{"plan", plan2()},
 		{"plan one device", &Plan{ID: 1, K: 1, Layers: 2, NEmbd: 8, DType: F16, Devices: []Device{{ID: "solo", Windows: []Range{{0, 2}}}}}},
+		{"plan every layer on the GPU", &Plan{ID: 1, K: 1, Layers: 3, NEmbd: 8, DType: F32, Devices: []Device{
+			{ID: "gpu", GPULayers: 2, Windows: []Range{{0, 2}}}, {ID: "cpu", Release: true, Windows: []Range{{2, 3}}}}}},
 		{"ack", &PlanAck{Plan: 7, Code: CodeNoSpace, Text: "disk full"}},
 		{"ack ok", &PlanAck{Plan: 7}},
 		{"commit", &Commit{Plan: 9}},
@@ -97,6 +100,12 @@ func TestDecodeErrors(t *testing.T) {
 	_, good, _ := Encode(plan2())
 	gap := *plan2()
 	gap.Devices = []Device{gap.Devices[0], {ID: "b", Windows: []Range{{4, 5}, {7, 8}}}}
+	// Device a's windows are 3 layers long: 4 GPU layers cannot be its first.
+	gpu := func(n uint32) []byte {
+		p := slices.Clone(good)
+		be.PutUint32(p[19+1+2+1:], n) // header, device count, id "a", flags
+		return p
+	}
 	tests := []struct {
 		name string
 		typ  Type
@@ -114,6 +123,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"plan 255 devices claimed in few bytes", TypePlanInstall, append(good[:19:19], 255), ErrTooLarge},
 		{"plan 60 devices claimed in few bytes", TypePlanInstall, append(good[:19:19], 60), ErrMalformed},
 		{"plan with a gap", TypePlanInstall, gap.appendTo(nil), ErrMalformed},
+		{"plan with more GPU layers than a window", TypePlanInstall, gpu(4), ErrMalformed},
+		{"plan with GPU layers past the layer limit", TypePlanInstall, gpu(1 << 31), ErrMalformed},
 		{"slice list count past what remains", TypeSliceList, be.AppendUint16(make([]byte, 40), 100), ErrMalformed},
 		{"text too long", TypeGoodbye, append(be.AppendUint16([]byte{0, 1}, 5000), make([]byte, 5000)...), ErrTooLarge},
 		{"chunk past its total", TypeSliceChunk, (&SliceChunk{Name: "x", Offset: 4, Total: 5, Data: []byte{1, 2}}).appendTo(nil), ErrMalformed},
@@ -131,8 +142,11 @@ func TestDecodeErrors(t *testing.T) {
 func TestEncodeRefusesBadMessages(t *testing.T) {
 	bad := plan2()
 	bad.Devices[1].Windows = bad.Devices[1].Windows[:1]
+	negGPU, bigGPU := plan2(), plan2()
+	negGPU.Devices[0].GPULayers = -1
+	bigGPU.Devices[1].GPULayers = 2 // its windows hold one layer each
 	for _, m := range []Msg{
-		bad,
+		bad, negGPU, bigGPU,
 		&Activation{Plan: 1, Layers: Range{0, 1}, Rows: 1, NEmbd: 2, DType: F32, Data: make([]byte, 4)},
 		&Goodbye{Text: strings.Repeat("x", MaxText+1)},
 		&SliceRequest{Name: ""},
