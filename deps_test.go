@@ -179,6 +179,11 @@ var allowed = map[string][]string{
 	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"},                    // decode times into a calibrated profile
 	"bench/ringbench":      {"app/api/apitype", "engine/head", "engine/llama", "engine/sample"}, // one-device baselines for bench/ring.sh
 	"bench/rig/linksim":    {},
+
+	// GPU tests: a backend loaded into a process changes every later
+	// window's choices, so they live apart from the CPU-only tests.
+	"internal/testgpu":             {"engine/ggml"}, // the backend library build/test.sh names, checked or loaded
+	"engine/ring/driver/gpudriver": {},              // its tests load a GPU backend into the driver's process
 }
 
 // cLibs are the outside libraries that make a package cgo or GUI-bound; each may

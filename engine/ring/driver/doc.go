@@ -53,6 +53,14 @@
 // window (engine/ggml proves splits exact). Prefetch and Release act on
 // every file a window spans.
 //
+// GPU layers: the plan's wire.Device.GPULayers (Halda's n_m) puts the first
+// n of each of this device's windows on its GPU (ggml.WindowParams.GPULayers,
+// split across sub-windows like the layers themselves); the rest of the
+// window and the head's output window stay on the CPU, where Halda charges
+// them. A plan with GPU layers on a process without a GPU backend loaded
+// fails Prepare (ggml.ErrNoGPU), so the device refuses the plan (PlanAck)
+// rather than run it slower than planned.
+//
 // # Weight slices
 //
 // SliceServer (head) answers wire.SliceRequest frames on a connection of

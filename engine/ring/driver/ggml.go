@@ -90,6 +90,7 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	if idx == 0 && g.M == nil {
 		return fmt.Errorf("driver: the head of plan %d needs its model file (M), not parts", plan.ID)
 	}
+	nGPU := plan.Devices[idx].GPULayers
 	for r, w := range plan.Devices[idx].Windows {
 		parts, err := g.split(w)
 		if err != nil {
@@ -98,7 +99,8 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		}
 		rd := round{w: w}
 		for i, p := range parts {
-			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0, NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
+			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0,
+				GPULayers: gpuLayers(w, nGPU, p.First, p.Last), NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
 			if err != nil {
 				rd.close()
 				g.close()
@@ -109,6 +111,8 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		g.wins = append(g.wins, rd)
 	}
 	if idx == 0 {
+		// The output head stays on the CPU: Halda charges it there (κ, the
+		// head's output layer) and n_m counts only repeating layers.
 		out, err := g.M.NewWindow(ggml.WindowParams{First: n, Last: n, Output: true, NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
 		if err != nil {
 			g.close()
@@ -117,6 +121,18 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		g.out = out
 	}
 	return nil
+}
+
+// gpuLayers are the layers of the sub-window [first, last) of window w that
+// run on the GPU: Halda's n_m are the first n of each window (the paper's
+// layout: a window's hidden state crosses to the GPU once and back once).
+// nil when none.
+func gpuLayers(w wire.Range, n, first, last int) []int {
+	var out []int
+	for il := max(first, w.Start); il < min(last, w.Start+n, w.End); il++ {
+		out = append(out, il)
+	}
+	return out
 }
 
 func (r round) close() {

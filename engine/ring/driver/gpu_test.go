@@ -1,0 +1,68 @@
+package driver
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/ggml"
+	"homering/engine/ring/wire"
+)
+
+// Halda's n_m are the first n layers of each window; a window split over
+// slice files (GGML.Parts) gives each sub-window its share of them.
+func TestGPULayers(t *testing.T) {
+	tests := []struct {
+		name        string
+		w           wire.Range
+		n           int
+		first, last int // the sub-window
+		want        []int
+	}{
+		{"none", rg(4, 8), 0, 4, 8, nil},
+		{"first two of a whole window", rg(4, 8), 2, 4, 8, []int{4, 5}},
+		{"every layer", rg(4, 8), 4, 4, 8, []int{4, 5, 6, 7}},
+		{"first sub-window holds them all", rg(4, 8), 2, 4, 7, []int{4, 5}},
+		{"they cross into the second sub-window", rg(4, 8), 3, 6, 8, []int{6}},
+		{"second sub-window past them", rg(4, 8), 2, 6, 8, nil},
+		{"n past the window is clipped to it", rg(0, 2), 5, 0, 2, []int{0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, gpuLayers(tt.w, tt.n, tt.first, tt.last)); diff != "" {
+				t.Errorf("gpuLayers(%s, %d, %d, %d) (-want +got)\n%s", tt.w, tt.n, tt.first, tt.last, diff)
+			}
+		})
+	}
+}
+
+// The plan's GPU layers reach the engine: this test process loads no GPU
+// backend, so a device given GPU layers fails Prepare with ggml.ErrNoGPU
+// (and refuses the plan) where the same plan without them prepares. The
+// GPU path itself runs in engine/ring/driver/gpudriver on lavapipe.
+func TestPrepareGPULayersWithoutGPU(t *testing.T) {
+	if ggml.GPUCount() != 0 {
+		t.Fatalf("this package's tests must run without a GPU backend; ggml sees %d GPU(s)", ggml.GPUCount())
+	}
+	m := openModel(t)
+	info := m.Info()
+	for _, tt := range []struct {
+		name string
+		gpu  int
+		want error
+	}{
+		{"CPU only", 0, nil},
+		{"one GPU layer", 1, ggml.ErrNoGPU},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := &wire.Plan{ID: 1, K: 1, Layers: info.NLayer, NEmbd: info.NEmbd, DType: wire.F32, Devices: []wire.Device{
+				{ID: "head", GPULayers: tt.gpu, Windows: []wire.Range{rg(0, info.NLayer)}}}}
+			g := &GGML{M: m, NCtx: 16, Threads: 1}
+			defer g.Close()
+			if err := g.Prepare(plan, 0); !errors.Is(err, tt.want) {
+				t.Fatalf("Prepare = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
