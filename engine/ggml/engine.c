@@ -30,6 +30,8 @@
 // new CUDA graph): with 32, decode ran 3% behind llama.cpp on an H100.
 #define HR_KV_SPAN_PAD_GPU 256
 #define HR_PAD(x, n) (((x) + (n) - 1) / (n) * (n))
+// HR_MAX_BATCH is window.go's MaxBatch: the most inputs one evaluation takes.
+#define HR_MAX_BATCH 512
 
 struct hr_model {
 	hr_hparams hp;
@@ -264,6 +266,35 @@ void hr_window_free(hr_window *w) {
 	free(w);
 }
 
+static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve_only, char *err, size_t errlen);
+
+static int n_gpu_of(const hr_window *w) {
+	int n = 0;
+	for (int i = 0; i < w->n_layers; i++) {
+		n += w->layers[i].gpu;
+	}
+	return n;
+}
+
+// gpu_short words a failed GPU allocation as one sentence a person can act
+// on: what did not fit, how much it needed (0: unknown), what is free.
+static void gpu_short(hr_window *w, char *err, size_t errlen, const char *what, size_t need, int n_gpu) {
+	size_t free_b = 0, total = 0;
+	ggml_backend_dev_t dev = w->gpu ? ggml_backend_get_device(w->gpu) : NULL;
+	if (dev) {
+		ggml_backend_dev_memory(dev, &free_b, &total);
+	}
+	char needs[48] = "";
+	if (need > 0) {
+		snprintf(needs, sizeof(needs), " (%.0f MiB)", (double)need / (1 << 20));
+	}
+	if (err && errlen) {
+		snprintf(err, errlen,
+			 "the GPU %s has %.0f MiB free, too little for the %s%s of %d GPU layers: put fewer layers on the GPU",
+			 dev ? ggml_backend_dev_name(dev) : "", (double)free_b / (1 << 20), what, needs, n_gpu);
+	}
+}
+
 hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size_t errlen) {
 	const hr_hparams *hp = &m->hp;
 	hr_window *w = calloc(1, sizeof(*w));
@@ -384,7 +415,11 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		w->w_buf_gpu = ggml_backend_alloc_ctx_tensors(w->w_ctx_gpu, w->gpu);
 		if (!w->w_buf_gpu) {
 			free(srcs);
-			seterr(err, errlen, "cannot allocate GPU memory for the window's weights");
+			size_t need = 0;
+			for (struct ggml_tensor *t = ggml_get_first_tensor(w->w_ctx_gpu); t; t = ggml_get_next_tensor(w->w_ctx_gpu, t)) {
+				need += ggml_nbytes(t);
+			}
+			gpu_short(w, err, errlen, "weights", need, n_gpu);
 			hr_window_free(w);
 			return NULL;
 		}
@@ -443,7 +478,11 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		w->kv_buf[dev] = dev ? ggml_backend_alloc_ctx_tensors(w->kv_ctx[dev], w->gpu)
 				     : ggml_backend_alloc_ctx_tensors_from_buft(w->kv_ctx[dev], ggml_backend_cpu_buffer_type());
 		if (!w->kv_buf[dev]) {
-			seterr(err, errlen, "cannot allocate the KV cache");
+			if (dev) {
+				gpu_short(w, err, errlen, "KV cache", (size_t)cnt * 2 * (size_t)n_embd_gqa * (size_t)p->n_ctx * 2, cnt);
+			} else {
+				seterr(err, errlen, "cannot allocate the KV cache");
+			}
 			hr_window_free(w);
 			return NULL;
 		}
@@ -489,6 +528,20 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		hr_window_free(w);
 		return NULL;
 	}
+	if (w->gpu) {
+		// Reserve the compute buffers of the largest evaluation now (a full
+		// batch attending over the whole cache, as llama.cpp reserves), so a
+		// window that does not fit in GPU memory fails here, at plan time,
+		// never in the middle of a reply. Later graphs fit in these buffers.
+		const int n = p->n_ctx < HR_MAX_BATCH ? p->n_ctx : HR_MAX_BATCH;
+		const int n_out = p->output ? (p->all_logits ? n : 1) : n;
+		char e2[160];
+		if (build_graph(w, n, w->n_layers > 0 ? p->n_ctx : 0, n_out, 1, e2, sizeof(e2)) != 0) {
+			gpu_short(w, err, errlen, "compute buffers", 0, n_gpu);
+			hr_window_free(w);
+			return NULL;
+		}
+	}
 	return w;
 }
 
@@ -522,7 +575,7 @@ static struct ggml_tensor *add_opt(struct ggml_context *ctx, struct ggml_tensor 
 // cells into w->g. The graph depends only on (n, n_kv): positions, cells and
 // the mask are inputs, so consecutive decode steps reuse it (as llama.cpp
 // reuses its graph) and skip the build and the scheduler's allocation.
-static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, size_t errlen) {
+static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve_only, char *err, size_t errlen) {
 	hr_model *m = w->m;
 	const hr_hparams *hp = &m->hp;
 	const int64_t hd = hp->n_embd_head;
@@ -682,6 +735,27 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, char *err, 
 #undef mm
 
 	ggml_backend_sched_reset(w->sched);
+	// reserve_only sizes the buffers for the largest graph when a GPU
+	// window is made: a failed reservation returns false, while
+	// ggml_backend_sched_alloc_graph goes on after a failed re-reservation
+	// of a multi-buffer graph and crashes (ggml_gallocr_init_tensor on a
+	// NULL buffer, seen on lavapipe), so no later graph may need more. The
+	// reserved graph is thrown away: reserving and then allocating the same
+	// graph gave wrong logits (its tensors keep the reservation's places).
+	if (reserve_only && !ggml_backend_sched_reserve(w->sched, gf)) {
+		ggml_free(ctx);
+		hr_gemm_arena_free(&g->gemm);
+		memset(g, 0, sizeof(*g));
+		seterr(err, errlen, "gpu");
+		return -1;
+	}
+	if (reserve_only) {
+		// Sized, not kept: the first evaluation builds its own graph.
+		ggml_free(ctx);
+		hr_gemm_arena_free(&g->gemm);
+		memset(g, 0, sizeof(*g));
+		return 0;
+	}
 	if (!ggml_backend_sched_alloc_graph(w->sched, gf)) {
 		ggml_free(ctx);
 		hr_gemm_arena_free(&g->gemm);
@@ -713,7 +787,10 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 	const int n_out = w->p.output ? (w->p.all_logits ? n : 1) : n;
 	hr_graph *g = &w->g;
 	if (!g->ctx || g->n != n || g->n_kv != n_kv || g->n_out != n_out) {
-		if (build_graph(w, n, n_kv, n_out, err, errlen) != 0) {
+		if (build_graph(w, n, n_kv, n_out, 0, err, errlen) != 0) {
+			if (strcmp(err, "gpu") == 0) {
+				gpu_short(w, err, errlen, "compute buffers", 0, n_gpu_of(w));
+			}
 			return -1;
 		}
 	}
@@ -781,6 +858,68 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 	return 0;
 }
 
+// kv_zero_gpu zeroes V cells [pos, pos+cnt) of every GPU layer with one
+// graph of ggml_set_rows on the GPU; falls back to memsets when it cannot
+// allocate.
+static void kv_zero_gpu(hr_window *w, int pos, int cnt, int64_t n_embd_gqa) {
+	const int64_t rows = (int64_t)cnt * n_embd_gqa;
+	int n_gpu = 0;
+	for (int i = 0; i < w->n_layers; i++) {
+		n_gpu += w->layers[i].gpu;
+	}
+	struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(4 * n_gpu + 8) + ggml_graph_overhead_custom((size_t)(4 * n_gpu + 8), false), NULL, true};
+	struct ggml_context *ctx = ggml_init(ip);
+	struct ggml_context *dctx = ggml_init((struct ggml_init_params){ggml_tensor_overhead() * 2, NULL, true});
+	ggml_backend_buffer_t buf = NULL;
+	int64_t *idx = NULL;
+	if (!ctx || !dctx) {
+		goto fallback;
+	}
+	struct ggml_tensor *zeros = ggml_new_tensor_2d(dctx, GGML_TYPE_F32, 1, rows);
+	struct ggml_tensor *ids = ggml_new_tensor_1d(dctx, GGML_TYPE_I64, rows);
+	buf = ggml_backend_alloc_ctx_tensors(dctx, w->gpu);
+	idx = malloc((size_t)rows * sizeof(int64_t));
+	if (!buf || !idx) {
+		goto fallback;
+	}
+	ggml_backend_buffer_clear(buf, 0);
+	for (int64_t j = 0; j < n_embd_gqa; j++) {
+		for (int c = 0; c < cnt; c++) {
+			idx[j * cnt + c] = j * w->p.n_ctx + pos + c;
+		}
+	}
+	ggml_backend_tensor_set(ids, idx, 0, (size_t)rows * sizeof(int64_t));
+	struct ggml_cgraph *gf = ggml_new_graph_custom(ctx, (size_t)(4 * n_gpu + 8), false);
+	for (int i = 0; i < w->n_layers; i++) {
+		hr_layer *L = &w->layers[i];
+		if (L->gpu) {
+			struct ggml_tensor *v_view = ggml_reshape_2d(ctx, L->v, 1, ggml_nelements(L->v));
+			ggml_build_forward_expand(gf, ggml_set_rows(ctx, v_view, zeros, ids));
+		}
+	}
+	if (ggml_backend_graph_compute(w->gpu, gf) == GGML_STATUS_SUCCESS) {
+		free(idx);
+		ggml_backend_buffer_free(buf);
+		ggml_free(dctx);
+		ggml_free(ctx);
+		return;
+	}
+fallback:
+	free(idx);
+	if (buf) ggml_backend_buffer_free(buf);
+	if (dctx) ggml_free(dctx);
+	if (ctx) ggml_free(ctx);
+	const size_t es = sizeof(uint16_t);
+	for (int i = 0; i < w->n_layers; i++) {
+		hr_layer *L = &w->layers[i];
+		if (L->gpu) {
+			for (int64_t j = 0; j < n_embd_gqa; j++) {
+				ggml_backend_tensor_memset(L->v, 0, ((size_t)j * w->p.n_ctx + pos) * es, (size_t)cnt * es);
+			}
+		}
+	}
+}
+
 void hr_window_kv_truncate(hr_window *w, int pos) {
 	if (pos < 0) {
 		pos = 0;
@@ -791,12 +930,28 @@ void hr_window_kv_truncate(hr_window *w, int pos) {
 	const int64_t n_embd_gqa = (int64_t)w->m->hp.n_embd_head * w->m->hp.n_head_kv;
 	const size_t es = sizeof(uint16_t);
 	const size_t cnt = (size_t)(w->used - pos);
+	int gpu_rows = 0;
 	for (int i = 0; i < w->n_layers; i++) {
 		hr_layer *L = &w->layers[i];
 		ggml_backend_tensor_memset(L->k, 0, (size_t)pos * n_embd_gqa * es, cnt * n_embd_gqa * es);
-		for (int64_t j = 0; j < n_embd_gqa; j++) {
-			ggml_backend_tensor_memset(L->v, 0, ((size_t)j * w->p.n_ctx + pos) * es, cnt * es);
+		if (pos == 0) {
+			// Cells past used are zero already: one call clears the lot.
+			ggml_backend_tensor_memset(L->v, 0, 0, (size_t)n_embd_gqa * (size_t)w->used * es +
+								      (size_t)(n_embd_gqa - 1) * (size_t)(w->p.n_ctx - w->used) * es);
+		} else if (L->gpu) {
+			gpu_rows = 1; // below: one graph for every GPU layer
+		} else {
+			// V is transposed (a row per element): host memsets are cheap.
+			for (int64_t j = 0; j < n_embd_gqa; j++) {
+				ggml_backend_tensor_memset(L->v, 0, ((size_t)j * w->p.n_ctx + pos) * es, cnt * es);
+			}
 		}
+	}
+	if (gpu_rows) {
+		// On a GPU each memset is a synchronous copy (32,768 of them per
+		// truncation on an 8B llama): the GPU layers' V cells are zeroed by
+		// one graph of set_rows instead, as the cache is written.
+		kv_zero_gpu(w, pos, (int)cnt, n_embd_gqa);
 	}
 	w->used = pos;
 }
@@ -811,6 +966,20 @@ size_t hr_window_kv_bytes(const hr_window *w) {
 		}
 	}
 	return s;
+}
+
+size_t hr_window_dev_bytes(const hr_window *w, int gpu, int what) {
+	switch (what) {
+	case 0: // KV cache
+		return w->kv_buf[gpu ? 1 : 0] ? ggml_backend_buffer_get_size(w->kv_buf[gpu ? 1 : 0]) : 0;
+	case 1: { // compute buffers
+		ggml_backend_t be = gpu ? w->gpu : w->cpu;
+		return be ? ggml_backend_sched_get_buffer_size(w->sched, be) : 0;
+	}
+	case 2: // weights copied to the device (the CPU's stay in the mapping)
+		return gpu && w->w_buf_gpu ? ggml_backend_buffer_get_size(w->w_buf_gpu) : 0;
+	}
+	return 0;
 }
 
 size_t hr_window_compute_bytes(const hr_window *w) {

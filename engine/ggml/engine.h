@@ -81,6 +81,9 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden,
 void hr_window_kv_truncate(hr_window *w, int pos);
 int hr_window_kv_used(const hr_window *w);
 size_t hr_window_kv_bytes(const hr_window *w);
+// hr_window_dev_bytes is what the window holds on the CPU (gpu 0) or its
+// GPU (gpu 1): what 0 = KV cache, 1 = compute buffers, 2 = weights copied.
+size_t hr_window_dev_bytes(const hr_window *w, int gpu, int what);
 size_t hr_window_compute_bytes(const hr_window *w);
 // hr_window_gemm_products counts the matrix products of the window's current
 // graph that run on gemm.c's kernels.

@@ -25,6 +25,7 @@ var (
 	ErrBadByteRange  = errors.New("ggml: byte range is outside the model file")
 	ErrUnsupportedOS = errors.New("ggml: operation is not available on this operating system")
 	ErrNotHeld       = errors.New("ggml: the weight slice does not hold what the window needs")
+	ErrGPUMemory     = errors.New("ggml: the window does not fit in the GPU's memory")
 )
 
 // NotHeldError says that a window needs layers, the token embedding or the

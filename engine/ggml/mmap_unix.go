@@ -4,6 +4,7 @@ package ggml
 
 import (
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,4 +20,21 @@ func unmapFile(b []byte) error {
 		return nil
 	}
 	return unix.Munmap(b)
+}
+
+// resident counts b's pages in memory (b starts on a page boundary).
+func resident(b []byte) (in, all int64, err error) {
+	page := os.Getpagesize()
+	vec := make([]byte, (len(b)+page-1)/page)
+	if len(b) == 0 {
+		return 0, 0, nil
+	}
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if e != 0 {
+		return 0, 0, e
+	}
+	for _, v := range vec {
+		in += int64(v & 1)
+	}
+	return in, int64(len(vec)), nil
 }

@@ -238,6 +238,9 @@ func (m *Model) ranges(p WindowParams) []ByteRange {
 		}
 	}
 	for il := p.First; il < p.Last; il++ {
+		if slices.Contains(p.GPULayers, il) {
+			continue // copied to the GPU
+		}
 		prefix := fmt.Sprintf("blk.%d.", il)
 		for _, t := range m.file.tensors {
 			if len(t.name) > len(prefix) && t.name[:len(prefix)] == prefix {
@@ -251,7 +254,7 @@ func (m *Model) ranges(p WindowParams) []ByteRange {
 	if p.Embed {
 		add("token_embd.weight")
 	}
-	if p.Output {
+	if p.Output && !p.OutputGPU {
 		add("output_norm.weight")
 		add("output.bias")
 		if _, ok := m.file.tensor("output.weight"); ok {
@@ -261,6 +264,56 @@ func (m *Model) ranges(p WindowParams) []ByteRange {
 		}
 	}
 	return mergeRanges(rs, int64(os.Getpagesize()), int64(len(m.data)))
+}
+
+// gpuRanges are the file ranges of the tensors a window copies to its GPU,
+// shrunk to the pages no mapped tensor of the window shares: releasing
+// those costs the CPU part nothing.
+func (m *Model) gpuRanges(p WindowParams) []ByteRange {
+	if len(p.GPULayers) == 0 && !p.OutputGPU {
+		return nil
+	}
+	var rs []ByteRange
+	for _, il := range p.GPULayers {
+		prefix := fmt.Sprintf("blk.%d.", il)
+		for _, t := range m.file.tensors {
+			if strings.HasPrefix(t.name, prefix) {
+				rs = append(rs, ByteRange{t.offset, t.size})
+			}
+		}
+	}
+	if p.OutputGPU {
+		for _, name := range []string{"output_norm.weight", "output.weight", "output.bias"} {
+			if t, ok := m.file.tensor(name); ok {
+				rs = append(rs, ByteRange{t.offset, t.size})
+			}
+		}
+	}
+	page := int64(os.Getpagesize())
+	var out []ByteRange
+	for _, r := range mergeRanges(rs, 1, int64(len(m.data))) {
+		// Whole pages inside r only: the pages at its ends may hold a
+		// neighbour the CPU reads.
+		start := (r.Off + page - 1) / page * page
+		if end := (r.Off + r.Len) / page * page; end > start {
+			out = append(out, ByteRange{start, end - start})
+		}
+	}
+	return out
+}
+
+// releaseLocked is Release with the model's lock held.
+func (m *Model) releaseLocked(rs []ByteRange) error {
+	for _, r := range rs {
+		b, err := m.slice(r)
+		if err != nil {
+			return err
+		}
+		if err := release(b); err != nil {
+			return fmt.Errorf("ggml: release [%d, +%d): %w", r.Off, r.Len, err)
+		}
+	}
+	return nil
 }
 
 func mergeRanges(rs []ByteRange, page, limit int64) []ByteRange {
@@ -339,16 +392,7 @@ func (m *Model) Release(rs []ByteRange) error {
 	if m.closed {
 		return ErrClosed
 	}
-	for _, r := range rs {
-		b, err := m.slice(r)
-		if err != nil {
-			return err
-		}
-		if err := release(b); err != nil {
-			return fmt.Errorf("ggml: release [%d, +%d): %w", r.Off, r.Len, err)
-		}
-	}
-	return nil
+	return m.releaseLocked(rs)
 }
 
 // fileError keeps engine/gguf's sentence and matches both its kind and ours.
@@ -679,4 +723,31 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 		}
 	}
 	return nil
+}
+
+// Residency is the fraction of the ranges' pages that are in memory now
+// (mincore on Unix; ErrUnsupportedOS elsewhere): what a window's weights
+// cost the page cache.
+func (m *Model) Residency(rs []ByteRange) (float64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	var in, all int64
+	for _, r := range rs {
+		b, err := m.slice(r)
+		if err != nil {
+			return 0, err
+		}
+		n, total, err := resident(b)
+		if err != nil {
+			return 0, err
+		}
+		in, all = in+n, all+total
+	}
+	if all == 0 {
+		return 0, nil
+	}
+	return float64(in) / float64(all), nil
 }

@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -23,8 +24,8 @@ type WindowParams struct {
 	// the head is a model's largest matrix, so a model wholly on the GPU
 	// wants it there (llama.cpp's n_gpu_layers = n_layer + 1).
 	OutputGPU bool
-	NCtx        int   // KV cache capacity in tokens
-	Threads     int   // 0 = all cores
+	NCtx      int // KV cache capacity in tokens
+	Threads   int // 0 = all cores
 	// KVRound is the granularity the KV cache's capacity is rounded up to,
 	// in cells: 0 is llama.cpp's 256; a multiple of 32 (the padding of the
 	// span attended over, HR_KV_SPAN_PAD) gives the same bits with less
@@ -133,10 +134,23 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 	var errbuf [256]C.char
 	cw := C.hr_window_new(m.c, &cp, &errbuf[0], C.size_t(len(errbuf)))
 	if cw == nil {
-		return nil, fmt.Errorf("%w: new window [%d, %d): %s", ErrEval, p.First, p.Last, C.GoString(&errbuf[0]))
+		msg := C.GoString(&errbuf[0])
+		if strings.HasPrefix(msg, "the GPU") {
+			return nil, fmt.Errorf("%w: window [%d, %d): %s", ErrGPUMemory, p.First, p.Last, msg)
+		}
+		return nil, fmt.Errorf("%w: new window [%d, %d): %s", ErrEval, p.First, p.Last, msg)
 	}
 	m.windows++
-	return &Window{m: m, p: p, c: cw, kvCap: kvCap}, nil
+	w := &Window{m: m, p: p, c: cw, kvCap: kvCap}
+	// The GPU layers' weights were copied to the GPU: their file pages
+	// would only sit in the page cache beside the copy, so they go now.
+	if rs := m.gpuRanges(p); len(rs) > 0 {
+		if err := m.releaseLocked(rs); err != nil {
+			_ = w.closeLocked() // the release's error is the one to report
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 func cbool(b bool) C.int {
@@ -156,6 +170,11 @@ func (w *Window) Close() error {
 	}
 	w.m.mu.Lock()
 	defer w.m.mu.Unlock()
+	return w.closeLocked()
+}
+
+// closeLocked frees the window; the model's lock is held.
+func (w *Window) closeLocked() error {
 	C.hr_window_free(w.c)
 	w.c = nil
 	w.m.windows--
@@ -245,7 +264,11 @@ func (w *Window) eval(tokens []int32, hidden []float32, n, pos int) ([]float32, 
 	var errbuf [256]C.char
 	rc := C.hr_window_eval(w.c, tp, hp, C.int(n), C.int(pos), (*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &errbuf[0], C.size_t(len(errbuf)))
 	if rc != 0 {
-		return nil, fmt.Errorf("%w: window [%d, %d) at position %d: %s", ErrEval, w.p.First, w.p.Last, pos, C.GoString(&errbuf[0]))
+		kind := ErrEval
+		if msg := C.GoString(&errbuf[0]); strings.HasPrefix(msg, "the GPU") {
+			kind = ErrGPUMemory
+		}
+		return nil, fmt.Errorf("%w: window [%d, %d) at position %d: %s", kind, w.p.First, w.p.Last, pos, C.GoString(&errbuf[0]))
 	}
 	return out, nil
 }
@@ -271,6 +294,30 @@ func (w *Window) KVTruncate(pos int) {
 // KVClear forgets every position.
 func (w *Window) KVClear() { w.KVTruncate(0) }
 
+// DeviceMemory is what a window holds on one device.
+type DeviceMemory struct {
+	KV      int64 // KV cache
+	Compute int64 // compute buffers (GPU: reserved for the largest evaluation when the window was made)
+	Weights int64 // weights copied there (0 on the CPU: its weights stay in the mapping)
+}
+
+// Memory is what the window holds on the CPU and on its GPU.
+func (w *Window) Memory() (cpu, gpu DeviceMemory) {
+	if w.c == nil {
+		return
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	get := func(dev C.int) DeviceMemory {
+		return DeviceMemory{
+			KV:      int64(C.hr_window_dev_bytes(w.c, dev, 0)),
+			Compute: int64(C.hr_window_dev_bytes(w.c, dev, 1)),
+			Weights: int64(C.hr_window_dev_bytes(w.c, dev, 2)),
+		}
+	}
+	return get(0), get(1)
+}
+
 // KVBytes is the size of the window's KV cache (all devices).
 func (w *Window) KVBytes() int64 {
 	if w.c == nil {
@@ -291,7 +338,9 @@ func (w *Window) ComputeBytes() int64 {
 }
 
 // WeightRanges returns the page-aligned file byte ranges of the weights this
-// window reads, merged and sorted; hand them to Prefetch and Release.
+// window reads from the mapping, merged and sorted; hand them to Prefetch
+// and Release. The GPU layers' weights are not among them: they were copied
+// to the GPU when the window was made.
 func (w *Window) WeightRanges() []ByteRange { return w.m.ranges(w.p) }
 
 // promptKernelProducts counts the matrix products of the window's current
