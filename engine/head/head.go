@@ -21,6 +21,12 @@ type Config struct {
 	ModelPath string
 	NCtx      int // KV capacity in tokens; 0: the model's training context, at most 4096
 	Threads   int // CPU threads; 0: all cores
+	// GPULayers puts the model's first GPULayers layers on the GPU (0 ≤
+	// GPULayers ≤ its layer count; Halda's n for a single device), and
+	// OutputGPU its output norm and head too. Either without a GPU backend
+	// loaded fails Open (ggml.ErrNoGPU).
+	GPULayers int
+	OutputGPU bool
 	Logger    *slog.Logger
 }
 
@@ -89,7 +95,16 @@ func Open(cfg Config) (*Head, error) {
 			nCtx = 4096
 		}
 	}
-	win, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: cfg.Threads})
+	if cfg.GPULayers < 0 || cfg.GPULayers > info.NLayer {
+		_ = m.Close()
+		return nil, fmt.Errorf("head: %d GPU layers asked of a model of %d layers", cfg.GPULayers, info.NLayer)
+	}
+	var gpu []int
+	for il := range cfg.GPULayers {
+		gpu = append(gpu, il)
+	}
+	win, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, GPULayers: gpu, OutputGPU: cfg.OutputGPU,
+		NCtx: nCtx, Threads: cfg.Threads})
 	if err != nil {
 		_ = m.Close()
 		return nil, err
@@ -106,7 +121,7 @@ func Open(cfg Config) (*Head, error) {
 		_ = m.Close()
 		return nil, fmt.Errorf("head: %s has %d tokens in its vocabulary but an output head of %d", cfg.ModelPath, v.Size(), info.NVocab)
 	}
-	log.Debug("model loaded", "path", cfg.ModelPath, "arch", info.Arch, "layers", info.NLayer, "ctx", nCtx)
+	log.Debug("model loaded", "path", cfg.ModelPath, "arch", info.Arch, "layers", info.NLayer, "gpu_layers", cfg.GPULayers, "output_gpu", cfg.OutputGPU, "ctx", nCtx)
 	return &Head{model: m, win: win, vocab: v, nCtx: nCtx, log: log}, nil
 }
 

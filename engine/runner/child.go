@@ -190,7 +190,8 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		}
 		c.unload()
 		start := time.Now()
-		h, err := head.Open(head.Config{ModelPath: req.Load.Model, NCtx: req.Load.NCtx, Threads: req.Load.Threads, Logger: c.log})
+		h, err := head.Open(head.Config{ModelPath: req.Load.Model, NCtx: req.Load.NCtx, Threads: req.Load.Threads,
+			GPULayers: req.Load.GPULayers, OutputGPU: req.Load.OutputGPU, Logger: c.log})
 		if err != nil {
 			c.fail(req.ID, CodeLoad, err)
 			return
@@ -330,5 +331,7 @@ func Main(ctx context.Context, stdin io.Reader, log *slog.Logger) error {
 		return fmt.Errorf("runner: set up stdout: %w", err)
 	}
 	defer proto.Close()
+	// After stdout moved: backends print as they load.
+	LoadGPU(GPUOptions{}, log)
 	return Serve(ctx, stdin, proto, log)
 }

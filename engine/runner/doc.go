@@ -21,6 +21,16 @@
 // The child also exits when its stdin closes, and on Linux when the agent
 // dies (PR_SET_PDEATHSIG), so no orphan keeps the model mapped.
 //
+// GPUs: at start the child loads ggml's GPU backend libraries (LoadGPU:
+// none with HOMERING_GPU=off, which the agent sets when this device's gpu
+// setting is off; else HOMERING_GPU_DIR, else the versioned directory
+// beside the executable, GPUDirs). Backends load once per process, so the
+// agent restarts the child (Supervisor.Restart) when the setting changes.
+// load.gpu_layers puts the model's first layers on the GPU (the planner's n
+// for this device alone), load.output_gpu its output head; a ring plan's
+// wire.Device.GPULayers places each window's first layers (engine/ring/driver).
+// Without a GPU either is a load error, never a silent CPU run.
+//
 // # Wire format (version 1)
 //
 // JSON lines: one JSON object per line, UTF-8, at most MaxLine bytes. The
@@ -33,7 +43,7 @@
 //
 // Parent → child (Request):
 //
-//	{"id":1,"op":"load","load":{"model":"/m.gguf","n_ctx":2048,"threads":4}}
+//	{"id":1,"op":"load","load":{"model":"/m.gguf","n_ctx":2048,"threads":4,"gpu_layers":8}}
 //	{"id":2,"op":"generate","generate":{"messages":[{"role":"user","content":"Hi"}],
 //	      "max_tokens":64,"temperature":0.8,"top_k":40,"top_p":0.95,"min_p":0.05,
 //	      "repeat_penalty":1,"repeat_last_n":64,"seed":7}}

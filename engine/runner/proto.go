@@ -73,6 +73,11 @@ type LoadParams struct {
 	Model   string `json:"model"`
 	NCtx    int    `json:"n_ctx,omitempty"`   // 0: the model's, at most 4096
 	Threads int    `json:"threads,omitempty"` // 0: all cores
+	// GPULayers puts the model's first layers on the GPU (the planner's n
+	// for this device alone), OutputGPU its output head too: head.Config.
+	// Either needs a GPU backend loaded in the child (LoadGPU).
+	GPULayers int  `json:"gpu_layers,omitempty"`
+	OutputGPU bool `json:"output_gpu,omitempty"`
 }
 
 // Message is one turn of a conversation.

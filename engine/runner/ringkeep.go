@@ -84,7 +84,7 @@ func samePlan(a, b *wire.Plan) bool {
 	}
 	for i := range a.Devices {
 		da, db := a.Devices[i], b.Devices[i]
-		if da.ID != db.ID || da.Release != db.Release || !slices.Equal(da.Windows, db.Windows) {
+		if da.ID != db.ID || da.Release != db.Release || da.GPULayers != db.GPULayers || !slices.Equal(da.Windows, db.Windows) {
 			return false
 		}
 	}

@@ -234,6 +234,7 @@ func TestSamePlan(t *testing.T) {
 		{"other windows", func(p *wire.Plan) { p.Devices[0].Windows[0].End, p.Devices[1].Windows[0].Start = 1, 1 }, false},
 		{"another device", func(p *wire.Plan) { p.Devices[1].ID = "x" }, false},
 		{"release set", func(p *wire.Plan) { p.Devices[1].Release = true }, false},
+		{"GPU layers moved", func(p *wire.Plan) { p.Devices[1].GPULayers = 1 }, false},
 		{"another k", func(p *wire.Plan) { p.K = 2 }, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -313,6 +313,27 @@ func TestSupervisorGenerates(t *testing.T) {
 	if s.PID() != pid {
 		t.Errorf("a bad model file restarted the child")
 	}
+
+	// GPU layers reach the engine: this child loads no GPU backend, so
+	// asking for one is a load error and the child lives on.
+	_, _, err = collect(context.Background(), s, LoadParams{Model: stories260K, NCtx: 256, Threads: 1, GPULayers: 1}, g)
+	if !errors.As(err, &re) || re.Code != CodeLoad || !strings.Contains(re.Text, "no GPU device") {
+		t.Errorf("one GPU layer without a GPU: %v, want a load RequestError saying there is no GPU", err)
+	}
+	if s.PID() != pid {
+		t.Errorf("a refused GPU layer restarted the child")
+	}
+
+	// Restart ends the child; the next call runs in a fresh one at once.
+	if err := s.Restart(context.Background()); err != nil || s.PID() != 0 {
+		t.Fatalf("Restart = %v, child pid %d after it", err, s.PID())
+	}
+	if again, _, err := collect(context.Background(), s, lp, g); err != nil || again != text {
+		t.Errorf("after Restart: %q, %v; want %q", again, err, text)
+	}
+	if p := s.PID(); p == 0 || p == pid {
+		t.Errorf("child pid %d after Restart, was %d: want a fresh child", p, pid)
+	}
 }
 
 // TestSupervisorSurvivesAbort kills the child with SIGABRT mid-generation (as

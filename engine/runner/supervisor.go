@@ -448,11 +448,32 @@ func (s *Supervisor) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
+	s.end()
+	return nil
+}
+
+// Restart ends the child once no call holds it, as Close does, and the
+// next call starts a fresh one (Options.Command again, without backoff): the
+// agent restarts it when something the child reads only at start changes
+// (its gpu setting: GPU backends load once per process). Serving for other
+// heads ends with it; their rings re-plan as for any lost device.
+func (s *Supervisor) Restart(ctx context.Context) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	s.end()
+	return nil
+}
+
+// end ends the child, if any; s locked.
+func (s *Supervisor) end() {
 	if s.p == nil {
-		return nil
+		return
 	}
 	p := s.p
-	s.p = nil
+	s.p, s.model = nil, LoadParams{}
+	s.endServing()
 	_ = p.stdin.Close()
 	select {
 	case <-p.exited:
@@ -460,7 +481,6 @@ func (s *Supervisor) Close() error {
 		p.kill()
 		<-p.exited
 	}
-	return nil
 }
 
 // proc is one running child.

@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"homering/engine/ggml"
+)
+
+// GGMLVersion is the version of the pinned github.com/ollama/ollama module
+// whose ggml this binary is built from. A GPU backend library must come from
+// the same ggml headers (build/gpu-lib.sh builds it so): ollama changed
+// ggml_backend_dev_props, and a library from other headers loads and then
+// misreads it. The directories beside the executable are named by it, so a
+// binary never loads another version's library. A test holds it equal to
+// go.mod's.
+const GGMLVersion = "v0.17.4"
+
+// EnvGPU and EnvGPUDir are the environment's say over GPU backends:
+// HOMERING_GPU=off loads none (the agent sets it for its children when the
+// gpu setting is off); HOMERING_GPU_DIR names the directory to load them
+// from instead of the one beside the executable.
+const (
+	EnvGPU    = "HOMERING_GPU"
+	EnvGPUDir = "HOMERING_GPU_DIR"
+)
+
+// GPUDirs are the directories beside the executable exe that GPU backend
+// libraries (libggml-vulkan, libggml-cuda and their libggml-base) load
+// from, in order:
+//
+//	<exe dir>/lib/homering-gpu/ollama-v0.17.4/        the tarball, the Windows zip, bin/ of a checkout
+//	<exe dir>/../lib/homering/gpu/ollama-v0.17.4/     the .deb (/usr/bin/homering: /usr/lib/homering/gpu/…)
+//
+// A release that ships GPU libraries puts them in the first (the .deb in
+// the second); `build/gpu-lib.sh vulkan DIR` builds into any of them.
+func GPUDirs(exe string) []string {
+	d, v := filepath.Dir(exe), "ollama-"+GGMLVersion
+	return []string{
+		filepath.Join(d, "lib", "homering-gpu", v),
+		filepath.Join(d, "..", "lib", "homering", "gpu", v),
+	}
+}
+
+// GPUOptions say where GPU backends may come from.
+type GPUOptions struct {
+	// Off is this device's gpu setting turned off (app/config Settings.GPU).
+	Off bool
+	// Dir is a directory named on the command line (homering profile
+	// --gpu-dir); "" looks at EnvGPUDir, then GPUDirs.
+	Dir    string
+	Getenv func(string) string // nil: os.Getenv
+	// Exe is this executable's path; "": os.Executable.
+	Exe string
+	// IsDir reports whether a directory exists; nil: os.Stat.
+	IsDir func(string) bool
+}
+
+// GPULoad is what LoadGPU did.
+type GPULoad struct {
+	Dir  string // the directory loaded from; "" none
+	GPUs int    // the GPU devices ggml sees afterwards
+	// Why says where Dir came from, or why nothing was loaded, for a log
+	// line or a refusal ("--gpu-layers needs a GPU: …").
+	Why string
+}
+
+// FindGPUDir picks the directory to load GPU backends from, "" for none,
+// and says why. Off wins (HOMERING_GPU=off, then the setting); then the
+// directory named on the command line, HOMERING_GPU_DIR, and the first of
+// GPUDirs that exists.
+func FindGPUDir(o GPUOptions) (dir, why string) {
+	getenv, isDir := o.Getenv, o.IsDir
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if isDir == nil {
+		isDir = func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+	}
+	switch v := strings.TrimSpace(getenv(EnvGPU)); {
+	case strings.EqualFold(v, "off"):
+		return "", EnvGPU + "=off"
+	case o.Off:
+		return "", "the gpu setting is off"
+	case o.Dir != "":
+		return o.Dir, "named on the command line"
+	case getenv(EnvGPUDir) != "":
+		return getenv(EnvGPUDir), "named by " + EnvGPUDir
+	}
+	exe := o.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return "", fmt.Sprintf("this program's path is unknown (%v), so no GPU library beside it", err)
+		}
+	}
+	dirs := GPUDirs(exe)
+	for _, d := range dirs {
+		if isDir(d) {
+			return d, "beside this program"
+		}
+	}
+	return "", fmt.Sprintf("no GPU library is installed (looked in %s; %s names another directory)", strings.Join(dirs, " and "), EnvGPUDir)
+}
+
+// LoadGPU loads the GPU backend libraries FindGPUDir picks into this
+// process. Call it once, before any model is opened: ggml's backend
+// registry is global and never unloads. The runner child calls it at start
+// (the agent passes its gpu setting down as HOMERING_GPU=off), `homering
+// run` and `homering profile` before they open a model.
+func LoadGPU(o GPUOptions, log *slog.Logger) GPULoad {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir, why := FindGPUDir(o)
+	if dir == "" {
+		log.Debug("no GPU backend loaded", "why", why)
+		return GPULoad{GPUs: ggml.GPUCount(), Why: why}
+	}
+	n := ggml.LoadBackends(dir)
+	if n == 0 {
+		why = fmt.Sprintf("no GPU appeared after loading the libraries in %s (%s): no backend library there, or no driver for it", dir, why)
+		log.Warn("no GPU backend loaded", "why", why)
+		return GPULoad{Why: why}
+	}
+	names := make([]string, 0, n)
+	for _, g := range ggml.GPUDevices() {
+		names = append(names, g.Name)
+	}
+	log.Info("GPU backend loaded", "dir", dir, "from", why, "gpus", strings.Join(names, ","))
+	return GPULoad{Dir: dir, GPUs: n, Why: why}
+}

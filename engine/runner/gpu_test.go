@@ -1,0 +1,65 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// Where GPU backends load from: off wins, then the command line, the
+// environment, and the versioned directories beside the executable.
+func TestFindGPUDir(t *testing.T) {
+	exe := filepath.Join("/opt", "homering", "homering")
+	beside := filepath.Join("/opt", "homering", "lib", "homering-gpu", "ollama-"+GGMLVersion)
+	deb := filepath.Join("/opt", "lib", "homering", "gpu", "ollama-"+GGMLVersion)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		off     bool
+		flag    string
+		exists  []string
+		wantDir string
+		wantWhy string
+	}{
+		{"nothing installed", nil, false, "", nil, "", "no GPU library is installed (looked in " + beside + " and " + deb + "; HOMERING_GPU_DIR names another directory)"},
+		{"beside the executable", nil, false, "", []string{beside, deb}, beside, "beside this program"},
+		{"the .deb's place", nil, false, "", []string{deb}, deb, "beside this program"},
+		{"environment", map[string]string{"HOMERING_GPU_DIR": "/gpu"}, false, "", []string{beside}, "/gpu", "named by HOMERING_GPU_DIR"},
+		{"command line over environment", map[string]string{"HOMERING_GPU_DIR": "/gpu"}, false, "/flag", nil, "/flag", "named on the command line"},
+		{"setting off", map[string]string{"HOMERING_GPU_DIR": "/gpu"}, true, "/flag", []string{beside}, "", "the gpu setting is off"},
+		{"HOMERING_GPU=off over everything", map[string]string{"HOMERING_GPU": "OFF", "HOMERING_GPU_DIR": "/gpu"}, false, "/flag", []string{beside}, "", "HOMERING_GPU=off"},
+		{"HOMERING_GPU=on is no override", map[string]string{"HOMERING_GPU": "on"}, true, "", []string{beside}, "", "the gpu setting is off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := GPUOptions{Off: tt.off, Dir: tt.flag, Exe: exe,
+				Getenv: func(k string) string { return tt.env[k] },
+				IsDir: func(p string) bool {
+					for _, e := range tt.exists {
+						if filepath.Clean(p) == e {
+							return true
+						}
+					}
+					return false
+				}}
+			dir, why := FindGPUDir(o)
+			if filepath.Clean(dir) != filepath.Clean(tt.wantDir) || why != tt.wantWhy {
+				t.Errorf("FindGPUDir = %q, %q\nwant %q, %q", dir, why, tt.wantDir, tt.wantWhy)
+			}
+		})
+	}
+}
+
+// GGMLVersion names the library directories: it must be the version of the
+// ollama module the binary's ggml comes from.
+func TestGGMLVersionIsGoMod(t *testing.T) {
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/ollama/ollama (v\S+)`).FindSubmatch(b)
+	if m == nil || string(m[1]) != GGMLVersion {
+		t.Errorf("go.mod pins github.com/ollama/ollama %s, GGMLVersion is %s", m, GGMLVersion)
+	}
+}
