@@ -470,6 +470,14 @@ func TestPaperTestbeds(t *testing.T) {
 				t.Errorf("%s pins %d bytes of VRAM, more than its %d", a.Device, a.VRAMBytes, d.VRAMAvailable)
 			}
 		}
+		// Every GPU of the testbed gets layers (the paper's Table 3 puts
+		// layers on D1's Metal and on D2's and D3's CUDA cards): a plan that
+		// leaves a GPU idle while its device pages weights is a regression.
+		for _, a := range pl.Ring {
+			if d := byName[a.Device]; d.GPU != halda.NoGPU && a.N == 0 {
+				t.Errorf("%s has a %s GPU and %d layers a round, none on the GPU", a.Device, d.GPU, a.W)
+			}
+		}
 		checkLayers(t, 80, pl)
 		checkBaselines(t, p, pl)
 		t.Logf("k=%d %v predicted %.0f ms (disk %.0f)", pl.K, rows(pl), pl.PredictedMs, pl.DiskMs)
