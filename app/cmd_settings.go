@@ -46,8 +46,12 @@ func cmdSettings(ctx context.Context, e env) int {
 	if s.MemoryBudget > 0 {
 		budget = fmt.Sprintf("%d bytes", s.MemoryBudget)
 	}
-	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v\n",
-		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose)
+	gpu := s.GPU
+	if gpu == "" {
+		gpu = "on"
+	}
+	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v\ngpu                %s\n",
+		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose, gpu)
 	return 0
 }
 
@@ -56,7 +60,7 @@ func cmdSettings(ctx context.Context, e env) int {
 func setSetting(s *apitype.Settings, kv string) error {
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok {
-		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key", kv)
+		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu", kv)
 	}
 	bad := func(what string) error { return fmt.Errorf("%s=%q: %s", k, v, what) }
 	switch k {
@@ -84,6 +88,11 @@ func setSetting(s *apitype.Settings, kv string) error {
 			return bad("give true or false")
 		}
 		s.Expose = b
+	case "gpu":
+		if v != "on" && v != "off" {
+			return bad("give on or off")
+		}
+		s.GPU = v
 	case "memory_budget":
 		n, err := parseBytes(v)
 		if err != nil {
@@ -91,7 +100,7 @@ func setSetting(s *apitype.Settings, kv string) error {
 		}
 		s.MemoryBudget = n
 	default:
-		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key", k)
+		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu", k)
 	}
 	return nil
 }

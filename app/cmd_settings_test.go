@@ -10,12 +10,12 @@ import (
 
 func TestSetSetting(t *testing.T) {
 	var s apitype.Settings
-	for _, kv := range []string{"memory_budget=512MiB", "context_tokens=2048", "model=/m/x.gguf", "expose=true", "ring_keep_seconds=0"} {
+	for _, kv := range []string{"memory_budget=512MiB", "context_tokens=2048", "model=/m/x.gguf", "expose=true", "ring_keep_seconds=0", "gpu=off"} {
 		if err := setSetting(&s, kv); err != nil {
 			t.Fatalf("%s: %v", kv, err)
 		}
 	}
-	want := apitype.Settings{MemoryBudget: 512 << 20, ContextTokens: 2048, Model: "/m/x.gguf", Expose: true}
+	want := apitype.Settings{MemoryBudget: 512 << 20, ContextTokens: 2048, Model: "/m/x.gguf", Expose: true, GPU: "off"}
 	if s != want {
 		t.Errorf("settings %+v, want %+v", s, want)
 	}
@@ -30,6 +30,7 @@ func TestSetSetting(t *testing.T) {
 		{"memory_budget=-1GiB", "give a size"},
 		{"context_tokens=many", "whole number"},
 		{"expose=perhaps", "true or false"},
+		{"gpu=false", "give on or off"},
 		{"colour=blue", `unknown setting "colour"`},
 	} {
 		if err := setSetting(&s, tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {

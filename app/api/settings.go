@@ -32,12 +32,12 @@ func LoadSettings(dir string) (apitype.Settings, error) {
 // (kept in config.json).
 func toAPI(f config.Settings, name string) apitype.Settings {
 	return apitype.Settings{Name: name, ModelDir: f.ModelDir, Model: f.Model, ContextTokens: f.ContextTokens,
-		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey, RingKeepSeconds: f.RingKeepSeconds}
+		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey, RingKeepSeconds: f.RingKeepSeconds, GPU: f.GPU}
 }
 
 func fromAPI(s apitype.Settings) config.Settings {
 	return config.Settings{ModelDir: s.ModelDir, Model: s.Model, ContextTokens: s.ContextTokens,
-		MemoryBudget: s.MemoryBudget, Expose: s.Expose, APIKey: s.APIKey, RingKeepSeconds: s.RingKeepSeconds}
+		MemoryBudget: s.MemoryBudget, Expose: s.Expose, APIKey: s.APIKey, RingKeepSeconds: s.RingKeepSeconds, GPU: s.GPU}
 }
 
 // validateSettings checks a settings change; every problem is one sentence.

@@ -171,6 +171,7 @@ func TestUISettings(t *testing.T) {
 		{"negative budget", apitype.Settings{ContextTokens: 4096, MemoryBudget: -1}, "negative"},
 		{"negative keep time", apitype.Settings{ContextTokens: 4096, RingKeepSeconds: -1}, "Keeping the ring ready for -1 seconds after a chat is outside 0-3600"},
 		{"keep time over an hour", apitype.Settings{ContextTokens: 4096, RingKeepSeconds: 3601}, "outside 0-3600"},
+		{"gpu neither on nor off", apitype.Settings{ContextTokens: 4096, GPU: "maybe"}, "give on or off"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +181,7 @@ func TestUISettings(t *testing.T) {
 			}
 		})
 	}
-	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0", RingKeepSeconds: 30}
+	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0", RingKeepSeconds: 30, GPU: "off"}
 	var got apitype.Settings
 	if do(t, srv, "POST", "/api/v1/settings", want, &got) != 200 {
 		t.Fatalf("POST valid settings: %+v", got)

@@ -42,7 +42,21 @@ type Settings struct {
 	// RingKeepSeconds: absent in files written before it existed, so
 	// loading starts from the default.
 	RingKeepSeconds int `json:"ring_keep_seconds"`
+	// GPU is "off" to keep Homering off this device's GPUs (no backend
+	// library is loaded, plans give it no GPU layers: a driver that
+	// misbehaves, a GPU needed for games); "" or "on" uses them. A string,
+	// not a bool, so that a file or a client that predates it means on.
+	GPU string `json:"gpu,omitempty"`
 }
+
+// UseGPU reports whether the gpu setting lets Homering use the GPUs.
+func (s Settings) UseGPU() bool { return s.GPU != GPUOff }
+
+// The gpu setting's values ("" is on).
+const (
+	GPUOn  = "on"
+	GPUOff = "off"
+)
 
 // DefaultSettings is what a device without settings.json runs with.
 func DefaultSettings() Settings {
@@ -92,6 +106,9 @@ func (s Settings) Validate() error {
 	if s.RingKeepSeconds < 0 || s.RingKeepSeconds > MaxRingKeepSeconds {
 		errs = append(errs, fmt.Sprintf("Keeping the ring ready for %d seconds after a chat is outside 0-%d; %d keeps it two minutes, 0 ends it with each reply.",
 			s.RingKeepSeconds, MaxRingKeepSeconds, DefaultRingKeepSeconds))
+	}
+	if s.GPU != "" && s.GPU != GPUOn && s.GPU != GPUOff {
+		errs = append(errs, fmt.Sprintf("The gpu setting is %q; give on or off.", s.GPU))
 	}
 	if s.Expose && len(s.APIKey) < 16 {
 		errs = append(errs, "Sharing the API on the network needs an API key of at least 16 characters; generate one.")

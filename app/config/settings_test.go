@@ -27,8 +27,15 @@ func TestSettingsFile(t *testing.T) {
 	}
 	// A file written before ring_keep_seconds existed starts from its default.
 	_ = os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": "/m/y.gguf", "context_tokens": 512}`), 0o600)
-	if got, _ := LoadSettings(dir); got.RingKeepSeconds != DefaultRingKeepSeconds || got.Model != "/m/y.gguf" {
-		t.Errorf("old file: %+v", got)
+	if got, _ := LoadSettings(dir); got.RingKeepSeconds != DefaultRingKeepSeconds || got.Model != "/m/y.gguf" || !got.UseGPU() {
+		t.Errorf("old file: %+v (GPUs in use: %v)", got, got.UseGPU())
+	}
+	s.GPU = GPUOff
+	if err := SaveSettings(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := LoadSettings(dir); got.UseGPU() {
+		t.Errorf("gpu off did not survive a round trip: %+v", got)
 	}
 	_ = os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": `), 0o600)
 	if _, err := LoadSettings(dir); err == nil || !strings.Contains(err.Error(), "fix it or delete it") {
@@ -51,6 +58,7 @@ func TestSettingsValidate(t *testing.T) {
 		{"no such folder", func(s *Settings) { s.ModelDir = "/no/such/folder" }, "does not exist"},
 		{"keep too long", func(s *Settings) { s.RingKeepSeconds = MaxRingKeepSeconds + 1 }, "outside 0-3600"},
 		{"exposed without a key", func(s *Settings) { s.Expose = true }, "API key of at least 16"},
+		{"gpu neither on nor off", func(s *Settings) { s.GPU = "yes" }, `The gpu setting is "yes"; give on or off.`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := DefaultSettings()

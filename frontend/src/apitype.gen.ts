@@ -334,6 +334,10 @@ export interface Settings {
   // RingKeepSeconds is how long a ring job stays ready after a chat for
   // the conversation's next turn (0: it ends with the reply; at most 3600).
   ring_keep_seconds: number
+  // GPU is "off" to keep Homering off this device's GPUs (no backend
+  // library loaded, no GPU layers planned); "on" or "" (a file or client
+  // that predates it) uses them.
+  gpu: string
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.
