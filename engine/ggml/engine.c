@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <strings.h>
+
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -112,13 +114,60 @@ const char *hr_type_name(int type) {
 	return ggml_type_name((enum ggml_type)type);
 }
 
+// gpu_rank orders the libraries that can drive one card: the vendor's own
+// first (CUDA, ROCm, Metal), Vulkan after.
+static int gpu_rank(ggml_backend_dev_t d) {
+	const char *n = ggml_backend_reg_name(ggml_backend_dev_backend_reg(d));
+	if (!n) return 3;
+	if (strcmp(n, "CUDA") == 0 || strcmp(n, "ROCm") == 0 || strcmp(n, "Metal") == 0 || strcmp(n, "MTL") == 0) return 0;
+	if (strcmp(n, "Vulkan") == 0) return 2;
+	return 1;
+}
+
+static int is_gpu(ggml_backend_dev_t d) {
+	enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
+	return t == GGML_BACKEND_DEVICE_TYPE_GPU || t == GGML_BACKEND_DEVICE_TYPE_IGPU;
+}
+
+// same_card reports whether two devices are one card seen through two
+// libraries: the same PCI bus id, or the same UUID.
+static int same_card(ggml_backend_dev_t a, ggml_backend_dev_t b) {
+	struct ggml_backend_dev_props pa, pb;
+	memset(&pa, 0, sizeof(pa));
+	memset(&pb, 0, sizeof(pb));
+	ggml_backend_dev_get_props(a, &pa);
+	ggml_backend_dev_get_props(b, &pb);
+	if (pa.device_id && pb.device_id && pa.device_id[0] && strcasecmp(pa.device_id, pb.device_id) == 0) return 1;
+	if (pa.id && pb.id && pa.id[0] && strcmp(pa.id, pb.id) == 0) return 1;
+	return 0;
+}
+
+// hr_gpu_get is the one list of GPUs every part of the engine uses: the
+// registry's GPU devices, a card seen through two libraries listed once,
+// through the better one (CUDA over Vulkan), better libraries first.
+ggml_backend_dev_t hr_gpu_get(int i) {
+	const size_t n = ggml_backend_dev_count();
+	for (int rank = 0; rank <= 3; rank++) {
+		for (size_t j = 0; j < n; j++) {
+			ggml_backend_dev_t d = ggml_backend_dev_get(j);
+			if (!is_gpu(d) || gpu_rank(d) != rank) continue;
+			int dup = 0;
+			for (size_t k = 0; k < n && !dup; k++) {
+				ggml_backend_dev_t o = ggml_backend_dev_get(k);
+				if (o == d || !is_gpu(o)) continue;
+				int ro = gpu_rank(o);
+				if ((ro < rank || (ro == rank && k < j)) && same_card(d, o)) dup = 1;
+			}
+			if (!dup && i-- == 0) return d;
+		}
+	}
+	return NULL;
+}
+
 int hr_gpu_count(void) {
 	int n = 0;
-	for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-		enum ggml_backend_dev_type t = ggml_backend_dev_type(ggml_backend_dev_get(i));
-		if (t == GGML_BACKEND_DEVICE_TYPE_GPU || t == GGML_BACKEND_DEVICE_TYPE_IGPU) {
-			n++;
-		}
+	while (hr_gpu_get(n)) {
+		n++;
 	}
 	return n;
 }
@@ -130,17 +179,6 @@ float hr_yarn_attn_factor(float freq_scale) {
 	float a = factor <= 1.0f ? 1.0f : (0.1f * 1.0f * logf(factor) + 1.0f);
 	a *= 1.0f / (1.0f + 0.1f * logf(factor));
 	return a;
-}
-
-static ggml_backend_dev_t hr_gpu_dev(void) {
-	for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-		ggml_backend_dev_t d = ggml_backend_dev_get(i);
-		enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
-		if (t == GGML_BACKEND_DEVICE_TYPE_GPU || t == GGML_BACKEND_DEVICE_TYPE_IGPU) {
-			return d;
-		}
-	}
-	return NULL;
 }
 
 hr_model *hr_model_new(void *base, size_t size, const hr_hparams *hp,
@@ -369,9 +407,9 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	}
 	const int out_gpu = p->output && p->output_gpu;
 	if (n_gpu > 0 || out_gpu) {
-		ggml_backend_dev_t dev = hr_gpu_dev();
+		ggml_backend_dev_t dev = hr_gpu_get(p->gpu);
 		if (!dev) {
-			seterr(err, errlen, "no GPU device");
+			seterr(err, errlen, "no such GPU device");
 			hr_window_free(w);
 			return NULL;
 		}

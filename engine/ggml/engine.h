@@ -49,6 +49,10 @@ void hr_model_free(hr_model *m);
 int hr_type_info(int type, int64_t *blck, size_t *type_size, int *can_matmul);
 const char *hr_type_name(int type);
 int hr_gpu_count(void);
+// hr_gpu_get is the i-th GPU ggml can use (a card seen through two libraries
+// counts once, through the better library), or NULL.
+struct ggml_backend_device;
+struct ggml_backend_device *hr_gpu_get(int i);
 // hr_load_backends loads ggml backend libraries (libggml-cuda.so, …) from dir.
 void hr_load_backends(const char *dir);
 // hr_yarn_attn_factor is llama_context's YaRN attention factor, in C float
@@ -63,6 +67,7 @@ typedef struct {
 	const int *gpu_layers;
 	int n_gpu_layers;
 	int output_gpu;  // 1: the output norm and head on the GPU too (needs output)
+	int gpu;         // which GPU (hr_gpu_get's index) the GPU layers go to
 	int ggml_matmul; // 1: ggml's matrix kernels for prompts too (gemm.h), to compare
 } hr_window_params;
 

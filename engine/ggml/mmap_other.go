@@ -14,5 +14,5 @@ func unmapFile(b []byte) error { return nil }
 
 func prefetch(b []byte) error { return ErrUnsupportedOS }
 
-func release(b []byte) error { return ErrUnsupportedOS }
+func release(b []byte) error                       { return ErrUnsupportedOS }
 func resident(b []byte) (in, all int64, err error) { return 0, 0, ErrUnsupportedOS }

@@ -3,6 +3,7 @@
 // pool for more than one thread), so the rates it reports are the rates a
 // window gets.
 #include "profile.h"
+#include "engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,16 +223,8 @@ out:
 	return rc;
 }
 
-// gpu_dev returns the i-th GPU of the registry, or NULL.
-static ggml_backend_dev_t gpu_dev(int i) {
-	for (size_t j = 0; j < ggml_backend_dev_count(); j++) {
-		ggml_backend_dev_t d = ggml_backend_dev_get(j);
-		enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
-		if (t != GGML_BACKEND_DEVICE_TYPE_GPU && t != GGML_BACKEND_DEVICE_TYPE_IGPU) continue;
-		if (i-- == 0) return d;
-	}
-	return NULL;
-}
+// gpu_dev is engine.c's one list of GPUs.
+static ggml_backend_dev_t gpu_dev(int i) { return hr_gpu_get(i); }
 
 #define GPU_HOT_BYTES ((size_t)4 << 20)
 #define GPU_COLD_BYTES ((size_t)512 << 20)
@@ -349,16 +342,18 @@ uint64_t hr_prof_read(const void *p, size_t n) {
 
 int hr_prof_gpus(hr_prof_gpu *out, int max) {
 	int n = 0;
-	for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-		ggml_backend_dev_t d = ggml_backend_dev_get(i);
-		enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
-		if (t != GGML_BACKEND_DEVICE_TYPE_GPU && t != GGML_BACKEND_DEVICE_TYPE_IGPU) continue;
+	for (ggml_backend_dev_t d; (d = hr_gpu_get(n)) != NULL;) {
 		if (n < max) {
 			hr_prof_gpu *g = &out[n];
 			memset(g, 0, sizeof(*g));
 			snprintf(g->name, sizeof(g->name), "%s", ggml_backend_dev_name(d));
 			snprintf(g->description, sizeof(g->description), "%s", ggml_backend_dev_description(d));
-			g->type = t == GGML_BACKEND_DEVICE_TYPE_GPU ? 1 : 2;
+			struct ggml_backend_dev_props props;
+			memset(&props, 0, sizeof(props));
+			ggml_backend_dev_get_props(d, &props);
+			// Integrated: the registry's device type, or the flag ollama's
+			// ggml adds for GPUs that report themselves as discrete.
+			g->type = ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_IGPU || props.integrated ? 2 : 1;
 			size_t f = 0, tot = 0;
 			ggml_backend_dev_memory(d, &f, &tot);
 			g->free = f;

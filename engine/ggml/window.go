@@ -24,8 +24,11 @@ type WindowParams struct {
 	// the head is a model's largest matrix, so a model wholly on the GPU
 	// wants it there (llama.cpp's n_gpu_layers = n_layer + 1).
 	OutputGPU bool
-	NCtx      int // KV cache capacity in tokens
-	Threads   int // 0 = all cores
+	// GPU picks the GPU (an index into GPUDevices) that GPULayers and
+	// OutputGPU go to; 0 is the first, the best library's first card.
+	GPU     int
+	NCtx    int // KV cache capacity in tokens
+	Threads int // 0 = all cores
 	// KVRound is the granularity the KV cache's capacity is rounded up to,
 	// in cells: 0 is llama.cpp's 256; a multiple of 32 (the padding of the
 	// span attended over, HR_KV_SPAN_PAD) gives the same bits with less
@@ -93,6 +96,9 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 	if (len(p.GPULayers) > 0 || p.OutputGPU) && GPUCount() == 0 {
 		return nil, ErrNoGPU
 	}
+	if n := GPUCount(); p.GPU < 0 || (p.GPU > 0 && p.GPU >= n) {
+		return nil, fmt.Errorf("%w: GPU %d does not exist (this machine has %d)", ErrBadWindow, p.GPU, n)
+	}
 	p.GPULayers = append([]int(nil), p.GPULayers...)
 	threads := p.Threads
 	if threads == 0 || threads > m.threads {
@@ -119,6 +125,7 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		n_threads:   C.int(threads),
 		ggml_matmul: cbool(p.GGMLMatMul),
 		output_gpu:  cbool(p.OutputGPU),
+		gpu:         C.int(p.GPU),
 	}
 	var gl *C.int
 	if len(p.GPULayers) > 0 {
