@@ -40,6 +40,8 @@ struct hr_model {
 	struct ggml_context *ctx;  // one tensor per GGUF tensor, data in the mapping
 	ggml_backend_buffer_t buf; // CPU buffer over the mapping (not owned memory)
 	struct ggml_threadpool *tp;
+	void *base; // the mapping
+	size_t size;
 };
 
 typedef struct {
@@ -72,6 +74,7 @@ struct hr_window {
 	ggml_backend_sched_t sched;
 	struct ggml_context *kv_ctx[2], *w_ctx_gpu;
 	ggml_backend_buffer_t kv_buf[2], w_buf_gpu;
+	int gpu_mapped; // w_buf_gpu is the mapping itself (unified memory)
 
 	size_t graph_size;
 	void *meta;
@@ -190,6 +193,8 @@ hr_model *hr_model_new(void *base, size_t size, const hr_hparams *hp,
 		return NULL;
 	}
 	m->hp = *hp;
+	m->base = base;
+	m->size = size;
 	struct ggml_init_params ip = {
 		.mem_size = ggml_tensor_overhead() * (size_t)(n_descs + 1),
 		.mem_buffer = NULL,
@@ -264,6 +269,18 @@ static struct ggml_tensor *gpu_dup(hr_window *w, struct ggml_tensor *t) {
 	ggml_set_name(d, t->name);
 	return d;
 }
+
+// place gives a GPU layer's tensor its weights: the mapped bytes
+// themselves on unified memory, else a copy into the GPU's buffer.
+static void place(hr_window *w, struct ggml_tensor *dst, const struct ggml_tensor *src) {
+	if (w->gpu_mapped) {
+		ggml_backend_tensor_alloc(w->w_buf_gpu, dst, src->data);
+	} else {
+		ggml_backend_tensor_set(dst, src->data, 0, ggml_nbytes(src));
+	}
+}
+
+int hr_window_gpu_mapped(const hr_window *w) { return w->gpu_mapped; }
 
 void hr_window_free(hr_window *w) {
 	if (!w) {
@@ -450,7 +467,23 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 				*f[j] = gpu_dup(w, *f[j]);
 			}
 		}
-		w->w_buf_gpu = ggml_backend_alloc_ctx_tensors(w->w_ctx_gpu, w->gpu);
+		// Unified memory (Apple silicon's Metal is the one backend here that
+		// can): the GPU reads the mapping in place, so the GPU layers cost
+		// no second copy of their weights and stay in the page cache.
+		struct ggml_backend_dev_props props;
+		memset(&props, 0, sizeof(props));
+		ggml_backend_dev_get_props(dev, &props);
+		if (props.caps.buffer_from_host_ptr) {
+			size_t max_t = 0;
+			for (struct ggml_tensor *t = ggml_get_first_tensor(m->ctx); t; t = ggml_get_next_tensor(m->ctx, t)) {
+				max_t = ggml_nbytes(t) > max_t ? ggml_nbytes(t) : max_t;
+			}
+			w->w_buf_gpu = ggml_backend_dev_buffer_from_host_ptr(dev, m->base, m->size, max_t);
+			w->gpu_mapped = w->w_buf_gpu != NULL;
+		}
+		if (!w->w_buf_gpu) {
+			w->w_buf_gpu = ggml_backend_alloc_ctx_tensors(w->w_ctx_gpu, w->gpu);
+		}
 		if (!w->w_buf_gpu) {
 			free(srcs);
 			size_t need = 0;
@@ -475,7 +508,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 						     S->down, S->gate_b, S->up_b, S->down_b, S->rope_freqs};
 			for (size_t j = 0; j < sizeof(dst) / sizeof(dst[0]); j++) {
 				if (dst[j]) {
-					ggml_backend_tensor_set(dst[j], src[j]->data, 0, ggml_nbytes(src[j]));
+					place(w, dst[j], src[j]);
 				}
 			}
 		}
@@ -483,7 +516,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			struct ggml_tensor *out_dst[3] = {w->output_norm, w->output, w->output_b};
 			for (int j = 0; j < 3; j++) {
 				if (out_dst[j]) {
-					ggml_backend_tensor_set(out_dst[j], out_src[j]->data, 0, ggml_nbytes(out_src[j]));
+					place(w, out_dst[j], out_src[j]);
 				}
 			}
 		}
@@ -1015,7 +1048,7 @@ size_t hr_window_dev_bytes(const hr_window *w, int gpu, int what) {
 		return be ? ggml_backend_sched_get_buffer_size(w->sched, be) : 0;
 	}
 	case 2: // weights copied to the device (the CPU's stay in the mapping)
-		return gpu && w->w_buf_gpu ? ggml_backend_buffer_get_size(w->w_buf_gpu) : 0;
+		return gpu && w->w_buf_gpu && !w->gpu_mapped ? ggml_backend_buffer_get_size(w->w_buf_gpu) : 0;
 	}
 	return 0;
 }

@@ -58,6 +58,8 @@ type Window struct {
 	p     WindowParams
 	c     *C.hr_window
 	kvCap int // cells allocated: NCtx rounded up to kvPad or KVRound
+	// mapped: the GPU reads the GPU layers from the mapping (unified memory)
+	mapped bool
 }
 
 // NewWindow checks p against the model and allocates the window's KV cache
@@ -148,10 +150,11 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		return nil, fmt.Errorf("%w: new window [%d, %d): %s", ErrEval, p.First, p.Last, msg)
 	}
 	m.windows++
-	w := &Window{m: m, p: p, c: cw, kvCap: kvCap}
+	w := &Window{m: m, p: p, c: cw, kvCap: kvCap, mapped: C.hr_window_gpu_mapped(cw) != 0}
 	// The GPU layers' weights were copied to the GPU: their file pages
-	// would only sit in the page cache beside the copy, so they go now.
-	if rs := m.gpuRanges(p); len(rs) > 0 {
+	// would only sit in the page cache beside the copy, so they go now
+	// (on unified memory the GPU reads those very pages: they stay).
+	if rs := m.gpuRanges(p); len(rs) > 0 && !w.mapped {
 		if err := m.releaseLocked(rs); err != nil {
 			_ = w.closeLocked() // the release's error is the one to report
 			return nil, err
@@ -348,7 +351,13 @@ func (w *Window) ComputeBytes() int64 {
 // window reads from the mapping, merged and sorted; hand them to Prefetch
 // and Release. The GPU layers' weights are not among them: they were copied
 // to the GPU when the window was made.
-func (w *Window) WeightRanges() []ByteRange { return w.m.ranges(w.p) }
+func (w *Window) WeightRanges() []ByteRange {
+	p := w.p
+	if w.mapped { // the GPU reads the mapping: its layers are paged like the CPU's
+		p.GPULayers, p.OutputGPU = nil, false
+	}
+	return w.m.ranges(p)
+}
 
 // promptKernelProducts counts the matrix products of the window's current
 // graph (its last evaluation's) that run on gemm.c's kernels.
