@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 
 	"homering/app/api/apitype"
@@ -88,7 +89,6 @@ type Options struct {
 // starts the background work; Close ends the engine child.
 func New(o Options) *Agent {
 	b := &Agent{
-		sup:      runner.New(runner.Options{Command: runnerCommand, Log: o.Log.With("component", "runner")}),
 		dir:      o.Dir,
 		override: o.Model,
 		threads:  engineThreads(os.Getenv),
@@ -99,6 +99,9 @@ func New(o Options) *Agent {
 		loadProfile: o.LoadProfile,
 		ratios:      o.Ratios,
 	}
+	// The child reads the gpu setting when it starts (runner.LoadGPU):
+	// SettingsChanged restarts it when the setting changes.
+	b.sup = runner.New(runner.Options{Command: func() *exec.Cmd { return b.gpuSetting(runnerCommand()) }, Log: o.Log.With("component", "runner")})
 	if n := o.Node; n != nil {
 		b.problems = n
 		b.node = n
@@ -111,6 +114,7 @@ func New(o Options) *Agent {
 		b.log.Info("profile: background measurement is off (HOMERING_PROFILE_QUIET=off)")
 	} else {
 		b.prof = newBgProfile(b.dir, b.threads, func() string { path, _ := b.model(); return path }, b.work, b.log)
+		b.prof.command = func(args ...string) *exec.Cmd { return b.gpuSetting(selfCommand(args...)) }
 		if set {
 			b.prof.quiet = quiet
 		}
@@ -177,6 +181,19 @@ func runnerCommand() *exec.Cmd {
 	return exec.Command(exe, "runner")
 }
 
+// gpuSetting passes this device's gpu setting to a child it starts: off,
+// the child loads no GPU backend (runner.EnvGPU=off; runner.LoadGPU).
+func (b *Agent) gpuSetting(cmd *exec.Cmd) *exec.Cmd {
+	if b.settings().UseGPU() {
+		return cmd
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, runner.EnvGPU+"=off")
+	return cmd
+}
+
 // engineThreads is how many CPU threads the engine uses: HOMERING_THREADS,
 // else half the logical CPUs (about the physical cores, as llama.cpp picks).
 // ggml's threads spin-wait for each other, so one thread more than the CPU
@@ -200,6 +217,9 @@ func (b *Agent) settings() config.Settings {
 	}
 	if b.override != "" {
 		st.Model = b.override
+	}
+	if strings.EqualFold(strings.TrimSpace(os.Getenv(runner.EnvGPU)), "off") {
+		st.GPU = config.GPUOff // the environment's off wins, as in runner.FindGPUDir
 	}
 	return st
 }

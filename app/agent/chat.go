@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 	"homering/app/node"
+	"homering/app/planner"
 	"homering/app/problem"
 	"homering/engine/runner"
 )
@@ -179,8 +181,19 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		if err := b.sup.EndRingJob(ctx); err != nil {
 			b.log.Info("ending the kept ring job", "err", err)
 		}
+		// The planner's GPU layers for this device alone: the same plan
+		// the device map shows and `homering run --gpu-layers auto` runs.
+		lp.GPULayers = b.aloneGPULayers(path, nCtx)
 		engineAt = time.Now()
 		st, err = b.sup.Generate(ctx, lp, g, onToken)
+		var re *runner.RequestError
+		if lp.GPULayers > 0 && errors.As(err, &re) && re.Code == runner.CodeLoad {
+			// The profile promised a GPU the engine cannot use (its library
+			// gone, its memory taken since): the CPU still answers.
+			b.log.Warn("the engine cannot put layers on the GPU; running every layer on the CPU", "gpu_layers", lp.GPULayers, "err", re.Text)
+			lp.GPULayers = 0
+			st, err = b.sup.Generate(ctx, lp, g, onToken)
+		}
 		if err == nil {
 			b.learnAlone(path, nCtx, st) // calibration: profile_calib.go
 		}
@@ -273,6 +286,42 @@ func (b *Agent) SettingsChanged(before, after apitype.Settings) {
 	case after.RingKeepSeconds == 0 && before.RingKeepSeconds != 0:
 		b.endKeptRing("keeping ring jobs was turned off")
 	}
+	if (before.GPU == config.GPUOff) != (after.GPU == config.GPUOff) {
+		b.restartEngine("the gpu setting changed to " + after.GPU)
+	}
+}
+
+// restartEngine ends the kept ring job and the engine child once no chat
+// holds it, without waiting for it: the next chat or ring job starts a
+// fresh child, which reads the gpu setting as it starts (GPU backends load
+// once per process).
+func (b *Agent) restartEngine(why string) {
+	b.keep(nil, 0)
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), endKeptWait)
+		defer cancel()
+		if err := b.sup.EndRingJob(ctx); err != nil && !errors.Is(err, runner.ErrClosed) {
+			b.log.Info("cannot end the kept ring job before restarting the engine", "why", why, "err", err)
+		}
+		switch err := b.sup.Restart(ctx); {
+		case err == nil:
+			b.log.Info("restarted the engine process", "why", why)
+		case !errors.Is(err, runner.ErrClosed):
+			b.log.Warn("cannot restart the engine process", "why", why, "err", err)
+		}
+	}()
+}
+
+// aloneGPULayers is the planner's n for this device alone (0 when its gpu
+// setting is off, or no plan: the CPU runs every layer).
+func (b *Agent) aloneGPULayers(path string, nCtx int) int {
+	pl, err := b.plans().Next(planner.Request{Model: path, ContextTokens: nCtx, Alone: true})
+	if err != nil || len(pl.Plan.Ring) != 1 {
+		return 0
+	}
+	return pl.Plan.Ring[0].N
 }
 
 // watchContribute ends the kept ring job when contributing is turned off

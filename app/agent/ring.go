@@ -133,12 +133,17 @@ func (b *Agent) newPlanner(n *node.Node) *planner.Planner {
 
 // RingProfile implements node.Worker: this device's profile as the planner
 // plans with it (the newest valid cached profile, else a quick default),
-// with the memory budget set on this device, which a head honours. Heads
+// with the memory budget set on this device, which a head honours, and no
+// GPU when its gpu setting is off. Heads
 // ask it every planner.LookEvery in the background, so it does not hold
 // back this device's own measurement (a job ask does: ServeRing).
 func (b *Agent) RingProfile() (halda.Device, bool) {
 	d, measured := b.selfDevice()
-	d.MemoryBudget = b.settings().MemoryBudget
+	set := b.settings()
+	d.MemoryBudget = set.MemoryBudget
+	if !set.UseGPU() {
+		d = planner.WithoutGPU(d) // its runner loads no GPU backend: heads plan none
+	}
 	return d, measured
 }
 

@@ -93,23 +93,31 @@ func TestKeptRingJobEnds(t *testing.T) {
 	before := apitype.Settings{Model: "/models/a.gguf", ContextTokens: 512, RingKeepSeconds: 120}
 
 	for _, tt := range []struct {
-		name   string
-		change func(*apitype.Settings)
-		ends   bool
+		name     string
+		change   func(*apitype.Settings)
+		ends     bool
+		restarts bool // the head's engine child ends too
 	}{
-		{"another model selected", func(s *apitype.Settings) { s.Model = "/models/b.gguf" }, true},
-		{"another context size", func(s *apitype.Settings) { s.ContextTokens = 1024 }, true},
-		{"keeping turned off", func(s *apitype.Settings) { s.RingKeepSeconds = 0 }, true},
-		{"another memory budget: the job stays", func(s *apitype.Settings) { s.MemoryBudget = 1 << 30 }, false},
-		{"a shorter keep time: the job stays", func(s *apitype.Settings) { s.RingKeepSeconds = 30 }, false},
+		{"another model selected", func(s *apitype.Settings) { s.Model = "/models/b.gguf" }, true, false},
+		// GPU backends load when the child starts: it must start afresh.
+		{"the gpu turned off: the engine restarts", func(s *apitype.Settings) { s.GPU = "off" }, true, true},
+		{"another context size", func(s *apitype.Settings) { s.ContextTokens = 1024 }, true, false},
+		{"keeping turned off", func(s *apitype.Settings) { s.RingKeepSeconds = 0 }, true, false},
+		{"another memory budget: the job stays", func(s *apitype.Settings) { s.MemoryBudget = 1 << 30 }, false, false},
+		{"a shorter keep time: the job stays", func(s *apitype.Settings) { s.RingKeepSeconds = 30 }, false, false},
 	} {
 		t.Run("settings: "+tt.name, func(t *testing.T) {
 			b := keptChat(t)
 			after := before
 			tt.change(&after)
+			pid := b.sup.PID()
 			b.SettingsChanged(before, after)
 			if tt.ends {
 				ends(t)
+				b.bg.Wait()
+				if restarted := b.sup.PID() != pid; restarted != tt.restarts {
+					t.Errorf("engine child %d before, %d after: restarted %v, want %v", pid, b.sup.PID(), restarted, tt.restarts)
+				}
 				return
 			}
 			b.bg.Wait() // nothing was started to end it

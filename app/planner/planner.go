@@ -474,7 +474,11 @@ func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Membe
 	}
 	self = withDefaults(self, def)
 	self.Name = selfID
-	self.MemoryBudget = p.settings().MemoryBudget // the budget is this device's own setting
+	set := p.settings()
+	self.MemoryBudget = set.MemoryBudget // the budget is this device's own setting
+	if !set.UseGPU() {
+		self = WithoutGPU(self) // so is the gpu setting; a peer's answers say its own
+	}
 	self.LinkSec = map[string]float64{}
 	devs := []halda.Device{self}
 	peers := map[string]Member{}

@@ -415,3 +415,36 @@ func TestAdopt(t *testing.T) {
 		})
 	}
 }
+
+// This device's GPU is planned with its layers while its gpu setting is on
+// (Halda's n for it alone: the single-device chat's and homering run
+// --gpu-layers auto's), and not at all once it is off.
+func TestGPUSetting(t *testing.T) {
+	model, _ := filepath.Abs(bigModel)
+	self := cpu(8 * gib)
+	self.GPU, self.VRAMAvailable = halda.CUDA, 8*gib
+	self.GPUFlops = map[string]float64{"q8_0": 20e12, "f32": 10e12, "f16": 20e12}
+	self.GPUReadBytesPerSec, self.HostToGPUSec, self.GPUToHostSec = 400e9, 20e-6, 20e-6
+	for _, tt := range []struct {
+		gpu    string
+		wantN0 bool
+	}{{"", false}, {config.GPUOn, false}, {config.GPUOff, true}} {
+		t.Run("gpu="+tt.gpu, func(t *testing.T) {
+			p := New(Options{
+				Self:     func() (halda.Device, bool) { return self, true },
+				Settings: func() config.Settings { return config.Settings{Model: model, ContextTokens: 512, GPU: tt.gpu} },
+				Memory:   func() (int64, int64) { return 8 * gib, 16 * gib },
+			})
+			pl, err := p.Next(Request{Alone: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := pl.Plan.Ring[0].N; (n == 0) != tt.wantN0 {
+				t.Errorf("GPU layers %d with gpu=%q", n, tt.gpu)
+			}
+			if d := pl.Problem.Devices[0]; tt.wantN0 && (d.GPU != "" || d.VRAMAvailable != 0 || d.GPUFlops != nil) {
+				t.Errorf("gpu off, yet the device is planned with a GPU: %+v", d)
+			}
+		})
+	}
+}

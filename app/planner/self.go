@@ -52,3 +52,13 @@ func CachedSelf(configDir string, load func(string) (profile.Profile, bool, erro
 		return dev, ok
 	}
 }
+
+// WithoutGPU is d with every GPU field cleared: a device whose gpu setting
+// is off (config.Settings.UseGPU) is planned as the CPU-only device its
+// engine then is, so Halda gives it no GPU layers its runner would refuse.
+func WithoutGPU(d halda.Device) halda.Device {
+	d.GPU, d.UMA, d.GPUFlops, d.GPUReadBytesPerSec = "", false, nil, 0
+	d.KVCopyGPUSec, d.HostToGPUSec, d.GPUToHostSec = 0, 0, 0
+	d.VRAMAvailable, d.MetalBudget = 0, 0
+	return d
+}
