@@ -63,9 +63,12 @@ func mainWith(args []string, e env) int {
 	if len(args) == 0 {
 		args = []string{"tray"} // the app: agent with tray icon
 	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	switch {
+	case isHelpFlag(args[0]) || (args[0] == "help" && len(args) == 1):
 		usage(e.stdout, cmds)
 		return 0
+	case args[0] == "help":
+		args = []string{args[1], "-h"} // homering help CMD is homering CMD -h
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
@@ -73,9 +76,16 @@ func mainWith(args []string, e env) int {
 		usage(e.stderr, cmds)
 		return 2
 	}
+	e.args = args[1:]
+	if helpRequested(e.args) {
+		// Help is an answer, not an error: the command's usage and flags go
+		// to stdout (homering run -h | less) and it exits 0. Every command
+		// parses its flags before doing anything, so with the -h alone it
+		// prints its usage and returns (TestEveryCommandHelp).
+		e.args, e.stderr = []string{"-h"}, e.stdout
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e.args = args[1:]
 	return c.run(ctx, e)
 }
 
@@ -89,10 +99,13 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'homering COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'homering help COMMAND' (or 'homering COMMAND -h') for a command's usage and flags.")
 }
 
 func cmdVersion(_ context.Context, e env) int {
+	if exit, ok := parseFlags(newFlags(e, "version", "Usage: homering version\n\nPrints the version of this build.\n"), e.args); !ok {
+		return exit
+	}
 	fmt.Fprintf(e.stdout, "homering %s\n", Version)
 	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"homering/app/api/apitype"
+	"homering/app/api/openai"
 	"homering/discovery/identity"
 )
 
@@ -62,7 +63,11 @@ func cmdChat(ctx context.Context, e env) int {
 		}
 		req.ModelPath = abs
 	}
-	if *temp >= 0 {
+	if *temp != -1 { // -1: the engine's default
+		if err := openai.CheckTemperature(*temp); err != nil { // the APIs' rule, word for word
+			fmt.Fprintf(e.stderr, "homering chat: %s.\n", openai.RefusedBecause(err))
+			return 2
+		}
 		req.Temperature = temp
 	}
 	if *seed >= 0 {

@@ -9,13 +9,24 @@ import (
 	"homering/app/config"
 )
 
+const contributeUsage = `Usage: homering contribute on|off
+
+Shares this machine with paired devices (on) or stops (off): through the
+running agent, or saved for its next start when none runs.
+`
+
 // cmdContribute turns contributing on or off, through the agent when it runs
 // or in config.json otherwise.
 func cmdContribute(ctx context.Context, e env) int {
-	if len(e.args) != 1 || (e.args[0] != "on" && e.args[0] != "off") {
-		fmt.Fprintln(e.stderr, "Usage: homering contribute on|off")
+	fs := newFlags(e, "contribute", contributeUsage)
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
+	}
+	if fs.NArg() != 1 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
+		fs.Usage()
 		return 2
 	}
+	e.args = fs.Args()
 	on := e.args[0] == "on"
 	c, dir, err := agentClient()
 	if err == nil {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,14 +14,22 @@ import (
 	"homering/discovery/mdns"
 )
 
+const doctorUsage = `Usage: homering doctor [--json] [DEVICE]
+
+Says what discovery uses and tries, and why a device may be invisible. With
+DEVICE (its ID, name or address) it also tries a link to it and says why it
+fails. Exits 1 when a check fails.
+
+Flags:
+`
+
 // cmdDoctor prints what discovery uses and tries; with DEVICE it also tries a
 // link to that device and says why it might fail. Exit 1 when a check fails.
 func cmdDoctor(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlags(e, "doctor", doctorUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(e.args); err != nil {
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	c, dir, err := agentClient()
 	if errors.Is(err, client.ErrNoAgent) {

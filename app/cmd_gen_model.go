@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,11 +10,17 @@ import (
 	"homering/engine/modelgen"
 )
 
+const genModelUsage = `Usage: homering gen-model -o FILE [flags]
+
+Writes a GGUF with random weights, for tests and benchmarks.
+
+Flags:
+`
+
 // cmdGenModel writes a GGUF with random weights (engine/modelgen) for tests
 // and benchmarks.
 func cmdGenModel(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlags(e, "gen-model", genModelUsage)
 	var c modelgen.Config
 	var out string
 	fs.StringVar(&c.Arch, "arch", "llama", "family: "+strings.Join(modelgen.Arches(), ", "))

@@ -27,9 +27,9 @@ import (
 
 // cmdHeadless runs the agent without tray or window until SIGINT/SIGTERM.
 func cmdHeadless(ctx context.Context, e env) int {
-	f, ok := parseAgentFlags("headless", e)
+	f, exit, ok := parseAgentFlags("headless", e)
 	if !ok {
-		return 2
+		return exit
 	}
 	log := f.log
 	if err := runAgent(ctx, log, f.iface, f.model); err != nil {

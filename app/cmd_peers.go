@@ -2,20 +2,28 @@ package app
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 	"time"
 )
 
+const peersUsage = `Usage: homering peers [--json]
+       homering peers add HOST[:PORT]
+       homering peers remove DEVICE
+
+Lists the devices seen (mDNS or added by address), or adds or removes one by
+address, for networks where multicast does not reach.
+
+Flags:
+`
+
 // cmdPeers lists devices, or adds/removes one by address.
 func cmdPeers(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlags(e, "peers", peersUsage)
 	asJSON := fs.Bool("json", false, "print JSON (apitype.Peers)")
-	if err := fs.Parse(e.args); err != nil {
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	c, _, err := agentClient()
 	if err != nil {
@@ -40,7 +48,7 @@ func cmdPeers(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stdout, "Removed.")
 		return 0
 	case len(args) != 0:
-		fmt.Fprintln(e.stderr, "Usage: homering peers [-json] | peers add HOST[:PORT] | peers remove DEVICE")
+		fs.Usage()
 		return 2
 	}
 	ps, err := c.Peers(ctx)

@@ -14,6 +14,10 @@ import (
 // (engine/runner). It speaks JSON lines on stdin/stdout and logs to stderr;
 // people never start it themselves.
 func cmdRunner(ctx context.Context, e env) int {
+	usage := "Usage: homering runner\n\nThe engine process the agent starts; it reads JSON lines on stdin. Not for people.\n"
+	if exit, ok := parseFlags(newFlags(e, "runner", usage), e.args); !ok {
+		return exit
+	}
 	level := slog.LevelInfo
 	if os.Getenv("HOMERING_DEBUG") != "" {
 		level = slog.LevelDebug

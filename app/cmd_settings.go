@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,12 +9,20 @@ import (
 	"homering/app/api/apitype"
 )
 
+const settingsUsage = `Usage: homering settings [--json] [KEY=VALUE ...]
+
+Prints this device's settings, or changes the named ones through the running
+agent, as its Settings page does. Keys: name, model, model_dir,
+context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu.
+
+Flags:
+`
+
 // cmdSettings is `homering settings [KEY=VALUE ...]`: prints this device's
 // settings, or changes the named ones through the running agent (the same
 // as its Settings page, so the device map and the next chat follow at once).
 func cmdSettings(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("settings", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlags(e, "settings", settingsUsage)
 	asJSON := fs.Bool("json", false, "print the settings as JSON")
 	if exit, ok := parseFlags(fs, e.args); !ok {
 		return exit

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,12 +10,20 @@ import (
 	"homering/app/api/apitype"
 )
 
+const statusUsage = `Usage: homering status [--next] [--json]
+
+Shows this device, the plan the next chat runs, and the last ring it ran as
+head: each device's windows, predicted vs measured ms per token, memory
+pressure.
+
+Flags:
+`
+
 // cmdStatus is `homering status`: this device, and the last ring it ran as
 // head with each device's windows, predicted and measured ms per token,
 // memory pressure and link RTT.
 func cmdStatus(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlags(e, "status", statusUsage)
 	asJSON := fs.Bool("json", false, "print the ring status as JSON")
 	next := fs.Bool("next", false, "print only the plan the next chat runs (with --json: the device map's JSON)")
 	if exit, ok := parseFlags(fs, e.args); !ok {

@@ -34,9 +34,9 @@ func cmdTray(ctx context.Context, e env) int {
 		defer lf.Close()
 		e.stderr = lf
 	}
-	f, ok := parseAgentFlags("tray", e)
+	f, exit, ok := parseAgentFlags("tray", e)
 	if !ok {
-		return 2
+		return exit
 	}
 	log := f.log
 	// One agent per user (per config directory). A second launch opens the

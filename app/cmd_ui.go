@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
@@ -12,16 +11,23 @@ import (
 	"homering/app/window"
 )
 
+const uiUsage = `Usage: homering ui [flags]
+
+Opens the chat and device-map window of the running agent (closing it leaves
+the agent running).
+
+Flags:
+`
+
 // cmdUI is `homering ui`: the chat and device-map window of the running
 // agent (app/window). The tray's "Open chat" starts it; closing it leaves
 // the agent running.
 func cmdUI(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlags(e, "ui", uiUsage)
 	route := fs.String("route", "", "open this page: \"\" the chat, settings, devices")
 	browser := fs.Bool("browser", false, "print the address to open in a browser instead of opening a window")
-	if err := fs.Parse(e.args); err != nil {
-		return 2
+	if exit, ok := parseFlags(fs, e.args); !ok {
+		return exit
 	}
 	dir, err := config.Dir(os.Getenv)
 	if err != nil {

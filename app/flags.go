@@ -19,6 +19,26 @@ func newFlags(e env, name, usage string) *flag.FlagSet {
 	return fs
 }
 
+// isHelpFlag reports whether arg asks for help, as the flag package reads it.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--h"
+}
+
+// helpRequested reports whether a command's args ask for help: a help flag
+// anywhere before "--", which is where the flag package (and
+// parseInterspersed) would meet it.
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if isHelpFlag(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseFlags parses fs over args. ok is false with the exit status to
 // return: 0 after -h, 2 after a bad flag (fs has said what was wrong).
 func parseFlags(fs *flag.FlagSet, args []string) (exit int, ok bool) {

@@ -83,12 +83,34 @@ func content(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
+// MaxTemperature is the highest temperature OpenAI's API accepts. This
+// API keeps its rule, and so do `homering run` and `homering chat`, so that
+// a setting that works on one works on all.
+const MaxTemperature = 2
+
+// CheckTemperature refuses a temperature outside 0-MaxTemperature with one
+// sentence (after ErrRequest's prefix; RefusedBecause gives it alone).
+func CheckTemperature(t float64) error {
+	if t < 0 || t > MaxTemperature {
+		return bad("temperature %g is outside 0-%d", t, MaxTemperature)
+	}
+	return nil
+}
+
+// RefusedBecause is the sentence of a refused request without ErrRequest's
+// prefix, for a person at the command line.
+func RefusedBecause(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrRequest.Error()+": ")
+}
+
 func checkCommon(n *int, temp, topP *float64, maxTok *int) error {
 	if n != nil && *n != 1 {
 		return bad("n=%d is not supported; ask for one choice", *n)
 	}
-	if temp != nil && (*temp < 0 || *temp > 2) {
-		return bad("temperature %g is outside 0-2", *temp)
+	if temp != nil {
+		if err := CheckTemperature(*temp); err != nil {
+			return err
+		}
 	}
 	if topP != nil && (*topP <= 0 || *topP > 1) {
 		return bad("top_p %g is outside (0, 1]", *topP)
