@@ -53,6 +53,7 @@ var allowed = map[string][]string{
 		"engine/chat", "engine/head", "engine/sample", // homering run: one-shot generation in this process, no agent
 		"halda", "halda/lpsolve", "engine/profile/modelprof", // homering plan: Halda over profile files and a GGUF
 		"engine/profile", // homering profile and the background profile's cache
+		"app/planner",    // homering run --gpu-layers auto: the agent's plan for this device alone
 	},
 	"app/tray":   {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/window": {"app/api/client", "app/api/apitype"}, // thin (lesson 11)

@@ -49,7 +49,7 @@ func cmdProfile(ctx context.Context, e env) int {
 	progress := fs.Bool("progress", false, "measure now at low priority, cache the result and print only one JSON line per step (the agent's background measurement)")
 	matmulMs := fs.Int("matmul-ms", 0, "milliseconds spent timing each matrix shape (default 120)")
 	faultMiB := fs.Int("fault-mib", 0, "MiB of the model read through page faults (default 288)")
-	gpuDir := fs.String("gpu-dir", os.Getenv("HOMERING_GPU_DIR"), "load ggml GPU backend libraries from this directory (build/gpu-lib.sh) and measure the first GPU too (HOMERING_GPU=off: never)")
+	gpuDir := fs.String("gpu-dir", "", "load ggml GPU backend libraries from this directory (build/gpu-lib.sh) instead of HOMERING_GPU_DIR or the one beside this program; the first GPU is measured too (HOMERING_GPU=off or the gpu setting off: none)")
 	stdinStop := fs.Bool("stop-on-stdin", false, "stop, removing the scratch files, when stdin ends or a line arrives on it (the agent's graceful stop, on every OS)")
 	if exit, ok := parseFlags(fs, e.args); !ok {
 		return exit
@@ -65,10 +65,14 @@ func cmdProfile(ctx context.Context, e env) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if *gpuDir != "" && os.Getenv("HOMERING_GPU") != "off" {
-		if len(profile.LoadGPUBackends(*gpuDir)) == 0 {
-			fmt.Fprintf(e.stderr, "homering profile: no GPU found through the libraries in %s; measuring the CPU alone.\n", *gpuDir)
-		}
+	// The runner child's one loader: the profile measures the GPUs the
+	// engine will have.
+	set, err := config.LoadSettings(dir)
+	if err != nil {
+		log.Warn("profile: settings unreadable; the GPU is used as by default", "err", err)
+	}
+	if g := runner.LoadGPU(runner.GPUOptions{Dir: *gpuDir, Off: err == nil && !set.UseGPU()}, nil); g.GPUs == 0 && (*gpuDir != "" || g.Dir != "") {
+		fmt.Fprintf(e.stderr, "homering profile: %s; measuring the CPU alone.\n", g.Why)
 	}
 	opts := profile.Options{Model: *model, Threads: *threads, ScratchDir: os.TempDir(),
 		MatmulTime: time.Duration(*matmulMs) * time.Millisecond, FaultBytes: int64(*faultMiB) << 20}

@@ -5,15 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"homering/app/api/openai"
+	"homering/app/config"
+	"homering/app/planner"
 	"homering/engine/chat"
 	"homering/engine/gguf"
 	"homering/engine/head"
+	"homering/engine/runner"
 	"homering/engine/sample"
 )
 
@@ -22,6 +26,13 @@ const runUsage = `Usage: homering run -m FILE.gguf [flags] PROMPT
 Generates text from PROMPT with the model on this machine alone and streams it
 to stdout; prompt and generation speeds go to stderr. With --chat the prompt is
 one user message in the model's chat template (ChatML if the file has none).
+
+GPU: the first --gpu-layers layers run on this machine's GPU. auto (the
+default) takes the agent's plan for this device alone (Halda's n, from its
+measured profile: homering profile; 0 until it has one, or when the gpu
+setting is off). The GPU backend library loads from --gpu-dir, else
+HOMERING_GPU_DIR, else the versioned directory beside this program;
+HOMERING_GPU=off loads none.
 
 Flags:
 `
@@ -32,16 +43,18 @@ func cmdRun(ctx context.Context, e env) int {
 	def := sample.Defaults()
 	model := fs.String("m", "", "the GGUF model `file` (required)")
 	n := fs.Int("n", 128, "generate at most `N` tokens (0: until the model stops or the context is full)")
-	temp := fs.Float64("temp", shortest(def.Temperature), "sampling temperature (0: greedy)")
+	temp := fs.Float64("temp", float64(def.Temperature), "sampling temperature (0: greedy)")
 	topK := fs.Int("top-k", def.TopK, "keep the K most likely tokens (0: off)")
-	topP := fs.Float64("top-p", shortest(def.TopP), "keep the most likely tokens up to this probability mass (1: off)")
-	minP := fs.Float64("min-p", shortest(def.MinP), "drop tokens less likely than this fraction of the best one (0: off)")
-	repeat := fs.Float64("repeat-penalty", shortest(def.RepeatPenalty), "penalise tokens seen in the last --repeat-last-n (1: off)")
+	topP := fs.Float64("top-p", float64(def.TopP), "keep the most likely tokens up to this probability mass (1: off)")
+	minP := fs.Float64("min-p", float64(def.MinP), "drop tokens less likely than this fraction of the best one (0: off)")
+	repeat := fs.Float64("repeat-penalty", float64(def.RepeatPenalty), "penalise tokens seen in the last --repeat-last-n (1: off)")
 	repeatN := fs.Int("repeat-last-n", def.RepeatLastN, "how many recent tokens the repeat penalty looks at")
 	seed := fs.Int64("seed", -1, "random seed (-1: pick one and print it)")
 	threads := fs.Int("threads", runtime.NumCPU(), "CPU threads")
 	nCtx := fs.Int("ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	asChat := fs.Bool("chat", false, "send PROMPT as a user message in the model's chat template")
+	gpuLayers := fs.String("gpu-layers", "auto", "run the first `N` layers on the GPU (layers+1: the output head too, as llama.cpp's -ngl; auto: the planner's; 0: none)")
+	gpuDir := fs.String("gpu-dir", "", "load the GPU backend library (build/gpu-lib.sh) from this `directory`")
 
 	// Flags may come before or after the prompt's words.
 	words, exit, ok := parseInterspersed(fs, e.args)
@@ -67,9 +80,6 @@ func cmdRun(ctx context.Context, e env) int {
 	case *nCtx < 0:
 		return fail(2, "--ctx must be 0 or more, not %d.", *nCtx)
 	}
-	if err := openai.CheckTemperature(*temp); err != nil { // the APIs' rule, word for word
-		return fail(2, "%s.", openai.RefusedBecause(err))
-	}
 	params := sample.Params{
 		Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
 		RepeatPenalty: float32(*repeat), RepeatLastN: *repeatN,
@@ -87,10 +97,15 @@ func cmdRun(ctx context.Context, e env) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	if _, err := f.Check(); err != nil {
+	shape, err := f.Check()
+	if err != nil {
 		return fail(1, "%v", err)
 	}
-	h, err := head.Open(head.Config{ModelPath: *model, NCtx: *nCtx, Threads: *threads})
+	gpu, code, err := runGPU(*gpuLayers, *gpuDir, *model, *nCtx, shape.NLayer, e.stderr)
+	if err != nil {
+		return fail(code, "%v", err)
+	}
+	h, err := head.Open(head.Config{ModelPath: *model, NCtx: *nCtx, Threads: *threads, GPULayers: gpu.layers, OutputGPU: gpu.output})
 	if err != nil {
 		return fail(1, "cannot load %s: %v", *model, err)
 	}
@@ -125,18 +140,86 @@ func cmdRun(ctx context.Context, e env) int {
 		return fail(1, "%v", err)
 	}
 	s := last.Stats
-	fmt.Fprintf(e.stderr, "homering run: prompt %d tokens (%d cached) in %s, %.1f tok/s; generated %d tokens, decode %.1f tok/s; total %s; seed %d\n",
+	fmt.Fprintf(e.stderr, "homering run: prompt %d tokens (%d cached) in %s, %.1f tok/s; generated %d tokens, decode %.1f tok/s; total %s; seed %d; %s\n",
 		s.PromptTokens, s.CachedTokens, s.PromptTime.Round(time.Millisecond), perSecond(s.PromptTokens-s.CachedTokens, s.PromptTime),
-		generated, perSecond(s.DecodeTokens, s.DecodeTime), time.Since(start).Round(time.Millisecond), *seed)
+		generated, perSecond(s.DecodeTokens, s.DecodeTime), time.Since(start).Round(time.Millisecond), *seed, gpu)
 	return 0
 }
 
-// shortest is x as the float64 with the same shortest decimal form, so that
-// a float32 default prints as 0.8 in the flags' help, not as
-// float64(float32(0.8)) = 0.800000011920929.
-func shortest(x float32) float64 {
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-	return f
+// runPlacement is where `homering run` runs the layers.
+type runPlacement struct {
+	layers int  // the first layers on the GPU
+	output bool // the output head too
+	device string
+}
+
+func (p runPlacement) String() string {
+	switch {
+	case p.layers == 0 && !p.output:
+		return "every layer on the CPU"
+	case p.output:
+		return fmt.Sprintf("%d layers and the output head on %s", p.layers, p.device)
+	}
+	return fmt.Sprintf("%d layers on %s", p.layers, p.device)
+}
+
+// runGPU resolves --gpu-layers for a model of nLayer layers: it loads the
+// GPU backend (engine/runner.LoadGPU, the runner child's one loader) unless
+// the answer is 0, and for auto asks the agent's planner for this device
+// alone (app/planner: the plan a chat on this device runs). code is the
+// exit status of an error.
+func runGPU(flag, dir, model string, nCtx, nLayer int, stderr io.Writer) (p runPlacement, code int, err error) {
+	auto := flag == "auto"
+	n := 0
+	if !auto {
+		if n, err = strconv.Atoi(flag); err != nil || n < 0 || n > nLayer+1 {
+			return p, 2, fmt.Errorf("--gpu-layers is auto or 0 to %d (this model's %d layers, +1 for the output head), not %q", nLayer+1, nLayer, flag)
+		}
+		if n == 0 {
+			return p, 0, nil // CPU only: no GPU library loaded at all
+		}
+	}
+	cfgDir, err := config.Dir(os.Getenv)
+	if err != nil {
+		return p, 1, err
+	}
+	set, err := config.LoadSettings(cfgDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "homering run: %v; planning with the default settings.\n", err)
+		set = config.DefaultSettings()
+	}
+	load := runner.LoadGPU(runner.GPUOptions{Off: !set.UseGPU(), Dir: dir}, nil)
+	if load.GPUs == 0 {
+		if auto {
+			return p, 0, nil
+		}
+		return p, 1, fmt.Errorf("--gpu-layers %d needs a GPU, and none is loaded: %s", n, load.Why)
+	}
+	p.device = "the GPU"
+	if len(load.Devices) > 0 {
+		p.device = load.Devices[0]
+	}
+	if !auto {
+		p.layers, p.output = min(n, nLayer), n > nLayer
+		return p, 0, nil
+	}
+	if nCtx <= 0 {
+		nCtx = config.DefaultContextTokens // the head's default, at most 4096
+	}
+	set.Model, set.ContextTokens = model, nCtx
+	pl, err := planner.New(planner.Options{
+		Self:     planner.CachedSelf(cfgDir, nil, nil),
+		Settings: func() config.Settings { return set },
+	}).Next(planner.Request{Alone: true})
+	if err != nil || len(pl.Plan.Ring) != 1 {
+		fmt.Fprintf(stderr, "homering run: no plan for this device (%v); every layer on the CPU.\n", err)
+		return p, 0, nil
+	}
+	if !pl.Self.Measured {
+		fmt.Fprintln(stderr, "homering run: this device has no measured profile yet (homering profile measures it), so the plan puts no layer on the GPU; give --gpu-layers N to choose.")
+	}
+	p.layers = pl.Plan.Ring[0].N
+	return p, 0, nil
 }
 
 func perSecond(n int, d time.Duration) float64 {

@@ -1,10 +1,16 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"homering/app/config"
+	"homering/internal/testgpu"
 )
 
 func runRun(t *testing.T, args ...string) (int, string, string) {
@@ -76,7 +82,14 @@ func TestRunBadInput(t *testing.T) {
 		{"bad temperature", []string{"-m", storiesModel, "--temp", "-1", "hi"}, 2, "temperature -1"},
 		{"bad threads", []string{"-m", storiesModel, "--threads", "0", "hi"}, 2, "--threads"},
 		{"prompt longer than the context", []string{"-m", storiesModel, "--ctx", "8", strings.Repeat("story ", 20)}, 1, "does not fit in the context"},
+		{"GPU layers not a number", []string{"-m", storiesModel, "--gpu-layers", "many", "hi"}, 2, `--gpu-layers is auto or 0 to 6 (this model's 5 layers, +1 for the output head), not "many"`},
+		{"more GPU layers than the model", []string{"-m", storiesModel, "--gpu-layers", "7", "hi"}, 2, "--gpu-layers is auto or 0 to 6"},
+		{"GPU layers without a GPU", []string{"-m", storiesModel, "--gpu-layers", "1", "hi"}, 1, "--gpu-layers 1 needs a GPU, and none is loaded: HOMERING_GPU=off"},
 	}
+	// No GPU backend may load into this test process (HOMERING_GPU=off wins
+	// over every directory), and no settings but the defaults.
+	t.Setenv("HOMERING_GPU", "off")
+	t.Setenv(config.EnvHome, t.TempDir())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errs := runRun(t, tt.args...)
@@ -97,6 +110,82 @@ func TestRunBadInput(t *testing.T) {
 			}
 			if strings.TrimSpace(out) != "" {
 				t.Errorf("stdout %q, want nothing", out)
+			}
+		})
+	}
+}
+
+// llamaF32 is a generated 4-layer llama in F32 (build/gen-models.sh): F32,
+// so that the GPU's kernels agree with the CPU's closely enough for greedy
+// decoding to pick the same tokens (engine/gputest states the per-type
+// tolerances; quantized types differ slightly more, mostly by the CPU's own
+// 8-bit quantization of activations).
+const llamaF32 = "../testdata/models/llama-F32.gguf"
+
+// helperMainEnv carries the arguments of TestHelperMain's command.
+const helperMainEnv = "HOMERING_APP_TEST_MAIN"
+
+// TestHelperMain is no test: GPU tests run this test binary as `homering
+// ARGS` (helperMain) so that the GPU backend loads into a child, never into
+// this package's test process, whose other tests must see no GPU.
+func TestHelperMain(t *testing.T) {
+	v := os.Getenv(helperMainEnv)
+	if v == "" {
+		return
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(v), &args); err != nil {
+		os.Exit(3)
+	}
+	os.Exit(mainWith(args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}))
+}
+
+// helperMain runs `homering ARGS` in a child with extra environment.
+func helperMain(t *testing.T, extraEnv []string, args ...string) (int, string, string) {
+	t.Helper()
+	b, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$")
+	cmd.Env = append(append(os.Environ(), helperMainEnv+"="+string(b)), extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// `homering run --gpu-layers N` on the GPU backend build/test.sh names
+// (Vulkan on lavapipe in CI) prints the greedy text the CPU prints: with two
+// of the four layers on the GPU, and with all four and the output head
+// (N = layers + 1).
+func TestRunGPULayers(t *testing.T) {
+	dir := testgpu.Need(t)
+	args := []string{"-m", llamaF32, "-n", "24", "--temp", "0", "--threads", "2", "--ctx", "64", "Once", "upon", "a", "time"}
+	home := []string{config.EnvHome + "=" + t.TempDir()}
+	code, cpu, errs := helperMain(t, home, append([]string{"run", "--gpu-layers", "0"}, args...)...)
+	if code != 0 || !strings.Contains(errs, "generated 24 tokens") || !strings.Contains(errs, "every layer on the CPU") {
+		t.Fatalf("CPU run: exit %d, stderr %q", code, errs)
+	}
+	t.Logf("CPU: %q", cpu)
+	env := append(home, testgpu.Env()...)
+	for _, tt := range []struct{ layers, want string }{
+		{"2", "2 layers on "},
+		{"5", "4 layers and the output head on "},
+	} {
+		t.Run(tt.layers, func(t *testing.T) {
+			code, gpu, errs := helperMain(t, env, append([]string{"run", "--gpu-dir", dir, "--gpu-layers", tt.layers}, args...)...)
+			if code != 0 || !strings.Contains(errs, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want it to say %q", code, errs, tt.want)
+			}
+			if gpu != cpu {
+				t.Errorf("greedy text with %s GPU layers:\n%q\nthe CPU's:\n%q", tt.layers, gpu, cpu)
 			}
 		})
 	}

@@ -126,11 +126,3 @@ func (p Profile) fillGPU(d *halda.Device) {
 	d.GPUReadBytesPerSec = r.ReadBytesPerSec
 	d.HostToGPUSec, d.GPUToHostSec = r.HostToGPUSec, r.GPUToHostSec
 }
-
-// LoadGPUBackends loads the ggml GPU backend libraries in dir (built by
-// build/gpu-lib.sh from the pinned ggml) into this process and returns the
-// GPUs ggml sees afterwards.
-func LoadGPUBackends(dir string) []GPU {
-	ggml.LoadBackends(dir)
-	return gpus()
-}

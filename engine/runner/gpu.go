@@ -61,8 +61,9 @@ type GPUOptions struct {
 
 // GPULoad is what LoadGPU did.
 type GPULoad struct {
-	Dir  string // the directory loaded from; "" none
-	GPUs int    // the GPU devices ggml sees afterwards
+	Dir     string   // the directory loaded from; "" none
+	GPUs    int      // the GPU devices ggml sees afterwards
+	Devices []string // their names (Vulkan0, CUDA0, …), in ggml's order
 	// Why says where Dir came from, or why nothing was loaded, for a log
 	// line or a refusal ("--gpu-layers needs a GPU: …").
 	Why string
@@ -117,8 +118,9 @@ func LoadGPU(o GPUOptions, log *slog.Logger) GPULoad {
 	}
 	dir, why := FindGPUDir(o)
 	if dir == "" {
+		// Metal is compiled in on Apple silicon: a GPU without a library.
 		log.Debug("no GPU backend loaded", "why", why)
-		return GPULoad{GPUs: ggml.GPUCount(), Why: why}
+		return GPULoad{GPUs: ggml.GPUCount(), Devices: gpuNames(), Why: why}
 	}
 	n := ggml.LoadBackends(dir)
 	if n == 0 {
@@ -126,10 +128,15 @@ func LoadGPU(o GPUOptions, log *slog.Logger) GPULoad {
 		log.Warn("no GPU backend loaded", "why", why)
 		return GPULoad{Why: why}
 	}
-	names := make([]string, 0, n)
+	names := gpuNames()
+	log.Info("GPU backend loaded", "dir", dir, "from", why, "gpus", strings.Join(names, ","))
+	return GPULoad{Dir: dir, GPUs: n, Devices: names, Why: why}
+}
+
+func gpuNames() []string {
+	var names []string
 	for _, g := range ggml.GPUDevices() {
 		names = append(names, g.Name)
 	}
-	log.Info("GPU backend loaded", "dir", dir, "from", why, "gpus", strings.Join(names, ","))
-	return GPULoad{Dir: dir, GPUs: n, Why: why}
+	return names
 }
