@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"homering/app/api/openai"
 	"homering/app/config"
 	"homering/app/planner"
 	"homering/engine/chat"
@@ -43,11 +44,11 @@ func cmdRun(ctx context.Context, e env) int {
 	def := sample.Defaults()
 	model := fs.String("m", "", "the GGUF model `file` (required)")
 	n := fs.Int("n", 128, "generate at most `N` tokens (0: until the model stops or the context is full)")
-	temp := fs.Float64("temp", float64(def.Temperature), "sampling temperature (0: greedy)")
+	temp := fs.Float64("temp", shortest(def.Temperature), "sampling temperature (0: greedy)")
 	topK := fs.Int("top-k", def.TopK, "keep the K most likely tokens (0: off)")
-	topP := fs.Float64("top-p", float64(def.TopP), "keep the most likely tokens up to this probability mass (1: off)")
-	minP := fs.Float64("min-p", float64(def.MinP), "drop tokens less likely than this fraction of the best one (0: off)")
-	repeat := fs.Float64("repeat-penalty", float64(def.RepeatPenalty), "penalise tokens seen in the last --repeat-last-n (1: off)")
+	topP := fs.Float64("top-p", shortest(def.TopP), "keep the most likely tokens up to this probability mass (1: off)")
+	minP := fs.Float64("min-p", shortest(def.MinP), "drop tokens less likely than this fraction of the best one (0: off)")
+	repeat := fs.Float64("repeat-penalty", shortest(def.RepeatPenalty), "penalise tokens seen in the last --repeat-last-n (1: off)")
 	repeatN := fs.Int("repeat-last-n", def.RepeatLastN, "how many recent tokens the repeat penalty looks at")
 	seed := fs.Int64("seed", -1, "random seed (-1: pick one and print it)")
 	threads := fs.Int("threads", runtime.NumCPU(), "CPU threads")
@@ -79,6 +80,9 @@ func cmdRun(ctx context.Context, e env) int {
 		return fail(2, "-n must be 0 or more, not %d.", *n)
 	case *nCtx < 0:
 		return fail(2, "--ctx must be 0 or more, not %d.", *nCtx)
+	}
+	if err := openai.CheckTemperature(*temp); err != nil { // the APIs' rule, word for word
+		return fail(2, "%s.", openai.RefusedBecause(err))
 	}
 	params := sample.Params{
 		Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
@@ -220,6 +224,14 @@ func runGPU(flag, dir, model string, nCtx, nLayer int, stderr io.Writer) (p runP
 	}
 	p.layers = pl.Plan.Ring[0].N
 	return p, 0, nil
+}
+
+// shortest is x as the float64 with the same shortest decimal form, so that
+// a float32 default prints as 0.8 in the flags' help, not as
+// float64(float32(0.8)) = 0.800000011920929.
+func shortest(x float32) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return f
 }
 
 func perSecond(n int, d time.Duration) float64 {
