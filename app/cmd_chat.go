@@ -120,7 +120,7 @@ func printRing(w io.Writer, r *apitype.RingRun) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tNAME\tCASE\tWINDOWS\tPREDICTED ms\tMEASURED ms\tPRESSURE\tRTT ms\tPROFILE")
+	fmt.Fprintln(tw, "DEVICE\tNAME\tCASE\tWINDOWS\tCPU/GPU\tVRAM\tPREDICTED ms\tMEASURED ms\tPRESSURE\tRTT ms\tPROFILE")
 	for i, d := range r.Devices {
 		dev := d.Short
 		if i == 0 {
@@ -138,7 +138,12 @@ func printRing(w io.Writer, r *apitype.RingRun) {
 				ws = append(ws, fmt.Sprintf("%d-%d", x.Start, x.End-1))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\n", dev, d.Name, d.Case, strings.Join(ws, " "),
+		cpu, gpu := layerSplit(d.Windows)
+		vram := "-" // no GPU
+		if d.GPU != "" {
+			vram = fmt.Sprintf("%s of %s free", bytesStr(d.VRAMBytes), bytesStr(d.VRAMFreeBytes))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%.1f%%\t%s\t%s\n", dev, d.Name, d.Case, strings.Join(ws, " "), cpu, gpu, vram,
 			ms(d.PredictedMs), ms(d.MeasuredMs), 100*d.MemPressure, rtt, d.Profile)
 	}
 	tw.Flush()

@@ -34,12 +34,14 @@ func TestPrintRing(t *testing.T) {
 	r := &apitype.RingRun{K: 2, Layers: 6, PredictedMs: 2.5, MeasuredMs: 6.25, Replans: 1, Lost: []string{"gone"}, LossToTokenMs: 40,
 		Devices: []apitype.RingDevice{
 			{Short: "AAAAAAA", Name: "desk", Case: "M4", Windows: []apitype.Window{{Start: 0, End: 1}, {Start: 3, End: 4}}, PredictedMs: 1, MeasuredMs: 1.5, MemPressure: 0.02, Profile: "measured"},
-			{Short: "BBBBBBB", Name: "attic", Case: "M3", Windows: []apitype.Window{{Start: 1, End: 3}, {Start: 4, End: 6}}, PredictedMs: 1.5, MeasuredMs: 2, MemPressure: 0.5, RTTMs: &rtt, Profile: "default"},
+			{Short: "BBBBBBB", Name: "attic", Case: "M3", Windows: []apitype.Window{{Start: 1, End: 3, GPU: 1}, {Start: 4, End: 6, GPU: 1}}, PredictedMs: 1.5, MeasuredMs: 2, MemPressure: 0.5, RTTMs: &rtt, Profile: "default",
+				GPU: "cuda", VRAMBytes: 3 << 29, VRAMFreeBytes: 8 << 30},
 		}}
 	var b bytes.Buffer
 	printRing(&b, r)
 	for _, want := range []string{"ring: 2 devices, k=2, 6 layers, predicted 2.5 ms/token, measured 6.2 ms/token; 1 re-plan(s) after losing gone, loss to next token 40.0 ms",
-		"AAAAAAA (head)", "0 3", "1-2 4-5", "50.0%", "0.250", "measured", "default"} {
+		"AAAAAAA (head)", "0 3", "1-2 4-5", "50.0%", "0.250", "measured", "default",
+		"CPU/GPU", "VRAM", "2/0      -", "2/2      1.50 GiB of 8.00 GiB free"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}

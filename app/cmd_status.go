@@ -116,6 +116,7 @@ func printNext(w io.Writer, p apitype.Plan) {
 		for _, win := range d.Windows {
 			ws = append(ws, fmt.Sprintf("%d-%d", win.Start, win.End-1))
 		}
-		fmt.Fprintf(w, "  %s %-10s %-6s layers %s, case %s, %.2f ms\n", d.Short, d.Name, d.Role, strings.Join(ws, " "), d.Case, d.PredictedMs)
+		fmt.Fprintf(w, "  %s %-10s %-6s layers %s, case %s, %.2f ms; %s\n", d.Short, d.Name, d.Role, strings.Join(ws, " "), d.Case, d.PredictedMs,
+			placement(d.Windows, d.GPU, d.VRAMBytes, d.VRAMFreeBytes))
 	}
 }

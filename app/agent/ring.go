@@ -373,6 +373,8 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 		if m, ok := measured[a.Device]; ok {
 			d.MeasuredMs, d.MemPressure = m.ComputeMS, m.MemPressure
 		}
+		d.VRAMBytes = a.VRAMBytes
+		d.GPU, d.VRAMFreeBytes = planner.GPUOf(pl.RawDevices[a.Device])
 		if raw, ok := pl.RawDevices[a.Device]; ok {
 			var cal halda.Device
 			for _, c := range pl.Problem.Devices {

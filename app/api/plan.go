@@ -113,6 +113,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 			d.Role = "head"
 		}
 		d.PredictedMs, d.RAMBytes, d.VRAMBytes = a.PredictedMs, a.RAMBytes, a.VRAMBytes
+		d.GPU, d.VRAMFreeBytes = planner.GPUOf(pl.RawDevices[a.Device])
 		if out.UncalibratedMs != 0 {
 			for _, r := range pl.Raw.Ring {
 				if r.Device == a.Device {

@@ -62,3 +62,16 @@ func WithoutGPU(d halda.Device) halda.Device {
 	d.VRAMAvailable, d.MetalBudget = 0, 0
 	return d
 }
+
+// GPUOf is the kind of d's GPU as plans count on it ("" none) and the
+// memory it reported free for GPU layers: VRAM, or Metal's working-set
+// budget (capped by Halda at its RAM).
+func GPUOf(d halda.Device) (kind string, freeBytes int64) {
+	switch d.GPU {
+	case "":
+		return "", 0
+	case halda.Metal:
+		return string(d.GPU), d.MetalBudget
+	}
+	return string(d.GPU), d.VRAMAvailable
+}

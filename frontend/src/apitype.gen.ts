@@ -294,6 +294,11 @@ export interface RingDevice {
   mem_pressure: number // 0..1, the largest it reported
   rtt_ms: number | null // link from the head; nil for the head
   profile: string // "measured" or "default"
+  // GPU, VRAMBytes and VRAMFreeBytes as in MapDevice: its GPU's kind, what
+  // the plan put in its VRAM and what it reported free.
+  gpu?: string
+  vram_bytes?: number
+  vram_free_bytes?: number
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.
@@ -404,7 +409,12 @@ export interface MapDevice {
   rtt_ms: number | null // nil until measured
   profile: string // "measured" or "default"
   ram_bytes: number
-  vram_bytes: number
+  vram_bytes: number // what the plan puts in its VRAM (its GPU layers' weights and KV)
+  // GPU is the kind of GPU the plan counts on ("cuda", "metal"; "" none:
+  // every layer of its windows on the CPU) and VRAMFreeBytes what it
+  // reported free (Metal: its working-set budget) when profiled.
+  gpu?: string
+  vram_free_bytes?: number
   // Memory is the history, oldest first: this device's every second, a
   // paired peer's each time it answers a look (every 10 s while the map
   // is watched); empty for other peers.

@@ -35,6 +35,11 @@ type RingDevice struct {
 	MemPressure    float64  `json:"mem_pressure"` // 0..1, the largest it reported
 	RTTMs          *float64 `json:"rtt_ms"`       // link from the head; nil for the head
 	Profile        string   `json:"profile"`      // "measured" or "default"
+	// GPU, VRAMBytes and VRAMFreeBytes as in MapDevice: its GPU's kind, what
+	// the plan put in its VRAM and what it reported free.
+	GPU           string `json:"gpu,omitempty"`
+	VRAMBytes     int64  `json:"vram_bytes,omitempty"`
+	VRAMFreeBytes int64  `json:"vram_free_bytes,omitempty"`
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.

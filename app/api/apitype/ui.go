@@ -87,7 +87,12 @@ type MapDevice struct {
 	RTTMs          *float64 `json:"rtt_ms"`      // nil until measured
 	Profile        string   `json:"profile"`     // "measured" or "default"
 	RAMBytes       int64    `json:"ram_bytes"`
-	VRAMBytes      int64    `json:"vram_bytes"`
+	VRAMBytes      int64    `json:"vram_bytes"` // what the plan puts in its VRAM (its GPU layers' weights and KV)
+	// GPU is the kind of GPU the plan counts on ("cuda", "metal"; "" none:
+	// every layer of its windows on the CPU) and VRAMFreeBytes what it
+	// reported free (Metal: its working-set budget) when profiled.
+	GPU           string `json:"gpu,omitempty"`
+	VRAMFreeBytes int64  `json:"vram_free_bytes,omitempty"`
 	// Memory is the history, oldest first: this device's every second, a
 	// paired peer's each time it answers a look (every 10 s while the map
 	// is watched); empty for other peers.
