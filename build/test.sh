@@ -96,11 +96,14 @@ step "release: build/release.sh's .deb, tarball, zip and installer, checked"
 bash build/release-test.sh
 # <<< release
 
-# >>> gpu (issue 17 items 2 and 5): engine/gputest runs the window engine's
+# >>> gpu (issue 17 items 2, 4 and 5): engine/gputest runs the window engine's
 # GPU path on Mesa's lavapipe with the Vulkan backend set-up built; gpu-lib.sh
-# finds it current and prints its directory. Set, a missing library or device
-# fails those tests (unset, outside this script, they skip). Measured here:
-# ~1 min of tests warm, ~3 min with a cold Mesa shader cache
+# finds it current and prints its directory. engine/ring/driver/gpudriver
+# (a ring's plan with GPU layers, ~2 s) and app's TestRunGPULayers (`homering
+# run --gpu-layers 2` and 5 against the CPU's greedy text, ~8 s) use it too,
+# through internal/testgpu. Set, a missing library or device fails those
+# tests (unset, outside this script, they skip). Measured here: ~1 min of
+# tests warm, ~3 min with a cold Mesa shader cache
 # (~/.cache/homering/mesa-shader-cache, kept across runs).
 HOMERING_GPU_LIB_DIR=$(bash build/gpu-lib.sh vulkan | tail -n 1)
 export HOMERING_GPU_LIB_DIR
