@@ -19,9 +19,7 @@
 # CUDA_ARCHS picks the GPU architectures (default: native, the GPUs of this
 # machine; a release names its list, e.g. "75-virtual;80;86;89;90;120").
 # The script prints the directory holding the libraries on its last line; load
-# them with ggml.LoadBackends(dir), `homering run --gpu-dir dir` or
-# HOMERING_GPU_DIR=dir, or build into <binary's dir>/lib/homering-gpu/ollama-
-# <module version>/, where the engine finds them itself (engine/runner.GPUDirs).
+# them with ggml.LoadBackends(dir) or `homering run --gpu-dir dir`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 backend=${1:?usage: build/gpu-lib.sh cuda|vulkan|stage [DIR]}
