@@ -18,11 +18,12 @@
 //
 // What the tests hold the GPU path to:
 //
-//   - Logits: a window with GPU layers (all of them with and without the
-//     output head, two in the middle, and a GPU window chained to a CPU
-//     window) agrees with the CPU-only window to a per-type tolerance on generated llama, qwen2 and qwen3 models in
-//     F32, F16, Q8_0, Q4_0, Q4_K and Q6_K, over a 40-token prompt and 8
-//     decode steps. The tolerances are stated and measured in gpu_test.go.
+//   - Logits: a window with GPU layers (all of them and the output head,
+//     the middle two, and a GPU window chained to a CPU window) agrees with
+//     the CPU-only window to a per-type tolerance on generated llama, qwen2
+//     and qwen3 models in F32, F16, Q8_0, Q4_0, Q4_K and Q6_K, over a
+//     40-token prompt and 8 decode steps. The tolerances are stated and
+//     measured in gpu_test.go.
 //   - Generation: the greedy 32-token continuation of stories260K with every
 //     layer and the output head on the GPU equals the CPU's.
 //   - Placement: a window with contiguous GPU layers splits its graph into
