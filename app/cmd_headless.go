@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"homering/app/agent"
@@ -21,6 +22,7 @@ import (
 	"homering/app/api/client"
 	"homering/app/config"
 	"homering/app/node"
+	"homering/app/problem"
 	"homering/discovery/identity"
 	"homering/discovery/mdns"
 )
@@ -32,7 +34,7 @@ func cmdHeadless(ctx context.Context, e env) int {
 		return exit
 	}
 	log := f.log
-	if err := runAgent(ctx, log, f.iface, f.model); err != nil {
+	if err := runAgent(ctx, f); err != nil {
 		log.Error("agent stopped", "err", err)
 		fmt.Fprintf(e.stderr, "homering: %v\n", err)
 		return 1
@@ -42,7 +44,8 @@ func cmdHeadless(ctx context.Context, e env) int {
 
 // runAgent is the composition root of the agent: config, identity, node,
 // the agent that owns them (app/agent), API; shutdown in reverse order.
-func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
+func runAgent(ctx context.Context, f agentFlags) error {
+	log, pin, model := f.log, f.iface, f.model
 	dir, err := config.Dir(os.Getenv)
 	if err != nil {
 		return err
@@ -84,23 +87,43 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	if _, err := rand.Read(token); err != nil {
 		return err
 	}
+	// The compatible APIs' fixed address (after the control API, so that a
+	// second agent of this user has already stopped above).
+	chatLn, chatProblem := listenChatAPI(chatAPIPort(dir, f.apiPort))
+	if chatProblem != nil {
+		fmt.Fprintf(f.stderr, "homering: %s\n", chatProblem.Text) // one sentence, not a stack of errors
+	}
 	a := agent.New(agent.Options{Dir: dir, Model: model, Log: log, Node: n}) // chat, ring jobs, planner, background profile: app/agent
 	defer a.Close()
-	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a}
+	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a, ChatAPIProblem: chatProblem}
+	if chatLn != nil {
+		srv.ChatAPI = "http://" + chatLn.Addr().String()
+	}
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)
 	if err := config.WriteFile(infoPath, b); err != nil {
 		_ = ln.Close()
+		if chatLn != nil {
+			_ = chatLn.Close()
+		}
 		return err
 	}
 	defer os.Remove(infoPath)
-	log.Info("agent started", "id", id.ID.String(), "config", dir, "api", info.URL, "contribute", cfg.Contribute)
+	log.Info("agent started", "id", id.ID.String(), "config", dir, "api", info.URL, "chat_api", srv.ChatAPI, "contribute", cfg.Contribute)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	var agentErr, apiErr error
+	var agentErr, apiErr, chatErr error
+	if chatLn != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			chatErr = api.Serve(ctx, chatLn, srv.ChatAPIHandler(), log)
+		}()
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -114,7 +137,60 @@ func runAgent(ctx context.Context, log *slog.Logger, pin, model string) error {
 	}()
 	wg.Wait()
 	log.Info("agent stopped")
-	return errors.Join(agentErr, apiErr)
+	return errors.Join(agentErr, apiErr, chatErr)
+}
+
+// chatAPIPort is the compatible APIs' port: the flag's (or
+// HOMERING_API_PORT's) when given, else the settings' (their default when
+// settings.json cannot be read: the agent reports that file elsewhere).
+func chatAPIPort(dir string, flagPort int) chatPort {
+	if flagPort != 0 {
+		return chatPort{port: flagPort, fromFlag: true}
+	}
+	s, err := config.LoadSettings(dir)
+	if err != nil || s.APIPort < 1 || s.APIPort > 65535 { // a hand-edited file is not a random port
+		return chatPort{port: config.DefaultAPIPort}
+	}
+	return chatPort{port: s.APIPort}
+}
+
+// chatPort is a port for the compatible APIs and where it was chosen.
+type chatPort struct {
+	port     int
+	fromFlag bool // --api-port or HOMERING_API_PORT, not the settings
+}
+
+// listenChatAPI opens the compatible APIs' loopback port. When it cannot,
+// the agent runs on without them (the chat in the UI does not need them)
+// and the problem, one sentence naming the port and where to change it, is
+// printed once and shown in the Status.
+func listenChatAPI(p chatPort) (net.Listener, *apitype.Problem) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	cause := err.Error()
+	if se := (*os.SyscallError)(nil); errors.As(err, &se) {
+		cause = se.Err.Error() // "permission denied", without the address again
+	}
+	why := "cannot be opened (" + cause + ")"
+	if addrInUse(err) {
+		why = "is taken by another program"
+	}
+	where := "choose another in Settings (API port) or start Homering with --api-port N"
+	if p.fromFlag {
+		where = "give another with --api-port (or HOMERING_API_PORT), or leave both out for the port in Settings"
+	}
+	pr := problem.Make(problem.ChatAPIPort, fmt.Sprintf("Port %d of the OpenAI, Anthropic and Ollama compatible APIs %s; %s.", p.port, why, where))
+	return nil, &pr
+}
+
+// addrInUse reports whether a listen failed because the port is taken
+// (EADDRINUSE; Windows says WSAEADDRINUSE, 10048).
+func addrInUse(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && (errno == syscall.EADDRINUSE || errno == 10048)
 }
 
 // agentClient finds the running agent of this config directory.

@@ -13,7 +13,8 @@ const settingsUsage = `Usage: homering settings [--json] [KEY=VALUE ...]
 
 Prints this device's settings, or changes the named ones through the running
 agent, as its Settings page does. Keys: name, model, model_dir,
-context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu.
+context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu,
+api_port (the compatible APIs' port; applies when the agent restarts).
 
 Flags:
 `
@@ -57,8 +58,8 @@ func cmdSettings(ctx context.Context, e env) int {
 	if gpu == "" {
 		gpu = "on"
 	}
-	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v\ngpu                %s\n",
-		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose, gpu)
+	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v\ngpu                %s\napi_port           %d (applies when the agent restarts)\n",
+		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose, gpu, s.APIPort)
 	return 0
 }
 
@@ -67,7 +68,7 @@ func cmdSettings(ctx context.Context, e env) int {
 func setSetting(s *apitype.Settings, kv string) error {
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok {
-		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu", kv)
+		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu, api_port", kv)
 	}
 	bad := func(what string) error { return fmt.Errorf("%s=%q: %s", k, v, what) }
 	switch k {
@@ -79,15 +80,18 @@ func setSetting(s *apitype.Settings, kv string) error {
 		s.ModelDir = v
 	case "api_key":
 		s.APIKey = v
-	case "context_tokens", "ring_keep_seconds":
+	case "context_tokens", "ring_keep_seconds", "api_port":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return bad("give a whole number of 0 or more")
 		}
-		if k == "context_tokens" {
+		switch k {
+		case "context_tokens":
 			s.ContextTokens = n
-		} else {
+		case "ring_keep_seconds":
 			s.RingKeepSeconds = n
+		default:
+			s.APIPort = n
 		}
 	case "expose":
 		b, err := strconv.ParseBool(v)
@@ -107,7 +111,7 @@ func setSetting(s *apitype.Settings, kv string) error {
 		}
 		s.MemoryBudget = n
 	default:
-		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu", k)
+		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu, api_port", k)
 	}
 	return nil
 }

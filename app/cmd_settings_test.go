@@ -10,12 +10,12 @@ import (
 
 func TestSetSetting(t *testing.T) {
 	var s apitype.Settings
-	for _, kv := range []string{"memory_budget=512MiB", "context_tokens=2048", "model=/m/x.gguf", "expose=true", "ring_keep_seconds=0", "gpu=off"} {
+	for _, kv := range []string{"memory_budget=512MiB", "context_tokens=2048", "model=/m/x.gguf", "expose=true", "ring_keep_seconds=0", "gpu=off", "api_port=8765"} {
 		if err := setSetting(&s, kv); err != nil {
 			t.Fatalf("%s: %v", kv, err)
 		}
 	}
-	want := apitype.Settings{MemoryBudget: 512 << 20, ContextTokens: 2048, Model: "/m/x.gguf", Expose: true, GPU: "off"}
+	want := apitype.Settings{MemoryBudget: 512 << 20, ContextTokens: 2048, Model: "/m/x.gguf", Expose: true, GPU: "off", APIPort: 8765}
 	if s != want {
 		t.Errorf("settings %+v, want %+v", s, want)
 	}

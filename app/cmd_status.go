@@ -60,6 +60,9 @@ func cmdStatus(ctx context.Context, e env) int {
 		contrib = "on, listening on " + st.Listening
 	}
 	fmt.Fprintf(e.stdout, "device %s (%s), contribute %s\n", st.Device.Short, st.Device.Name, contrib)
+	if st.ChatAPI != "" {
+		fmt.Fprintf(e.stdout, "chat API %s (OpenAI clients: base URL %s/v1; Anthropic and Ollama clients: %s)\n", st.ChatAPI, st.ChatAPI, st.ChatAPI)
+	}
 	for _, p := range st.Problems {
 		what := "problem"
 		if p.Severity == "warning" {

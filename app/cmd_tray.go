@@ -66,7 +66,7 @@ func cmdTray(ctx context.Context, e env) int {
 	defer cancel()
 	agentErr := make(chan error, 1)
 	go func() {
-		agentErr <- runAgent(ctx, log, f.iface, f.model)
+		agentErr <- runAgent(ctx, f)
 		cancel() // the agent ended: so does the tray
 	}()
 

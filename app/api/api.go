@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,12 +33,37 @@ type Server struct {
 	// APIKey returns the key LAN clients of the compatible APIs must send;
 	// nil: read from the settings (chat.go compatAuth).
 	APIKey func() string
+	// ChatAPI is the base URL of the compatible APIs' own listener
+	// (ChatAPIHandler on the API port), shown in the Status; "" when it
+	// could not listen, and then ChatAPIProblem says why.
+	ChatAPI        string
+	ChatAPIProblem *apitype.Problem
+}
+
+// status is the agent's Status with what only the API server knows: where
+// the compatible APIs listen, or why they do not.
+func (s *Server) status() apitype.Status {
+	st := s.Agent.Status()
+	st.ChatAPI = s.ChatAPI
+	if s.ChatAPIProblem != nil {
+		st.Problems = append(slices.Clip(st.Problems), *s.ChatAPIProblem) // never into the agent's array
+	}
+	return st
+}
+
+// ChatAPIHandler serves the compatible APIs alone, for their fixed port
+// (config.DefaultAPIPort): the control API, the UI and their token stay on
+// the agent's own address. Any other path is 404.
+func (s *Server) ChatAPIHandler() http.Handler {
+	return s.registerCompat(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, apitype.Error{Error: "Not found: this port serves the OpenAI (/v1/...), Anthropic (/v1/messages) and Ollama (/api/...) compatible APIs."})
+	}))
 }
 
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Status(), nil) })
+	m.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, s.status(), nil) })
 	m.HandleFunc("GET /api/v1/peers", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Peers(), nil) })
 	m.HandleFunc("POST /api/v1/peers/add", func(w http.ResponseWriter, r *http.Request) {
 		var req apitype.AddPeerRequest
@@ -84,7 +110,7 @@ func (s *Server) Handler() http.Handler {
 				reply(w, nil, err)
 				return
 			}
-			reply(w, s.Agent.Status(), nil)
+			reply(w, s.status(), nil)
 		}
 	})
 	m.HandleFunc("GET /api/v1/watch", s.watch)

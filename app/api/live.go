@@ -40,7 +40,7 @@ func (u *ui) live(w http.ResponseWriter, r *http.Request) {
 			pr := problem.Make(problem.Settings, sentence(err))
 			plan.Problem = &pr
 		}
-		b, _ := json.Marshal(apitype.Live{Status: u.s.Agent.Status(), Peers: u.s.Agent.Peers(), Plan: plan, Work: u.s.Agent.Work().List(time.Now()), Ring: u.s.ringReport()})
+		b, _ := json.Marshal(apitype.Live{Status: u.s.status(), Peers: u.s.Agent.Peers(), Plan: plan, Work: u.s.Agent.Work().List(time.Now()), Ring: u.s.ringReport()})
 		if _, err := fmt.Fprintf(w, "event: live\ndata: %s\n\n", b); err != nil {
 			return false
 		}

@@ -32,12 +32,14 @@ func LoadSettings(dir string) (apitype.Settings, error) {
 // (kept in config.json).
 func toAPI(f config.Settings, name string) apitype.Settings {
 	return apitype.Settings{Name: name, ModelDir: f.ModelDir, Model: f.Model, ContextTokens: f.ContextTokens,
-		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey, RingKeepSeconds: f.RingKeepSeconds, GPU: f.GPU}
+		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey, RingKeepSeconds: f.RingKeepSeconds, GPU: f.GPU,
+		APIPort: f.APIPort}
 }
 
 func fromAPI(s apitype.Settings) config.Settings {
 	return config.Settings{ModelDir: s.ModelDir, Model: s.Model, ContextTokens: s.ContextTokens,
-		MemoryBudget: s.MemoryBudget, Expose: s.Expose, APIKey: s.APIKey, RingKeepSeconds: s.RingKeepSeconds, GPU: s.GPU}
+		MemoryBudget: s.MemoryBudget, Expose: s.Expose, APIKey: s.APIKey, RingKeepSeconds: s.RingKeepSeconds, GPU: s.GPU,
+		APIPort: s.APIPort}
 }
 
 // validateSettings checks a settings change; every problem is one sentence.
@@ -78,15 +80,19 @@ func (u *ui) getSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
-	// A client that does not know the keep time leaves it as it is.
+	// A client that does not know the keep time or the API port leaves them
+	// as they are.
 	old, err := u.current()
 	if err != nil {
 		d := config.DefaultSettings()
 		old = &d
 	}
-	req := apitype.Settings{RingKeepSeconds: old.RingKeepSeconds}
+	req := apitype.Settings{RingKeepSeconds: old.RingKeepSeconds, APIPort: old.APIPort}
 	if !decode(w, r, &req) {
 		return
+	}
+	if req.APIPort == 0 { // no port: a Go client that predates it sends 0
+		req.APIPort = old.APIPort
 	}
 	req.Name = strings.TrimSpace(req.Name)
 	req.ModelDir = strings.TrimSpace(req.ModelDir)

@@ -157,7 +157,7 @@ func TestUIAuth(t *testing.T) {
 func TestUISettings(t *testing.T) {
 	srv, dir, _ := uiServer(t)
 	var s apitype.Settings
-	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != config.DefaultContextTokens || s.Name != "box" || s.RingKeepSeconds != config.DefaultRingKeepSeconds {
+	if do(t, srv, "GET", "/api/v1/settings", nil, &s) != 200 || s.ContextTokens != config.DefaultContextTokens || s.Name != "box" || s.RingKeepSeconds != config.DefaultRingKeepSeconds || s.APIPort != 47471 {
 		t.Fatalf("defaults: %+v", s)
 	}
 	bad := []struct {
@@ -172,6 +172,7 @@ func TestUISettings(t *testing.T) {
 		{"negative keep time", apitype.Settings{ContextTokens: 4096, RingKeepSeconds: -1}, "Keeping the ring ready for -1 seconds after a chat is outside 0-3600"},
 		{"keep time over an hour", apitype.Settings{ContextTokens: 4096, RingKeepSeconds: 3601}, "outside 0-3600"},
 		{"gpu neither on nor off", apitype.Settings{ContextTokens: 4096, GPU: "maybe"}, "give on or off"},
+		{"API port not a port", apitype.Settings{ContextTokens: 4096, APIPort: 70000}, "The API port 70000 is not a TCP port"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestUISettings(t *testing.T) {
 			}
 		})
 	}
-	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0", RingKeepSeconds: 30, GPU: "off"}
+	want := apitype.Settings{Name: "kitchen", ModelDir: t.TempDir(), Model: storiesModel, ContextTokens: 2048, MemoryBudget: 1 << 30, Expose: true, APIKey: "0123456789abcdef0", RingKeepSeconds: 30, GPU: "off", APIPort: 8765}
 	var got apitype.Settings
 	if do(t, srv, "POST", "/api/v1/settings", want, &got) != 200 {
 		t.Fatalf("POST valid settings: %+v", got)
@@ -215,7 +216,8 @@ func (s *settingsSpy) SettingsChanged(before, after apitype.Settings) {
 // A saved change reaches the chat backend with the settings before and
 // after (the agent's ends a ring job it keeps when the model, the context
 // or the keep time changes: app/agent/chat.go); a refused one does not. A client
-// that does not send the keep time leaves it as it was.
+// that does not send the keep time or the API port (or sends port 0: a Go
+// client that predates it) leaves them as they were.
 func TestUISettingsReachTheChat(t *testing.T) {
 	spy := &settingsSpy{}
 	srv, _, _ := uiServerWith(t, nil, func(s *Server) { s.Chat = spy })
@@ -231,8 +233,8 @@ func TestUISettingsReachTheChat(t *testing.T) {
 		t.Fatalf("POST of a bad context = %d, want 400", code)
 	}
 	want := [][2]apitype.Settings{
-		{{Name: "box", ContextTokens: config.DefaultContextTokens, RingKeepSeconds: config.DefaultRingKeepSeconds}, {Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}},
-		{{Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60}, {Name: "box", Model: "other.gguf", ContextTokens: 1024, RingKeepSeconds: 60}},
+		{{Name: "box", ContextTokens: config.DefaultContextTokens, RingKeepSeconds: config.DefaultRingKeepSeconds, APIPort: config.DefaultAPIPort}, {Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60, APIPort: config.DefaultAPIPort}},
+		{{Name: "box", Model: storiesModel, ContextTokens: 2048, RingKeepSeconds: 60, APIPort: config.DefaultAPIPort}, {Name: "box", Model: "other.gguf", ContextTokens: 1024, RingKeepSeconds: 60, APIPort: config.DefaultAPIPort}},
 	}
 	spy.mu.Lock()
 	defer spy.mu.Unlock()

@@ -48,8 +48,14 @@ func TestAPIClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
+	// The SDKs and curl use the documented fixed address (each node has a
+	// network namespace, hence a loopback, of its own), as people do.
+	api := "http://127.0.0.1:47471"
+	if out := n.MustCLI(t, "status"); !strings.Contains(out, "chat API "+api+" (OpenAI clients: base URL "+api+"/v1;") {
+		t.Errorf("homering status does not print the chat API's address %s:\n%s", api, out)
+	}
 	start := time.Now()
-	out, err := n.inNS(ctx, "node", "clients/clients.mjs", info.URL, info.Token).CombinedOutput()
+	out, err := n.inNS(ctx, "node", "clients/clients.mjs", api, info.Token).CombinedOutput()
 	if err != nil {
 		t.Fatalf("node clients.mjs: %v\n%s\nagent log:\n%s", err, out, n.Log())
 	}
@@ -103,7 +109,7 @@ func TestAPIClients(t *testing.T) {
 	}
 
 	// Ollama, with curl, streaming NDJSON.
-	out, err = n.inNS(ctx, "curl", "-sSN", info.URL+"/api/chat", "-d",
+	out, err = n.inNS(ctx, "curl", "-sSN", api+"/api/chat", "-d",
 		`{"model":"stories260K","messages":[{"role":"user","content":"Hi"}],"options":{"num_predict":6,"temperature":0}}`).Output()
 	if err != nil {
 		t.Fatalf("curl /api/chat: %v", err)
@@ -117,7 +123,7 @@ func TestAPIClients(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || !last.Done || last.EvalCount != 6 || len(lines) != 7 {
 		t.Errorf("ollama /api/chat: %d lines, last %+v (%v):\n%s", len(lines), last, err, out)
 	}
-	out, err = n.inNS(ctx, "curl", "-sS", info.URL+"/api/tags").Output()
+	out, err = n.inNS(ctx, "curl", "-sS", api+"/api/tags").Output()
 	if err != nil || !strings.Contains(string(out), `"name":"stories260K"`) {
 		t.Errorf("ollama /api/tags: %v %s", err, out)
 	}
@@ -131,6 +137,67 @@ func TestAPIClients(t *testing.T) {
 	if string(out) != "401" {
 		t.Errorf("/api/tags with a foreign Host: HTTP %s, want 401", out)
 	}
+}
+
+// TestChatAPIAddress: the compatible APIs keep their address across a
+// restart, and a second agent whose port is taken says so in one sentence
+// (naming the port and where to change it) and runs on.
+func TestChatAPIAddress(t *testing.T) {
+	e := NewEnv(t)
+	n := e.NewNode(t, "a")
+	n.Start(t)
+	const want = "chat API http://127.0.0.1:47471 "
+	if out := n.MustCLI(t, "status"); !strings.Contains(out, want) {
+		t.Errorf("status:\n%s\nwant %q", out, want)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	second := n.inNS(ctx, n.env.Bin, "headless")
+	second.Env = append(os.Environ(), "HOMERING_HOME="+t.TempDir())
+	var buf lockedBuffer
+	second.Stdout, second.Stderr = &buf, &buf
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const sentence = "homering: Port 47471 of the OpenAI, Anthropic and Ollama compatible APIs is taken by another program; choose another in Settings (API port) or start Homering with --api-port N.\n"
+	WaitFor(t, 30*time.Second, "the second agent's sentence", func() error {
+		if !strings.Contains(buf.String(), sentence) {
+			return fmt.Errorf("output so far:\n%s", buf.String())
+		}
+		return nil
+	})
+	if strings.Count(buf.String(), "47471") != 1 || strings.Contains(buf.String(), "bind") {
+		t.Errorf("the taken port is said more than once, or with the socket error:\n%s", buf.String())
+	}
+	_ = second.Process.Signal(syscall.SIGTERM)
+	if err := second.Wait(); err != nil {
+		t.Errorf("the second agent (port taken) did not run on and stop cleanly: %v\n%s", err, buf.String())
+	}
+
+	n.Stop(t)
+	n.Start(t)
+	if out := n.MustCLI(t, "status"); !strings.Contains(out, want) {
+		t.Errorf("after a restart, status:\n%s\nwant %q", out, want)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // runnerPID finds the agent's engine child.

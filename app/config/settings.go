@@ -28,6 +28,13 @@ const DefaultRingKeepSeconds = 120
 // hour at most).
 const MaxRingKeepSeconds = 3600
 
+// DefaultAPIPort is where the OpenAI-, Anthropic- and Ollama-compatible
+// APIs listen (http://127.0.0.1:47471) unless the settings say otherwise:
+// fixed, so that a client configured once keeps working across restarts;
+// not Ollama's 11434 or LM Studio's 1234, so that Homering runs beside
+// them; next to the link port 47470, so one firewall rule can cover both.
+const DefaultAPIPort = 47471
+
 // ErrSettings is a rejected settings change.
 var ErrSettings = errors.New("config: invalid settings")
 
@@ -47,6 +54,10 @@ type Settings struct {
 	// misbehaves, a GPU needed for games); "" or "on" uses them. A string,
 	// not a bool, so that a file or a client that predates it means on.
 	GPU string `json:"gpu,omitempty"`
+	// APIPort is the loopback port of the compatible APIs (read at start).
+	// Absent in files written before it existed: loading starts from
+	// DefaultAPIPort.
+	APIPort int `json:"api_port"`
 }
 
 // UseGPU reports whether the gpu setting lets Homering use the GPUs.
@@ -60,7 +71,7 @@ const (
 
 // DefaultSettings is what a device without settings.json runs with.
 func DefaultSettings() Settings {
-	return Settings{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds}
+	return Settings{ContextTokens: DefaultContextTokens, RingKeepSeconds: DefaultRingKeepSeconds, APIPort: DefaultAPIPort}
 }
 
 // LoadSettings reads dir's settings.json; a missing file gives the defaults.
@@ -109,6 +120,9 @@ func (s Settings) Validate() error {
 	}
 	if s.GPU != "" && s.GPU != GPUOn && s.GPU != GPUOff {
 		errs = append(errs, fmt.Sprintf("The gpu setting is %q; give on or off.", s.GPU))
+	}
+	if s.APIPort < 1 || s.APIPort > 65535 {
+		errs = append(errs, fmt.Sprintf("The API port %d is not a TCP port; use 1-65535 (default %d).", s.APIPort, DefaultAPIPort))
 	}
 	if s.Expose && len(s.APIKey) < 16 {
 		errs = append(errs, "Sharing the API on the network needs an API key of at least 16 characters; generate one.")

@@ -27,7 +27,7 @@ func TestSettingsFile(t *testing.T) {
 	}
 	// A file written before ring_keep_seconds existed starts from its default.
 	_ = os.WriteFile(filepath.Join(dir, SettingsFile), []byte(`{"model": "/m/y.gguf", "context_tokens": 512}`), 0o600)
-	if got, _ := LoadSettings(dir); got.RingKeepSeconds != DefaultRingKeepSeconds || got.Model != "/m/y.gguf" || !got.UseGPU() {
+	if got, _ := LoadSettings(dir); got.RingKeepSeconds != DefaultRingKeepSeconds || got.Model != "/m/y.gguf" || !got.UseGPU() || got.APIPort != DefaultAPIPort {
 		t.Errorf("old file: %+v (GPUs in use: %v)", got, got.UseGPU())
 	}
 	s.GPU = GPUOff
@@ -59,6 +59,7 @@ func TestSettingsValidate(t *testing.T) {
 		{"keep too long", func(s *Settings) { s.RingKeepSeconds = MaxRingKeepSeconds + 1 }, "outside 0-3600"},
 		{"exposed without a key", func(s *Settings) { s.Expose = true }, "API key of at least 16"},
 		{"gpu neither on nor off", func(s *Settings) { s.GPU = "yes" }, `The gpu setting is "yes"; give on or off.`},
+		{"API port not a port", func(s *Settings) { s.APIPort = 70000 }, "The API port 70000 is not a TCP port; use 1-65535 (default 47471)."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := DefaultSettings()

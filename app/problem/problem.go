@@ -29,6 +29,7 @@ const (
 	Advertise         Code = "advertise"          // mDNS advertising failed
 	SelfCopy          Code = "self_copy"          // another device runs with this one's identity
 	PeerCopy          Code = "peer_copy"          // two peers run with one identity
+	ChatAPIPort       Code = "chat_api_port"      // the compatible APIs cannot listen on their port
 )
 
 // Severity says how much a problem stands in the way.
@@ -74,6 +75,7 @@ var registry = []Spec{
 	{LinkPort, "Cannot accept connections.", "Close the program using the port, or change link_port in config.json.", SevError, KindState},
 	{Advertise, "Other devices cannot find this one by themselves.", "Check the network connection (homering doctor), or add this device by address on the others.", SevWarning, KindState},
 	{SelfCopy, "Another device uses this device's identity.", "On the copy, stop Homering, delete key.pem and cert.pem from its config directory and start it again; then pair it anew.", SevError, KindState},
+	{ChatAPIPort, "The OpenAI, Anthropic and Ollama compatible APIs are not on their port.", "Close the program using the port, or choose another API port in Settings (homering settings api_port=N) or with --api-port N, and restart Homering.", SevWarning, KindState},
 	{PeerCopy, "Two devices share one identity.", "On one of them, stop Homering, delete key.pem and cert.pem from its config directory and start it again.", SevWarning, KindState},
 }
 

@@ -12,7 +12,7 @@ import (
 // constant is registered once.
 func TestRegistry(t *testing.T) {
 	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, BadRequest, EmptyConversation, NoChat, Settings,
-		Interface, LinkPort, Advertise, SelfCopy, PeerCopy}
+		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort}
 	seen := map[Code]bool{}
 	valid := regexp.MustCompile(`^[a-z][a-z_]*$`)
 	for _, s := range All() {

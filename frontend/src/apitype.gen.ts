@@ -40,6 +40,10 @@ export interface Status {
   pairing: PairStatus
   problems: Problem[] | null
   config_dir: string
+  // ChatAPI is the base URL of the OpenAI-, Anthropic- and
+  // Ollama-compatible APIs (http://127.0.0.1:47471; OpenAI clients add
+  // /v1); "" when their port could not be opened (Problems says why).
+  chat_api?: string
 }
 
 // Peer is one other device.
@@ -343,6 +347,10 @@ export interface Settings {
   // library loaded, no GPU layers planned); "on" or "" (a file or client
   // that predates it) uses them.
   gpu: string
+  // APIPort is the loopback port of the compatible APIs (default 47471);
+  // a change applies when the agent restarts. A client that omits it
+  // (or sends 0) leaves it as it is.
+  api_port: number
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.

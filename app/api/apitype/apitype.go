@@ -41,6 +41,10 @@ type Status struct {
 	Pairing     PairStatus  `json:"pairing"`
 	Problems    []Problem   `json:"problems"`
 	ConfigDir   string      `json:"config_dir"`
+	// ChatAPI is the base URL of the OpenAI-, Anthropic- and
+	// Ollama-compatible APIs (http://127.0.0.1:47471; OpenAI clients add
+	// /v1); "" when their port could not be opened (Problems says why).
+	ChatAPI string `json:"chat_api,omitempty"`
 }
 
 // Peer is one other device.

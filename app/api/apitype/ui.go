@@ -21,6 +21,10 @@ type Settings struct {
 	// library loaded, no GPU layers planned); "on" or "" (a file or client
 	// that predates it) uses them.
 	GPU string `json:"gpu"`
+	// APIPort is the loopback port of the compatible APIs (default 47471);
+	// a change applies when the agent restarts. A client that omits it
+	// (or sends 0) leaves it as it is.
+	APIPort int `json:"api_port"`
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.
