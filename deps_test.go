@@ -53,6 +53,8 @@ var allowed = map[string][]string{
 		"engine/chat", "engine/head", "engine/sample", // homering run: one-shot generation in this process, no agent
 		"halda", "halda/lpsolve", "engine/profile/modelprof", // homering plan: Halda over profile files and a GGUF
 		"engine/profile", // homering profile and the background profile's cache
+		"app/api/openai", // run and chat refuse a temperature by the OpenAI API's rule and sentence
+		"app/problem",    // headless words a taken chat API port as the status does
 		"app/planner",    // homering run --gpu-layers auto: the agent's plan for this device alone
 	},
 	"app/tray":   {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
@@ -81,8 +83,8 @@ var allowed = map[string][]string{
 	"app/api/anthropic":     {"app/api/apitype"},
 	"app/api/ollama":        {"app/api/apitype"},
 	"app/api/apitype":       {},
-	"app/api/apitype/tsgen": {},                                                         // reads apitype's source, not the package
-	"app/apptest":           {"app/api/apitype", "app/api/client", "internal/testwait"}, // drives real binaries through the CLI and the client
+	"app/api/apitype/tsgen": {},                                       // reads apitype's source, not the package
+	"app/apptest":           {"app/api/apitype", "internal/testwait"}, // drives real binaries through the CLI and the HTTP API
 
 	// L3 services.
 	// The one owner of the agent's state (issue 15 item 4): the node, the
