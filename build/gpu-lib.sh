@@ -101,7 +101,7 @@ done
 key=$(printf '%s %s %s' "$key" "$(cmake --version | head -1)" "$(sha256sum "$0" | cut -c1-16)" | sha256sum | cut -c1-12)
 out=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/homering/gpu/$backend-${version:-unknown}-$key}
 lib=$out/libggml-${backend}.so
-if [ -f "$lib" ] && [ -f "$out/libggml-base.so" ]; then
+if [ -f "$lib" ] && [ -f "$out/libggml-base.so" ] && [ -f "$out/homering-ggml.txt" ]; then
 	echo "gpu-lib: $lib is current" >&2
 	echo "$out"
 	exit 0
@@ -144,6 +144,10 @@ echo "gpu-lib: building $target with $(nproc) jobs" >&2
 cmake --build "$work/b" --target "$target" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -60 "$work/build.log" >&2; exit 1; }
 mkdir -p "$out.tmp"
 cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/libggml-$backend".so* "$out.tmp/"
+# The loader (engine/runner's LoadGPU) refuses a directory without this
+# stamp or with another version: a library from other ggml headers loads
+# and then misreads ollama's ggml_backend_dev_props.
+printf 'github.com/ollama/ollama %s\n' "${version:-unknown}" >"$out.tmp/homering-ggml.txt"
 rm -rf "$out" && mv "$out.tmp" "$out"
 echo "gpu-lib: built $(du -sh "$lib" | cut -f1) $lib" >&2
 echo "$out"

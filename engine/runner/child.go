@@ -326,12 +326,16 @@ func (c *child) unload() {
 // reach (C code that prints goes to stderr) and serves the protocol on the
 // original stdout.
 func Main(ctx context.Context, stdin io.Reader, log *slog.Logger) error {
+	if dir := os.Getenv(EnvGPUProbe); dir != "" {
+		return probeMain(dir, os.Stdout) // a GPU probe (LoadGPU's child), not a runner
+	}
 	proto, err := protocolStdout()
 	if err != nil {
 		return fmt.Errorf("runner: set up stdout: %w", err)
 	}
 	defer proto.Close()
 	// After stdout moved: backends print as they load.
-	LoadGPU(GPUOptions{}, log)
+	// The probe child takes a crashing driver's fall, not the runner.
+	LoadGPU(GPUOptions{Probe: true}, log)
 	return Serve(ctx, stdin, proto, log)
 }

@@ -7,7 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"errors"
 	"homering/engine/ggml"
+	"io"
+	"io/fs"
+	"os/exec"
+	"time"
 )
 
 // GGMLVersion is the version of the pinned github.com/ollama/ollama module
@@ -57,6 +62,112 @@ type GPUOptions struct {
 	Exe string
 	// IsDir reports whether a directory exists; nil: os.Stat.
 	IsDir func(string) bool
+	// Probe loads the libraries in a child process first, and loads them
+	// here only when the child came back: a driver that crashes on load
+	// takes the probe down, not this process (the runner sets it).
+	Probe bool
+	// ProbeCmd makes the probe's command; nil re-runs this program with
+	// its arguments and EnvGPUProbe set, which Main answers.
+	ProbeCmd func() *exec.Cmd
+}
+
+// EnvGPUProbe, set to a directory, makes Main a GPU probe: it loads that
+// directory's backends, prints "gpus N" and returns.
+const EnvGPUProbe = "HOMERING_GPU_PROBE"
+
+// StampFile is the file build/gpu-lib.sh writes beside the libraries it
+// builds: the ggml source they were built from.
+const StampFile = "homering-ggml.txt"
+
+// checkStamp refuses a directory whose libraries were not built from this
+// binary's ggml (build/gpu-lib.sh's stamp names the ollama module version).
+func checkStamp(dir string) error {
+	want := "github.com/ollama/ollama " + GGMLVersion
+	b, err := os.ReadFile(filepath.Join(dir, StampFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the GPU libraries in %s were not built by build/gpu-lib.sh (no %s), so they may come from other ggml headers than this Homering's (%s); build them with build/gpu-lib.sh", dir, StampFile, want)
+	case err != nil:
+		return fmt.Errorf("the GPU libraries in %s cannot be checked: %w", dir, err)
+	}
+	if got := strings.TrimSpace(string(b)); got != want {
+		return fmt.Errorf("the GPU libraries in %s were built from %s, this Homering needs %s; build them again with build/gpu-lib.sh", dir, got, want)
+	}
+	return nil
+}
+
+// probe loads dir's backends in a child process and returns the GPUs it saw.
+func probe(dir string, o GPUOptions) (int, error) {
+	var cmd *exec.Cmd
+	if o.ProbeCmd != nil {
+		cmd = o.ProbeCmd()
+	} else {
+		exe, err := os.Executable()
+		if err != nil {
+			return 0, err
+		}
+		cmd = exec.Command(exe, os.Args[1:]...)
+		cmd.Env = os.Environ()
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, EnvGPUProbe+"="+dir)
+	var stderr strings.Builder
+	cmd.Stdin, cmd.Stderr = nil, &stderr
+	childAttrs(cmd) // no console window; dies with this process
+	done := make(chan struct{})
+	timer := time.AfterFunc(probeTimeout, func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill() // a hung driver: the probe's failure is what counts
+		}
+		close(done)
+	})
+	out, err := cmd.Output()
+	timer.Stop()
+	select {
+	case <-done:
+		return 0, fmt.Errorf("the probe did not finish in %v", probeTimeout)
+	default:
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, lastWords(stderr.String()))
+	}
+	var n int
+	if _, err := fmt.Sscanf(strings.TrimSpace(lastLine(string(out))), "gpus %d", &n); err != nil {
+		return 0, fmt.Errorf("the probe answered %q", strings.TrimSpace(string(out)))
+	}
+	return n, nil
+}
+
+// probeTimeout bounds a probe: loading a backend and listing its devices
+// takes a second or two; a driver that hangs is as bad as one that crashes.
+const probeTimeout = 60 * time.Second
+
+// lastWords picks what a dead probe said that matters: the signal or
+// panic line of a crash report, else its last line.
+func lastWords(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "SIG") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			return l
+		}
+	}
+	return lastLine(s)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// probeMain is a probe child's whole work.
+func probeMain(dir string, out io.Writer) error {
+	n := ggml.LoadBackends(dir)
+	_, err := fmt.Fprintf(out, "gpus %d\n", n)
+	return err
 }
 
 // GPULoad is what LoadGPU did.
@@ -121,6 +232,23 @@ func LoadGPU(o GPUOptions, log *slog.Logger) GPULoad {
 		// Metal is compiled in on Apple silicon: a GPU without a library.
 		log.Debug("no GPU backend loaded", "why", why)
 		return GPULoad{GPUs: ggml.GPUCount(), Devices: gpuNames(), Why: why}
+	}
+	if err := checkStamp(dir); err != nil {
+		log.Warn("GPU libraries refused", "err", err)
+		return GPULoad{Why: err.Error()}
+	}
+	if o.Probe {
+		n, err := probe(dir, o)
+		switch {
+		case err != nil:
+			why = fmt.Sprintf("loading the GPU libraries in %s crashed a probe process (%v): running on the CPU; %s=off hides them", dir, err, EnvGPU)
+			log.Warn("GPU libraries refused", "why", why)
+			return GPULoad{Why: why}
+		case n == 0:
+			why = fmt.Sprintf("no GPU appeared after loading the libraries in %s (%s): no backend library there, or no driver for it", dir, why)
+			log.Warn("no GPU backend loaded", "why", why)
+			return GPULoad{Why: why}
+		}
 	}
 	n := ggml.LoadBackends(dir)
 	if n == 0 {
