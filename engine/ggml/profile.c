@@ -162,10 +162,51 @@ static double run(ggml_backend_t be, struct ggml_cgraph *gf, double min_s) {
 
 #define HOT_OPS 16
 #define COLD_BYTES ((size_t)128 << 20)
+#define GPU_HOT_BYTES ((size_t)4 << 20)
+#define GPU_COLD_BYTES ((size_t)512 << 20)
+
+// time_matmul measures on backend be: hot, the per-row slope between two
+// weight sizes r1 and 3*r1 that stay in cache (HOT_OPS products per graph,
+// so per-op costs — thread barriers, converting x, kernel launches — fall
+// out), times rows; cold, when asked, the time per product with copies
+// cycled through cold_bytes, more than any cache, per-op costs included.
+static int time_matmul(ggml_backend_t be, int type, int64_t k, int64_t rows, int64_t r1, size_t cold_bytes,
+		       double min_s, double *hot_s, double *cold_s, char *err, int errlen) {
+	size_t rs = ggml_row_size((enum ggml_type)type, k);
+	int64_t r2 = 3 * r1;
+	double t1, t2;
+	graph g;
+	if (build(&g, be, type, k, r1, 1, HOT_OPS, err, errlen) != 0) return -1;
+	t1 = run(be, g.gf, min_s / 4) / HOT_OPS;
+	graph_free(&g);
+	if (build(&g, be, type, k, r2, 1, HOT_OPS, err, errlen) != 0) return -1;
+	t2 = run(be, g.gf, min_s / 4) / HOT_OPS;
+	graph_free(&g);
+	double per_row = (t2 - t1) / (double)(r2 - r1);
+	if (per_row <= 0) per_row = t2 / (double)r2; // noise: fall back to the larger size's rate
+	*hot_s = per_row * (double)rows;
+	if (cold_s) {
+		size_t wb = rs * (size_t)rows;
+		int n_w = (int)((cold_bytes + wb - 1) / wb);
+		if (n_w < 2) n_w = 2;
+		if (build(&g, be, type, k, rows, n_w, n_w, err, errlen) != 0) return -1;
+		*cold_s = run(be, g.gf, min_s / 2) / n_w;
+		graph_free(&g);
+	}
+	return 0;
+}
+
+static int shape_ok(int type, int64_t k, int64_t rows, char *err, int errlen) {
+	if (!hr_prof_type_ok(type) || k <= 0 || rows <= 0 || k % ggml_blck_size((enum ggml_type)type) != 0) {
+		perr(err, errlen, "unsupported type or shape");
+		return 0;
+	}
+	return 1;
+}
 
 int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_s,
 		   double *hot_s, double *cold_s, char *err, int errlen) {
-	if (!hr_prof_type_ok(type) || k <= 0 || rows <= 0 || k % ggml_blck_size((enum ggml_type)type) != 0 || n_threads < 1) {
+	if (!shape_ok(type, k, rows, err, errlen) || n_threads < 1) {
 		perr(err, errlen, "unsupported type or shape");
 		return -1;
 	}
@@ -186,38 +227,12 @@ int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_
 		}
 		ggml_backend_cpu_set_threadpool(be, tp);
 	}
-	int rc = -1;
+	// Hot sizes stay in each core's L2: 128 KiB and 384 KiB of weights per
+	// thread.
 	size_t rs = ggml_row_size((enum ggml_type)type, k);
-	// Hot: two sizes that stay in each core's L2 (128 KiB and 384 KiB of
-	// weights per thread); the slope between them is the time per row
-	// without the per-op costs (thread barrier, converting x).
 	int64_t r1 = (int64_t)((128u << 10) * (size_t)n_threads / rs);
 	if (r1 < 4 * n_threads) r1 = 4 * n_threads;
-	int64_t r2 = 3 * r1;
-	double t1, t2;
-	{
-		graph g;
-		if (build(&g, be, type, k, r1, 1, HOT_OPS, err, errlen) != 0) goto out;
-		t1 = run(be, g.gf, min_s / 4) / HOT_OPS;
-		graph_free(&g);
-		if (build(&g, be, type, k, r2, 1, HOT_OPS, err, errlen) != 0) goto out;
-		t2 = run(be, g.gf, min_s / 4) / HOT_OPS;
-		graph_free(&g);
-	}
-	double per_row = (t2 - t1) / (double)(r2 - r1);
-	if (per_row <= 0) per_row = t2 / (double)r2; // noise: fall back to the larger size's rate
-	*hot_s = per_row * (double)rows;
-	if (cold_s) {
-		size_t wb = rs * (size_t)rows;
-		int n_w = (int)((COLD_BYTES + wb - 1) / wb);
-		if (n_w < 2) n_w = 2;
-		graph g;
-		if (build(&g, be, type, k, rows, n_w, n_w, err, errlen) != 0) goto out;
-		*cold_s = run(be, g.gf, min_s / 2) / n_w;
-		graph_free(&g);
-	}
-	rc = 0;
-out:
+	int rc = time_matmul(be, type, k, rows, r1, COLD_BYTES, min_s, hot_s, cold_s, err, errlen);
 	ggml_backend_free(be);
 	if (tp) ggml_threadpool_free(tp);
 	return rc;
@@ -226,13 +241,9 @@ out:
 // gpu_dev is engine.c's one list of GPUs.
 static ggml_backend_dev_t gpu_dev(int i) { return hr_gpu_get(i); }
 
-#define GPU_HOT_BYTES ((size_t)4 << 20)
-#define GPU_COLD_BYTES ((size_t)512 << 20)
-
 int hr_prof_matmul_gpu(int gpu, int type, int64_t k, int64_t rows, double min_s,
 		       double *hot_s, double *cold_s, char *err, int errlen) {
-	if (!hr_prof_type_ok(type) || k <= 0 || rows <= 0 || k % ggml_blck_size((enum ggml_type)type) != 0) {
-		perr(err, errlen, "unsupported type or shape");
+	if (!shape_ok(type, k, rows, err, errlen)) {
 		return -1;
 	}
 	ggml_backend_dev_t dev = gpu_dev(gpu);
@@ -245,40 +256,11 @@ int hr_prof_matmul_gpu(int gpu, int type, int64_t k, int64_t rows, double min_s,
 		perr(err, errlen, "cannot start the GPU backend");
 		return -1;
 	}
-	int rc = -1;
-	size_t rs = ggml_row_size((enum ggml_type)type, k);
-	// Hot: two sizes that stay in the GPU's L2 (4 and 12 MiB of weights,
-	// HOT_OPS products per graph); the slope between them is the time per
-	// row without the launch and per-op costs.
-	int64_t r1 = (int64_t)(GPU_HOT_BYTES / rs);
+	// Hot sizes stay in the GPU's L2 (4 and 12 MiB); cold copies cycle
+	// through 512 MiB, more than any GPU's L2, as a window's layers do.
+	int64_t r1 = (int64_t)(GPU_HOT_BYTES / ggml_row_size((enum ggml_type)type, k));
 	if (r1 < 64) r1 = 64;
-	int64_t r2 = 3 * r1;
-	double t1, t2;
-	{
-		graph g;
-		if (build(&g, be, type, k, r1, 1, HOT_OPS, err, errlen) != 0) goto out;
-		t1 = run(be, g.gf, min_s / 4) / HOT_OPS;
-		graph_free(&g);
-		if (build(&g, be, type, k, r2, 1, HOT_OPS, err, errlen) != 0) goto out;
-		t2 = run(be, g.gf, min_s / 4) / HOT_OPS;
-		graph_free(&g);
-	}
-	double per_row = (t2 - t1) / (double)(r2 - r1);
-	if (per_row <= 0) per_row = t2 / (double)r2;
-	*hot_s = per_row * (double)rows;
-	if (cold_s) {
-		// Cold: copies cycled through more than any GPU's L2 (up to ~100
-		// MB), one graph of them, as a decode step runs a window's layers.
-		size_t wb = rs * (size_t)rows;
-		int n_w = (int)((GPU_COLD_BYTES + wb - 1) / wb);
-		if (n_w < 2) n_w = 2;
-		graph g;
-		if (build(&g, be, type, k, rows, n_w, n_w, err, errlen) != 0) goto out;
-		*cold_s = run(be, g.gf, min_s / 2) / n_w;
-		graph_free(&g);
-	}
-	rc = 0;
-out:
+	int rc = time_matmul(be, type, k, rows, r1, GPU_COLD_BYTES, min_s, hot_s, cold_s, err, errlen);
 	ggml_backend_free(be);
 	return rc;
 }

@@ -43,15 +43,27 @@ func TypeName(t int) string { return typeName(t) }
 // total (medians of repeated runs). cold also times the product with the
 // weights streamed from RAM, which allocates about 128 MiB for the call.
 func TimeMatmul(t, k, rows, threads int, minTime time.Duration, cold bool) (MatmulTiming, error) {
+	if threads < 1 {
+		return MatmulTiming{}, fmt.Errorf("ggml: matmul with %d threads", threads)
+	}
+	return timeMatmul(-1, t, k, rows, threads, minTime, cold)
+}
+
+// timeMatmul checks the shape and times it on the CPU (gpu < 0) or the
+// gpu-th GPU.
+func timeMatmul(gpu, t, k, rows, threads int, minTime time.Duration, cold bool) (MatmulTiming, error) {
 	if !CanProfileType(t) {
 		return MatmulTiming{}, fmt.Errorf("%w: type %d", ErrProfileType, t)
 	}
-	if k <= 0 || rows <= 0 || threads < 1 {
-		return MatmulTiming{}, fmt.Errorf("ggml: matmul shape %dx%d with %d threads is not positive", k, rows, threads)
+	if k <= 0 || rows <= 0 {
+		return MatmulTiming{}, fmt.Errorf("ggml: matmul shape %dx%d is not positive", k, rows)
 	}
 	blck, _, _, _ := typeInfo(t)
 	if blck <= 0 || int64(k)%blck != 0 {
 		return MatmulTiming{}, fmt.Errorf("ggml: a row of %d %s weights is not a whole number of blocks", k, typeName(t))
+	}
+	if gpu >= GPUCount() {
+		return MatmulTiming{}, fmt.Errorf("%w (GPU %d)", ErrNoGPU, gpu)
 	}
 	var hot, cd C.double
 	var cdp *C.double
@@ -62,8 +74,14 @@ func TimeMatmul(t, k, rows, threads int, minTime time.Duration, cold bool) (Matm
 	// ggml's threads are its own; pin this goroutine so the timing loop is
 	// not moved between OS threads mid-run.
 	runtime.LockOSThread()
-	rc := C.hr_prof_matmul(C.int(t), C.int64_t(k), C.int64_t(rows), C.int(threads), C.double(minTime.Seconds()),
-		&hot, cdp, &errb[0], C.int(len(errb)))
+	var rc C.int
+	if gpu < 0 {
+		rc = C.hr_prof_matmul(C.int(t), C.int64_t(k), C.int64_t(rows), C.int(threads), C.double(minTime.Seconds()),
+			&hot, cdp, &errb[0], C.int(len(errb)))
+	} else {
+		rc = C.hr_prof_matmul_gpu(C.int(gpu), C.int(t), C.int64_t(k), C.int64_t(rows), C.double(minTime.Seconds()),
+			&hot, cdp, &errb[0], C.int(len(errb)))
+	}
 	runtime.UnlockOSThread()
 	if rc != 0 {
 		return MatmulTiming{}, fmt.Errorf("ggml: time matmul: %s", C.GoString(&errb[0]))
@@ -114,30 +132,10 @@ func GPUDevices() []GPUDevice {
 // TimeMatmulGPU is TimeMatmul on the gpu-th GPU of GPUDevices: Hot with the
 // weights in the GPU's cache, Cold (when asked) streamed from its memory.
 func TimeMatmulGPU(gpu, t, k, rows int, minTime time.Duration, cold bool) (MatmulTiming, error) {
-	if !CanProfileType(t) {
-		return MatmulTiming{}, fmt.Errorf("%w: type %d", ErrProfileType, t)
-	}
-	if gpu < 0 || gpu >= GPUCount() {
+	if gpu < 0 {
 		return MatmulTiming{}, fmt.Errorf("%w (GPU %d)", ErrNoGPU, gpu)
 	}
-	blck, _, _, _ := typeInfo(t)
-	if k <= 0 || rows <= 0 || blck <= 0 || int64(k)%blck != 0 {
-		return MatmulTiming{}, fmt.Errorf("ggml: matmul shape %dx%d of %s is not whole blocks", k, rows, typeName(t))
-	}
-	var hot, cd C.double
-	var cdp *C.double
-	if cold {
-		cdp = &cd
-	}
-	var errb [256]C.char
-	runtime.LockOSThread()
-	rc := C.hr_prof_matmul_gpu(C.int(gpu), C.int(t), C.int64_t(k), C.int64_t(rows), C.double(minTime.Seconds()),
-		&hot, cdp, &errb[0], C.int(len(errb)))
-	runtime.UnlockOSThread()
-	if rc != 0 {
-		return MatmulTiming{}, fmt.Errorf("ggml: time GPU matmul: %s", C.GoString(&errb[0]))
-	}
-	return MatmulTiming{Hot: secs(float64(hot)), Cold: secs(float64(cd))}, nil
+	return timeMatmul(gpu, t, k, rows, 1, minTime, cold)
 }
 
 // TimeGPUCopy is the median time to copy floats F32 values into and out of

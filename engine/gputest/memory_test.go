@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"homering/engine/ggml"
 )
@@ -98,5 +99,26 @@ func TestWindowTooLargeForTheGPU(t *testing.T) {
 	t.Logf("error: %v", err)
 	if !errors.Is(err, ggml.ErrGPUMemory) || !strings.Contains(err.Error(), "put fewer layers on the GPU") {
 		t.Errorf("error %q is not ErrGPUMemory with what to do", err)
+	}
+}
+
+// The profiler's GPU kernels run on the GPU: a matrix product's time with
+// the weights in the GPU's cache and a hidden state's copies both ways.
+func TestProfileTimesTheGPU(t *testing.T) {
+	needGPU(t)
+	m, err := ggml.TimeMatmulGPU(0, 8 /* Q8_0 */, 256, 256, 20*time.Millisecond, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, down, err := ggml.TimeGPUCopy(0, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("q8_0 256x256: %v hot; hidden state in %v, out %v", m.Hot, up, down)
+	if m.Hot <= 0 || down <= 0 || up < 0 {
+		t.Errorf("hot %v, copies %v and %v: want positive times", m.Hot, up, down)
+	}
+	if _, err := ggml.TimeMatmulGPU(ggml.GPUCount(), 8, 256, 256, time.Millisecond, false); !errors.Is(err, ggml.ErrNoGPU) {
+		t.Errorf("a GPU past the last: %v, want ErrNoGPU", err)
 	}
 }
