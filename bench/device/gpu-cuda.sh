@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The CUDA checks of the GPU issue, for a machine with an NVIDIA GPU, nvcc
-# (CUDA 12/13), cmake and ninja but no Go and no internet. Two steps:
+# (CUDA 12/13), cmake and ninja but no Go and no internet (bench/device/
+# holds what runs only on such a lent machine: build/test.sh's benchmark
+# step runs bench/*.sh, not these). Two steps:
 #
-#   bench/gpu-cuda.sh prepare   here: stages into .gpu/ (ignored by git) the
+#   bench/device/gpu-cuda.sh prepare   here: stages into .gpu/ (ignored by git) the
 #                               pinned ggml sources, the enginebench and
 #                               homering binaries and the shared libraries
 #                               they need (~45 MB)
-#   bench/gpu-cuda.sh run       there: builds libggml-cuda.so for that GPU
+#   bench/device/gpu-cuda.sh run       there: builds libggml-cuda.so for that GPU
 #                               (build/gpu-lib.sh, CUDA_ARCHS, default native),
 #                               generates the test models and runs
 #                               enginebench -gpu-dir: logits of our window
@@ -19,7 +21,7 @@
 #                               the same library. Logs go to $OUT (else
 #                               bench/out/gpu).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
 case "${1:-run}" in
@@ -38,7 +40,7 @@ prepare)
 run)
 	out=${OUT:-bench/out/gpu}
 	mkdir -p "$out"
-	[ -x .gpu/bin/enginebench ] || { echo "gpu-cuda: run 'bench/gpu-cuda.sh prepare' on the build machine first" >&2; exit 1; }
+	[ -x .gpu/bin/enginebench ] || { echo "gpu-cuda: run 'bench/device/gpu-cuda.sh prepare' on the build machine first" >&2; exit 1; }
 	export LD_LIBRARY_PATH="$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 		[ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
@@ -107,7 +109,7 @@ PY
 	exit $status
 	;;
 *)
-	echo "usage: bench/gpu-cuda.sh prepare|run" >&2
+	echo "usage: bench/device/gpu-cuda.sh prepare|run" >&2
 	exit 2
 	;;
 esac
