@@ -89,42 +89,35 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	// The compatible APIs' fixed address (after the control API, so that a
 	// second agent of this user has already stopped above).
-	chatLn, chatProblem := listenChatAPI(chatAPIPort(dir, f.apiPort))
+	// It listens beyond loopback only while Settings share it (chatlistener.go).
+	chat := newChatListener(chatAPIPort(dir, f.apiPort), sharedAPI(dir), log.With("component", "chat-api"))
+	chatURL, chatProblem := chat.State()
 	if chatProblem != nil {
 		fmt.Fprintf(f.stderr, "homering: %s\n", chatProblem.Text) // one sentence, not a stack of errors
 	}
 	a := agent.New(agent.Options{Dir: dir, Model: model, Log: log, Node: n}) // chat, ring jobs, planner, background profile: app/agent
 	defer a.Close()
-	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a, ChatAPIProblem: chatProblem}
-	if chatLn != nil {
-		srv.ChatAPI = "http://" + chatLn.Addr().String()
-	}
+	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a, ChatListener: chat}
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)
 	if err := config.WriteFile(infoPath, b); err != nil {
 		_ = ln.Close()
-		if chatLn != nil {
-			_ = chatLn.Close()
-		}
+		chat.close()
 		return err
 	}
 	defer os.Remove(infoPath)
-	log.Info("agent started", "id", id.ID.String(), "config", dir, "api", info.URL, "chat_api", srv.ChatAPI, "contribute", cfg.Contribute)
+	log.Info("agent started", "id", id.ID.String(), "config", dir, "api", info.URL, "chat_api", chatURL, "chat_api_shared", chat.expose, "contribute", cfg.Contribute)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	var agentErr, apiErr, chatErr error
-	if chatLn != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cancel()
-			chatErr = api.Serve(ctx, chatLn, srv.ChatAPIHandler(), log)
-		}()
-	}
-	wg.Add(2)
+	var agentErr, apiErr error
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		chat.serve(ctx, srv.ChatAPIHandler())
+	}()
 	go func() {
 		defer wg.Done()
 		defer cancel()
@@ -137,7 +130,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}()
 	wg.Wait()
 	log.Info("agent stopped")
-	return errors.Join(agentErr, apiErr, chatErr)
+	return errors.Join(agentErr, apiErr)
 }
 
 // chatAPIPort is the compatible APIs' port: the flag's (or
@@ -152,6 +145,13 @@ func chatAPIPort(dir string, flagPort int) chatPort {
 		return chatPort{port: config.DefaultAPIPort}
 	}
 	return chatPort{port: s.APIPort}
+}
+
+// sharedAPI is whether settings.json shares the compatible APIs on the
+// network: Expose with a key (a file without one shares nothing).
+func sharedAPI(dir string) bool {
+	s, err := config.LoadSettings(dir)
+	return err == nil && s.Expose && s.APIKey != ""
 }
 
 // chatPort is a port for the compatible APIs and where it was chosen.

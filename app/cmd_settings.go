@@ -15,6 +15,10 @@ Prints this device's settings, or changes the named ones through the running
 agent, as its Settings page does. Keys: name, model, model_dir,
 context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu,
 api_port (the compatible APIs' port; applies when the agent restarts).
+expose=true shares the compatible APIs (not the control API) with other
+computers on the network at once, no restart; they must then send api_key
+(16 characters or more) as "Authorization: Bearer KEY" or "x-api-key: KEY".
+expose=false closes them to the network at once.
 
 Flags:
 `
@@ -58,7 +62,7 @@ func cmdSettings(ctx context.Context, e env) int {
 	if gpu == "" {
 		gpu = "on"
 	}
-	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v\ngpu                %s\napi_port           %d (applies when the agent restarts)\n",
+	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v (shares the chat API on the network; applies at once)\ngpu                %s\napi_port           %d (applies when the agent restarts)\n",
 		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose, gpu, s.APIPort)
 	return 0
 }

@@ -38,15 +38,37 @@ type Server struct {
 	// could not listen, and then ChatAPIProblem says why.
 	ChatAPI        string
 	ChatAPIProblem *apitype.Problem
+	// ChatListener, when set, is that listener as the agent runs it: it
+	// stands for ChatAPI and ChatAPIProblem, and a saved change of sharing
+	// (Expose, APIKey) rebinds it at once.
+	ChatListener ChatListener
 }
+
+// ChatListener is the compatible APIs' own listener (app's chatListener).
+type ChatListener interface {
+	// State is the base URL for clients on this computer, or "" and the
+	// problem that says why it does not listen (or cannot share).
+	State() (url string, pr *apitype.Problem)
+	// SetExpose listens on the network too (on) or on loopback alone (off),
+	// and returns once the new socket is open.
+	SetExpose(on bool)
+}
+
+// sharesAPI is whether settings s share the compatible APIs on the network:
+// Expose with a key (Validate requires one; a hand-edited file may lack it).
+func sharesAPI(s apitype.Settings) bool { return s.Expose && s.APIKey != "" }
 
 // status is the agent's Status with what only the API server knows: where
 // the compatible APIs listen, or why they do not.
 func (s *Server) status() apitype.Status {
 	st := s.Agent.Status()
-	st.ChatAPI = s.ChatAPI
-	if s.ChatAPIProblem != nil {
-		st.Problems = append(slices.Clip(st.Problems), *s.ChatAPIProblem) // never into the agent's array
+	url, pr := s.ChatAPI, s.ChatAPIProblem
+	if s.ChatListener != nil {
+		url, pr = s.ChatListener.State()
+	}
+	st.ChatAPI = url
+	if pr != nil {
+		st.Problems = append(slices.Clip(st.Problems), *pr) // never into the agent's array
 	}
 	return st
 }

@@ -225,29 +225,56 @@ func (s *Server) served() []apitype.ServedModel {
 
 // compatAuth guards the compatible APIs. From loopback they need no key, as
 // Ollama's do, but the Host and Origin headers must be local too, so a web
-// page cannot reach them through DNS rebinding or a cross-site fetch. From
-// any other address (only possible when the person exposes the API) they
-// need the API key of the settings (or the per-run token), as
-// "Authorization: Bearer KEY" or "x-api-key: KEY".
+// page cannot reach them through DNS rebinding or a cross-site fetch (our
+// per-run token lifts that check, for the desktop window). From any other
+// address (only possible when the person exposes the API, and then only on
+// the compatible APIs' own port) they need the API key of the settings, as
+// "Authorization: Bearer KEY" (OpenAI and Ollama clients) or
+// "x-api-key: KEY" (Anthropic clients); the per-run token does not stand in
+// for it, since it never leaves this machine. A refusal is a 401 in the
+// shape of the API asked, so each SDK shows its own "authentication" error.
 func (s *Server) compatAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := s.compatDenied(r); msg != "" {
-			writeJSON(w, http.StatusUnauthorized, apitype.Error{Error: msg})
+			compatUnauthorized(w, r.URL.Path, msg)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (s *Server) compatDenied(r *http.Request) string {
-	key := r.Header.Get("x-api-key")
-	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		key = b
+// compatUnauthorized answers 401 as the API of path does: Anthropic's
+// authentication_error, OpenAI's invalid_api_key, Ollama's {"error"}.
+func compatUnauthorized(w http.ResponseWriter, path, msg string) {
+	switch {
+	case path == "/v1/messages":
+		writeJSON(w, http.StatusUnauthorized, anthropic.NewError("authentication_error", msg))
+	case strings.HasPrefix(path, "/v1/"):
+		e := openai.NewError("invalid_request_error", msg)
+		code := "invalid_api_key"
+		e.Error.Code = &code
+		writeJSON(w, http.StatusUnauthorized, e)
+	default:
+		writeJSON(w, http.StatusUnauthorized, ollama.ErrorBody{Error: msg})
 	}
-	if s.Token != "" && subtle.ConstantTimeCompare([]byte(key), []byte(s.Token)) == 1 {
-		return ""
+}
+
+func (s *Server) compatDenied(r *http.Request) string {
+	// Either header may carry the key (an Anthropic client may also send a
+	// Bearer header of its own): one that matches is enough.
+	bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	keys := []string{bearer, r.Header.Get("x-api-key")}
+	sent := func(want string) bool {
+		ok := false
+		for _, k := range keys {
+			ok = ok || (k != "" && subtle.ConstantTimeCompare([]byte(k), []byte(want)) == 1)
+		}
+		return ok
 	}
 	if remoteIsLoopback(r.RemoteAddr) {
+		if s.Token != "" && sent(s.Token) {
+			return ""
+		}
 		if !hostIsLocal(r.Host) {
 			return "Requests to this local API must name it as localhost or 127.0.0.1."
 		}
@@ -258,10 +285,13 @@ func (s *Server) compatDenied(r *http.Request) string {
 	}
 	want := s.apiKey()
 	if want == "" {
-		return "This API answers other devices only when Settings expose it with an API key."
+		return "This API answers other devices only when Settings share it on the network with an API key."
 	}
-	if subtle.ConstantTimeCompare([]byte(key), []byte(want)) != 1 {
-		return "Missing or wrong API key; send it as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\"."
+	if bearer == "" && keys[1] == "" {
+		return "Missing API key; send it as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (the key is in the Settings of the device that shares the API)."
+	}
+	if !sent(want) {
+		return "Wrong API key; send the one in the Settings of the device that shares the API."
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -157,7 +158,8 @@ func TestCompatAuth(t *testing.T) {
 		{"LAN with Bearer key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"Authorization": "Bearer lan-key"}, 200},
 		{"LAN with x-api-key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"x-api-key": "lan-key"}, 200},
 		{"LAN with a wrong key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"x-api-key": "nope"}, 401},
-		{"LAN with the run token", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"Authorization": "Bearer secret"}, 200},
+		{"LAN with the run token", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"Authorization": "Bearer secret"}, 401}, // the API key only
+		{"LAN with a stray Bearer and the x-api-key", h, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"Authorization": "Bearer other", "x-api-key": "lan-key"}, 200},
 		{"LAN when not exposed", hClosed, "192.168.1.9:5000", "192.168.1.2:8080", map[string]string{"x-api-key": "anything"}, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,6 +225,97 @@ func TestChatFailure(t *testing.T) {
 			code, text := chatFailure(tc.err)
 			if code != tc.code || text != tc.text {
 				t.Errorf("chatFailure = %d %q, want %d %q", code, text, tc.code, tc.text)
+			}
+		})
+	}
+}
+
+// TestCompatAuthShapes: a client on another computer is refused with a 401
+// in the shape of the API it called (so each SDK raises its own
+// authentication error), whether the key is missing or wrong; the header
+// its SDK sends lets it in; a client on this computer needs no key.
+func TestCompatAuthShapes(t *testing.T) {
+	_, _, h := newChatServer(t, &scripted{tokens: []string{"a"}}, "lan-key-0123456789")
+	const (
+		chat     = `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"}]}`
+		ollamaIn = `{"model":"tiny","stream":false,"messages":[{"role":"user","content":"Hi"}]}`
+	)
+	type api struct {
+		name, method, path, body string
+		header                   string // the header its official client sends the key in
+		prefix                   string // "Bearer " or ""
+		shape                    func(t *testing.T, body []byte) string
+	}
+	openaiShape := func(t *testing.T, b []byte) string {
+		var e struct {
+			Error struct{ Message, Type, Code string }
+		}
+		if err := json.Unmarshal(b, &e); err != nil || e.Error.Type != "invalid_request_error" || e.Error.Code != "invalid_api_key" || e.Error.Message == "" {
+			t.Errorf("not OpenAI's invalid_api_key error: %s", b)
+		}
+		return e.Error.Message
+	}
+	anthropicShape := func(t *testing.T, b []byte) string {
+		var e struct {
+			Type  string
+			Error struct{ Type, Message string }
+		}
+		if err := json.Unmarshal(b, &e); err != nil || e.Type != "error" || e.Error.Type != "authentication_error" || e.Error.Message == "" {
+			t.Errorf("not Anthropic's authentication_error: %s", b)
+		}
+		return e.Error.Message
+	}
+	ollamaShape := func(t *testing.T, b []byte) string {
+		var e map[string]any
+		if err := json.Unmarshal(b, &e); err != nil || len(e) != 1 || e["error"] == "" {
+			t.Errorf("not Ollama's {\"error\"}: %s", b)
+		}
+		msg, _ := e["error"].(string)
+		return msg
+	}
+	apis := []api{
+		{"OpenAI models", "GET", "/v1/models", "", "Authorization", "Bearer ", openaiShape},
+		{"OpenAI chat", "POST", "/v1/chat/completions", chat, "Authorization", "Bearer ", openaiShape},
+		{"Anthropic messages", "POST", "/v1/messages", chat, "x-api-key", "", anthropicShape},
+		{"Ollama tags", "GET", "/api/tags", "", "Authorization", "Bearer ", ollamaShape},
+		{"Ollama chat", "POST", "/api/chat", ollamaIn, "Authorization", "Bearer ", ollamaShape},
+	}
+	send := func(a api, remote, key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(a.method, a.path, strings.NewReader(a.body))
+		r.RemoteAddr, r.Host = remote, "127.0.0.1:47471"
+		if remote != "127.0.0.1:5000" {
+			r.Host = "192.168.1.2:47471"
+		}
+		if key != "" {
+			r.Header.Set(a.header, a.prefix+key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	for _, a := range apis {
+		t.Run(a.name, func(t *testing.T) {
+			for _, remote := range []string{"192.168.1.9:5000", "[fd00::9]:5000", "[::ffff:10.0.0.9]:5000"} {
+				w := send(a, remote, "")
+				if w.Code != http.StatusUnauthorized {
+					t.Fatalf("from %s without a key: HTTP %d, want 401: %s", remote, w.Code, w.Body)
+				}
+				if msg := a.shape(t, w.Body.Bytes()); !strings.Contains(msg, "Missing API key") {
+					t.Errorf("without a key, the message %q does not say it is missing", msg)
+				}
+			}
+			w := send(a, "192.168.1.9:5000", "lan-key-wrong")
+			if w.Code != http.StatusUnauthorized {
+				t.Fatalf("wrong key: HTTP %d, want 401: %s", w.Code, w.Body)
+			}
+			if msg := a.shape(t, w.Body.Bytes()); !strings.Contains(msg, "Wrong API key") {
+				t.Errorf("with a wrong key, the message %q does not say it is wrong", msg)
+			}
+			if w := send(a, "192.168.1.9:5000", "lan-key-0123456789"); w.Code != http.StatusOK {
+				t.Errorf("from the LAN with the key in %s: HTTP %d, want 200: %s", a.header, w.Code, w.Body)
+			}
+			if w := send(a, "127.0.0.1:5000", ""); w.Code != http.StatusOK {
+				t.Errorf("from loopback without a key: HTTP %d, want 200: %s", w.Code, w.Body)
 			}
 		})
 	}

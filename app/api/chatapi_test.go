@@ -3,6 +3,7 @@ package api
 import (
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 
 	"homering/app/api/apitype"
@@ -42,5 +43,49 @@ func TestChatAPIListener(t *testing.T) {
 	if do(t, srv, "GET", "/api/v1/status", nil, &st) != 200 || st.ChatAPI != "" ||
 		!slices.ContainsFunc(st.Problems, func(p apitype.Problem) bool { return p == taken }) {
 		t.Errorf("status with the port taken: chat_api %q, problems %+v; want none and the problem", st.ChatAPI, st.Problems)
+	}
+}
+
+// fakeListener records what postSettings asks of the chat API's listener.
+type fakeListener struct {
+	mu    sync.Mutex
+	calls []bool
+}
+
+func (f *fakeListener) State() (string, *apitype.Problem) { return "http://127.0.0.1:47471", nil }
+func (f *fakeListener) SetExpose(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, on)
+}
+
+// TestSettingsRebindChatAPI: saving a change of sharing rebinds the chat
+// API's listener at once (no restart), and only such a change does.
+func TestSettingsRebindChatAPI(t *testing.T) {
+	l := &fakeListener{}
+	srv, _, _ := uiServerWith(t, nil, func(s *Server) { s.ChatListener = l })
+	var st apitype.Settings
+	if code := do(t, srv, "GET", "/api/v1/settings", nil, &st); code != 200 {
+		t.Fatalf("GET settings: %d", code)
+	}
+	save := func(change func(*apitype.Settings)) {
+		t.Helper()
+		change(&st)
+		if code := do(t, srv, "POST", "/api/v1/settings", st, &st); code != 200 {
+			t.Fatalf("POST settings %+v: %d", st, code)
+		}
+	}
+	save(func(s *apitype.Settings) { s.Expose, s.APIKey = true, "0123456789abcdef" })
+	save(func(s *apitype.Settings) { s.ContextTokens = 1024 })        // no change of sharing
+	save(func(s *apitype.Settings) { s.APIKey = "fedcba9876543210" }) // a new key: read per request
+	save(func(s *apitype.Settings) { s.Expose = false })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if want := []bool{true, false}; !slices.Equal(l.calls, want) {
+		t.Errorf("SetExpose calls %v, want %v", l.calls, want)
+	}
+	var status apitype.Status
+	if do(t, srv, "GET", "/api/v1/status", nil, &status) != 200 || status.ChatAPI != "http://127.0.0.1:47471" {
+		t.Errorf("status chat_api %q, want the listener's", status.ChatAPI)
 	}
 }

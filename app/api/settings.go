@@ -116,6 +116,9 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 	u.settings = &f
 	u.mu.Unlock()
 	now := toAPI(f, u.s.Agent.Status().Device.Name)
+	if l := u.s.ChatListener; l != nil && sharesAPI(now) != sharesAPI(toAPI(*old, "")) {
+		l.SetExpose(sharesAPI(now)) // at once: the reply's caller may connect from the LAN next
+	}
 	if sw, ok := u.s.backend().(SettingsWatcher); ok {
 		sw.SettingsChanged(toAPI(*old, st.Device.Name), now)
 	}
