@@ -296,14 +296,9 @@ func (b *Agent) SettingsChanged(before, after apitype.Settings) {
 // fresh child, which reads the gpu setting as it starts (GPU backends load
 // once per process).
 func (b *Agent) restartEngine(why string) {
-	b.keep(nil, 0)
-	b.bg.Add(1)
-	go func() {
-		defer b.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), endKeptWait)
-		defer cancel()
-		if err := b.sup.EndRingJob(ctx); err != nil && !errors.Is(err, runner.ErrClosed) {
-			b.log.Info("cannot end the kept ring job before restarting the engine", "why", why, "err", err)
+	b.endKept(func(ctx context.Context, ended error) {
+		if ended != nil && !errors.Is(ended, runner.ErrClosed) {
+			b.log.Info("cannot end the kept ring job before restarting the engine", "why", why, "err", ended)
 		}
 		switch err := b.sup.Restart(ctx); {
 		case err == nil:
@@ -311,7 +306,7 @@ func (b *Agent) restartEngine(why string) {
 		case !errors.Is(err, runner.ErrClosed):
 			b.log.Warn("cannot restart the engine process", "why", why, "err", err)
 		}
-	}()
+	})
 }
 
 // aloneGPULayers is the planner's n for this device alone (0 when its gpu
@@ -349,18 +344,27 @@ const endKeptWait = 2 * time.Minute
 // endKeptRing ends the ring job the engine child keeps, if any, without
 // waiting for it (a chat may hold the child).
 func (b *Agent) endKeptRing(why string) {
+	b.endKept(func(_ context.Context, err error) {
+		switch {
+		case err == nil:
+			b.log.Info("ended the kept ring job, if any", "why", why)
+		case !errors.Is(err, runner.ErrClosed):
+			b.log.Warn("cannot end the kept ring job", "why", why, "err", err)
+		}
+	})
+}
+
+// endKept forgets the kept job and, in the background (a chat may hold the
+// engine child for up to endKeptWait), ends it in the child, then calls
+// then with EndRingJob's error.
+func (b *Agent) endKept(then func(ctx context.Context, err error)) {
 	b.keep(nil, 0)
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), endKeptWait)
 		defer cancel()
-		switch err := b.sup.EndRingJob(ctx); {
-		case err == nil:
-			b.log.Info("ended the kept ring job, if any", "why", why)
-		case !errors.Is(err, runner.ErrClosed):
-			b.log.Warn("cannot end the kept ring job", "why", why, "err", err)
-		}
+		then(ctx, b.sup.EndRingJob(ctx))
 	}()
 }
 

@@ -238,22 +238,27 @@ int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_
 	return rc;
 }
 
-// gpu_dev is engine.c's one list of GPUs.
-static ggml_backend_dev_t gpu_dev(int i) { return hr_gpu_get(i); }
+// gpu_backend starts a backend on the gpu-th GPU of engine.c's one list.
+static ggml_backend_t gpu_backend(int gpu, char *err, int errlen) {
+	ggml_backend_dev_t dev = hr_gpu_get(gpu);
+	if (!dev) {
+		perr(err, errlen, "no such GPU");
+		return NULL;
+	}
+	ggml_backend_t be = ggml_backend_dev_init(dev, NULL);
+	if (!be) {
+		perr(err, errlen, "cannot start the GPU backend");
+	}
+	return be;
+}
 
 int hr_prof_matmul_gpu(int gpu, int type, int64_t k, int64_t rows, double min_s,
 		       double *hot_s, double *cold_s, char *err, int errlen) {
 	if (!shape_ok(type, k, rows, err, errlen)) {
 		return -1;
 	}
-	ggml_backend_dev_t dev = gpu_dev(gpu);
-	if (!dev) {
-		perr(err, errlen, "no such GPU");
-		return -1;
-	}
-	ggml_backend_t be = ggml_backend_dev_init(dev, NULL);
+	ggml_backend_t be = gpu_backend(gpu, err, errlen);
 	if (!be) {
-		perr(err, errlen, "cannot start the GPU backend");
 		return -1;
 	}
 	// Hot sizes stay in the GPU's L2 (4 and 12 MiB); cold copies cycle
@@ -266,14 +271,12 @@ int hr_prof_matmul_gpu(int gpu, int type, int64_t k, int64_t rows, double min_s,
 }
 
 int hr_prof_gpu_copy(int gpu, int64_t n_floats, int reps, double *to_gpu_s, double *from_gpu_s, char *err, int errlen) {
-	ggml_backend_dev_t dev = gpu_dev(gpu);
-	if (!dev || n_floats <= 0 || reps < 1) {
-		perr(err, errlen, "no such GPU");
+	if (n_floats <= 0 || reps < 1) {
+		perr(err, errlen, "nothing to copy");
 		return -1;
 	}
-	ggml_backend_t be = ggml_backend_dev_init(dev, NULL);
+	ggml_backend_t be = gpu_backend(gpu, err, errlen);
 	if (!be) {
-		perr(err, errlen, "cannot start the GPU backend");
 		return -1;
 	}
 	struct ggml_init_params ip = {ggml_tensor_overhead() * 2, NULL, true};
