@@ -65,6 +65,13 @@ func (c *chatListener) State() (string, *apitype.Problem) {
 	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port.port)), c.problem
 }
 
+// Shared is whether the port listens on every interface now.
+func (c *chatListener) Shared() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ln != nil && c.expose
+}
+
 // SetExpose rebinds the port on all interfaces (on) or loopback alone.
 // The old socket closes before the new one opens (the two would collide on
 // the port), a gap of one system call in which a connect is refused.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -62,6 +65,9 @@ func cmdStatus(ctx context.Context, e env) int {
 	fmt.Fprintf(e.stdout, "device %s (%s), contribute %s\n", st.Device.Short, st.Device.Name, contrib)
 	if st.ChatAPI != "" {
 		fmt.Fprintf(e.stdout, "chat API %s (OpenAI clients: base URL %s/v1; Anthropic and Ollama clients: %s)\n", st.ChatAPI, st.ChatAPI, st.ChatAPI)
+		if st.ChatAPIShared {
+			fmt.Fprintf(e.stdout, "chat API shared with this network: %s (other computers send the API key)\n", strings.Join(sharedURLs(st), ", "))
+		}
 	}
 	for _, p := range st.Problems {
 		what := "problem"
@@ -122,4 +128,30 @@ func printNext(w io.Writer, p apitype.Plan) {
 		fmt.Fprintf(w, "  %s %-10s %-6s layers %s, case %s, %.2f ms; %s\n", d.Short, d.Name, d.Role, strings.Join(ws, " "), d.Case, d.PredictedMs,
 			placement(d.Windows, d.GPU, d.VRAMBytes, d.VRAMFreeBytes))
 	}
+}
+
+// sharedURLs are the chat API's base URLs on this device's network
+// addresses: each used interface's address with the API's port.
+func sharedURLs(st apitype.Status) []string {
+	port := "47471"
+	if u, err := url.Parse(st.ChatAPI); err == nil && u.Port() != "" {
+		port = u.Port()
+	}
+	var out []string
+	for _, i := range st.Interfaces {
+		if !i.Used {
+			continue
+		}
+		for _, a := range i.Addrs {
+			p, err := netip.ParsePrefix(a)
+			if err != nil || p.Addr().IsLinkLocalUnicast() {
+				continue // a link-local address needs a zone a URL cannot carry well
+			}
+			out = append(out, "http://"+net.JoinHostPort(p.Addr().String(), port))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "every address of this device, port "+port)
+	}
+	return out
 }

@@ -52,6 +52,8 @@ type ChatListener interface {
 	// SetExpose listens on the network too (on) or on loopback alone (off),
 	// and returns once the new socket is open.
 	SetExpose(on bool)
+	// Shared is whether it listens on the network now.
+	Shared() bool
 }
 
 // sharesAPI is whether settings s share the compatible APIs on the network:
@@ -65,6 +67,7 @@ func (s *Server) status() apitype.Status {
 	url, pr := s.ChatAPI, s.ChatAPIProblem
 	if s.ChatListener != nil {
 		url, pr = s.ChatListener.State()
+		st.ChatAPIShared = url != "" && s.ChatListener.Shared()
 	}
 	st.ChatAPI = url
 	if pr != nil {

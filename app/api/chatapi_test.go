@@ -53,6 +53,11 @@ type fakeListener struct {
 }
 
 func (f *fakeListener) State() (string, *apitype.Problem) { return "http://127.0.0.1:47471", nil }
+func (f *fakeListener) Shared() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls) > 0 && f.calls[len(f.calls)-1]
+}
 func (f *fakeListener) SetExpose(on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -76,16 +81,20 @@ func TestSettingsRebindChatAPI(t *testing.T) {
 		}
 	}
 	save(func(s *apitype.Settings) { s.Expose, s.APIKey = true, "0123456789abcdef" })
+	var status apitype.Status
+	if do(t, srv, "GET", "/api/v1/status", nil, &status) != 200 || !status.ChatAPIShared {
+		t.Errorf("status chat_api_shared %v while shared, want true", status.ChatAPIShared)
+	}
 	save(func(s *apitype.Settings) { s.ContextTokens = 1024 })        // no change of sharing
 	save(func(s *apitype.Settings) { s.APIKey = "fedcba9876543210" }) // a new key: read per request
 	save(func(s *apitype.Settings) { s.Expose = false })
+	status = apitype.Status{} // omitempty: a false chat_api_shared is absent from the reply
+	if do(t, srv, "GET", "/api/v1/status", nil, &status) != 200 || status.ChatAPI != "http://127.0.0.1:47471" || status.ChatAPIShared {
+		t.Errorf("status chat_api %q shared %v, want the listener's, not shared", status.ChatAPI, status.ChatAPIShared)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if want := []bool{true, false}; !slices.Equal(l.calls, want) {
 		t.Errorf("SetExpose calls %v, want %v", l.calls, want)
-	}
-	var status apitype.Status
-	if do(t, srv, "GET", "/api/v1/status", nil, &status) != 200 || status.ChatAPI != "http://127.0.0.1:47471" {
-		t.Errorf("status chat_api %q, want the listener's", status.ChatAPI)
 	}
 }

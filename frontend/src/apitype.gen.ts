@@ -44,6 +44,10 @@ export interface Status {
   // Ollama-compatible APIs (http://127.0.0.1:47471; OpenAI clients add
   // /v1); "" when their port could not be opened (Problems says why).
   chat_api?: string
+  // ChatAPIShared is true while they also answer on this device's
+  // network addresses (Interfaces, same port), asking other computers
+  // for the API key (Settings: share the chat API).
+  chat_api_shared?: boolean
 }
 
 // Peer is one other device.

@@ -45,6 +45,10 @@ type Status struct {
 	// Ollama-compatible APIs (http://127.0.0.1:47471; OpenAI clients add
 	// /v1); "" when their port could not be opened (Problems says why).
 	ChatAPI string `json:"chat_api,omitempty"`
+	// ChatAPIShared is true while they also answer on this device's
+	// network addresses (Interfaces, same port), asking other computers
+	// for the API key (Settings: share the chat API).
+	ChatAPIShared bool `json:"chat_api_shared,omitempty"`
 }
 
 // Peer is one other device.
