@@ -7,17 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"homering/engine/ggml"
 	"homering/engine/llama"
+	"homering/internal/testgpu"
 )
 
 const (
-	// libDirEnv names the directory holding libggml-<backend>.so and its
-	// libggml-base.so (build/gpu-lib.sh's last line of output).
-	libDirEnv   = "HOMERING_GPU_LIB_DIR"
 	stories260K = "../../../shared/models/stories260K.gguf"
 	modelDir    = "../../testdata/models"
 	promptLen   = 40 // > 32: prompts take the matrix-matrix kernels, decode steps the matrix-vector ones
@@ -25,74 +22,12 @@ const (
 	nCtx        = 64
 )
 
-// gpu is what TestMain found; tests read it through needGPU.
-var gpu struct {
-	set bool  // libDirEnv is set: a missing GPU is a failure, not a skip
-	err error // why no GPU is usable
-}
-
-func TestMain(m *testing.M) {
-	var dir string
-	dir, gpu.set = os.LookupEnv(libDirEnv)
-	if gpu.set {
-		gpu.err = load(dir)
-	}
-	os.Exit(m.Run())
-}
-
-// load loads the backend libraries in dir, once for the whole process (ggml's
-// registry is global).
-func load(dir string) error {
-	if dir == "" {
-		return fmt.Errorf("%s is set but empty; build/test.sh sets it to the directory build/gpu-lib.sh vulkan prints", libDirEnv)
-	}
-	libs, _ := filepath.Glob(filepath.Join(dir, "libggml-*.so"))
-	libs = slices.DeleteFunc(libs, func(p string) bool { return filepath.Base(p) == "libggml-base.so" })
-	if len(libs) == 0 {
-		return fmt.Errorf("%s=%s holds no backend library (libggml-vulkan.so or libggml-cuda.so); build one with build/gpu-lib.sh vulkan", libDirEnv, dir)
-	}
-	// ggml-vulkan leaves out CPU-type devices such as lavapipe unless they
-	// are named.
-	defaults := map[string]string{"GGML_VK_VISIBLE_DEVICES": "0"}
-	// Mesa compiles every pipeline ggml-vulkan creates; a cache that outlives
-	// the run turns ~40 s per type into milliseconds.
-	if c, err := os.UserCacheDir(); err == nil {
-		defaults["MESA_SHADER_CACHE_DIR"] = filepath.Join(c, "homering", "mesa-shader-cache")
-	}
-	for k, v := range defaults {
-		if _, ok := os.LookupEnv(k); ok {
-			continue
-		}
-		if err := os.Setenv(k, v); err != nil {
-			return fmt.Errorf("set %s: %w", k, err)
-		}
-	}
-	if n := ggml.LoadBackends(dir); n == 0 {
-		return fmt.Errorf("loaded %s from %s but ggml sees no GPU device: is a driver installed (Debian: mesa-vulkan-drivers, then `vulkaninfo --summary` lists llvmpipe)? "+
-			"lavapipe, a CPU-type device, needs GGML_VK_VISIBLE_DEVICES=0 (here %q)",
-			strings.Join(baseNames(libs), ", "), dir, os.Getenv("GGML_VK_VISIBLE_DEVICES"))
-	}
-	return nil
-}
-
-func baseNames(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = filepath.Base(p)
-	}
-	return out
-}
-
-// needGPU fails the test when the run asked for a GPU (libDirEnv set) and
-// none is usable, and skips it only when the run did not ask.
+// needGPU loads the run's GPU backend once (internal/testgpu): it fails the
+// test when the run asked for a GPU (HOMERING_GPU_LIB_DIR set) and none is
+// usable, and skips it only when the run did not ask.
 func needGPU(t *testing.T) {
 	t.Helper()
-	if !gpu.set {
-		t.Skipf("%s is unset: no GPU backend library to load (build/test.sh sets it from build/gpu-lib.sh vulkan)", libDirEnv)
-	}
-	if gpu.err != nil {
-		t.Fatal(gpu.err)
-	}
+	testgpu.Load(t)
 }
 
 func open(t *testing.T, path string) *ggml.Model {
