@@ -28,57 +28,22 @@ type GPURates struct {
 	Probe        *Probe  `json:"probe,omitempty"`
 }
 
-// measureGPU times the layer's shapes and the extra types on GPU 0 and, with
-// a model, probes whole layers there.
-func measureGPU(o Options, layer []Shape, extra []gguf.Type, log *slog.Logger) (*GPURates, error) {
-	r := &GPURates{Device: ggml.GPUDevices()[0].Name, Flops: map[string]float64{}}
-	var hot, coldExtra float64
-	var bytes int64
-	rate := map[string][2]float64{}
-	layerFlops := map[string]float64{}
-	for _, s := range layer {
-		if !ggml.CanProfileType(int(s.Type)) {
-			continue
-		}
-		t, err := ggml.TimeMatmulGPU(0, int(s.Type), s.K, s.Rows, o.MatmulTime, true)
-		if err != nil {
-			return nil, err
-		}
-		m := Matmul{Shape: s, TypeName: ggml.TypeName(int(s.Type)), HotSec: t.Hot.Seconds(), ColdSec: t.Cold.Seconds()}
-		r.Matmuls = append(r.Matmuls, m)
-		f := 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
-		layerFlops[typeKey(s.Type)] += f
-		hot += m.HotSec * float64(s.Count)
-		coldExtra += (m.ColdSec - m.HotSec) * float64(s.Count)
-		bytes += s.bytes() * int64(s.Count)
-		k := typeKey(s.Type)
-		rate[k] = [2]float64{rate[k][0] + f, rate[k][1] + m.HotSec*float64(s.Count)}
-	}
-	if bytes == 0 {
-		return nil, fmt.Errorf("%w (none of its types can be timed on the GPU)", ErrNoShapes)
-	}
+// measureGPU times the layer's measurable shapes and the extra types on GPU
+// 0 and, with a model, probes whole layers there.
+func measureGPU(o Options, layer, shapes []Shape, extra []gguf.Type, log *slog.Logger) (*GPURates, error) {
 	width := layer[0].K
-	for _, t := range extra {
-		k := width
-		if b := int(t.BlockSize()); k%b != 0 {
-			k = (k + b - 1) / b * b
-		}
-		s := Shape{Type: t, K: k, Rows: 4096, Count: 1}
-		m, err := ggml.TimeMatmulGPU(0, int(t), s.K, s.Rows, o.MatmulTime, false)
+	k, err := timeKernels(shapes, extra, width, func(s Shape, cold bool) (Matmul, error) {
+		t, err := ggml.TimeMatmulGPU(0, int(s.Type), s.K, s.Rows, o.MatmulTime, cold)
 		if err != nil {
-			return nil, err
+			return Matmul{}, fmt.Errorf("profile: time %s %dx%d on the GPU: %w", s.Type, s.K, s.Rows, err)
 		}
-		r.Matmuls = append(r.Matmuls, Matmul{Shape: s, TypeName: ggml.TypeName(int(t)), HotSec: m.Hot.Seconds()})
-		key := typeKey(t)
-		rate[key] = [2]float64{rate[key][0] + 2*float64(s.K)*float64(s.Rows), rate[key][1] + m.Hot.Seconds()}
+		return Matmul{Shape: s, TypeName: typeKey(s.Type), HotSec: t.Hot.Seconds(), ColdSec: t.Cold.Seconds()}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	for k, v := range rate {
-		if v[1] > 0 {
-			r.Flops[k] = v[0] / v[1]
-		}
-	}
-	coldExtra = max(coldExtra, 0.01*(hot+coldExtra))
-	r.ReadBytesPerSec = float64(bytes) / coldExtra
+	r := &GPURates{Device: ggml.GPUDevices()[0].Name, Matmuls: k.matmuls, Flops: k.flops, ReadBytesPerSec: k.readBytesPerSec}
+	layerFlops := layerFlopsByType(layer)
 	up, down, err := ggml.TimeGPUCopy(0, width)
 	if err != nil {
 		return nil, err

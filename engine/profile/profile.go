@@ -233,7 +233,6 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	p := Profile{
 		Version: Version, OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: sysinfo.CPUModel(),
 		CPUs: runtime.NumCPU(), Threads: o.Threads, Backends: []string{"cpu"}, Memory: mem,
-		CPUFlops: map[string]float64{},
 	}
 	p.GPUs = gpus()
 	for _, g := range p.GPUs {
@@ -285,62 +284,21 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 
 	// Matmuls: each layer shape hot and cold; the output's and each
 	// required type's hot rate at the layer's width.
-	var flops, hot, coldExtra float64
-	var bytes int64
-	rate := map[string][2]float64{} // type → (flops, hot seconds)
-	addRate := func(t gguf.Type, f, s float64) {
-		k := typeKey(t)
-		r := rate[k]
-		rate[k] = [2]float64{r[0] + f, r[1] + s}
-	}
-	for _, s := range shapes {
-		if err := step(fmt.Sprintf("CPU kernels: %s %d×%d", typeKey(s.Type), s.K, s.Rows)); err != nil {
-			return Profile{}, err
+	k, err := timeKernels(shapes, extraTypes, layer[0].K, func(s Shape, cold bool) (Matmul, error) {
+		if cold {
+			if err := step(fmt.Sprintf("CPU kernels: %s %d×%d", typeKey(s.Type), s.K, s.Rows)); err != nil {
+				return Matmul{}, err
+			}
+		} else if err := step("CPU kernels: " + typeKey(s.Type)); err != nil {
+			return Matmul{}, err
 		}
-		m, err := timeShape(s, o, true)
-		if err != nil {
-			return Profile{}, err
-		}
-		p.Matmuls = append(p.Matmuls, m)
-		f := 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
-		flops += f
-		hot += m.HotSec * float64(s.Count)
-		coldExtra += (m.ColdSec - m.HotSec) * float64(s.Count)
-		bytes += s.bytes() * int64(s.Count)
-		addRate(s.Type, f, m.HotSec*float64(s.Count))
+		return timeShape(s, o, cold)
+	})
+	if err != nil {
+		return Profile{}, err
 	}
-	if bytes == 0 {
-		return Profile{}, fmt.Errorf("%w (none of its types can be timed)", ErrNoShapes)
-	}
-	// A compute-bound layer can show no read cost at all; keep 𝒯 finite.
-	coldExtra = max(coldExtra, 0.01*(hot+coldExtra))
-	p.CPUReadBytesPerSec = float64(bytes) / coldExtra
-	layerFlops := map[string]float64{} // the layer's FLOPs by type, for the probe
-	for _, s := range layer {
-		layerFlops[typeKey(s.Type)] += 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
-	}
-	width := layer[0].K
-	for _, t := range extraTypes {
-		if err := step("CPU kernels: " + typeKey(t)); err != nil {
-			return Profile{}, err
-		}
-		k := width
-		if b := int(t.BlockSize()); k%b != 0 {
-			k = (k + b - 1) / b * b
-		}
-		s := Shape{Type: t, K: k, Rows: 4096, Count: 1}
-		m, err := timeShape(s, o, false)
-		if err != nil {
-			return Profile{}, err
-		}
-		p.Matmuls = append(p.Matmuls, m)
-		addRate(t, 2*float64(s.K)*float64(s.Rows), m.HotSec)
-	}
-	for k, r := range rate {
-		if r[1] > 0 {
-			p.CPUFlops[k] = r[0] / r[1]
-		}
-	}
+	p.Matmuls, p.CPUFlops, p.CPUReadBytesPerSec = k.matmuls, k.flops, k.readBytesPerSec
+	layerFlops := layerFlopsByType(layer) // for the probe
 	if err := step("memory bandwidth"); err != nil {
 		return Profile{}, err
 	}
@@ -379,7 +337,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		if err := step("GPU kernels"); err != nil {
 			return Profile{}, err
 		}
-		g, err := measureGPU(o, layer, extraTypes, log)
+		g, err := measureGPU(o, layer, shapes, extraTypes, log)
 		if err != nil {
 			// A GPU that cannot be measured is left out of planning, not
 			// fatal: the CPU's profile still stands.
@@ -495,6 +453,74 @@ func gpus() []GPU {
 			FreeBytes: int64(g.FreeBytes), TotalBytes: int64(g.TotalBytes)})
 	}
 	return out
+}
+
+// kernels is what timing a layer's matrix products gives: Halda's s
+// (FLOP/s per type, weights in cache) and a first 𝒯 (the layer's bytes over
+// its products' time beyond their in-cache time), which a layer probe then
+// refines.
+type kernels struct {
+	matmuls         []Matmul
+	flops           map[string]float64
+	readBytesPerSec float64
+}
+
+// timeKernels times each shape hot and cold, then each extra type hot at
+// the layer's width (rows 4096), with timer (the CPU's or a GPU's).
+func timeKernels(shapes []Shape, extra []gguf.Type, width int, timer func(s Shape, cold bool) (Matmul, error)) (kernels, error) {
+	k := kernels{flops: map[string]float64{}}
+	var hot, coldExtra float64
+	var bytes int64
+	rate := map[string][2]float64{} // type → (flops, hot seconds)
+	addRate := func(t gguf.Type, f, s float64) {
+		r := rate[typeKey(t)]
+		rate[typeKey(t)] = [2]float64{r[0] + f, r[1] + s}
+	}
+	for _, s := range shapes {
+		m, err := timer(s, true)
+		if err != nil {
+			return kernels{}, err
+		}
+		k.matmuls = append(k.matmuls, m)
+		hot += m.HotSec * float64(s.Count)
+		coldExtra += (m.ColdSec - m.HotSec) * float64(s.Count)
+		bytes += s.bytes() * int64(s.Count)
+		addRate(s.Type, 2*float64(s.K)*float64(s.Rows)*float64(s.Count), m.HotSec*float64(s.Count))
+	}
+	if bytes == 0 {
+		return kernels{}, fmt.Errorf("%w (none of its types can be timed)", ErrNoShapes)
+	}
+	// A compute-bound layer can show no read cost at all; keep 𝒯 finite.
+	coldExtra = max(coldExtra, 0.01*(hot+coldExtra))
+	k.readBytesPerSec = float64(bytes) / coldExtra
+	for _, t := range extra {
+		kk := width
+		if b := int(t.BlockSize()); kk%b != 0 {
+			kk = (kk + b - 1) / b * b
+		}
+		s := Shape{Type: t, K: kk, Rows: 4096, Count: 1}
+		m, err := timer(s, false)
+		if err != nil {
+			return kernels{}, err
+		}
+		k.matmuls = append(k.matmuls, m)
+		addRate(t, 2*float64(s.K)*float64(s.Rows), m.HotSec)
+	}
+	for t, r := range rate {
+		if r[1] > 0 {
+			k.flops[t] = r[0] / r[1]
+		}
+	}
+	return k, nil
+}
+
+// layerFlopsByType is a layer's matrix FLOPs per token by weight type.
+func layerFlopsByType(layer []Shape) map[string]float64 {
+	f := map[string]float64{}
+	for _, s := range layer {
+		f[typeKey(s.Type)] += 2 * float64(s.K) * float64(s.Rows) * float64(s.Count)
+	}
+	return f
 }
 
 func timeShape(s Shape, o Options, cold bool) (Matmul, error) {
