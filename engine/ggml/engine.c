@@ -418,10 +418,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		}
 	}
 
-	int n_gpu = 0;
-	for (int i = 0; i < w->n_layers; i++) {
-		n_gpu += w->layers[i].gpu;
-	}
+	const int n_gpu = n_gpu_of(w);
 	const int out_gpu = p->output && p->output_gpu;
 	if (n_gpu > 0 || out_gpu) {
 		ggml_backend_dev_t dev = hr_gpu_get(p->gpu);
@@ -934,10 +931,7 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 // allocate.
 static void kv_zero_gpu(hr_window *w, int pos, int cnt, int64_t n_embd_gqa) {
 	const int64_t rows = (int64_t)cnt * n_embd_gqa;
-	int n_gpu = 0;
-	for (int i = 0; i < w->n_layers; i++) {
-		n_gpu += w->layers[i].gpu;
-	}
+	const int n_gpu = n_gpu_of(w);
 	struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(4 * n_gpu + 8) + ggml_graph_overhead_custom((size_t)(4 * n_gpu + 8), false), NULL, true};
 	struct ggml_context *ctx = ggml_init(ip);
 	struct ggml_context *dctx = ggml_init((struct ggml_init_params){ggml_tensor_overhead() * 2, NULL, true});

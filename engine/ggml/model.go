@@ -238,14 +238,8 @@ func (m *Model) ranges(p WindowParams) []ByteRange {
 		}
 	}
 	for il := p.First; il < p.Last; il++ {
-		if slices.Contains(p.GPULayers, il) {
-			continue // copied to the GPU
-		}
-		prefix := fmt.Sprintf("blk.%d.", il)
-		for _, t := range m.file.tensors {
-			if len(t.name) > len(prefix) && t.name[:len(prefix)] == prefix {
-				rs = append(rs, ByteRange{t.offset, t.size})
-			}
+		if !slices.Contains(p.GPULayers, il) { // else copied to the GPU
+			rs = m.appendLayer(rs, il)
 		}
 	}
 	if p.Last > p.First {
@@ -275,12 +269,7 @@ func (m *Model) gpuRanges(p WindowParams) []ByteRange {
 	}
 	var rs []ByteRange
 	for _, il := range p.GPULayers {
-		prefix := fmt.Sprintf("blk.%d.", il)
-		for _, t := range m.file.tensors {
-			if strings.HasPrefix(t.name, prefix) {
-				rs = append(rs, ByteRange{t.offset, t.size})
-			}
-		}
+		rs = m.appendLayer(rs, il)
 	}
 	if p.OutputGPU {
 		for _, name := range []string{"output_norm.weight", "output.weight", "output.bias"} {
@@ -300,6 +289,17 @@ func (m *Model) gpuRanges(p WindowParams) []ByteRange {
 		}
 	}
 	return out
+}
+
+// appendLayer appends the file ranges of layer il's tensors (blk.il.*).
+func (m *Model) appendLayer(rs []ByteRange, il int) []ByteRange {
+	prefix := fmt.Sprintf("blk.%d.", il)
+	for _, t := range m.file.tensors {
+		if strings.HasPrefix(t.name, prefix) {
+			rs = append(rs, ByteRange{t.offset, t.size})
+		}
+	}
+	return rs
 }
 
 // releaseLocked is Release with the model's lock held.

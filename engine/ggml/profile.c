@@ -206,8 +206,11 @@ static int shape_ok(int type, int64_t k, int64_t rows, char *err, int errlen) {
 
 int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_s,
 		   double *hot_s, double *cold_s, char *err, int errlen) {
-	if (!shape_ok(type, k, rows, err, errlen) || n_threads < 1) {
-		perr(err, errlen, "unsupported type or shape");
+	if (!shape_ok(type, k, rows, err, errlen)) {
+		return -1;
+	}
+	if (n_threads < 1) {
+		perr(err, errlen, "no threads");
 		return -1;
 	}
 	ggml_backend_t be = ggml_backend_cpu_init();
