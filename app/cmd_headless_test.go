@@ -105,20 +105,25 @@ func TestAgentFlagsAPIPort(t *testing.T) {
 	}
 }
 
-// TestStatusPrintsChatAPI: homering status prints the compatible APIs'
-// base URL, and the OpenAI one with /v1.
-func TestStatusPrintsChatAPI(t *testing.T) {
+// statusWith runs homering status against a fake agent whose status is st.
+func statusWith(t *testing.T, st apitype.Status) string {
+	t.Helper()
 	fakeAgent(t, map[string]func() any{
-		"GET /api/v1/status": func() any {
-			return apitype.Status{Device: apitype.Device{Short: "SELF123", Name: "desk"}, ChatAPI: "http://127.0.0.1:47471"}
-		},
-		"GET /api/v1/ring": func() any { return apitype.RingStatus{} },
-		"GET /api/v1/plan": func() any { return apitype.Plan{} },
+		"GET /api/v1/status": func() any { return st },
+		"GET /api/v1/ring":   func() any { return apitype.RingStatus{} },
+		"GET /api/v1/plan":   func() any { return apitype.Plan{} },
 	})
 	code, out, errs := runCmd(t, "status")
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errs)
 	}
+	return out
+}
+
+// TestStatusPrintsChatAPI: homering status prints the compatible APIs'
+// base URL, and the OpenAI one with /v1.
+func TestStatusPrintsChatAPI(t *testing.T) {
+	out := statusWith(t, apitype.Status{Device: apitype.Device{Short: "SELF123", Name: "desk"}, ChatAPI: "http://127.0.0.1:47471"})
 	if want := "chat API http://127.0.0.1:47471 (OpenAI clients: base URL http://127.0.0.1:47471/v1;"; !strings.Contains(out, want) {
 		t.Errorf("status:\n%s\nwant a line with %q", out, want)
 	}
@@ -131,21 +136,11 @@ func TestStatusPrintsChatAPI(t *testing.T) {
 // status names the addresses other computers use (used interfaces only,
 // no link-local ones) and that they need the key.
 func TestStatusPrintsSharedChatAPI(t *testing.T) {
-	fakeAgent(t, map[string]func() any{
-		"GET /api/v1/status": func() any {
-			return apitype.Status{Device: apitype.Device{Short: "SELF123", Name: "desk"}, ChatAPI: "http://127.0.0.1:47480", ChatAPIShared: true,
-				Interfaces: []apitype.Interface{
-					{Name: "eth0", Used: true, Addrs: []string{"192.168.1.5/24", "fe80::1/64", "fd00::5/64"}},
-					{Name: "docker0", Used: false, Addrs: []string{"172.17.0.1/16"}},
-				}}
-		},
-		"GET /api/v1/ring": func() any { return apitype.RingStatus{} },
-		"GET /api/v1/plan": func() any { return apitype.Plan{} },
-	})
-	code, out, errs := runCmd(t, "status")
-	if code != 0 {
-		t.Fatalf("status: exit %d: %s", code, errs)
-	}
+	out := statusWith(t, apitype.Status{Device: apitype.Device{Short: "SELF123", Name: "desk"}, ChatAPI: "http://127.0.0.1:47480", ChatAPIShared: true,
+		Interfaces: []apitype.Interface{
+			{Name: "eth0", Used: true, Addrs: []string{"192.168.1.5/24", "fe80::1/64", "fd00::5/64"}},
+			{Name: "docker0", Used: false, Addrs: []string{"172.17.0.1/16"}},
+		}})
 	if want := "chat API shared with this network: http://192.168.1.5:47480, http://[fd00::5]:47480 (other computers send the API key)"; !strings.Contains(out, want) {
 		t.Errorf("status:\n%s\nwant a line with %q", out, want)
 	}

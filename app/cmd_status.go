@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 )
 
 const statusUsage = `Usage: homering status [--next] [--json]
@@ -133,7 +135,7 @@ func printNext(w io.Writer, p apitype.Plan) {
 // sharedURLs are the chat API's base URLs on this device's network
 // addresses: each used interface's address with the API's port.
 func sharedURLs(st apitype.Status) []string {
-	port := "47471"
+	port := strconv.Itoa(config.DefaultAPIPort)
 	if u, err := url.Parse(st.ChatAPI); err == nil && u.Port() != "" {
 		port = u.Port()
 	}
