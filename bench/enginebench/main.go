@@ -271,14 +271,9 @@ func greedy(e engine, prompt []int32, n int) ([]int32, error) {
 	}
 	var out []int32
 	for len(out) < n {
-		best := 0
-		for i, v := range logits {
-			if v > logits[best] {
-				best = i
-			}
-		}
-		out = append(out, int32(best))
-		if logits, err = e.eval([]int32{int32(best)}, len(prompt)+len(out)-1); err != nil {
+		best := int32(argmax(logits))
+		out = append(out, best)
+		if logits, err = e.eval([]int32{best}, len(prompt)+len(out)-1); err != nil {
 			return nil, err
 		}
 	}

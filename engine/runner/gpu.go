@@ -116,19 +116,14 @@ func probe(dir string, o GPUOptions) (int, error) {
 	var stderr strings.Builder
 	cmd.Stdin, cmd.Stderr = nil, &stderr
 	childAttrs(cmd) // no console window; dies with this process
-	done := make(chan struct{})
 	timer := time.AfterFunc(probeTimeout, func() {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill() // a hung driver: the probe's failure is what counts
 		}
-		close(done)
 	})
 	out, err := cmd.Output()
-	timer.Stop()
-	select {
-	case <-done:
+	if !timer.Stop() { // it fired: the probe was killed
 		return 0, fmt.Errorf("the probe did not finish in %v", probeTimeout)
-	default:
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%v: %s", err, lastWords(stderr.String()))
