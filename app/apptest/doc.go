@@ -19,4 +19,7 @@
 // removes the veths and the bridge, even when the test fails.
 //
 // Tests need root (CI runs as root) and iproute2.
+//
+// Linux only (network namespaces, signals, Xvfb): its files carry a linux
+// build tag, so on other systems the package is this doc alone.
 package apptest

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -278,15 +277,6 @@ func greedy(e engine, prompt []int32, n int) ([]int32, error) {
 		}
 	}
 	return out, nil
-}
-
-// cpuTime is the user+system CPU time of the whole process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func median(ds []time.Duration) time.Duration {

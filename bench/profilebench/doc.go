@@ -9,4 +9,7 @@
 //	profilebench run -model M -threads T -reps R ...     → one JSON row (see run.go)
 //	profilebench table < rows                            → the table
 //	profilebench evict -model M                         → drop M's pages (posix_fadvise DONTNEED)
+//
+// Linux only (posix_fadvise and the page cache): its files carry a linux
+// build tag, so on other systems the package is this doc alone.
 package main

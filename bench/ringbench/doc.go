@@ -33,4 +33,7 @@
 //     anonymous, shared and kernel memory (memory.stat, memory.kmem on v1)
 //     and each of its processes' RssAnon, named by command line: what the
 //     pressure is made of.
+//
+// Linux only (memory cgroups and network namespaces): its files carry a
+// linux build tag, so on other systems the package is this doc alone.
 package main

@@ -24,4 +24,7 @@
 // addresses are learned from its packets (its ADDR is known from the
 // start); a multicast, broadcast or unknown destination goes to every other
 // device, as a learning switch floods.
+//
+// Linux only (TUN devices and network namespaces): its files carry a linux
+// build tag, so on other systems the package is this doc alone.
 package main
