@@ -42,8 +42,38 @@ func modelSources(home, modelDir string) []modelSource {
 	return out
 }
 
-// found is one GGUF and the name to show for it.
-type found struct{ path, name string }
+// found is one GGUF and the name to show for it; real is its path with
+// links resolved (scanModels fills it).
+type found struct{ path, name, real string }
+
+// scanModels calls each for every GGUF of the model sources (modelSources)
+// once, in their order (a file linked from two places counts once), until
+// each returns false, and returns the folders there are to search. The
+// model list and the compatible APIs' list (compatModels) share it.
+func scanModels(home, modelDir string, each func(f found, source string) bool) []string {
+	scanned := []string{}
+	seen := map[string]bool{}
+	more := true
+	for _, src := range modelSources(home, modelDir) {
+		if _, err := os.Stat(src.root); err != nil {
+			continue
+		}
+		scanned = append(scanned, src.root)
+		for _, f := range src.scan(src.root) {
+			if !more {
+				break
+			}
+			real, err := filepath.EvalSymlinks(f.path)
+			if err != nil || seen[real] {
+				continue
+			}
+			seen[real] = true
+			f.real = real
+			more = each(f, src.name)
+		}
+	}
+	return scanned
+}
 
 // walkGGUF finds *.gguf files under root (symlinks followed at the leaves,
 // as the Hugging Face cache links snapshots to blobs). It stops after 2000
@@ -60,7 +90,7 @@ func walkGGUF(root string) []found {
 			return nil
 		}
 		if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".gguf") {
-			out = append(out, found{p, strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))})
+			out = append(out, found{path: p, name: strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))})
 		}
 		return nil
 	})
@@ -94,7 +124,7 @@ func ollamaModels(root string) []found {
 			if l.MediaType == "application/vnd.ollama.image.model" && strings.HasPrefix(l.Digest, "sha256:") {
 				blob := filepath.Join(root, "blobs", strings.Replace(l.Digest, ":", "-", 1))
 				if _, err := os.Stat(blob); err == nil {
-					out = append(out, found{blob, ollamaName(manifests, p)})
+					out = append(out, found{path: blob, name: ollamaName(manifests, p)})
 				}
 			}
 		}
@@ -130,19 +160,33 @@ func describeModel(path string, ctxTokens int) (apitype.Model, halda.Model, erro
 		return m, halda.Model{}, err
 	}
 	m.Size = st.Size()
-	f, err := gguf.Open(path)
+	_, s, l, err := readGGUF(path)
 	if err != nil {
 		return m, halda.Model{}, err
+	}
+	m.Arch, m.Layers, m.Quant = s.Arch, s.NLayer, dominantType(l)
+	hm, err := modelprof.FromShape(s, l, ctxTokens)
+	return m, hm, err
+}
+
+// readGGUF opens a GGUF and reads its shape and layout: a file for which
+// this fails cannot be used (the model list says why).
+func readGGUF(path string) (*gguf.File, gguf.ModelShape, gguf.Layout, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, gguf.ModelShape{}, gguf.Layout{}, err
 	}
 	s, err := f.Shape()
 	if err != nil {
-		return m, halda.Model{}, err
+		return nil, gguf.ModelShape{}, gguf.Layout{}, err
 	}
 	l, err := f.Layout()
-	if err != nil {
-		return m, halda.Model{}, err
-	}
-	m.Arch, m.Layers = s.Arch, s.NLayer
+	return f, s, l, err
+}
+
+// dominantType is the weight type holding most bytes of the layers, as
+// modelprof names it ("q4_k"); "" when the layers hold none.
+func dominantType(l gguf.Layout) string {
 	bytes := map[gguf.Type]int64{}
 	for _, p := range l.Layers {
 		for t, b := range p.ByType {
@@ -156,11 +200,10 @@ func describeModel(path string, ctxTokens int) (apitype.Model, halda.Model, erro
 			best, bestB = t, b
 		}
 	}
-	if bestB >= 0 {
-		m.Quant = modelprof.TypeKey(best)
+	if bestB < 0 {
+		return ""
 	}
-	hm, err := modelprof.FromShape(s, l, ctxTokens)
-	return m, hm, err
+	return modelprof.TypeKey(best)
 }
 
 // fitLabel asks the planner whether a model fits the devices: "too big"
@@ -240,33 +283,18 @@ func (u *ui) models(w http.ResponseWriter, r *http.Request) {
 	}
 	home, _ := os.UserHomeDir()
 	out := apitype.Models{Models: []apitype.Model{}, Selected: set.Model, Scanned: []string{}, Devices: u.s.Agent.Planner().Reachable()}
-	seen := map[string]bool{}
-	for _, src := range modelSources(home, set.ModelDir) {
-		if _, err := os.Stat(src.root); err != nil {
-			continue
+	out.Scanned = scanModels(home, set.ModelDir, func(f found, source string) bool {
+		m, hm, err := describeModel(f.path, set.ContextTokens)
+		m.Source, m.Name = source, f.name
+		if err != nil {
+			m.Fit, m.Error = "unknown", sentence(err)
+			m.Why = "This file cannot be used: " + m.Error
+		} else {
+			m.Fit, m.Why = u.fitLabel(f.path, hm, set.ContextTokens)
 		}
-		out.Scanned = append(out.Scanned, src.root)
-		for _, f := range src.scan(src.root) {
-			p := f.path
-			real, err := filepath.EvalSymlinks(p)
-			if err != nil || seen[real] {
-				continue
-			}
-			seen[real] = true
-			m, hm, err := describeModel(p, set.ContextTokens)
-			m.Source, m.Name = src.name, f.name
-			if err != nil {
-				m.Fit, m.Error = "unknown", sentence(err)
-				m.Why = "This file cannot be used: " + m.Error
-			} else {
-				m.Fit, m.Why = u.fitLabel(p, hm, set.ContextTokens)
-			}
-			out.Models = append(out.Models, m)
-			if len(out.Models) >= 200 {
-				break
-			}
-		}
-	}
+		out.Models = append(out.Models, m)
+		return len(out.Models) < 200
+	})
 	reply(w, out, nil)
 }
 

@@ -271,14 +271,12 @@ func TestUIConversations(t *testing.T) {
 	}
 }
 
-// TestUIModels lays out the stores of Ollama (manifest → blob), LM Studio
-// and the Hugging Face cache (snapshot symlink → blob) with a real GGUF.
-func TestUIModels(t *testing.T) {
-	srv, _, home := uiServer(t)
-	data, err := os.ReadFile(storiesModel)
-	if err != nil {
-		t.Fatal(err)
-	}
+// writeStores lays out in home the stores of Ollama (manifest → blob),
+// LM Studio and the Hugging Face cache (snapshot symlink → blob), each
+// with a copy of the real GGUF data, and a broken file in LM Studio's. It
+// returns the Ollama blob's path.
+func writeStores(t *testing.T, home string, data []byte) string {
+	t.Helper()
 	write := func(p string, b []byte) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -288,7 +286,8 @@ func TestUIModels(t *testing.T) {
 		}
 	}
 	digest := "sha256:0123abcd"
-	write(filepath.Join(home, ".ollama/models/blobs/sha256-0123abcd"), data)
+	blob := filepath.Join(home, ".ollama/models/blobs/sha256-0123abcd")
+	write(blob, data)
 	write(filepath.Join(home, ".ollama/models/manifests/registry.ollama.ai/library/stories/260k"),
 		[]byte(`{"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"`+digest+`"},{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:ff"}]}`))
 	write(filepath.Join(home, ".lmstudio/models/me/tiny/tiny-f32.gguf"), data)
@@ -300,6 +299,17 @@ func TestUIModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(filepath.Join(home, ".lmstudio/models/me/broken/broken.gguf"), []byte("GGUF not really"))
+	return blob
+}
+
+// TestUIModels finds the real GGUF in every store (writeStores).
+func TestUIModels(t *testing.T) {
+	srv, _, home := uiServer(t)
+	data, err := os.ReadFile(storiesModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeStores(t, home, data)
 
 	var m apitype.Models
 	if do(t, srv, "GET", "/api/v1/models", nil, &m) != 200 {
