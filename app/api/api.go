@@ -42,6 +42,8 @@ type Server struct {
 	// stands for ChatAPI and ChatAPIProblem, and a saved change of sharing
 	// (Expose, APIKey) rebinds it at once.
 	ChatListener ChatListener
+
+	catalog modelCatalog // the compatible APIs' models (compat_models.go)
 }
 
 // ChatListener is the compatible APIs' own listener (app's chatListener).
@@ -78,7 +80,8 @@ func (s *Server) status() apitype.Status {
 
 // ChatAPIHandler serves the compatible APIs alone, for their fixed port
 // (config.DefaultAPIPort): the control API, the UI and their token stay on
-// the agent's own address. Any other path is 404.
+// the agent's own address. Any other path is 404 (compatRouter answers
+// those under /v1 and /api in the shape of their API).
 func (s *Server) ChatAPIHandler() http.Handler {
 	return s.registerCompat(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, apitype.Error{Error: "Not found: this port serves the OpenAI (/v1/...), Anthropic (/v1/messages) and Ollama (/api/...) compatible APIs."})

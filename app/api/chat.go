@@ -182,38 +182,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // registerCompat wraps next (the token-protected API and UI) with the
-// OpenAI-, Anthropic- and Ollama-compatible endpoints, which local clients
-// call without our token (see compatAuth).
+// OpenAI-, Anthropic- and Ollama-compatible endpoints (compatRouter), which
+// local clients call without our token (see compatAuth). Every path of
+// their namespaces (/v1, and /api outside /api/v1) is theirs, known or
+// not, so that an unknown one is their 404, never our token's 401.
 func (s *Server) registerCompat(next http.Handler) http.Handler {
-	m := http.NewServeMux()
-	m.HandleFunc("POST /v1/chat/completions", s.openaiChat)
-	m.HandleFunc("POST /v1/completions", s.openaiCompletion)
-	m.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, openai.Models(s.served()))
-	})
-	m.HandleFunc("POST /v1/messages", s.anthropicMessages)
-	m.HandleFunc("POST /api/chat", s.ollamaChat)
-	m.HandleFunc("POST /api/generate", s.ollamaGenerate)
-	m.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, ollama.TagsOf(s.served()))
-	})
-	m.Handle("/", next)
-	compat := s.compatAuth(m)
+	compat := s.compatAuth(s.compatRouter())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isCompatPath(r.URL.Path) {
+		if compatAPIOf(r) != notCompat {
 			compat.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func isCompatPath(p string) bool {
-	switch p {
-	case "/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/messages", "/api/chat", "/api/generate", "/api/tags":
-		return true
-	}
-	return false
 }
 
 func (s *Server) served() []apitype.ServedModel {
@@ -236,27 +217,22 @@ func (s *Server) served() []apitype.ServedModel {
 func (s *Server) compatAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := s.compatDenied(r); msg != "" {
-			compatUnauthorized(w, r.URL.Path, msg)
+			compatUnauthorized(w, r, msg)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// compatUnauthorized answers 401 as the API of path does: Anthropic's
+// compatUnauthorized answers 401 as the API asked does: Anthropic's
 // authentication_error, OpenAI's invalid_api_key, Ollama's {"error"}.
-func compatUnauthorized(w http.ResponseWriter, path, msg string) {
-	switch {
-	case path == "/v1/messages":
-		writeJSON(w, http.StatusUnauthorized, anthropic.NewError("authentication_error", msg))
-	case strings.HasPrefix(path, "/v1/"):
-		e := openai.NewError("invalid_request_error", msg)
-		code := "invalid_api_key"
-		e.Error.Code = &code
-		writeJSON(w, http.StatusUnauthorized, e)
-	default:
-		writeJSON(w, http.StatusUnauthorized, ollama.ErrorBody{Error: msg})
+func compatUnauthorized(w http.ResponseWriter, r *http.Request, msg string) {
+	api := compatAPIOf(r)
+	code := ""
+	if api == apiOpenAI {
+		code = "invalid_api_key"
 	}
+	compatError(w, api, http.StatusUnauthorized, msg, code)
 }
 
 func (s *Server) compatDenied(r *http.Request) string {
@@ -342,28 +318,40 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// modelName is what responses call the model: the served one.
-func (s *Server) modelName(asked string) string {
-	if ms := s.served(); len(ms) > 0 {
-		return ms[0].Name
-	}
-	return asked
-}
-
-// compatRequest decodes a compatible API's request body and translates it
-// with from; when either fails it answers through fail and ok is false.
-func compatRequest[T any](w http.ResponseWriter, r *http.Request, fail func(int, string),
+// compatRequest decodes a compatible API's request body, translates it
+// with from and resolves its model (findModel: a model of another name runs
+// through ModelPath; an unknown name is the API's own 404), capping its
+// max_tokens at the context (capMaxTokens). When any of that fails it
+// answers in api's shape and ok is false. req.Model is then the name the
+// answer gives the model.
+func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api compatAPI,
 	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, ok bool) {
+	fail := compatFail(w, api)
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
 	if err := dec.Decode(&in); err != nil {
 		fail(http.StatusBadRequest, "The request body is not valid JSON: "+err.Error()+".")
 		return in, req, false
 	}
 	req, err := from(in)
+	if err == nil {
+		_, err = s.chatter()
+	}
 	if err != nil {
 		fail(chatFailure(err))
 		return in, req, false
 	}
+	m, found := s.findModel(req.Model)
+	if !found {
+		modelNotFound(w, api, req.Model)
+		return in, req, false
+	}
+	if m.Name != "" {
+		req.Model = m.Name
+	}
+	if !m.selected && m.Path != "" {
+		req.ModelPath = m.Path
+	}
+	s.capMaxTokens(w, &req)
 	return in, req, true
 }
 
@@ -388,18 +376,6 @@ func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, fail fun
 	return b.String(), st, true
 }
 
-// openaiFail writes an OpenAI-shaped error: client mistakes are
-// invalid_request_error, our own failures server_error.
-func openaiFail(w http.ResponseWriter) func(code int, msg string) {
-	return func(code int, msg string) {
-		typ := "invalid_request_error"
-		if code >= 500 {
-			typ = "server_error"
-		}
-		writeJSON(w, code, openai.NewError(typ, msg))
-	}
-}
-
 // openaiReply is what differs between /v1/chat/completions and
 // /v1/completions: the shape of the whole reply, of a streamed piece and of
 // the closing chunk that carries the usage.
@@ -413,7 +389,7 @@ type openaiReply struct {
 // An error after the stream started is sent as an error chunk, since the
 // status line is gone by then.
 func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, reply openaiReply) {
-	fail := openaiFail(w)
+	fail := compatFail(w, apiOpenAI)
 	if !stream {
 		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
 			writeJSON(w, http.StatusOK, reply.whole(text, st))
@@ -436,12 +412,11 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 }
 
 func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	fail := openaiFail(w)
-	in, req, ok := compatRequest(w, r, fail, openai.FromChat)
+	in, req, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
 	if !ok {
 		return
 	}
-	id, created, model := newID("chatcmpl-"), time.Now().Unix(), s.modelName(in.Model)
+	id, created, model := newID("chatcmpl-"), time.Now().Unix(), req.Model
 	first := true
 	s.serveOpenAI(w, r, req, in.Stream, openaiReply{
 		whole: func(text string, st apitype.ChatStats) any {
@@ -459,12 +434,11 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
-	fail := openaiFail(w)
-	in, req, ok := compatRequest(w, r, fail, openai.FromCompletion)
+	in, req, ok := compatRequest(s, w, r, apiOpenAI, openai.FromCompletion)
 	if !ok {
 		return
 	}
-	id, created, model := newID("cmpl-"), time.Now().Unix(), s.modelName(in.Model)
+	id, created, model := newID("cmpl-"), time.Now().Unix(), req.Model
 	s.serveOpenAI(w, r, req, in.Stream, openaiReply{
 		whole: func(text string, st apitype.ChatStats) any {
 			return openai.NewCompletion(id, model, created, text, &st)
@@ -475,26 +449,16 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, msg string) {
-		typ := "invalid_request_error"
-		if code >= 500 {
-			typ = "api_error"
-		}
-		writeJSON(w, code, anthropic.NewError(typ, msg))
-	}
-	in, req, ok := compatRequest(w, r, fail, anthropic.FromMessages)
+	fail := compatFail(w, apiAnthropic)
+	in, req, ok := compatRequest(s, w, r, apiAnthropic, anthropic.FromMessages)
 	if !ok {
 		return
 	}
-	id, model := newID("msg_"), s.modelName(in.Model)
+	id, model := newID("msg_"), req.Model
 	if !in.Stream {
 		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
-			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, st))
+			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, st, req.MaxTokens))
 		}
-		return
-	}
-	if _, err := s.chatter(); err != nil {
-		fail(chatFailure(err))
 		return
 	}
 	ev := newSSE(w)
@@ -513,7 +477,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		_ = ev.send("error", anthropic.NewError("api_error", msg))
 		return
 	}
-	sendAll(anthropic.Stop(st))
+	sendAll(anthropic.Stop(st, req.MaxTokens))
 }
 
 // ndjson writes newline-delimited JSON objects and flushes each.
@@ -537,43 +501,33 @@ func ndjson(w http.ResponseWriter) func(v any) error {
 	}
 }
 
-// ollamaFail writes Ollama's error shape.
-func ollamaFail(w http.ResponseWriter) func(code int, msg string) {
-	return func(code int, msg string) { writeJSON(w, code, ollama.ErrorBody{Error: msg}) }
-}
-
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	fail := ollamaFail(w)
-	in, req, ok := compatRequest(w, r, fail, ollama.FromChat)
+	in, req, ok := compatRequest(s, w, r, apiOllama, ollama.FromChat)
 	if !ok {
 		return
 	}
-	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), s.modelName(in.Model), fail,
+	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), req.Model,
 		func(m string, t string) any { return ollama.ChatPiece(m, time.Now(), t) },
 		func(m, t string, st apitype.ChatStats) any { return ollama.ChatDone(m, time.Now(), t, st) })
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
-	fail := ollamaFail(w)
-	in, req, ok := compatRequest(w, r, fail, ollama.FromGenerate)
+	in, req, ok := compatRequest(s, w, r, apiOllama, ollama.FromGenerate)
 	if !ok {
 		return
 	}
-	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), s.modelName(in.Model), fail,
+	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), req.Model,
 		func(m string, t string) any { return ollama.GeneratePiece(m, time.Now(), t) },
 		func(m, t string, st apitype.ChatStats) any { return ollama.GenerateDone(m, time.Now(), t, st) })
 }
 
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, model string,
-	fail func(int, string), piece func(string, string) any, done func(string, string, apitype.ChatStats) any) {
+	piece func(string, string) any, done func(string, string, apitype.ChatStats) any) {
+	fail := compatFail(w, apiOllama)
 	if !stream {
 		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
 			writeJSON(w, http.StatusOK, done(model, text, st))
 		}
-		return
-	}
-	if _, err := s.chatter(); err != nil {
-		fail(chatFailure(err))
 		return
 	}
 	send := ndjson(w)

@@ -49,22 +49,42 @@
 //	POST /api/v1/chat/stop       ChatStopRequest → ChatStopped (conversation_id "" stops all)
 //	GET  /api/v1/chat/active     ChatActive (generations running, the served model)
 //
-// Compatible APIs (chat.go, translations in app/api/openai, anthropic,
-// ollama), outside /api/v1 so that stock clients find them:
+// Compatible APIs (chat.go and compat.go, translations in app/api/openai,
+// anthropic, ollama), outside /api/v1 so that stock clients find them:
 //
 //	POST /v1/chat/completions    OpenAI, stream (SSE "data:" chunks, then [DONE]) or not
 //	POST /v1/completions         OpenAI text completion (raw prompt, no chat template)
-//	GET  /v1/models              OpenAI model list (the selected model)
+//	GET  /v1/models              OpenAI model list; Anthropic's shape when the request
+//	                             sends anthropic-version
+//	GET  /v1/models/{id}         one model, or the API's 404
 //	POST /v1/messages            Anthropic Messages, stream (message_start … message_stop) or not
 //	POST /api/chat               Ollama chat, NDJSON stream (default) or one object
 //	POST /api/generate           Ollama generate (raw or templated prompt)
 //	GET  /api/tags               Ollama model list
+//	POST /api/show               Ollama model details: the GGUF's metadata as model_info
+//	GET  /api/ps                 Ollama's loaded models: the one that answered last
+//	GET  /api/version            the pinned ollama module's version (ollama.Version)
 //
 // From loopback they need no token, as Ollama's do, but Host and Origin must
 // be local (no DNS rebinding, no cross-site fetch). From another address
 // (when Settings expose the API) they need the settings' API key as
-// "Authorization: Bearer KEY" or "x-api-key: KEY". The model is always the
-// selected one, whatever name the request gives.
+// "Authorization: Bearer KEY" or "x-api-key: KEY".
+//
+// The model lists hold the selected model, then every usable GGUF the model
+// list finds (the model folder, Ollama's, LM Studio's and the Hugging Face
+// stores), by the model list's names; a request naming another model than
+// the selected one loads that one (the engine holds one model at a time).
+// A name matches case aside, with or without .gguf, and Ollama's spellings
+// of one model (llama3.2, llama3.2:latest, registry.ollama.ai/library/…);
+// "" is the selected model. A name no model has is the API's own 404
+// (OpenAI's model_not_found, Ollama's "model 'x' not found", Anthropic's
+// not_found_error), never another model's answer. So are unknown paths
+// under /v1 and /api (outside /api/v1), and a known path's other methods
+// are 405 with Allow, in the same shapes. A max_tokens (num_predict) beyond
+// the context runs with the context's size and the answer carries
+// X-Homering-Max-Tokens-Capped: N (MaxTokensCappedHeader); such a reply
+// ends when the context is full, with finish_reason/done_reason "length"
+// and Anthropic's stop_reason "model_context_window_exceeded".
 //
 // Every /api/v1 call also accepts the token cookie instead of the header;
 // the app's static files need no token (they hold no secrets).

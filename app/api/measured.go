@@ -129,6 +129,16 @@ func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit f
 	if s := m.Chatter.Served(); len(s) > 0 {
 		model = s[0]
 	}
+	other := req.ModelPath != "" && req.ModelPath != model.Path
+	if other {
+		// A request for another model than the selected one (a compatible
+		// API's, compatRequest): its load is its own, and its speed not
+		// the selected model's that the device map shows.
+		model = apitype.ServedModel{Name: req.Model, Path: req.ModelPath}
+		if fi, err := os.Stat(req.ModelPath); err == nil {
+			model.Size = fi.Size()
+		}
+	}
 	start := m.now()
 	m.mu.Lock()
 	kind, title, detail, expected := m.waitTask(model, m.inflight > 0)
@@ -160,11 +170,22 @@ func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit f
 		if st.CompletionTokens > 0 {
 			m.warm = model.Path
 		}
-		if st.TokensPerSecond > 0 && st.CompletionTokens > 1 {
+		if st.TokensPerSecond > 0 && st.CompletionTokens > 1 && !other {
 			m.last = &measurement{msPerToken: 1000 / st.TokensPerSecond, at: m.now()}
 		}
 	}
 	return st, err
+}
+
+// loaded is the model path that answered last, which the engine still
+// holds ("" when none, or after a failure); nil m has none.
+func (m *measuredChat) loaded() string {
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.warm
 }
 
 // measured returns the last measured ms/token, or nil.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"homering/app/api/apitype"
 )
@@ -95,12 +96,18 @@ func FromMessages(r MessagesRequest) (apitype.ChatRequest, error) {
 	return out, nil
 }
 
-// StopReason maps a stop reason to Anthropic's.
-func StopReason(stopReason string) string {
-	if stopReason == "length" {
-		return "max_tokens"
+// StopReason maps a generation's end to Anthropic's stop_reason. A reply
+// cut before max_tokens was cut by the full context: Anthropic's
+// "model_context_window_exceeded", so a client can tell the two apart
+// (a max_tokens beyond the context is lowered to it, and then always ends so).
+func StopReason(st apitype.ChatStats, maxTokens int) string {
+	switch {
+	case st.StopReason != "length":
+		return "end_turn"
+	case st.CompletionTokens < maxTokens:
+		return "model_context_window_exceeded"
 	}
-	return "end_turn"
+	return "max_tokens"
 }
 
 // Block is a content block.
@@ -128,8 +135,8 @@ type Response struct {
 }
 
 // NewResponse builds a non-streamed answer.
-func NewResponse(id, model, text string, st apitype.ChatStats) Response {
-	sr := StopReason(st.StopReason)
+func NewResponse(id, model, text string, st apitype.ChatStats, maxTokens int) Response {
+	sr := StopReason(st, maxTokens)
 	return Response{ID: id, Type: "message", Role: "assistant", Model: model,
 		Content:    []Block{{Type: "text", Text: text}},
 		StopReason: &sr, Usage: Usage{InputTokens: st.PromptTokens, OutputTokens: st.CompletionTokens}}
@@ -159,11 +166,11 @@ func Delta(text string) Event {
 }
 
 // Stop returns the events after the last token.
-func Stop(st apitype.ChatStats) []Event {
+func Stop(st apitype.ChatStats, maxTokens int) []Event {
 	return []Event{
 		{"content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}},
 		{"message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": StopReason(st.StopReason), "stop_sequence": nil},
+			"delta": map[string]any{"stop_reason": StopReason(st, maxTokens), "stop_sequence": nil},
 			"usage": map[string]int{"input_tokens": st.PromptTokens, "output_tokens": st.CompletionTokens}}},
 		{"message_stop", map[string]any{"type": "message_stop"}},
 	}
@@ -182,7 +189,44 @@ type ErrorDetail struct {
 }
 
 // NewError builds an error; typ is "invalid_request_error", "api_error",
-// "authentication_error" or "overloaded_error".
+// "authentication_error", "not_found_error" or "overloaded_error".
 func NewError(typ, message string) ErrorBody {
 	return ErrorBody{Type: "error", Error: ErrorDetail{Type: typ, Message: message}}
+}
+
+// ModelNotFound is the 404 of a model this device does not have.
+func ModelNotFound(model string) ErrorBody {
+	return NewError("not_found_error", fmt.Sprintf("The model '%s' does not exist on this device; GET /v1/models lists the models it can run.", model))
+}
+
+// ModelInfo is an entry of GET /v1/models for Anthropic clients (those that
+// send anthropic-version), and GET /v1/models/{id}.
+type ModelInfo struct {
+	Type        string `json:"type"` // "model"
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"` // RFC 3339
+}
+
+// ModelList is GET /v1/models in Anthropic's shape: one page holding all.
+type ModelList struct {
+	Data    []ModelInfo `json:"data"`
+	HasMore bool        `json:"has_more"`
+	FirstID *string     `json:"first_id"`
+	LastID  *string     `json:"last_id"`
+}
+
+// NewModelInfo describes one model; created is when its file changed.
+func NewModelInfo(id string, created time.Time) ModelInfo {
+	return ModelInfo{Type: "model", ID: id, DisplayName: id, CreatedAt: created.UTC().Format(time.RFC3339)}
+}
+
+// Models lists ms.
+func Models(ms []ModelInfo) ModelList {
+	l := ModelList{Data: append([]ModelInfo{}, ms...)}
+	if len(ms) > 0 {
+		first, last := ms[0].ID, ms[len(ms)-1].ID
+		l.FirstID, l.LastID = &first, &last
+	}
+	return l
 }

@@ -58,7 +58,7 @@ func TestStreamSequence(t *testing.T) {
 	var evs []Event
 	evs = append(evs, Start("msg_1", "m", 0)...)
 	evs = append(evs, Delta("Hel"), Delta("lo"))
-	evs = append(evs, Stop(apitype.ChatStats{PromptTokens: 4, CompletionTokens: 2, StopReason: "stop"})...)
+	evs = append(evs, Stop(apitype.ChatStats{PromptTokens: 4, CompletionTokens: 2, StopReason: "stop"}, 8)...)
 	var got []string
 	for _, e := range evs {
 		b, err := json.Marshal(e.Data)
@@ -83,9 +83,29 @@ func TestStreamSequence(t *testing.T) {
 }
 
 func TestNewResponse(t *testing.T) {
-	b, _ := json.Marshal(NewResponse("msg_1", "m", "Hi", apitype.ChatStats{PromptTokens: 3, CompletionTokens: 1, StopReason: "length"}))
+	b, _ := json.Marshal(NewResponse("msg_1", "m", "Hi", apitype.ChatStats{PromptTokens: 3, CompletionTokens: 1, StopReason: "length"}, 1))
 	want := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}`
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestStopReason: a reply cut by max_tokens says max_tokens; one cut
+// earlier by the full context says model_context_window_exceeded, as
+// Anthropic's API does, so a client sees why its answer is short.
+func TestStopReason(t *testing.T) {
+	for _, tc := range []struct {
+		st        apitype.ChatStats
+		maxTokens int
+		want      string
+	}{
+		{apitype.ChatStats{CompletionTokens: 3, StopReason: "stop"}, 8, "end_turn"},
+		{apitype.ChatStats{CompletionTokens: 8, StopReason: "length"}, 8, "max_tokens"},
+		{apitype.ChatStats{CompletionTokens: 5, StopReason: "length"}, 8, "model_context_window_exceeded"},
+		{apitype.ChatStats{CompletionTokens: 2, StopReason: "cancelled"}, 8, "end_turn"},
+	} {
+		if got := StopReason(tc.st, tc.maxTokens); got != tc.want {
+			t.Errorf("StopReason(%+v, %d) = %q, want %q", tc.st, tc.maxTokens, got, tc.want)
+		}
 	}
 }

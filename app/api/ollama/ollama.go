@@ -3,6 +3,8 @@ package ollama
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"homering/app/api/apitype"
@@ -168,10 +170,72 @@ func GenerateDone(model string, at time.Time, text string, st apitype.ChatStats)
 	return GenerateResponse{Model: model, CreatedAt: at.UTC(), Response: text, Done: true, Final: final(st)}
 }
 
-// Details describe a model file.
+// Version is the Ollama version /api/version reports: that of the pinned
+// github.com/ollama/ollama module (go.mod), whose api/types.go these
+// answers follow, so that a client checking for a minimum version finds the
+// API it was written for. TestVersionIsPinnedModule keeps the two equal.
+const Version = "0.17.4"
+
+// VersionResponse is GET /api/version.
+type VersionResponse struct {
+	Version string `json:"version"`
+}
+
+// Model is a model this API serves, as the agent found it.
+type Model struct {
+	Name     string
+	Size     int64 // bytes of the file
+	Modified time.Time
+	// Digest identifies the file: the blob's SHA-256 for a model in
+	// Ollama's store, else a hash of its path, size and time (hashing a
+	// model of many GB on every list would take minutes).
+	Digest        string
+	Arch          string // general.architecture
+	Params        int64  // weights, 0 when unknown
+	Quant         string // the dominant weight type, as "q4_k"
+	ContextLength int    // the context it was trained for, 0 when unknown
+}
+
+// Details describe a model file (Ollama's api.ModelDetails).
 type Details struct {
-	Format string `json:"format"`
-	Family string `json:"family"`
+	ParentModel       string   `json:"parent_model"`
+	Format            string   `json:"format"`
+	Family            string   `json:"family"`
+	Families          []string `json:"families"`
+	ParameterSize     string   `json:"parameter_size"`
+	QuantizationLevel string   `json:"quantization_level"`
+}
+
+func (m Model) details() Details {
+	d := Details{Format: "gguf", Family: m.Arch, ParameterSize: HumanNumber(m.Params), QuantizationLevel: strings.ToUpper(m.Quant)}
+	if m.Arch != "" {
+		d.Families = []string{m.Arch}
+	}
+	return d
+}
+
+// HumanNumber writes a parameter count as Ollama does (format.HumanNumber):
+// "8B", "1.2B", "260K"; "" for 0.
+func HumanNumber(n int64) string {
+	f := float64(n)
+	whole := func(v float64) bool { return v == math.Floor(v) }
+	switch {
+	case n <= 0:
+		return ""
+	case n >= 1e9:
+		if whole(f / 1e9) {
+			return fmt.Sprintf("%.0fB", f/1e9)
+		}
+		return fmt.Sprintf("%.1fB", f/1e9)
+	case n >= 1e6:
+		if whole(f / 1e6) {
+			return fmt.Sprintf("%.0fM", f/1e6)
+		}
+		return fmt.Sprintf("%.2fM", f/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.0fK", f/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 // Tag is an entry of /api/tags.
@@ -190,12 +254,88 @@ type Tags struct {
 }
 
 // TagsOf lists the served models.
-func TagsOf(ms []apitype.ServedModel) Tags {
+func TagsOf(ms []Model) Tags {
 	t := Tags{Models: []Tag{}}
 	for _, m := range ms {
-		t.Models = append(t.Models, Tag{Name: m.Name, Model: m.Name, ModifiedAt: time.Unix(m.Modified, 0).UTC(), Size: m.Size, Details: Details{Format: "gguf"}})
+		t.Models = append(t.Models, Tag{Name: m.Name, Model: m.Name, ModifiedAt: m.Modified.UTC(), Size: m.Size, Digest: m.Digest, Details: m.details()})
 	}
 	return t
+}
+
+// ShowRequest is POST /api/show; Name is the older spelling of Model.
+type ShowRequest struct {
+	Model   string `json:"model"`
+	Name    string `json:"name"`
+	Verbose bool   `json:"verbose"`
+}
+
+// Asked is the model a show request names.
+func (r ShowRequest) Asked() string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return r.Name
+}
+
+// ShowResponse is POST /api/show's answer: the fields of Ollama's that a
+// GGUF alone can fill. ModelInfo is never null (Ollama: several
+// integrations crash on a missing one).
+type ShowResponse struct {
+	License      string         `json:"license,omitempty"`
+	Details      Details        `json:"details"`
+	ModelInfo    map[string]any `json:"model_info"`
+	Capabilities []string       `json:"capabilities"`
+	ModifiedAt   time.Time      `json:"modified_at"`
+}
+
+// Show describes m; info is the file's metadata (GGUF key-values, long
+// arrays already emptied as Ollama does without verbose).
+func Show(m Model, info map[string]any) ShowResponse {
+	if info == nil {
+		info = map[string]any{}
+	}
+	if m.Params > 0 {
+		info["general.parameter_count"] = m.Params
+	}
+	lic, _ := info["general.license"].(string)
+	// Chat and completion are all this API does with a model (no tools,
+	// vision or embeddings yet).
+	return ShowResponse{License: lic, Details: m.details(), ModelInfo: info, Capabilities: []string{"completion"}, ModifiedAt: m.Modified.UTC()}
+}
+
+// Running is an entry of /api/ps (Ollama's api.ProcessModelResponse).
+type Running struct {
+	Name          string    `json:"name"`
+	Model         string    `json:"model"`
+	Size          int64     `json:"size"`
+	Digest        string    `json:"digest"`
+	Details       Details   `json:"details"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	SizeVRAM      int64     `json:"size_vram"`
+	ContextLength int       `json:"context_length"`
+}
+
+// ProcessResponse is GET /api/ps.
+type ProcessResponse struct {
+	Models []Running `json:"models"`
+}
+
+// PS lists the loaded model, if any (nil: none). The engine keeps a model
+// until another is asked for, so expires_at is keptUntil, a time far
+// ahead, as Ollama answers for keep_alive -1.
+func PS(m *Model, contextLength int, keptUntil time.Time) ProcessResponse {
+	p := ProcessResponse{Models: []Running{}}
+	if m != nil {
+		p.Models = append(p.Models, Running{Name: m.Name, Model: m.Name, Size: m.Size, Digest: m.Digest, Details: m.details(),
+			ExpiresAt: keptUntil.UTC(), ContextLength: contextLength})
+	}
+	return p
+}
+
+// NotFound is the 404 of a model this device does not have: Ollama's
+// "model 'x' not found" (clients look for it), and where the names are.
+func NotFound(model string) ErrorBody {
+	return ErrorBody{Error: fmt.Sprintf("model '%s' not found; GET /api/tags lists the models this device has", model)}
 }
 
 // ErrorBody is Ollama's error answer.

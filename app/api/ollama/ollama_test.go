@@ -2,6 +2,8 @@ package ollama
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -68,8 +70,14 @@ func TestResponses(t *testing.T) {
 		{"chat done", ChatDone("m", at, "", st),
 			`{"model":"m","created_at":"2026-11-22T12:00:00Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","total_duration":12500000,"prompt_eval_count":4,"prompt_eval_duration":2000000,"eval_count":10,"eval_duration":10000000}`},
 		{"generate piece", GeneratePiece("m", at, "a"), `{"model":"m","created_at":"2026-11-22T12:00:00Z","response":"a","done":false}`},
-		{"tags", TagsOf([]apitype.ServedModel{{Name: "s", Size: 3, Modified: 0}}),
-			`{"models":[{"name":"s","model":"s","modified_at":"1970-01-01T00:00:00Z","size":3,"digest":"","details":{"format":"gguf","family":""}}]}`},
+		{"tags", TagsOf([]Model{{Name: "s", Size: 3, Modified: time.Unix(0, 0), Digest: "ab", Arch: "llama", Params: 292_000, Quant: "q8_0"}}),
+			`{"models":[{"name":"s","model":"s","modified_at":"1970-01-01T00:00:00Z","size":3,"digest":"ab","details":{"parent_model":"","format":"gguf","family":"llama","families":["llama"],"parameter_size":"292K","quantization_level":"Q8_0"}}]}`},
+		{"show", Show(Model{Name: "s", Modified: at, Arch: "llama", Params: 8_030_000_000, Quant: "q4_k"}, map[string]any{"general.architecture": "llama", "llama.context_length": 8192}),
+			`{"details":{"parent_model":"","format":"gguf","family":"llama","families":["llama"],"parameter_size":"8.0B","quantization_level":"Q4_K"},"model_info":{"general.architecture":"llama","general.parameter_count":8030000000,"llama.context_length":8192},"capabilities":["completion"],"modified_at":"2026-11-22T12:00:00Z"}`},
+		{"ps", PS(&Model{Name: "s", Size: 5, Digest: "ab", Arch: "llama"}, 4096, at),
+			`{"models":[{"name":"s","model":"s","size":5,"digest":"ab","details":{"parent_model":"","format":"gguf","family":"llama","families":["llama"],"parameter_size":"","quantization_level":""},"expires_at":"2026-11-22T12:00:00Z","size_vram":0,"context_length":4096}]}`},
+		{"nothing loaded", PS(nil, 0, at), `{"models":[]}`},
+		{"not found", NotFound("llama3.2:1b"), `{"error":"model 'llama3.2:1b' not found; GET /api/tags lists the models this device has"}`},
 		{"no tags", TagsOf(nil), `{"models":[]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,5 +93,29 @@ func TestStreams(t *testing.T) {
 	f, tr := false, true
 	if !Streams(nil) || !Streams(&tr) || Streams(&f) {
 		t.Error("stream defaults to true, as Ollama's does")
+	}
+}
+
+func TestHumanNumber(t *testing.T) {
+	for n, want := range map[int64]string{0: "", 999: "999", 292_000: "292K", 1_240_000: "1.24M", 7_000_000: "7M", 1_235_814_400: "1.2B", 8_000_000_000: "8B"} {
+		if got := HumanNumber(n); got != want {
+			t.Errorf("HumanNumber(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestVersionIsPinnedModule: /api/version reports the version of the
+// ollama module whose API these types follow (go.mod's pin).
+func TestVersionIsPinnedModule(t *testing.T) {
+	b, err := os.ReadFile("../../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/ollama/ollama v(\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("go.mod does not require github.com/ollama/ollama")
+	}
+	if string(m[1]) != Version {
+		t.Errorf("ollama.Version is %q but go.mod pins github.com/ollama/ollama v%s; update Version with the pin", Version, m[1])
 	}
 }

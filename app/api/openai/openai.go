@@ -360,3 +360,17 @@ type ErrorDetail struct {
 func NewError(typ, message string) ErrorBody {
 	return ErrorBody{Error: ErrorDetail{Message: message, Type: typ}}
 }
+
+// WithCode sets the error's machine-readable code ("invalid_api_key",
+// "model_not_found").
+func (e ErrorBody) WithCode(code string) ErrorBody {
+	e.Error.Code = &code
+	return e
+}
+
+// ModelNotFound is the 404 of a model this device does not have, with the
+// type and code api.openai.com sends (clients test the code).
+func ModelNotFound(model string) ErrorBody {
+	return NewError("invalid_request_error",
+		fmt.Sprintf("The model `%s` does not exist on this device; GET /v1/models lists the models it can run.", model)).WithCode("model_not_found")
+}
