@@ -59,8 +59,8 @@ log "building the web UI (frontend/dist)"
 (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent) >&2
 # --- end frontend
 
-# --- app/apptest/clients: the official openai and @anthropic-ai/sdk npm
-# packages (exact pins in package-lock.json) that clients_test.go drives
+# --- app/apptest/clients: the official openai, @anthropic-ai/sdk and ollama
+# npm packages (exact pins in package-lock.json) that clients_test.go drives
 # against a running agent.
 log "installing the API client SDKs for app/apptest"
 (cd app/apptest/clients && npm ci --no-audit --no-fund --loglevel=error) >&2

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,11 +25,21 @@ import (
 // stories260K is the real (trained) test model.
 var stories260K, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 
-// chatNode starts an agent whose settings select stories260K.
+// chatNode starts an agent whose settings select stories260K, with a copy
+// of it, second-story.gguf, in its model folder (a second model the
+// compatible APIs list and load when asked for by name).
 func chatNode(t *testing.T, e *Env, name string) (*Node, apitype.Info) {
 	t.Helper()
 	n := e.NewNode(t, name)
-	settings := fmt.Sprintf(`{"model": %q, "context_tokens": 512}`, stories260K)
+	models := t.TempDir()
+	b, err := os.ReadFile(stories260K)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(models, "second-story.gguf"), b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := fmt.Sprintf(`{"model": %q, "model_dir": %q, "context_tokens": 512}`, stories260K, models)
 	if err := os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +53,10 @@ func (n *Node) inNS(ctx context.Context, name string, args ...string) *exec.Cmd 
 }
 
 // TestAPIClients streams completions from a running agent on stories260K
-// with the official openai and @anthropic-ai/sdk npm packages, and with curl
-// in Ollama's format.
+// with the official openai, @anthropic-ai/sdk and ollama npm packages (and
+// curl where a check needs the raw request), including their errors for an
+// unknown model or path, a second model loaded by name, the model lists,
+// Ollama's version, show and ps, and a max_tokens beyond the context.
 func TestAPIClients(t *testing.T) {
 	e := NewEnv(t)
 	n, info := chatNode(t, e, "head")
@@ -89,8 +102,11 @@ func TestAPIClients(t *testing.T) {
 	if num("openai.completions.stream", "chunks") < 2 {
 		t.Errorf("openai completions stream: %v", got["openai.completions.stream"])
 	}
-	if ids, _ := got["openai.models"]["ids"].([]any); len(ids) != 1 || ids[0] != "stories260K" {
-		t.Errorf("openai models: %v", got["openai.models"])
+	// The selected model first, then the model folder's.
+	for _, check := range []string{"openai.models", "anthropic.models"} {
+		if ids, _ := got[check]["ids"].([]any); len(ids) < 2 || ids[0] != "stories260K" || !slices.Contains(ids, any("second-story")) {
+			t.Errorf("%s: %v, want stories260K first, then second-story", check, got[check])
+		}
 	}
 	evs, _ := got["anthropic.stream"]["events"].([]any)
 	var seq []string
@@ -110,24 +126,63 @@ func TestAPIClients(t *testing.T) {
 		t.Errorf("anthropic create: %v", got["anthropic.create"])
 	}
 
-	// Ollama, with curl, streaming NDJSON.
-	out, err = n.inNS(ctx, "curl", "-sSN", api+"/api/chat", "-d",
-		`{"model":"stories260K","messages":[{"role":"user","content":"Hi"}],"options":{"num_predict":6,"temperature":0}}`).Output()
-	if err != nil {
-		t.Fatalf("curl /api/chat: %v", err)
+	// An unknown model or path is each client's own not-found error.
+	for check, want := range map[string]struct{ name, field, value string }{
+		"openai.unknown_model":    {"NotFoundError", "code", "model_not_found"},
+		"openai.unknown_path":     {"NotFoundError", "", ""},
+		"anthropic.unknown_model": {"NotFoundError", "type", "not_found_error"},
+		"ollama.unknown_model":    {"ResponseError", "", ""},
+		"ollama.unknown_path":     {"ResponseError", "", ""},
+	} {
+		if num(check, "status") != 404 || str(check, "name") != want.name || (want.field != "" && str(check, want.field) != want.value) {
+			t.Errorf("%s: %v, want a 404 %s with %s %q", check, got[check], want.name, want.field, want.value)
+		}
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var last struct {
-		Done       bool   `json:"done"`
-		DoneReason string `json:"done_reason"`
-		EvalCount  int    `json:"eval_count"`
+	if m := str("ollama.unknown_model", "message"); !strings.HasPrefix(m, "model 'llama3.2:1b' not found") {
+		t.Errorf("ollama unknown model message %q, want Ollama's \"model 'llama3.2:1b' not found\"", m)
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || !last.Done || last.EvalCount != 6 || len(lines) != 7 {
-		t.Errorf("ollama /api/chat: %d lines, last %+v (%v):\n%s", len(lines), last, err, out)
+
+	// A model named other than the selected one loads and answers as itself.
+	if str("openai.models.retrieve", "id") != "second-story" || str("openai.other_model", "model") != "second-story" ||
+		str("ollama.generate.other_model", "model") != "second-story" {
+		t.Errorf("second model: retrieve %v, openai %v, ollama %v", got["openai.models.retrieve"], got["openai.other_model"], got["ollama.generate.other_model"])
 	}
-	out, err = n.inNS(ctx, "curl", "-sS", api+"/api/tags").Output()
-	if err != nil || !strings.Contains(string(out), `"name":"stories260K"`) {
-		t.Errorf("ollama /api/tags: %v %s", err, out)
+
+	// max_tokens beyond the 512-token context: run to the context, said so.
+	for check, reasons := range map[string][]string{
+		"openai.capped":    {"length", "stop"},
+		"anthropic.capped": {"model_context_window_exceeded", "end_turn"},
+		"ollama.capped":    {"length", "stop"},
+	} {
+		reason := str(check, "finish") + str(check, "stop_reason") + str(check, "done_reason")
+		if str(check, "header") != "512" || !slices.Contains(reasons, reason) {
+			t.Errorf("%s: %v, want header x-homering-max-tokens-capped 512 and an end in %v", check, got[check], reasons)
+		}
+	}
+
+	// Ollama's client: version, list, show, a stream, ps.
+	if v := str("ollama.version", "version"); v != "0.17.4" {
+		t.Errorf("ollama version %q, want the pinned module's 0.17.4", v)
+	}
+	if names, _ := got["ollama.list"]["names"].([]any); len(names) < 2 || names[0] != "stories260K" || !slices.Contains(names, any("second-story")) {
+		t.Errorf("ollama list: %v", got["ollama.list"])
+	}
+	if d, _ := got["ollama.show"]["details"].(map[string]any); d["family"] != "llama" || str("ollama.show", "arch") != "llama" || num("ollama.show", "context_length") <= 0 {
+		t.Errorf("ollama show: %v", got["ollama.show"])
+	}
+	if num("ollama.chat.stream", "parts") != 7 || num("ollama.chat.stream", "eval_count") != 6 || got["ollama.chat.stream"]["done"] != true {
+		t.Errorf("ollama chat stream: %v, want 6 tokens then the final object", got["ollama.chat.stream"])
+	}
+	// ps: the model that answered last (the capped generate ran after ps).
+	if ms, _ := got["ollama.ps"]["models"].([]any); len(ms) != 1 || ms[0].(map[string]any)["name"] != "second-story" || ms[0].(map[string]any)["context_length"] != 512.0 {
+		t.Errorf("ollama ps: %v, want second-story at 512 tokens", got["ollama.ps"])
+	}
+
+	// On the agent's own address too, an unknown compatible path is that
+	// API's 404, not the control API's token refusal.
+	out, _ = n.inNS(ctx, "curl", "-s", "-w", " %{http_code}", info.URL+"/v1/embeddings", "-d", `{}`).Output()
+	if !strings.HasSuffix(string(out), " 404") || !strings.Contains(string(out), "Invalid URL (POST /v1/embeddings)") {
+		t.Errorf("/v1/embeddings on the agent's address: %s, want OpenAI's 404", out)
 	}
 	// Our own token guards /api/v1 even on loopback; the compatible APIs
 	// refuse a foreign Host (DNS rebinding).

@@ -1,11 +1,24 @@
-// Drives a running homering agent with the official OpenAI and Anthropic SDKs
-// and prints one JSON object per check on stdout; app/apptest/clients_test.go
-// asserts on them. Usage: node clients.mjs URL TOKEN
+// Drives a running homering agent with the official OpenAI, Anthropic and
+// Ollama JavaScript clients and prints one JSON object per check on stdout;
+// app/apptest/clients_test.go asserts on them. Usage: node clients.mjs URL TOKEN
+// (the agent's model folder holds second-story.gguf beside the selected
+// stories260K).
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
+import { Ollama } from "ollama";
 
 const [url, token] = process.argv.slice(2);
 const out = (o) => console.log(JSON.stringify(o));
+// failure runs f, which must throw, and returns what the client's error says.
+const failure = async (f) => {
+  try {
+    await f();
+  } catch (e) {
+    return { name: e.constructor.name, status: e.status ?? e.status_code, code: e.code ?? null, type: e.error?.error?.type ?? e.type ?? null, message: e.message };
+  }
+  return { name: "no error" };
+};
+const capped = "x-homering-max-tokens-capped";
 
 const openai = new OpenAI({ baseURL: url + "/v1", apiKey: token, maxRetries: 0 });
 
@@ -45,6 +58,24 @@ const openai = new OpenAI({ baseURL: url + "/v1", apiKey: token, maxRetries: 0 }
   out({ check: "openai.models", ids: models.data.map((m) => m.id) });
 }
 
+{
+  const m = await openai.models.retrieve("second-story");
+  out({ check: "openai.models.retrieve", id: m.id });
+}
+out({ check: "openai.unknown_model", ...(await failure(() => openai.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Hi" }] }))) });
+out({ check: "openai.unknown_path", ...(await failure(() => openai.embeddings.create({ model: "stories260K", input: "Hi" }))) });
+{
+  // Another model than the selected one: loaded on first use, answered under its name.
+  const r = await openai.chat.completions.create({ model: "second-story", messages: [{ role: "user", content: "Once" }], max_tokens: 4, temperature: 0 });
+  out({ check: "openai.other_model", model: r.model, text: r.choices[0].message.content });
+}
+{
+  const { data, response } = await openai.chat.completions
+    .create({ model: "stories260K", messages: [{ role: "user", content: "Once" }], max_tokens: 100000, temperature: 0 })
+    .withResponse();
+  out({ check: "openai.capped", header: response.headers.get(capped), finish: data.choices[0].finish_reason, usage: data.usage });
+}
+
 const anthropic = new Anthropic({ baseURL: url, apiKey: token, maxRetries: 0 });
 {
   const stream = anthropic.messages.stream({
@@ -63,4 +94,60 @@ const anthropic = new Anthropic({ baseURL: url, apiKey: token, maxRetries: 0 });
     model: "stories260K", max_tokens: 8, temperature: 0, messages: [{ role: "user", content: "Hello" }],
   });
   out({ check: "anthropic.create", text: msg.content[0]?.text, stop_reason: msg.stop_reason, usage: msg.usage, type: msg.type });
+}
+{
+  const ids = [];
+  for await (const m of anthropic.models.list()) ids.push(m.id);
+  out({ check: "anthropic.models", ids });
+}
+out({ check: "anthropic.unknown_model", ...(await failure(() => anthropic.messages.create({ model: "no-such-model", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }))) });
+{
+  const { data, response } = await anthropic.messages
+    .create({ model: "stories260K", max_tokens: 8192, temperature: 0, messages: [{ role: "user", content: "Once" }] })
+    .withResponse();
+  out({ check: "anthropic.capped", header: response.headers.get(capped), stop_reason: data.stop_reason, usage: data.usage });
+}
+
+// Ollama's own client; fetch is wrapped to read the answer's headers.
+let lastHeaders = null;
+const ollama = new Ollama({
+  host: url,
+  fetch: async (u, o) => {
+    const r = await fetch(u, o);
+    lastHeaders = r.headers;
+    return r;
+  },
+});
+out({ check: "ollama.version", version: await ollama.version().then((v) => v.version) });
+{
+  const l = await ollama.list();
+  out({ check: "ollama.list", names: l.models.map((m) => m.name), details: l.models[0]?.details });
+}
+{
+  const s = await ollama.show({ model: "stories260K" });
+  out({ check: "ollama.show", details: s.details, arch: s.model_info["general.architecture"], context_length: s.model_info["llama.context_length"], capabilities: s.capabilities });
+}
+{
+  const stream = await ollama.chat({ model: "stories260K", messages: [{ role: "user", content: "Hi" }], stream: true, options: { num_predict: 6, temperature: 0 } });
+  let text = "", parts = 0, last = null;
+  for await (const p of stream) {
+    text += p.message.content;
+    parts++;
+    last = p;
+  }
+  out({ check: "ollama.chat.stream", text, parts, done: last?.done, done_reason: last?.done_reason, eval_count: last?.eval_count });
+}
+{
+  const r = await ollama.generate({ model: "second-story", prompt: "Once", stream: false, options: { num_predict: 4, temperature: 0 } });
+  out({ check: "ollama.generate.other_model", model: r.model, text: r.response, done: r.done });
+}
+{
+  const p = await ollama.ps();
+  out({ check: "ollama.ps", models: p.models.map((m) => ({ name: m.name, context_length: m.context_length })) });
+}
+out({ check: "ollama.unknown_model", ...(await failure(() => ollama.chat({ model: "llama3.2:1b", messages: [{ role: "user", content: "Hi" }] }))) });
+out({ check: "ollama.unknown_path", ...(await failure(() => ollama.embed({ model: "stories260K", input: "Hi" }))) });
+{
+  const r = await ollama.generate({ model: "stories260K", prompt: "Once", stream: false, options: { num_predict: 100000, temperature: 0 } });
+  out({ check: "ollama.capped", header: lastHeaders?.get(capped), done_reason: r.done_reason, eval_count: r.eval_count });
 }
