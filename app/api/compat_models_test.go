@@ -1,8 +1,6 @@
 package api
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,18 +17,7 @@ func compatCall(t *testing.T, srv *httptest.Server, method, path, body string, o
 	t.Helper()
 	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	res, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-	return res
+	return send(t, srv, req, out)
 }
 
 // TestCompatModels: /v1/models and /api/tags list the selected model and

@@ -93,6 +93,13 @@ func do(t *testing.T, srv *httptest.Server, method, path string, body any, out a
 	}
 	req, _ := http.NewRequest(method, srv.URL+path, r)
 	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+	return send(t, srv, req, out).StatusCode
+}
+
+// send sends req to srv and decodes its JSON answer into out (when not
+// nil); the answer's body is read and closed.
+func send(t *testing.T, srv *httptest.Server, req *http.Request, out any) *http.Response {
+	t.Helper()
 	res, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -101,10 +108,10 @@ func do(t *testing.T, srv *httptest.Server, method, path string, body any, out a
 	b, _ := io.ReadAll(res.Body)
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+			t.Fatalf("%s %s: %v in %s", req.Method, req.URL.Path, err, b)
 		}
 	}
-	return res.StatusCode
+	return res
 }
 
 func TestUIAuth(t *testing.T) {
