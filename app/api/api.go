@@ -144,9 +144,45 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Doctor(), nil) })
 	m.HandleFunc("GET /api/v1/ring", s.ringStatus)
-	s.registerUI(m)                    // web UI: app/api/ui.go
-	s.registerChat(m)                  // chat: app/api/chat.go
-	return s.registerCompat(s.auth(m)) // OpenAI, Anthropic, Ollama: app/api/chat.go
+	s.registerUI(m)                                   // web UI: app/api/ui.go
+	s.registerChat(m)                                 // chat: app/api/chat.go
+	return s.registerCompat(s.auth(controlMisses(m))) // OpenAI, Anthropic, Ollama: app/api/compat.go
+}
+
+// controlMisses answers a control API path (/api/v1/…) the mux has no
+// route for with apitype.Error, as every other control API error: 404, or
+// 405 with Allow when the path has routes for other methods. (The mux's
+// own answers are plain text.) It runs behind the token: without it, every
+// control API path is 401, known or not.
+func controlMisses(m *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := m.Handler(r); pattern != "" || !strings.HasPrefix(r.URL.Path, "/api/v1/") {
+			m.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, method := range []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
+			other := r.Clone(r.Context())
+			other.Method = method
+			if _, pattern := m.Handler(other); pattern != "" {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) == 0 {
+			writeJSON(w, http.StatusNotFound, apitype.Error{Error: fmt.Sprintf("%s is not a control API path; the package doc of app/api lists them.", r.URL.Path)})
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, apitype.Error{Error: fmt.Sprintf("%s %s is not allowed; use %s.", r.Method, r.URL.Path, orList(allow))})
+	})
+}
+
+// orList writes "A", "A or B", "A, B or C".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {

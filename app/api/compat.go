@@ -153,7 +153,7 @@ func (s *Server) compatRouter() http.Handler {
 			}
 			slices.Sort(allow)
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			compatError(w, api, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not allowed; use %s.", r.Method, path, strings.Join(allow, " or ")), "")
+			compatError(w, api, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not allowed; use %s.", r.Method, path, orList(allow)), "")
 			return
 		}
 		h(w, r)

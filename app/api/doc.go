@@ -6,7 +6,9 @@
 // Every endpoint is under /api/v1 and needs the per-run token written, with
 // the address, to api.json in the config directory (0600): "Authorization:
 // Bearer TOKEN". Bodies are JSON (app/api/apitype); errors are
-// apitype.Error{error: one sentence for a person} with a 4xx/5xx status.
+// apitype.Error{error: one sentence for a person} with a 4xx/5xx status,
+// an unknown path's 404 and another method's 405 (with Allow) included;
+// without the token every /api/v1 path is 401.
 //
 //	GET  /api/v1/status          apitype.Status
 //	GET  /api/v1/peers           apitype.Peers

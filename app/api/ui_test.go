@@ -161,6 +161,28 @@ func TestUIAuth(t *testing.T) {
 	}
 }
 
+// TestControlMisses: with the token, an unknown control API path is a
+// 404 and a known one's other method a 405 with Allow, both as
+// apitype.Error; without the token both stay 401, as every control path.
+func TestControlMisses(t *testing.T) {
+	srv, _, _ := uiServer(t)
+	var e apitype.Error
+	if code := do(t, srv, "GET", "/api/v1/nothing", nil, &e); code != 404 || e.Error != "/api/v1/nothing is not a control API path; the package doc of app/api lists them." {
+		t.Errorf("GET /api/v1/nothing = %d %q, want 404 and a sentence", code, e.Error)
+	}
+	req, _ := http.NewRequest("DELETE", srv.URL+"/api/v1/settings", nil)
+	req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+	e = apitype.Error{}
+	res := send(t, srv, req, &e)
+	if res.StatusCode != 405 || res.Header.Get("Allow") != "GET, HEAD, POST" || e.Error != "DELETE /api/v1/settings is not allowed; use GET, HEAD or POST." {
+		t.Errorf("DELETE /api/v1/settings = %d Allow %q %q, want 405 with Allow GET, HEAD, POST", res.StatusCode, res.Header.Get("Allow"), e.Error)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/api/v1/nothing", nil)
+	if res := send(t, srv, req, nil); res.StatusCode != 401 {
+		t.Errorf("GET /api/v1/nothing without the token = %d, want 401", res.StatusCode)
+	}
+}
+
 func TestUISettings(t *testing.T) {
 	srv, dir, _ := uiServer(t)
 	var s apitype.Settings
