@@ -178,11 +178,14 @@ func controlMisses(m *http.ServeMux) http.Handler {
 }
 
 // orList writes "A", "A or B", "A, B or C".
-func orList(xs []string) string {
+func orList(xs []string) string { return listWith(xs, "or") }
+
+// listWith writes "A", "A and B", "A, B and C" with word for "and".
+func listWith(xs []string, word string) string {
 	if len(xs) < 2 {
 		return strings.Join(xs, "")
 	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+	return strings.Join(xs[:len(xs)-1], ", ") + " " + word + " " + xs[len(xs)-1]
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ const (
 	apiAnthropic
 	apiOllama
 )
+
+func (a compatAPI) String() string {
+	return [...]string{"control", "OpenAI", "Anthropic", "Ollama"}[a]
+}
 
 // compatAPIOf places a request: /v1/messages… is Anthropic's, and so is
 // any /v1 request that sends anthropic-version (every Anthropic client
@@ -127,6 +132,18 @@ func (s *Server) compatEndpoints() map[string]map[string]http.HandlerFunc {
 // client on another computer without the key learns nothing of the paths.
 func (s *Server) compatRouter() http.Handler {
 	routes := s.compatEndpoints()
+	// Each API's paths, for the sentence of an unknown one.
+	paths := map[compatAPI][]string{}
+	for p := range routes {
+		api := compatAPIOf(&http.Request{URL: &url.URL{Path: p}})
+		paths[api] = append(paths[api], p)
+		if strings.HasPrefix(p, "/v1/models") {
+			paths[apiAnthropic] = append(paths[apiAnthropic], p) // both APIs' path
+		}
+	}
+	for _, ps := range paths {
+		slices.Sort(ps)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		api, path := compatAPIOf(r), r.URL.Path
 		key := path
@@ -136,7 +153,7 @@ func (s *Server) compatRouter() http.Handler {
 		}
 		methods, ok := routes[key]
 		if !ok {
-			compatError(w, api, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s): this device serves no such endpoint; see its API's documentation for the ones it has.", r.Method, path), "")
+			compatError(w, api, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s); this device's %s API has %s.", r.Method, path, api, listWith(paths[api], "and")), "")
 			return
 		}
 		h := methods[r.Method]

@@ -283,7 +283,7 @@ data: {"type":"error","error":{"type":"api_error","message":"Runner: boom."}}
 		// the control API's "wrong token".
 		{name: "openai, an unknown path", chat: reply, path: "/v1/embeddings", body: `{"model":"tiny","input":"x"}`,
 			wantCode: 404, wantType: "application/json",
-			want: `{"error":{"message":"Invalid URL (POST /v1/embeddings): this device serves no such endpoint; see its API's documentation for the ones it has.","type":"invalid_request_error","param":null,"code":null}}
+			want: `{"error":{"message":"Invalid URL (POST /v1/embeddings); this device's OpenAI API has /v1/chat/completions, /v1/completions, /v1/models and /v1/models/{id}.","type":"invalid_request_error","param":null,"code":null}}
 `},
 		{name: "openai, a wrong method", chat: reply, method: "GET", path: "/v1/chat/completions",
 			wantCode: 405, wantType: "application/json", wantAllow: "POST",
@@ -291,7 +291,7 @@ data: {"type":"error","error":{"type":"api_error","message":"Runner: boom."}}
 `},
 		{name: "anthropic, an unknown path", chat: reply, path: "/v1/messages/count_tokens", body: `{}`,
 			wantCode: 404, wantType: "application/json",
-			want: `{"type":"error","error":{"type":"not_found_error","message":"Invalid URL (POST /v1/messages/count_tokens): this device serves no such endpoint; see its API's documentation for the ones it has."}}
+			want: `{"type":"error","error":{"type":"not_found_error","message":"Invalid URL (POST /v1/messages/count_tokens); this device's Anthropic API has /v1/messages, /v1/models and /v1/models/{id}."}}
 `},
 		{name: "anthropic, a wrong method", chat: reply, method: "GET", path: "/v1/messages",
 			wantCode: 405, wantType: "application/json", wantAllow: "POST",
@@ -299,7 +299,7 @@ data: {"type":"error","error":{"type":"api_error","message":"Runner: boom."}}
 `},
 		{name: "ollama, an unknown path", chat: reply, path: "/api/embed", body: `{}`,
 			wantCode: 404, wantType: "application/json",
-			want: `{"error":"Invalid URL (POST /api/embed): this device serves no such endpoint; see its API's documentation for the ones it has."}
+			want: `{"error":"Invalid URL (POST /api/embed); this device's Ollama API has /api/chat, /api/generate, /api/ps, /api/show, /api/tags and /api/version."}
 `},
 		{name: "ollama, a wrong method", chat: reply, method: "DELETE", path: "/api/tags",
 			wantCode: 405, wantType: "application/json", wantAllow: "GET, HEAD",
