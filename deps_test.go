@@ -122,9 +122,10 @@ var allowed = map[string][]string{
 		"engine/slice",           // a worker fetches and caches its weight slice
 		"discovery/identity",     // the device IDs the ring links authenticate
 		"engine/profile/sysinfo", // memory pressure around ring jobs
-		// TODO(issue 15 item 3): ringhead.go's headJob.run is a second
-		// generation loop beside engine/head's, with its own prompt, sampler
-		// and detokenizer; one head removes these edges.
+		// The protocol's generate parameters become engine/head's Request
+		// (messages, sampling), and the ring head's vocabulary goes to
+		// head.Run, the one generation loop; no prompt, sampler or
+		// detokenizer of the runner's own.
 		"engine/chat", "engine/sample", "engine/llama",
 	},
 	"engine/head": {

@@ -1,30 +1,47 @@
 // Package head is generation on the head device: tokenize, evaluate, sample,
-// detokenize, stream tokens. For now it runs the whole model as one
-// engine/ggml window [0, L) with the token embedding and the output head on
-// this machine; the ring (windows on other devices) comes later behind the
-// same Generate.
+// detokenize, stream tokens. Run is the one generation loop, of a single
+// device and of a ring of devices alike (a single device is a ring of one
+// window): it evaluates tokens on a Model, which is either a Head (the
+// whole model as one engine/ggml window [0, L) with the token embedding and
+// the output head on this machine) or engine/runner's ring head job (the
+// windows of a ring, the head's first, whose passes go round the devices;
+// its output window on the head gives the logits). What the loop owns
+// exists nowhere else: the prompt, the seeded sampler, the context limits,
+// the UTF-8 hold-back, cancellation between evaluations and the stats. What
+// the Model owns is how tokens are evaluated: which the caches keep from
+// the last request, how passes are cut, and, on a ring, re-plans and
+// re-prefills after a device is lost (a Model answers Eval once the logits
+// are there, however many passes that took).
 //
-// Model. A Head owns a ggml.Model, one Window with Embed+Output, the model's
+// Why the loop over a Model and not the reverse (the ring's driver events
+// as the loop's shape, a single device as a ring of one driver): the
+// single-device path is the one every chat without peers takes, and a
+// driver, its goroutines and a channel hop per token would cost it time
+// for nothing; an interface call per evaluation costs it nothing.
+//
+// A Head owns a ggml.Model, one Window with Embed+Output, the model's
 // llama.cpp vocabulary (engine/llama) and the tokens whose KV entries the
-// window holds. Generate:
+// window holds. Run (Generate on a Head):
 //
 //  1. builds the prompt: Messages are formatted with the model's chat
 //     template (ChatML when the GGUF has none) and opened for the assistant;
 //     otherwise Prompt is used as is. The text is tokenized as llama-cli does
 //     (BOS where the model adds it, special-token text parsed);
-//  2. keeps the longest prefix of the cached tokens that the new prompt shares
-//     (so a follow-up turn only evaluates what is new), truncates the KV cache
-//     there and evaluates the rest in chunks of 512 tokens (llama.cpp's
-//     micro-batch, so the logits stay llama.cpp's bits);
+//  2. asks the Model to keep what its caches share with the prompt (a Head
+//     keeps the longest common prefix, so a follow-up turn only evaluates
+//     what is new, and evaluates the rest in chunks of 512 tokens:
+//     llama.cpp's micro-batch, so the logits stay llama.cpp's bits);
 //  3. samples with engine/sample (seeded from Request.Seed; the prompt tokens
-//     are fed to the repeat penalty first), evaluates each new token, and
-//     emits one Token per sampled token until an end-of-generation token,
-//     MaxTokens, the end of the context, ctx's cancellation or an emit error.
+//     are fed to the repeat penalty first; greedy is the sampler's argmax,
+//     lowest id on ties), evaluates each new token, and emits one Token per
+//     sampled token until an end-of-generation token, MaxTokens, the end of
+//     the context, ctx's cancellation or an emit error.
 //
 // Token text is UTF-8-safe: bytes of a character split across tokens are held
 // back until the character is complete, and the last Token flushes whatever
 // is left. An end-of-generation token is emitted with EOG set and no text of
 // its own.
 //
-// A Head is not safe for concurrent use: one Generate at a time.
+// A Head is not safe for concurrent use: one Generate (or Run on it) at a
+// time.
 package head

@@ -47,12 +47,13 @@ type Token struct {
 	Stats Stats  // so far
 }
 
-// Stats are timings of one Generate.
+// Stats are counts and timings of one generation.
 type Stats struct {
 	PromptTokens int           // tokens in the prompt
 	CachedTokens int           // of which were already in the KV cache
 	PromptTime   time.Duration // evaluating the uncached prompt tokens
-	Started      time.Time     // when the first prompt pass started
+	Started      time.Time     // when the first prompt pass started (the model ready: a ring's plan up)
+	Tokens       int           // tokens emitted, an end-of-generation token aside
 	DecodeTokens int           // tokens evaluated one at a time after the prompt
 	DecodeTime   time.Duration
 }
@@ -177,85 +178,128 @@ func NewSampler(p sample.Params, seed uint64) (*sample.Sampler, error) {
 	return sample.New(p, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 }
 
+// Model is what the generation loop evaluates tokens on: this device's
+// window of the whole model (Head) or a ring of devices' windows, the head's
+// first (engine/runner); a single device is a ring of one window. Both
+// methods end early with ctx's error when ctx is cancelled.
+type Model interface {
+	// Begin readies the KV caches for a request whose prompt is toks
+	// (fitting the context) that generates at most maxTokens (0: to the end
+	// of the context) and returns how many leading prompt tokens they hold
+	// already: fewer than len(toks), since the last must be evaluated for
+	// its logits. The caches hold nothing past them afterwards.
+	Begin(ctx context.Context, toks []int32, maxTokens int) (cached int, err error)
+	// Eval evaluates toks at positions [pos, pos+len(toks)), right after
+	// those the caches hold, and returns the logits of the last (a slice
+	// of the caller's own). The model picks its passes: llama.cpp's
+	// micro-batches on one device, so that the logits are llama.cpp's bits.
+	Eval(ctx context.Context, toks []int32, pos int) ([]float32, error)
+}
+
 // Generate runs req and calls emit for every sampled token. It returns nil
 // when generation ends normally (end of generation, MaxTokens or the end of
 // the context), ctx's error when cancelled, and emit's error if emit fails.
 func (h *Head) Generate(ctx context.Context, req Request, emit func(Token) error) error {
-	toks, err := h.PromptTokens(req)
+	_, err := Run(ctx, h, h.vocab, h.nCtx, req, emit)
+	return err
+}
+
+// Run is the one generation loop, of the single-device head (Generate) and
+// of the ring's: it builds the prompt of req with v, checks it against a
+// context of nCtx tokens, evaluates it on m (from what m's caches hold),
+// then samples, calls emit for every token, and evaluates each on m until
+// an end-of-generation token, MaxTokens, the end of the context, ctx's
+// cancellation or an error (emit's too). It returns the stats so far and
+// nil when generation ended normally.
+func Run(ctx context.Context, m Model, v *llama.Vocab, nCtx int, req Request, emit func(Token) error) (Stats, error) {
+	var st Stats
+	toks, err := PromptTokens(v, req)
 	if err != nil {
-		return err
+		return st, err
 	}
-	if err := CheckContext(len(toks), h.nCtx); err != nil {
-		return err
+	st.PromptTokens = len(toks)
+	if err := CheckContext(len(toks), nCtx); err != nil {
+		return st, err
 	}
 	smp, err := NewSampler(req.Sampling, req.Seed)
 	if err != nil {
-		return err
+		return st, err
 	}
 	for _, t := range toks {
 		smp.Accept(t)
 	}
+	if st.CachedTokens, err = m.Begin(ctx, toks, req.MaxTokens); err != nil {
+		return st, err
+	}
+	st.Started = time.Now()
+	logits, err := m.Eval(ctx, toks[st.CachedTokens:], st.CachedTokens)
+	if err != nil {
+		return st, err
+	}
+	st.PromptTime = time.Since(st.Started)
 
-	var st Stats
-	st.PromptTokens = len(toks)
+	var text UTF8Buffer
+	for pos := len(toks); ; pos++ {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		tok, err := smp.Sample(logits)
+		if err != nil {
+			return st, err
+		}
+		smp.Accept(tok)
+		if v.IsEOG(tok) {
+			return st, emit(Token{ID: tok, EOG: true, Text: text.Flush(), Stats: st})
+		}
+		st.Tokens++
+		last := st.Tokens == req.MaxTokens || pos >= nCtx // no room to evaluate it
+		piece, err := v.TokenToPiece(tok)
+		if err != nil {
+			return st, err
+		}
+		if err := emit(Token{ID: tok, Text: text.Add(piece, last), Stats: st}); err != nil {
+			return st, err
+		}
+		if last {
+			return st, nil
+		}
+		start := time.Now()
+		if logits, err = m.Eval(ctx, []int32{tok}, pos); err != nil {
+			return st, err
+		}
+		st.DecodeTime += time.Since(start)
+		st.DecodeTokens++
+	}
+}
+
+// Begin keeps the longest prefix of the cached tokens that toks shares (the
+// Model of a single device).
+func (h *Head) Begin(_ context.Context, toks []int32, _ int) (int, error) {
 	keep := ring.CommonPrefix(h.cached, toks) // the same rule as a kept ring job (engine/ring)
 	if keep == len(toks) {
 		keep-- // the last prompt token must be evaluated for its logits
 	}
-	st.CachedTokens = keep
 	h.win.KVTruncate(keep)
 	h.cached = h.cached[:keep]
-	start := time.Now()
-	st.Started = start
+	return keep, nil
+}
+
+// Eval evaluates toks in llama.cpp's micro-batches of 512 (the Model of a
+// single device).
+func (h *Head) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
 	var logits []float32
-	for i := keep; i < len(toks); i += ubatch {
+	for i := 0; i < len(toks); i += ubatch {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		chunk := toks[i:min(i+ubatch, len(toks))]
-		if logits, err = h.win.EvalTokens(chunk, i); err != nil {
-			return fmt.Errorf("head: evaluate prompt tokens [%d, %d): %w", i, i+len(chunk), err)
+		var err error
+		if logits, err = h.win.EvalTokens(chunk, pos+i); err != nil {
+			return nil, fmt.Errorf("head: evaluate tokens [%d, %d): %w", pos+i, pos+i+len(chunk), err)
 		}
 		h.cached = append(h.cached, chunk...)
 	}
-	st.PromptTime = time.Since(start)
-
-	var text UTF8Buffer
-	for n := 1; ; n++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		tok, err := smp.Sample(logits)
-		if err != nil {
-			return err
-		}
-		smp.Accept(tok)
-		pos := len(h.cached)
-		last := n == req.MaxTokens || pos >= h.nCtx // no room to evaluate it
-		t := Token{ID: tok, Stats: st}
-		if h.vocab.IsEOG(tok) {
-			t.EOG, t.Text = true, text.Flush()
-			return emit(t)
-		}
-		piece, err := h.vocab.TokenToPiece(tok)
-		if err != nil {
-			return err
-		}
-		t.Text = text.Add(piece, last)
-		if err := emit(t); err != nil {
-			return err
-		}
-		if last {
-			return nil
-		}
-		start := time.Now()
-		if logits, err = h.win.EvalTokens([]int32{tok}, pos); err != nil {
-			return fmt.Errorf("head: evaluate token %d at %d: %w", tok, pos, err)
-		}
-		st.DecodeTime += time.Since(start)
-		st.DecodeTokens++
-		h.cached = append(h.cached, tok)
-	}
+	return logits, nil
 }
 
 // UTF8Buffer holds back the bytes of a character split across tokens (the

@@ -203,3 +203,47 @@ func TestUTF8Buffer(t *testing.T) {
 		t.Errorf("flush returned %q, want the pending byte", got)
 	}
 }
+
+// recorder is a Model that records what the loop asks of a Head.
+type recorder struct {
+	h     *Head
+	begun int
+	evals [][2]int // pos, tokens
+}
+
+func (r *recorder) Begin(ctx context.Context, toks []int32, maxTokens int) (int, error) {
+	r.begun++
+	return r.h.Begin(ctx, toks, maxTokens)
+}
+
+func (r *recorder) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+	r.evals = append(r.evals, [2]int{pos, len(toks)})
+	return r.h.Eval(ctx, toks, pos)
+}
+
+// TestRunOnAModel: the loop asks a Model (a ring's as much as a Head) for
+// the uncached prompt at its position, then each token it will sample after
+// at the next position, never one it has no room for: with a context of 8
+// and a prompt of 5, positions 5, 6 and 7 hold tokens and a fourth ends the
+// reply.
+func TestRunOnAModel(t *testing.T) {
+	h := open(t)
+	r := &recorder{h: h}
+	req := Request{Prompt: "Once upon a time", MaxTokens: 0}
+	var ids []int32
+	st, err := Run(context.Background(), r, h.Vocab(), 8, req, func(tok Token) error { ids = append(ids, tok.ID); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]int{{0, 5}, {5, 1}, {6, 1}, {7, 1}}
+	if diff := cmp.Diff(want, r.evals); diff != "" || r.begun != 1 {
+		t.Errorf("Begin %d times; evaluations {pos, tokens} (-want +got):\n%s", r.begun, diff)
+	}
+	if len(ids) != 4 || st.Tokens != 4 || st.DecodeTokens != 3 || st.PromptTokens != 5 || st.Started.IsZero() {
+		t.Errorf("%d tokens, stats %+v: want 4 tokens, 3 decoded of a 5-token prompt", len(ids), st)
+	}
+	// The same tokens as Generate on a context that is not the limit.
+	if g := generate(t, h, Request{Prompt: req.Prompt, MaxTokens: 4}); !cmp.Equal(g.IDs, ids) {
+		t.Errorf("Run on a model = %v, Generate = %v", ids, g.IDs)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"homering/engine/head"
+	"homering/engine/llama"
 )
 
 // Serve is the child's loop: it answers Requests read from in with Events
@@ -259,41 +260,76 @@ func (c *child) stopServing() {
 	c.srv, c.serveID = nil, 0
 }
 
-// generate runs one generation, streaming token events, and returns the
-// event that ends it (done or error).
+// generate runs one generation on the loaded model, streaming token
+// events, and returns the event that ends it (done or error).
 func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event {
-	req := head.Request{Messages: g.messages(), Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
-	if err := req.Sampling.Validate(); err != nil {
+	start := time.Now()
+	if err := g.sampling().Validate(); err != nil {
 		return errorEvent(id, CodeBadRequest, err)
 	}
-	start := time.Now()
-	var st Stats
-	var last head.Token
-	err := c.h.Generate(ctx, req, func(t head.Token) error {
-		last = t
-		if !t.EOG {
-			st.CompletionTokens++
+	st, err := c.generation(ctx, id, c.h, c.h.Vocab(), c.h.NCtx(), g, start)
+	if err != nil {
+		return errorEvent(id, errorCode(err), err)
+	}
+	return Event{ID: id, Type: EvDone, Stats: &st}
+}
+
+// generation runs the one generation loop (engine/head.Run) of generate
+// and ring_generate on m, streaming token events, and returns its stats
+// with the reason it ended, or the error that ended it. start is when the
+// request came.
+func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llama.Vocab, nCtx int, g GenerateParams, start time.Time) (Stats, error) {
+	req := head.Request{Messages: g.messages(), Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
+	eog := false
+	hs, err := head.Run(ctx, m, v, nCtx, req, func(t head.Token) error {
+		eog = t.EOG
+		if err := c.send(Event{ID: id, Type: EvToken, Token: &Token{ID: t.ID, Text: t.Text, EOG: t.EOG}}); err != nil {
+			return fmt.Errorf("%w: %w", errParentGone, err)
 		}
-		return c.send(Event{ID: id, Type: EvToken, Token: &Token{ID: t.ID, Text: t.Text, EOG: t.EOG}})
+		return nil
 	})
-	s := last.Stats
-	st.PromptTokens, st.CachedTokens, st.DecodeTokens = s.PromptTokens, s.CachedTokens, s.DecodeTokens
-	st.PromptMS, st.DecodeMS = ms(s.PromptTime), ms(s.DecodeTime)
-	st.TotalMS = ms(time.Since(start))
-	if !s.Started.IsZero() {
-		st.StartMS = ms(s.Started.Sub(start))
+	st := Stats{PromptTokens: hs.PromptTokens, CachedTokens: hs.CachedTokens, CompletionTokens: hs.Tokens,
+		PromptMS: ms(hs.PromptTime), DecodeTokens: hs.DecodeTokens, DecodeMS: ms(hs.DecodeTime), TotalMS: ms(time.Since(start))}
+	if !hs.Started.IsZero() {
+		st.StartMS = ms(hs.Started.Sub(start))
 	}
 	switch {
-	case err == nil && last.EOG:
+	case err == nil && eog:
 		st.Reason = ReasonStop
 	case err == nil:
 		st.Reason = ReasonLength
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, errParentGone):
+		// A parent that stops reading has gone or stopped the request.
 		st.Reason = ReasonCancelled
 	default:
-		return errorEvent(id, CodeGenerate, err)
+		return st, err
 	}
-	return Event{ID: id, Type: EvDone, Stats: &st}
+	return st, nil
+}
+
+// errParentGone is an event that could not be sent.
+var errParentGone = errors.New("runner: the parent does not read events")
+
+// codedError is an error whose code is not errorCode's default.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }
+
+// errorCode is the code of an error that ended a generation: a codedError's,
+// bad_request for a prompt that cannot run, else generate.
+func errorCode(err error) string {
+	var ce codedError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, head.ErrEmptyPrompt), errors.Is(err, head.ErrTooLong):
+		return CodeBadRequest
+	}
+	return CodeGenerate
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

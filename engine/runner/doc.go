@@ -105,9 +105,11 @@
 // more than 2% of the head's memory (cgroup limit, else RAM). Until a plan
 // is up the head serves slices at GOGC 25 and then gives its free heap
 // back to the OS; at the end of each job it logs its peak anonymous memory
-// and its parts (Go heap, KV, compute buffers). Greedy sampling is the engine's argmax; a temperature
-// above 0 or a repeat penalty samples the head's logits with engine/sample,
-// seeded as generate is. Stats.devices has, per device of the last plan, its
+// and its parts (Go heap, KV, compute buffers). generate and ring_generate
+// run the same generation loop (engine/head.Run: prompt, sampler, context
+// limits, UTF-8 hold-back, stats): on the ring its Model is the head job,
+// whose output window hands the head's logits to the loop, which samples
+// them as generate does. Stats.devices has, per device of the last plan, its
 // windows, measured compute ms per token, memory pressure (workers report
 // theirs) and slice bytes fetched. When the generation ends the head says
 // goodbye and closes its links: the job ends on every worker.

@@ -16,14 +16,12 @@ import (
 
 	"homering/discovery/identity"
 	"homering/engine/ggml"
-	"homering/engine/head"
 	"homering/engine/llama"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/driver"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
-	"homering/engine/sample"
 )
 
 // AppName goes into the transport Hello of ring links.
@@ -39,14 +37,6 @@ const defaultTick = 500 * time.Millisecond
 // evaluates at most ggml.MaxBatch; larger activations would also hold the
 // ring's links for long).
 const prefillChunk = ggml.MaxBatch
-
-// msPerToken is the decode time per token measured so far, 0 before any.
-func msPerToken(st Stats) float64 {
-	if st.DecodeTokens == 0 {
-		return 0
-	}
-	return st.DecodeMS / float64(st.DecodeTokens)
-}
 
 // memLimit is the memory this device has: its cgroup's limit when that is
 // below its RAM, else its RAM; 0 when unknown.
@@ -151,8 +141,8 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 	return rp, nil
 }
 
-// headJob is one ring generation on the head: its links, its driver and
-// the conversation's tokens.
+// headJob is one ring job on the head: its links, its driver, the
+// conversation's tokens, and the passes of the request it serves.
 type headJob struct {
 	c          *child
 	id         uint64 // request id
@@ -188,9 +178,28 @@ type headJob struct {
 	rows     int                // the prefill pass size those passes had
 	hold     *idleHold          // while held idle
 	sess     *ring.Session      // the driver's; read only once the driver has stopped (end), then nil
+
+	// The request being served (begin, resume), read and written by its
+	// goroutine only.
+	all      []int32 // the conversation: once the passes asked for are back, the windows hold all of it
+	pos      int     // of all, the tokens the windows hold
+	inflight int     // rows of the pass going round; 0: none
+	nPrompt  int     // of all, the prompt's tokens
+	passRows int     // this request's prefill pass size (ring.PassRows)
+	exactEnd int     // positions [0, exactEnd) were computed in full prompt passes of passRows from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
+	logits   []float32 // the output window's, of the last pass back: written on the driver's engine goroutine before its EmitToken
+	decodeMS float64 // time of the passes of one generated token, for ring.PassEnd
+	decodeN  int
+	lossAt   time.Time // a worker was lost; cleared by the next token's logits
+	gc       int       // the GOGC to go back to (see servingGC)
+	mem      *pressure
+	peak     memPeak
+	memTick  *time.Ticker
+	reqStats Stats // Passes, Rows, Replans, LossToTokenMS of the request
 }
 
 func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
+	start := time.Now()
 	fail := func(code string, err error) Event {
 		return errorEvent(id, code, err)
 	}
@@ -217,8 +226,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 	if err != nil {
 		return fail(CodeRing, err)
 	}
-	self := ident.ID.String()
-	rp, err := normalize(*req.Ring, self)
+	rp, err := normalize(*req.Ring, ident.ID.String())
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
@@ -230,33 +238,57 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 			nCtx = 4096
 		}
 	}
-	toks, err := head.PromptTokens(c.rm.vocab, head.Request{Prompt: g.Prompt, Messages: g.messages()})
-	if err != nil {
-		return fail(CodeBadRequest, err)
+	r := &ringRequest{c: c, id: id, rp: rp, lp: *req.Load, nCtx: nCtx, ident: ident, plans: plans}
+	st, err := c.generation(ctx, id, r, c.rm.vocab, nCtx, g, start)
+	if r.h == nil {
+		if err != nil {
+			return errorEvent(id, errorCode(err), err)
+		}
+		return Event{ID: id, Type: EvDone, Stats: &st}
 	}
-	if err := head.CheckContext(len(toks), nCtx); err != nil {
-		return fail(CodeBadRequest, err)
-	}
+	return r.h.finish(st, err)
+}
+
+// maxKeepMS bounds RingParams.KeepMS: an hour.
+const maxKeepMS = 3600 * 1000
+
+// ringRequest is one ring_generate as the generation loop's head.Model:
+// Begin takes the kept job when it can serve the prompt, else starts one;
+// Eval runs passes round its ring.
+type ringRequest struct {
+	c     *child
+	id    uint64
+	rp    RingParams // normalized
+	lp    LoadParams
+	nCtx  int // the context asked for, resolved
+	ident *identity.Identity
+	plans <-chan RingParams
+	h     *headJob // set by Begin
+}
+
+func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (int, error) {
+	c, rp := r.c, r.rp
 	keep := time.Duration(rp.KeepMS) * time.Millisecond
 	if h := c.rm.takeKept(); h != nil {
-		why := h.reusable(rp, *req.Load, nCtx, len(toks), g.MaxTokens)
+		why := h.reusable(rp, r.lp, r.nCtx, len(toks), maxTokens)
 		if why == "" {
-			h.id, h.plans, h.keep = id, plans, keep
-			h.sent.Store(newTransferProgress(c, id))
-			return h.run(ctx, rp, g, toks)
+			h.id, h.plans, h.keep = r.id, r.plans, keep
+			h.sent.Store(newTransferProgress(c, r.id))
+			r.h = h
+			return h.resume(toks, maxTokens), nil
 		}
 		h.log.Info("the kept ring job cannot serve this request; starting afresh", "why", why)
 		h.end()
 	}
-	h := &headJob{c: c, id: id, log: c.log.With("ring", "head"), rm: c.rm, self: self, nCtx: nCtx, tick: defaultTick,
-		plans: plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: req.Load.Threads, noPrefetch: rp.NoPrefetch,
-		identity: rp.Identity, loadNCtx: nCtx, keep: keep}
-	h.sent.Store(newTransferProgress(c, id))
+	h := &headJob{c: c, id: r.id, log: c.log.With("ring", "head"), rm: c.rm, self: r.ident.ID.String(), tick: defaultTick,
+		plans: r.plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: r.lp.Threads, noPrefetch: rp.NoPrefetch,
+		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep}
+	h.sent.Store(newTransferProgress(c, r.id))
 	if rp.TickMS > 0 {
 		h.tick = time.Duration(rp.TickMS) * time.Millisecond
 	}
 	h.ep = transport.New(transport.Config{
-		Identity: ident,
+		Identity: r.ident,
 		Hello: func() transport.Hello {
 			return transport.Hello{ProtoMin: transport.ProtoMin, ProtoMax: transport.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
@@ -268,272 +300,231 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 		},
 		Log: h.log,
 	})
-	return h.run(ctx, rp, g, toks)
+	r.h = h
+	return 0, h.begin(ctx, rp, toks, maxTokens)
 }
 
-// maxKeepMS bounds RingParams.KeepMS: an hour.
-const maxKeepMS = 3600 * 1000
+func (r *ringRequest) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+	return r.h.eval(ctx, toks, pos)
+}
 
-// run serves one request on h: a new job (its plan installed, the prompt
-// prefilled from position 0) or a kept one (its plan up, the prompt
-// prefilled from the prefix its KV caches share with toks). When the
-// request ends the job ends too, or is held idle for the next (h.keep).
-func (h *headJob) run(ctx context.Context, rp RingParams, g GenerateParams, toks []int32) Event {
-	start := time.Now()
-	fail := func(code string, err error) Event {
-		return errorEvent(h.id, code, err)
-	}
-	var err error
-	fresh := h.drv == nil
-	if fresh {
-		h.nCtx = ring.JobContext(h.loadNCtx, len(toks), g.MaxTokens)
-		if h.keep > 0 {
-			h.nCtx = ring.KeptContext(h.loadNCtx, len(toks), g.MaxTokens)
-		}
-		h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads}
-	}
+// ringError is an error of the ring itself (its links, plan or driver),
+// with CodeRing.
+func ringError(err error) error { return codedError{CodeRing, err} }
 
-	// Sampling: greedy is the engine's argmax (exact); anything else uses
-	// engine/sample on the head's logits. Logits of a prefill chunk that is
-	// not the last are not sampled (sampleNow is false). A kept job's
-	// engine computes nothing between requests, so Sample is set here.
-	var sampleNow atomic.Bool
-	var smp *sample.Sampler
-	sp := g.sampling()
-	h.eng.Sample = nil
-	if sp.Temperature > 0 || (sp.RepeatPenalty != 0 && sp.RepeatPenalty != 1) {
-		if smp, err = head.NewSampler(sp, g.Seed); err != nil {
-			h.end() // a kept job taken for this request
-			return fail(CodeBadRequest, err)
-		}
-		for _, t := range toks {
-			smp.Accept(t)
-		}
-		h.eng.Sample = func(logits []float32) int32 {
-			if !sampleNow.Load() {
-				return 0
-			}
-			t, err := smp.Sample(logits)
-			if err != nil {
-				return 0
-			}
-			return t
-		}
+// ringErr is err of setting up a plan: ctx's error when it is cancelled
+// (the request was stopped), else a ring error.
+func (h *headJob) ringErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
+	return ringError(err)
+}
 
-	if fresh {
-		// The job's links and driver live as long as the job, which may
-		// outlive this request (kept).
-		jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.ctx, h.cancel = jctx, cancel
-		// The session's silence limits start from what earlier jobs of
-		// this process saw of the same peers (ringgaps.go).
-		h.sess = h.c.gaps.session(h.self, h.tick, h.log)
-		h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
-		h.drv.NoPrefetch = h.noPrefetch
-		h.runDone = make(chan error, 1)
-		go func() { h.runDone <- h.drv.Run(jctx) }()
-	}
-	runDone := h.runDone
-	var peak memPeak
-	all := slices.Clone(toks)
-	pos, inflight := 0, 0
-	kept := false // set by finish: hold the job for the next request
-	defer func() {
-		kv, compute := h.eng.Memory()
-		a := peak.at
-		if kept {
-			h.holdIdle(inflight > 0)
-		} else {
-			h.end()
-		}
-		h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
-			"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
-	}()
-
-	mem := newPressure()
-	// Slices are served off this loop: sample memory while nothing else
-	// happens too.
-	memTick := time.NewTicker(250 * time.Millisecond)
-	defer memTick.Stop()
-	var st Stats
-	st.PromptTokens = len(toks)
-	var lossAt time.Time
-	var lastTok time.Time
-	var text head.UTF8Buffer
-	nPrompt := len(toks)
+// start sets up the request's passes over prompt toks (either job).
+func (h *headJob) start(toks []int32, maxTokens int) {
+	h.nPrompt, h.reqStats = len(toks), Stats{}
+	h.inflight, h.decodeMS, h.decodeN, h.lossAt = 0, 0, 0, time.Time{}
 	// A fresh job's pass size, also on a kept job whose caches are bigger:
 	// a kept job must compute what a fresh one does.
 	info := h.rm.model.Info()
-	rows := ring.PassRows(prefillChunk, ring.Shape{NEmbd: info.NEmbd, NFF: info.NFF, NHead: info.NHead}, ring.JobContext(h.loadNCtx, len(toks), g.MaxTokens), memLimit())
-	if rows < prefillChunk {
-		h.log.Info("ring prefill passes shortened: memory is short", "rows", rows)
+	h.passRows = ring.PassRows(prefillChunk, ring.Shape{NEmbd: info.NEmbd, NFF: info.NFF, NHead: info.NHead}, ring.JobContext(h.loadNCtx, len(toks), maxTokens), memLimit())
+	if h.passRows < prefillChunk {
+		h.log.Info("ring prefill passes shortened: memory is short", "rows", h.passRows)
 	}
-	plan := h.plan
-	// exactEnd: positions [0, exactEnd) were computed in full prompt passes
-	// of rows, each starting at a multiple of rows, as a fresh job on this
-	// prompt computes them (the KV a later turn may reuse bit for bit).
-	exactEnd := 0
-
-	startPass := func() error {
-		chunk := all[pos:ring.PassEnd(pos, nPrompt, len(all), rows, msPerToken(st))]
-		sampleNow.Store(pos+len(chunk) == len(all))
-		if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: pos}); err != nil {
-			return err
-		}
-		inflight = len(chunk)
-		if st.Passes == 0 {
-			st.StartMS = ms(time.Since(start))
-		}
-		st.Passes++
-		st.Rows += len(chunk)
-		return nil
-	}
-	finish := func(reason string) Event {
-		st.Reason = reason
-		st.TotalMS = ms(time.Since(start))
-		st.Devices = h.deviceStats(plan, mem)
-		// The windows hold the KV of every token evaluated so far (a pass
-		// still in flight adds to it): keep them for the next turn.
-		if h.keep > 0 && h.up && (reason == ReasonStop || reason == ReasonLength || reason == ReasonCancelled) {
-			h.kvToks, h.exact, h.rows = slices.Clone(all[:pos]), exactEnd, rows
-			kept = true
-		}
-		return Event{ID: h.id, Type: EvDone, Stats: &st}
-	}
-
+	h.mem, h.peak = newPressure(), memPeak{}
+	// Slices are served off the driver's loop: sample memory while nothing
+	// else happens too.
+	h.memTick = time.NewTicker(250 * time.Millisecond)
 	// Until the plan is up, the workers fetch their slices from this
-	// process: collect their garbage sooner (see servingGC).
-	gc := debug.SetGCPercent(servingGC)
-	defer func() { debug.SetGCPercent(gc) }()
-	if fresh {
-		if plan, err = h.install(ctx, rp, &st); err != nil {
-			if ctx.Err() != nil {
-				return finish(ReasonCancelled)
-			}
-			return fail(CodeRing, err)
-		}
-	} else {
-		// The kept job's plan is up: evaluate only the passes a fresh job
-		// would compute differently. Batched passes round differently from
-		// other batches (on near-tie logits another token wins), so only
-		// the full passes from position 0 that the caches hold with the
-		// same tokens are kept; the prefill resumes at the first pass a
-		// fresh job would compute otherwise (at least the last one, for
-		// its logits). Every window truncates its cache there.
-		debug.SetGCPercent(gc)
-		h.setIdle(false)
-		pos = ring.KeptPrefix(h.kvToks, toks, h.exact, h.rows, rows)
-		exactEnd = pos
-		st.CachedTokens = pos
-		h.log.Info("ring job kept from the last request", "cached", pos, "prompt", len(toks))
-		if err := startPass(); err != nil {
-			return finish(ReasonCancelled)
-		}
+	// process: collect their garbage sooner.
+	h.gc = debug.SetGCPercent(servingGC)
+}
+
+// begin starts a fresh job for a request with prompt toks: its driver, its
+// plan installed and up on every device (nothing cached yet).
+func (h *headJob) begin(ctx context.Context, rp RingParams, toks []int32, maxTokens int) error {
+	h.nCtx = ring.JobContext(h.loadNCtx, len(toks), maxTokens)
+	if h.keep > 0 {
+		h.nCtx = ring.KeptContext(h.loadNCtx, len(toks), maxTokens)
 	}
-	for {
+	// The output window's logits go to the generation loop, which samples
+	// them (engine/head); a prefill pass that is not the last leaves
+	// logits that are never read.
+	h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads, Sample: func(logits []float32) int32 {
+		h.logits = logits // read by the request's goroutine after the pass's EmitToken
+		return 0
+	}}
+	h.start(toks, maxTokens)
+	// The job's links and driver live as long as the job, which may
+	// outlive this request (kept).
+	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.ctx, h.cancel = jctx, cancel
+	// The session's silence limits start from what earlier jobs of this
+	// process saw of the same peers (ringgaps.go).
+	h.sess = h.c.gaps.session(h.self, h.tick, h.log)
+	h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
+	h.drv.NoPrefetch = h.noPrefetch
+	h.runDone = make(chan error, 1)
+	go func() { h.runDone <- h.drv.Run(jctx) }()
+	h.all, h.pos, h.exactEnd = h.all[:0], 0, 0
+	if err := h.install(ctx, rp); err != nil {
+		return h.ringErr(ctx, err)
+	}
+	return h.await(ctx)
+}
+
+// resume takes up a kept job, whose plan is up, for a request with prompt
+// toks and returns how many of them its caches keep: only the passes a
+// fresh job would compute alike. Batched passes round differently from
+// other batches (on near-tie logits another token wins), so only the full
+// passes from position 0 that the caches hold with the same tokens are
+// kept; the prefill resumes at the first pass a fresh job would compute
+// otherwise (at least the last one, for its logits). Every window
+// truncates its cache there.
+func (h *headJob) resume(toks []int32, maxTokens int) int {
+	h.start(toks, maxTokens)
+	debug.SetGCPercent(h.gc)
+	h.setIdle(false)
+	h.pos = ring.KeptPrefix(h.kvToks, toks, h.exact, h.rows, h.passRows)
+	h.exactEnd = h.pos
+	h.all = append(h.all[:0], toks[:h.pos]...)
+	h.log.Info("ring job kept from the last request", "cached", h.pos, "prompt", len(toks))
+	return h.pos
+}
+
+// eval runs toks at pos round the ring, in passes (ring.PassEnd), and
+// returns the output window's logits of the last.
+func (h *headJob) eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+	start := time.Now()
+	h.all = append(h.all[:pos], toks...)
+	if err := h.startPass(ctx); err != nil {
+		return nil, err
+	}
+	if err := h.await(ctx); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if pos >= h.nPrompt {
+		h.decodeMS += ms(now.Sub(start))
+		h.decodeN++
+	}
+	if !h.lossAt.IsZero() {
+		h.reqStats.LossToTokenMS = ms(now.Sub(h.lossAt))
+		h.log.Info("ring resumed after a loss", "loss_to_token", now.Sub(h.lossAt).Round(time.Millisecond))
+		h.lossAt = time.Time{}
+	}
+	return h.logits, nil
+}
+
+// startPass sends the next pass of the conversation round the ring.
+func (h *headJob) startPass(ctx context.Context) error {
+	msPerToken := 0.0
+	if h.decodeN > 0 {
+		msPerToken = h.decodeMS / float64(h.decodeN)
+	}
+	chunk := h.all[h.pos:ring.PassEnd(h.pos, h.nPrompt, len(h.all), h.passRows, msPerToken)]
+	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos}); err != nil {
+		return err
+	}
+	h.inflight = len(chunk)
+	h.reqStats.Passes++
+	h.reqStats.Rows += len(chunk)
+	return nil
+}
+
+// await reads the driver's actions until the plan is up and the windows
+// hold the whole conversation (h.all): it starts the passes of a
+// (re-)prefill, and asks for and installs a new plan when devices are lost.
+func (h *headJob) await(ctx context.Context) error {
+	for !h.up || h.inflight > 0 || h.pos < len(h.all) {
 		var a ring.Action
 		select {
 		case <-ctx.Done():
-			return finish(ReasonCancelled)
-		case err := <-runDone:
-			runDone <- err // for the deferred cleanup
-			return fail(CodeRing, fmt.Errorf("runner: the ring stopped: %w", err))
-		case <-memTick.C:
-			mem.sample()
-			peak.sample()
+			return ctx.Err()
+		case err := <-h.runDone:
+			h.runDone <- err // for end
+			return ringError(fmt.Errorf("runner: the ring stopped: %w", err))
+		case <-h.memTick.C:
+			h.mem.sample()
+			h.peak.sample()
 			continue
 		case a = <-h.drv.Out():
 		}
-		mem.sample()
-		peak.sample()
+		h.mem.sample()
+		h.peak.sample()
 		switch a := a.(type) {
 		case ring.Ready:
 			// Every worker has its slice now: give back at once the Go heap
 			// the transfers grew (the runtime would keep it for minutes, and
 			// memory pressure counts it).
-			debug.SetGCPercent(gc)
+			debug.SetGCPercent(h.gc)
 			debug.FreeOSMemory()
 			h.up = true
 			// A new plan has fresh windows: (re-)prefill the conversation.
-			pos, exactEnd = 0, 0
-			if err := startPass(); err != nil {
-				return finish(ReasonCancelled)
+			h.pos, h.exactEnd = 0, 0
+			if len(h.all) > 0 {
+				if err := h.startPass(ctx); err != nil {
+					return err
+				}
 			}
 		case ring.Replan:
-			h.up, inflight = false, 0
+			h.up, h.inflight = false, 0
 			h.log.Warn("ring lost devices; asking for a new plan", "without", a.Without, "reason", a.Reason)
-			if lossAt.IsZero() {
-				lossAt = time.Now()
+			if h.lossAt.IsZero() {
+				h.lossAt = time.Now()
 			}
 			rp, err := h.askPlan(ctx, a.Without)
-			if err != nil {
-				if ctx.Err() != nil {
-					return finish(ReasonCancelled)
-				}
-				return fail(CodeRing, err)
+			if err == nil {
+				h.reqStats.Replans++
+				debug.SetGCPercent(servingGC)
+				err = h.install(ctx, rp)
 			}
-			st.Replans++
-			debug.SetGCPercent(servingGC)
-			if plan, err = h.install(ctx, rp, &st); err != nil {
-				if ctx.Err() != nil {
-					return finish(ReasonCancelled)
-				}
-				return fail(CodeRing, err)
+			if err != nil {
+				return h.ringErr(ctx, err)
 			}
 		case ring.EmitToken:
-			if pos == exactEnd && inflight == rows && pos+inflight <= nPrompt {
-				exactEnd += rows
+			if h.pos == h.exactEnd && h.inflight == h.passRows && h.pos+h.inflight <= h.nPrompt {
+				h.exactEnd += h.passRows
 			}
-			pos += inflight
-			inflight = 0
-			if pos < len(all) {
-				if err := startPass(); err != nil { // the next prefill chunk
-					return finish(ReasonCancelled)
+			h.pos += h.inflight
+			h.inflight = 0
+			if h.pos < len(h.all) {
+				if err := h.startPass(ctx); err != nil { // the next prefill pass
+					return err
 				}
-				continue
-			}
-			now := time.Now()
-			if len(all) == nPrompt {
-				st.PromptMS = ms(now.Sub(start))
-			} else {
-				st.DecodeMS += ms(now.Sub(lastTok))
-				st.DecodeTokens++
-			}
-			lastTok = now
-			if !lossAt.IsZero() {
-				st.LossToTokenMS = ms(now.Sub(lossAt))
-				h.log.Info("ring resumed after a loss", "loss_to_token", now.Sub(lossAt).Round(time.Millisecond))
-				lossAt = time.Time{}
-			}
-			tok := a.Token
-			if smp != nil {
-				smp.Accept(tok)
-			}
-			all = append(all, tok)
-			if h.rm.vocab.IsEOG(tok) {
-				if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.Flush(), EOG: true}}); err != nil {
-					return finish(ReasonCancelled)
-				}
-				return finish(ReasonStop)
-			}
-			st.CompletionTokens++
-			last := st.CompletionTokens == g.MaxTokens || len(all) >= h.nCtx
-			piece, err := h.rm.vocab.TokenToPiece(tok)
-			if err != nil {
-				return fail(CodeGenerate, err)
-			}
-			if err := h.c.send(Event{ID: h.id, Type: EvToken, Token: &Token{ID: tok, Text: text.Add(piece, last)}}); err != nil {
-				return finish(ReasonCancelled)
-			}
-			if last {
-				return finish(ReasonLength)
-			}
-			if err := startPass(); err != nil {
-				return finish(ReasonCancelled)
 			}
 		}
 	}
+	return nil
+}
+
+// finish ends the request with the loop's stats st and error err: the
+// event that ends it, and the job ended or, when it asked to be kept and
+// its plan is up, held idle for the next (its windows hold the KV of every
+// token evaluated so far; a pass still in flight adds to it).
+func (h *headJob) finish(st Stats, err error) Event {
+	h.memTick.Stop()
+	debug.SetGCPercent(h.gc)
+	kept := err == nil && h.keep > 0 && h.up
+	if kept {
+		h.kvToks, h.exact, h.rows = slices.Clone(h.all[:h.pos]), h.exactEnd, h.passRows
+	}
+	kv, compute := h.eng.Memory()
+	a := h.peak.at
+	devices := h.deviceStats(h.plan, h.mem)
+	if kept {
+		h.holdIdle(h.inflight > 0)
+	} else {
+		h.end()
+	}
+	h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
+		"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
+	if err != nil {
+		return errorEvent(h.id, errorCode(err), err)
+	}
+	st.Devices, st.Replans, st.LossToTokenMS, st.Passes, st.Rows = devices, h.reqStats.Replans, h.reqStats.LossToTokenMS, h.reqStats.Passes, h.reqStats.Rows
+	return Event{ID: h.id, Type: EvDone, Stats: &st}
 }
 
 // servingGC is the head's GOGC while workers fetch slices from it (from
@@ -559,7 +550,7 @@ func (h *headJob) askPlan(ctx context.Context, without []string) (RingParams, er
 
 // install connects the plan's workers and installs it. A worker that cannot
 // be reached makes it ask for another plan without that worker.
-func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.Plan, error) {
+func (h *headJob) install(ctx context.Context, rp RingParams) error {
 	for {
 		added := false
 		for _, p := range rp.Peers {
@@ -586,17 +577,17 @@ func (h *headJob) install(ctx context.Context, rp RingParams, st *Stats) (*wire.
 				h.updatePeers(rp.Plan)
 			}
 			if err := h.drv.Post(ctx, ring.PlanInstalled{Plan: rp.Plan}); err != nil {
-				return nil, err
+				return err
 			}
 			h.plan, h.up = rp.Plan, false
 			h.log.Info("ring plan installed", "plan", ring.MsgString(rp.Plan))
-			return rp.Plan, nil
+			return nil
 		}
 		var err error
 		if rp, err = h.askPlan(ctx, lost); err != nil {
-			return nil, err
+			return err
 		}
-		st.Replans++
+		h.reqStats.Replans++
 	}
 }
 
