@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds a ggml GPU backend library (libggml-cuda.so or libggml-vulkan.so, with
-# the libggml-base.so it links) from the ggml sources of the pinned
+# Builds ggml backend libraries (a GPU one, libggml-cuda.so or libggml-vulkan.so,
+# or the CPU variants, libggml-cpu-<variant>.so; each with the libggml-base.so
+# it links) from the ggml sources of the pinned
 # github.com/ollama/ollama module, with ollama's own CMake files: the library
 # must come from the same ggml headers the Go binary was built with (ollama
 # patched ggml_backend_dev_props; a stock llama.cpp library would load and
@@ -9,6 +10,14 @@
 #   build/gpu-lib.sh cuda   [OUT]   needs nvcc (CUDA 12 or 13), cmake, ninja
 #   build/gpu-lib.sh vulkan [OUT]   needs cmake, ninja, glslc, libvulkan-dev
 #                                   (older than 1.3.261: newer headers fetched)
+#   build/gpu-lib.sh cpu    [OUT]   ggml's CPU backend, one library per variant
+#                                   in HOMERING_CPU_VARIANTS (default "x64
+#                                   haswell icelake": baseline x86-64, AVX2/FMA,
+#                                   AVX-512 VNNI/VBMI), each exporting
+#                                   ggml_backend_score; needs cmake, ninja, gcc
+#   build/gpu-lib.sh cpu-windows [OUT]  the same variants as Windows DLLs
+#                                   (ggml-cpu-<variant>.dll, ggml-base.dll),
+#                                   cross-built with mingw-w64 (build/windows.sh)
 #   build/gpu-lib.sh stage DIR      copies the sources it needs into DIR, for a
 #                                   machine without Go (HOMERING_OLLAMA_SRC=DIR)
 #
@@ -19,10 +28,11 @@
 # CUDA_ARCHS picks the GPU architectures (default: native, the GPUs of this
 # machine; a release names its list, e.g. "75-virtual;80;86;89;90;120").
 # The script prints the directory holding the libraries on its last line; load
-# them with ggml.LoadBackends(dir) or `homering run --gpu-dir dir`.
+# them with ggml.LoadBackends(dir) or `homering run --gpu-dir dir`; the CPU
+# variants with ggml.LoadCPU (engine/runner's LoadCPU, HOMERING_CPU_DIR).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-backend=${1:?usage: build/gpu-lib.sh cuda|vulkan|stage [DIR]}
+backend=${1:?usage: build/gpu-lib.sh cuda|vulkan|cpu|cpu-windows|stage [DIR]}
 
 src=${HOMERING_OLLAMA_SRC:-}
 version=
@@ -90,8 +100,28 @@ vulkan)
 	key="$(glslc --version | head -1) headers $(vk_header_version "${VULKAN_HEADERS:-/usr/include}")"
 	target=ggml-vulkan
 	;;
+cpu | cpu-windows)
+	# The variants shipped: x64 runs anywhere (SSE2, the x86-64 baseline);
+	# haswell is x86-64-v3 (AVX2, FMA, F16C, BMI2: the ISA of dev builds,
+	# build/env.sh); icelake adds AVX-512 F/BW/VL/DQ with VNNI and VBMI (Ice
+	# Lake and later Intel, AMD Zen 4/5). ggml's other variants (sse42,
+	# sandybridge, skylakex, alderlake) each cost another compile of the CPU
+	# backend for a few percent on a few CPUs; they fall back to the variant
+	# below them.
+	variants=${HOMERING_CPU_VARIANTS:-x64 haswell icelake}
+	cc=gcc cxx=g++
+	if [ "$backend" = cpu-windows ]; then
+		cc=x86_64-w64-mingw32-gcc-posix cxx=x86_64-w64-mingw32-g++-posix
+	fi
+	command -v "$cxx" >/dev/null || { echo "gpu-lib: $cxx is not installed" >&2; exit 1; }
+	key="$("$cxx" --version | head -1) variants $variants"
+	target=
+	for v in $variants; do
+		target+=" ggml-cpu-$v"
+	done
+	;;
 *)
-	echo "gpu-lib: unknown backend $backend (cuda, vulkan or stage)" >&2
+	echo "gpu-lib: unknown backend $backend (cuda, vulkan, cpu, cpu-windows or stage)" >&2
 	exit 2
 	;;
 esac
@@ -100,8 +130,12 @@ for t in cmake ninja; do
 done
 key=$(printf '%s %s %s' "$key" "$(cmake --version | head -1)" "$(sha256sum "$0" | cut -c1-16)" | sha256sum | cut -c1-12)
 out=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/homering/gpu/$backend-${version:-unknown}-$key}
-lib=$out/libggml-${backend}.so
-if [ -f "$lib" ] && [ -f "$out/libggml-base.so" ] && [ -f "$out/homering-ggml.txt" ]; then
+lib=$out/libggml-${backend}.so base=$out/libggml-base.so
+case "$backend" in
+cpu) lib=$out/libggml-cpu-${variants##* }.so ;;
+cpu-windows) lib=$out/ggml-cpu-${variants##* }.dll base=$out/libggml-base.dll ;;
+esac
+if [ -f "$lib" ] && [ -f "$base" ] && [ -f "$out/homering-ggml.txt" ]; then
 	echo "gpu-lib: $lib is current" >&2
 	echo "$out"
 	exit 0
@@ -137,13 +171,58 @@ vulkan)
 		args+=(-DVulkan_INCLUDE_DIR="$VULKAN_HEADERS")
 	fi
 	;;
+cpu | cpu-windows)
+	# No OpenMP: the Go binary's static ggml uses ggml's own thread pool,
+	# which the engine creates and hands to the backend (a libgomp pool
+	# would ignore it and spin beside the Go runtime). No GPU toolkit.
+	# C++ at -O2, C at -O3: the optimisation levels cgo compiles the same
+	# files with (ggml-cpu's cgo line adds -O3 to C only, build/env.sh sets
+	# -O2). CMake's -O3 for C++ changes float results (the F32 path of
+	# stories260K: 7940 of 8704 logits differed from the built-in haswell's
+	# ISA); at -O2 the haswell variant gives the built-in backend's bits.
+	# The prefix map keeps this build's temporary path out of the
+	# libraries' assert messages.
+	args+=(-DGGML_OPENMP=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_CUDA_COMPILER=
+		-DCMAKE_DISABLE_FIND_PACKAGE_Vulkan=ON -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx"
+		"-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS=-ffile-prefix-map=$work/src=ollama"
+		"-DCMAKE_CXX_FLAGS=-ffile-prefix-map=$work/src=ollama")
+	if [ "$backend" = cpu-windows ]; then
+		# ollama's install() rule for the CPU libraries lists their runtime
+		# dependencies, which CMake refuses to do when cross-compiling; the
+		# script installs nothing, so the copy's rule loses those two lines.
+		sed -i '/install(TARGETS ggml-base/,/RUNTIME DESTINATION/{/RUNTIME_DEPENDENCIES\|PRE_EXCLUDE_REGEXES/d}' "$work/src/CMakeLists.txt"
+		# -static: the DLLs carry libgcc, libstdc++ and winpthread (the
+		# exe links them statically too), so nothing else ships beside;
+		# --exclude-libs: without it the base DLL re-exports libgcc's
+		# _Unwind_Resume and the variants' links find it twice.
+		args+=(-DCMAKE_SYSTEM_NAME=Windows -DCMAKE_SYSTEM_PROCESSOR=x86_64
+			-DCMAKE_RC_COMPILER=x86_64-w64-mingw32-windres
+			"-DCMAKE_SHARED_LINKER_FLAGS=-static -Wl,--exclude-libs,ALL"
+			"-DCMAKE_MODULE_LINKER_FLAGS=-static -Wl,--exclude-libs,ALL")
+	fi
+	;;
 esac
-echo "gpu-lib: configuring $target from $src" >&2
+echo "gpu-lib: configuring ${target# } from $src" >&2
 cmake -S "$work/src" -B "$work/b" "${args[@]}" >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
-echo "gpu-lib: building $target with $(nproc) jobs" >&2
-cmake --build "$work/b" --target "$target" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -60 "$work/build.log" >&2; exit 1; }
-mkdir -p "$out.tmp"
-cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/libggml-$backend".so* "$out.tmp/"
+echo "gpu-lib: building ${target# } with $(nproc) jobs" >&2
+# shellcheck disable=SC2086 # the CPU variants' targets are one word each
+cmake --build "$work/b" --target $target -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -60 "$work/build.log" >&2; exit 1; }
+rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+case "$backend" in
+cpu) cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/"libggml-cpu-*.so "$out.tmp/" ;;
+cpu-windows)
+	# mingw's CMake names them lib*.dll whatever the prefix asked for;
+	# ggml's loader looks for ggml-cpu-*.dll, and the variants import the
+	# base by the name it was linked as.
+	for f in "$work/b/lib/ollama/"*ggml-*.dll; do
+		n=$(basename "$f")
+		case "$n" in libggml-cpu-*) n=${n#lib} ;; esac
+		cp "$f" "$out.tmp/$n"
+	done
+	x86_64-w64-mingw32-strip --strip-unneeded "$out.tmp/"*.dll
+	;;
+*) cp -a "$work/b/lib/ollama/"libggml-base.so* "$work/b/lib/ollama/libggml-$backend".so* "$out.tmp/" ;;
+esac
 # The loader (engine/runner's LoadGPU) refuses a directory without this
 # stamp or with another version: a library from other ggml headers loads
 # and then misreads ollama's ggml_backend_dev_props.

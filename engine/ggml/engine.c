@@ -13,6 +13,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "cpu.h"
 #include "gemm.h"
 
 // HR_KV_SPAN_PAD pads the number of cells a graph attends over (n_kv).
@@ -105,7 +106,7 @@ int hr_type_info(int type, int64_t *blck, size_t *type_size, int *can_matmul) {
 	}
 	*blck = tr->blck_size;
 	*type_size = tr->type_size;
-	const struct ggml_type_traits_cpu *tc = ggml_get_type_traits_cpu((enum ggml_type)type);
+	const struct ggml_type_traits_cpu *tc = hr_cpu_traits((enum ggml_type)type);
 	*can_matmul = (tc != NULL && tc->vec_dot != NULL) || type == GGML_TYPE_F32;
 	return 1;
 }
@@ -209,7 +210,7 @@ hr_model *hr_model_new(void *base, size_t size, const hr_hparams *hp,
 	// The weights stay in the file's page cache: ggml sees the mapping as a
 	// CPU buffer it does not own, marked WEIGHTS so the scheduler runs the
 	// ops that use them where they live.
-	m->buf = ggml_backend_cpu_buffer_from_ptr(base, size);
+	m->buf = hr_cpu_buffer_from_ptr(base, size);
 	ggml_backend_buffer_set_usage(m->buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
 	for (int i = 0; i < n_descs; i++) {
 		const hr_tensor_desc *d = &descs[i];
@@ -229,7 +230,7 @@ hr_model *hr_model_new(void *base, size_t size, const hr_hparams *hp,
 	// process's other work; waking a sleeping worker costs microseconds
 	// against an evaluation's milliseconds.
 	tpp.poll = 0;
-	m->tp = ggml_threadpool_new(&tpp);
+	m->tp = hr_cpu_threadpool_new(&tpp);
 	if (!m->tp) {
 		seterr(err, errlen, "ggml_threadpool_new failed");
 		hr_model_free(m);
@@ -243,7 +244,7 @@ void hr_model_free(hr_model *m) {
 		return;
 	}
 	if (m->tp) {
-		ggml_threadpool_free(m->tp);
+		hr_cpu_threadpool_free(m->tp);
 	}
 	if (m->buf) {
 		ggml_backend_buffer_free(m->buf);
@@ -544,7 +545,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			ggml_format_name(L->v, "cache_v_l%d", p->first + i);
 		}
 		w->kv_buf[dev] = dev ? ggml_backend_alloc_ctx_tensors(w->kv_ctx[dev], w->gpu)
-				     : ggml_backend_alloc_ctx_tensors_from_buft(w->kv_ctx[dev], ggml_backend_cpu_buffer_type());
+				     : ggml_backend_alloc_ctx_tensors_from_buft(w->kv_ctx[dev], hr_cpu_buffer_type());
 		if (!w->kv_buf[dev]) {
 			if (dev) {
 				gpu_short(w, err, errlen, "KV cache", (size_t)cnt * 2 * (size_t)n_embd_gqa * (size_t)p->n_ctx * 2, cnt);
@@ -557,18 +558,17 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		ggml_backend_buffer_clear(w->kv_buf[dev], 0);
 	}
 
-	w->cpu = ggml_backend_cpu_init();
+	w->cpu = hr_cpu_init(p->n_threads);
 	if (!w->cpu) {
 		seterr(err, errlen, "cannot start the CPU backend");
 		hr_window_free(w);
 		return NULL;
 	}
-	ggml_backend_cpu_set_n_threads(w->cpu, p->n_threads);
 	// One thread needs no pool: ggml computes in the calling thread. A pool
 	// would only have its idle workers poll for work beside it (measured:
 	// ~1 ms per evaluation on a busy 2-core machine).
 	if (p->n_threads > 1) {
-		ggml_backend_cpu_set_threadpool(w->cpu, m->tp);
+		hr_cpu_set_threadpool(w->cpu, m->tp);
 	}
 
 	w->graph_size = (size_t)(w->n_layers * 96 + 256);

@@ -6,11 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// The kernels are AVX2 + FMA + F16C code. A build for that ISA (build/env.sh
+// on such a CPU) compiles them as they are; a baseline x86-64 build (the
+// release's, HOMERING_PORTABLE=1) compiles them for that ISA by GCC's target
+// pragma and runs them only where the CPU backend in use (cpu.h) has AVX2
+// kernels too: they make ggml's AVX2 bits, so under a baseline variant
+// ggml's own kernels run instead, and the logits stay that variant's.
+#if defined(__x86_64__) && defined(__GNUC__)
 #define HR_GEMM 1
+#if !(defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+#define HR_GEMM_PRAGMA 1
+#endif
 #include <immintrin.h>
 #endif
 
@@ -83,6 +93,10 @@ void hr_gemm_arena_free(hr_gemm_arena **a) {
 #define HR_COL_BLOCK 64
 
 #ifdef HR_GEMM
+#ifdef HR_GEMM_PRAGMA
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
 
 static hr_gemm_node *arena_node(hr_gemm_arena **a) {
 	if (!*a || (*a)->used == HR_ARENA_NODES) {
@@ -412,7 +426,7 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 static void quantize_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	hr_gemm_node *node = ud;
 	const struct ggml_tensor *x = dst->src[0];
-	const ggml_from_float_t from_float = ggml_get_type_traits_cpu(node->type)->from_float;
+	const ggml_from_float_t from_float = hr_cpu_traits(node->type)->from_float;
 	for (int64_t r = ith; r < node->n; r += nth) {
 		from_float((const float *)((const char *)x->data + r * x->nb[1]), (char *)dst->data + r * dst->nb[1],
 			   x->ne[0]);
@@ -424,7 +438,7 @@ static void quantize_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	}
 }
 
-int hr_gemm_supported(enum ggml_type type) {
+static int gemm_supported(enum ggml_type type) {
 	size_t block, vt_block;
 	enum ggml_type vt;
 	switch (type) {
@@ -433,12 +447,12 @@ int hr_gemm_supported(enum ggml_type type) {
 	case GGML_TYPE_Q6_K: block = sizeof(hr_block_q6_K), vt = GGML_TYPE_Q8_K, vt_block = sizeof(hr_block_q8_K); break;
 	default: return 0;
 	}
-	return ggml_type_size(type) == block && ggml_get_type_traits_cpu(type)->vec_dot_type == vt &&
+	return ggml_type_size(type) == block && hr_cpu_traits(type)->vec_dot_type == vt &&
 	       ggml_type_size(vt) == vt_block;
 }
 
-struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
-			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
+static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
+				   struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
 	// The kernels read w->data: a weight in a GPU's memory is ggml's.
 	if (!w->buffer || !ggml_backend_buffer_is_host(w->buffer) || !hr_gemm_supported(w->type) ||
 	    x->type != GGML_TYPE_F32 || x->ne[1] < 2 || x->ne[2] != 1 ||
@@ -446,7 +460,7 @@ struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, 
 	    w->ne[0] % ggml_blck_size(w->type) != 0) {
 		return ggml_mul_mat(ctx, w, x);
 	}
-	const enum ggml_type vt = ggml_get_type_traits_cpu(w->type)->vec_dot_type;
+	const enum ggml_type vt = hr_cpu_traits(w->type)->vec_dot_type;
 	// A quantization that already resets as many products as it can is not
 	// shared further: the next product gets one of its own.
 	const int full = cache->node && cache->node->n_reset == (int)(sizeof(cache->node->reset) /
@@ -479,7 +493,18 @@ struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, 
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op, GGML_N_TASKS_MAX, gn);
 }
 
-#else // no AVX2 + FMA + F16C: ggml's kernels
+#ifdef HR_GEMM_PRAGMA
+#pragma GCC pop_options
+#endif
+
+int hr_gemm_supported(enum ggml_type type) { return hr_cpu_avx2() && gemm_supported(type); }
+
+struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
+			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
+	return hr_cpu_avx2() ? mul_mat(ctx, arena, cache, w, x, n_threads) : ggml_mul_mat(ctx, w, x);
+}
+
+#else // not x86-64: ggml's kernels
 
 int hr_gemm_supported(enum ggml_type type) {
 	(void)type;

@@ -24,7 +24,8 @@
 #include "ggml.h"
 
 // hr_gemm_supported says whether hr_mul_mat has a kernel for weights of this
-// type on this build (AVX2 + FMA + F16C; a portable build has none).
+// type under the CPU backend in use (x86-64 whose backend has AVX2 + FMA +
+// F16C kernels; cpu.h).
 int hr_gemm_supported(enum ggml_type type);
 
 // hr_gemm_cache remembers the last quantized input, so that products of the

@@ -92,6 +92,9 @@ func typeName(t int) string { return C.GoString(C.hr_type_name(C.int(t))) }
 // file, the architecture's tensor shapes) and maps it read-only. Nothing in C
 // sees the file before it has passed these checks.
 func Open(path string) (*Model, error) {
+	if err := cpuRefused(); err != nil {
+		return nil, err
+	}
 	// engine/gguf, the one GGUF parser, checks the header and tensor table
 	// against the file size and the architecture's tensor list (one human
 	// sentence per problem); fromGGUF and checkTensors below add what

@@ -3,6 +3,7 @@
 // pool for more than one thread), so the rates it reports are the rates a
 // window gets.
 #include "profile.h"
+#include "cpu.h"
 #include "engine.h"
 
 #include <stdio.h>
@@ -213,22 +214,22 @@ int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_
 		perr(err, errlen, "no threads");
 		return -1;
 	}
-	ggml_backend_t be = ggml_backend_cpu_init();
+	// The CPU backend the engine runs on (cpu.h): the chosen variant's kernels.
+	ggml_backend_t be = hr_cpu_init(n_threads);
 	if (!be) {
-		perr(err, errlen, "ggml_backend_cpu_init failed");
+		perr(err, errlen, "cannot start the CPU backend");
 		return -1;
 	}
-	ggml_backend_cpu_set_n_threads(be, n_threads);
 	struct ggml_threadpool *tp = NULL;
 	if (n_threads > 1) {
 		struct ggml_threadpool_params tpp = ggml_threadpool_params_default(n_threads);
-		tp = ggml_threadpool_new(&tpp);
+		tp = hr_cpu_threadpool_new(&tpp);
 		if (!tp) {
 			ggml_backend_free(be);
 			perr(err, errlen, "ggml_threadpool_new failed");
 			return -1;
 		}
-		ggml_backend_cpu_set_threadpool(be, tp);
+		hr_cpu_set_threadpool(be, tp);
 	}
 	// Hot sizes stay in each core's L2: 128 KiB and 384 KiB of weights per
 	// thread.
@@ -237,7 +238,7 @@ int hr_prof_matmul(int type, int64_t k, int64_t rows, int n_threads, double min_
 	if (r1 < 4 * n_threads) r1 = 4 * n_threads;
 	int rc = time_matmul(be, type, k, rows, r1, COLD_BYTES, min_s, hot_s, cold_s, err, errlen);
 	ggml_backend_free(be);
-	if (tp) ggml_threadpool_free(tp);
+	if (tp) hr_cpu_threadpool_free(tp);
 	return rc;
 }
 

@@ -26,6 +26,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if lib := os.Getenv(cpuChildLib); lib != "" { // a child of TestCPUVariants
+		if err := cpuChild(lib); err != nil {
+			fmt.Fprintln(os.Stderr, "cpu child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if path := os.Getenv(childEnvModel); path != "" {
 		first, _ := strconv.Atoi(os.Getenv(childEnvFirst))
 		if err := runChild(path, first, os.Stdin, os.Stdout); err != nil {
