@@ -125,6 +125,16 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 	var st runner.Stats
 	var err error
 	var ringRun *apitype.RingRun
+	// Every attempt, on the ring or alone, leaves out old messages when
+	// the conversation outgrows the context (fit.go).
+	fit := fitter{fit: req.FitContext, nCtx: nCtx, maxTokens: req.MaxTokens, perByte: b.learntPerByte(path)}
+	leftOut := 0
+	fitRun := func(run func(runner.GenerateParams) (runner.Stats, error)) (runner.Stats, error) {
+		st, n, perByte, err := fit.fitRun(g, run)
+		leftOut = n
+		b.learnPerByte(path, perByte)
+		return st, err
+	}
 	var engineAt time.Time // the engine was given its job
 	job, note := b.planRing(ctx, path, nCtx, req, false)
 	for attempt := 0; job != nil; attempt++ {
@@ -142,9 +152,17 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		var endTransfers func()
 		rp.OnProgress, endTransfers = b.transferProgress(job)
 		engineAt = time.Now()
-		st, err = b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
+		st, err = fitRun(func(g runner.GenerateParams) (runner.Stats, error) {
+			return b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
+		})
 		endTransfers()
 		var died *runner.DiedError
+		var full *problem.Error
+		if errors.As(err, &full) && full.Code == problem.ContextFull {
+			// The prompt, not the ring: this device alone could not run it either.
+			b.keep(nil, 0)
+			break
+		}
 		if err != nil && first.IsZero() && ctx.Err() == nil && !errors.As(err, &died) {
 			b.keep(nil, 0)
 			if job.reused && attempt == 0 {
@@ -185,14 +203,15 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		// the device map shows and `homering run --gpu-layers auto` runs.
 		lp.GPULayers = b.aloneGPULayers(path, nCtx)
 		engineAt = time.Now()
-		st, err = b.sup.Generate(ctx, lp, g, onToken)
+		alone := func(g runner.GenerateParams) (runner.Stats, error) { return b.sup.Generate(ctx, lp, g, onToken) }
+		st, err = fitRun(alone)
 		var re *runner.RequestError
 		if lp.GPULayers > 0 && errors.As(err, &re) && re.Code == runner.CodeLoad {
 			// The profile promised a GPU the engine cannot use (its library
 			// gone, its memory taken since): the CPU still answers.
 			b.log.Warn("the engine cannot put layers on the GPU; running every layer on the CPU", "gpu_layers", lp.GPULayers, "err", re.Text)
 			lp.GPULayers = 0
-			st, err = b.sup.Generate(ctx, lp, g, onToken)
+			st, err = fitRun(alone)
 		}
 		if err == nil {
 			b.learnAlone(path, nCtx, st) // calibration: profile_calib.go
@@ -200,6 +219,10 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 	}
 	out := chatStats(st, strings.TrimSuffix(filepath.Base(path), ".gguf"))
 	out.Ring = ringRun
+	out.LeftOut = leftOut
+	if leftOut > 0 && err == nil {
+		b.log.Info("left the oldest messages out of the prompt: the conversation outgrew the context", "left_out", leftOut, "prompt_tokens", st.PromptTokens)
+	}
 	if ringRun == nil {
 		out.Alone = note
 	}

@@ -178,7 +178,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	_, text := chatFailure(err)
 	s.Log.Warn("chat failed", "err", err)
-	_ = ev.send("error", apitype.Error{Error: text})
+	e := apitype.Error{Error: text}
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		e.Code = string(pe.Code) // the UI puts a message too long for the context back to edit (context_full)
+	}
+	_ = ev.send("error", e)
 }
 
 // registerCompat wraps next (the token-protected API and UI) with the
@@ -506,6 +511,11 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Ollama leaves out the oldest messages of a chat that outgrows the
+	// context (the system prompt and the last message kept) and answers:
+	// its clients expect that, not an error. OpenAI's and Anthropic's get
+	// their API's error, as those services answer.
+	req.FitContext = true
 	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), req.Model,
 		func(m string, t string) any { return ollama.ChatPiece(m, time.Now(), t) },
 		func(m, t string, st apitype.ChatStats) any { return ollama.ChatDone(m, time.Now(), t, st) })

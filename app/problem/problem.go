@@ -22,6 +22,7 @@ const (
 	ModelLoad         Code = "model"              // the engine cannot load the model
 	BadRequest        Code = "bad_request"        // a chat request the engine refuses
 	EmptyConversation Code = "empty_conversation" // a chat without messages
+	ContextFull       Code = "context_full"       // a prompt the context cannot hold, even with old turns left out
 	NoChat            Code = "no_chat"            // an agent built without an engine
 	Settings          Code = "settings"           // settings.json cannot be read
 	Interface         Code = "interface"          // the chosen network interface is unusable
@@ -69,6 +70,7 @@ var registry = []Spec{
 	{ModelLoad, "The selected model cannot be loaded.", "Choose another model in Settings.", SevError, KindUnusable},
 	{BadRequest, "The engine refused the request.", "Change the request as the message says and send it again.", SevError, KindRequest},
 	{EmptyConversation, "The conversation is empty.", "Send at least one message.", SevError, KindRequest},
+	{ContextFull, "The message does not fit in the context.", "Shorten it, or raise the context length.", SevError, KindRequest},
 	{NoChat, "Chat is not available in this agent.", "Start it with `homering headless --model FILE.gguf` or the app.", SevError, KindUnavailable},
 	{Settings, "The settings cannot be read.", "Check settings.json in the config folder, or save the settings again from the Settings page.", SevError, KindFailed},
 	{Interface, "The chosen network interface cannot be used.", "Clear or fix interface in config.json.", SevWarning, KindState},

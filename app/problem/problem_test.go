@@ -11,7 +11,7 @@ import (
 // Every registered problem has the words a person needs, and every code
 // constant is registered once.
 func TestRegistry(t *testing.T) {
-	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, BadRequest, EmptyConversation, NoChat, Settings,
+	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, BadRequest, EmptyConversation, ContextFull, NoChat, Settings,
 		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort}
 	seen := map[Code]bool{}
 	valid := regexp.MustCompile(`^[a-z][a-z_]*$`)

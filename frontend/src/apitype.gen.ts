@@ -148,6 +148,10 @@ export interface Check {
 // Error is the body of every non-2xx answer.
 export interface Error {
   error: string
+  // Code is the problem's code (app/problem) when the error is a
+  // registered problem: the chat's error event carries it, so that the UI
+  // can act on a kind of failure ("context_full") without reading words.
+  code?: string
 }
 
 // InfoFile is the name of the file, in the config directory, where a running
@@ -194,6 +198,13 @@ export interface ChatRequest {
   top_k?: number
   max_tokens?: number // 0: until the model stops or the context is full
   num_ctx?: number // 0: the configured context length
+  // FitContext: when the messages outgrow the context, the oldest are
+  // left out of the prompt (a leading system message and the last message
+  // always kept) and ChatStats.LeftOut says how many, instead of the
+  // request failing (the UI; Ollama's API, as Ollama does). Without it a
+  // prompt too long for the context fails with problem context_full (the
+  // OpenAI and Anthropic APIs: their clients expect an error).
+  fit_context?: boolean
   seed?: number
   model?: string // "" or the served model's name
   // Ring options (homering chat, tests, the bench; ring.go). ModelPath is
@@ -222,6 +233,10 @@ export interface ChatStats {
   // the context is full), "cancelled" (stopped).
   stop_reason: string
   model: string
+  // LeftOut is how many of the request's oldest messages (after a leading
+  // system message, which is always kept) were left out of the prompt
+  // because the conversation outgrew the context (ChatRequest.FitContext).
+  left_out?: number
   // TTFTMS is the time from the request to the first token; TPOTMS the
   // mean time per output token after it.
   ttft_ms?: number
@@ -494,10 +509,22 @@ export interface Conversation {
   id: string
   title: string
   system: string
+  // Model is the name of the model that gave the last reply (each reply's
+  // Stats has its own).
   model: string
+  // Params are the chat parameters the conversation runs with; nil in
+  // conversations saved before they were kept (the UI's defaults apply).
+  params?: ChatParams
   created: string
   updated: string
   messages: ConversationMessage[] | null
+}
+
+// ChatParams are a conversation's chat parameters, as ChatRequest takes them.
+export interface ChatParams {
+  temperature: number
+  top_p: number
+  max_tokens: number // 0: to the end of the answer (bounded by the context)
 }
 
 // ConversationSummary is one row of GET /api/v1/conversations.

@@ -149,6 +149,10 @@ type Check struct {
 // Error is the body of every non-2xx answer.
 type Error struct {
 	Error string `json:"error"`
+	// Code is the problem's code (app/problem) when the error is a
+	// registered problem: the chat's error event carries it, so that the UI
+	// can act on a kind of failure ("context_full") without reading words.
+	Code string `json:"code,omitempty"`
 }
 
 // InfoFile is the name of the file, in the config directory, where a running

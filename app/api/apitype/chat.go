@@ -21,8 +21,15 @@ type ChatRequest struct {
 	TopK        *int     `json:"top_k,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"` // 0: until the model stops or the context is full
 	NumCtx      int      `json:"num_ctx,omitempty"`    // 0: the configured context length
-	Seed        *int64   `json:"seed,omitempty"`
-	Model       string   `json:"model,omitempty"` // "" or the served model's name
+	// FitContext: when the messages outgrow the context, the oldest are
+	// left out of the prompt (a leading system message and the last message
+	// always kept) and ChatStats.LeftOut says how many, instead of the
+	// request failing (the UI; Ollama's API, as Ollama does). Without it a
+	// prompt too long for the context fails with problem context_full (the
+	// OpenAI and Anthropic APIs: their clients expect an error).
+	FitContext bool   `json:"fit_context,omitempty"`
+	Seed       *int64 `json:"seed,omitempty"`
+	Model      string `json:"model,omitempty"` // "" or the served model's name
 	// Ring options (homering chat, tests, the bench; ring.go). ModelPath is
 	// a GGUF on the agent's machine used instead of the selected model.
 	ModelPath  string `json:"model_path,omitempty"`
@@ -49,6 +56,10 @@ type ChatStats struct {
 	// the context is full), "cancelled" (stopped).
 	StopReason string `json:"stop_reason"`
 	Model      string `json:"model"`
+	// LeftOut is how many of the request's oldest messages (after a leading
+	// system message, which is always kept) were left out of the prompt
+	// because the conversation outgrew the context (ChatRequest.FitContext).
+	LeftOut int `json:"left_out,omitempty"`
 	// TTFTMS is the time from the request to the first token; TPOTMS the
 	// mean time per output token after it.
 	TTFTMS float64 `json:"ttft_ms,omitempty"`

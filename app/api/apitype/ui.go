@@ -161,13 +161,25 @@ type ConversationMessage struct {
 
 // Conversation is one saved chat.
 type Conversation struct {
-	ID       string                `json:"id"`
-	Title    string                `json:"title"`
-	System   string                `json:"system"`
-	Model    string                `json:"model"`
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	System string `json:"system"`
+	// Model is the name of the model that gave the last reply (each reply's
+	// Stats has its own).
+	Model string `json:"model"`
+	// Params are the chat parameters the conversation runs with; nil in
+	// conversations saved before they were kept (the UI's defaults apply).
+	Params   *ChatParams           `json:"params,omitempty"`
 	Created  time.Time             `json:"created"`
 	Updated  time.Time             `json:"updated"`
 	Messages []ConversationMessage `json:"messages"`
+}
+
+// ChatParams are a conversation's chat parameters, as ChatRequest takes them.
+type ChatParams struct {
+	Temperature float64 `json:"temperature"`
+	TopP        float64 `json:"top_p"`
+	MaxTokens   int     `json:"max_tokens"` // 0: to the end of the answer (bounded by the context)
 }
 
 // ConversationSummary is one row of GET /api/v1/conversations.

@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"homering/app/problem"
+	"homering/engine/runner"
+)
+
+// Fitting a conversation into the context (issue 18 item 4).
+//
+// Where: here, around the engine's generate calls, because the prompt's
+// token count exists only in the engine child (engine/head formats and
+// tokenizes the prompt and makes the one context check, CheckContext) and
+// the agent process never tokenizes (no cgo in the agent; deps_test keeps
+// engine/llama out of it). The child's answer to a prompt too long for the
+// context names its exact token count and the context ("… (N tokens,
+// context M)"): tokenizing fails there before any layer runs, so asking
+// again with fewer messages costs one tokenization, on one device or a
+// ring (whose job starts only after the check).
+//
+// Policy: the oldest messages after a leading system message are left out,
+// whole turns at a time (the first kept message is a user message, as chat
+// templates expect), until the prompt fits with room for the reply: the
+// context less reserve(). The last message is always kept; when even it
+// (with the system prompt) does not fit, the request fails with
+// problem.ContextFull. Which messages to leave out is estimated from bytes
+// (leaveOut) at the tokens per byte of the last count: the count of the
+// failed attempt (exact for the messages it had), or, before the first
+// attempt, of this model's last prompt (learnt), so that a conversation
+// that nearly fills the context is trimmed before its reply is cut to a
+// few tokens. A wrong estimate costs one more attempt, never a wrong
+// prompt: the engine's check stays the judge.
+//
+// Callers that do not ask for fitting (the OpenAI and Anthropic APIs) get
+// problem.ContextFull for a prompt that does not fit.
+
+// msgOverhead is what a message costs in the estimate beyond its content:
+// the role and the template's markers (ChatML's come to about 5 tokens).
+const msgOverhead = 16
+
+// maxFitTries bounds the attempts of one request: each leaves out at least
+// one more turn, so only a very wrong estimate needs many.
+const maxFitTries = 6
+
+// tooLongText matches the engine's answer to a prompt that does not fit:
+// engine/head.ErrTooLong with CheckContext's counts, as the runner child
+// words it (its package prefixes dropped). TestTooLongMatchesEngine holds
+// it to the engine's text.
+var tooLongText = regexp.MustCompile(`does not fit in the context.*\((\d+) tokens, context (\d+)\)`)
+
+// tooLong reports whether err is the engine's refusal of a prompt too long
+// for the context, with the prompt's tokens and the context's size.
+func tooLong(err error) (prompt, nCtx int, ok bool) {
+	var re *runner.RequestError
+	if !errors.As(err, &re) || re.Code != runner.CodeBadRequest {
+		return 0, 0, false
+	}
+	m := tooLongText.FindStringSubmatch(re.Text)
+	if m == nil {
+		return 0, 0, false
+	}
+	prompt, _ = strconv.Atoi(m[1])
+	nCtx, _ = strconv.Atoi(m[2])
+	return prompt, nCtx, true
+}
+
+// reserve is the room a trimmed prompt leaves for the reply in a context of
+// nCtx: the reply's limit when one is set (at most half the context), else
+// a quarter of the context.
+func reserve(nCtx, maxTokens int) int {
+	if maxTokens > 0 {
+		return min(maxTokens, nCtx/2)
+	}
+	return nCtx / 4
+}
+
+// size is msgs' weight in the estimate.
+func size(msgs []runner.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content) + msgOverhead
+	}
+	return n
+}
+
+// leaveOut says how many of msgs' oldest messages after a leading system
+// message to leave out so that the prompt's estimate (perByte tokens per
+// byte of size) fits budget tokens: the fewest that do, such that the first
+// kept message after the system message is a user one (or is the last
+// message). It never leaves out the last message: when nothing else fits,
+// it leaves out everything between the system message and the last one.
+func leaveOut(msgs []runner.Message, perByte float64, budget int) int {
+	sys := 0
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		sys = 1
+	}
+	rest := msgs[sys:]
+	if len(rest) <= 1 {
+		return 0
+	}
+	est := func(kept []runner.Message) float64 { return perByte * float64(size(msgs[:sys])+size(kept)) }
+	for n := 0; n < len(rest)-1; n++ {
+		if rest[n].Role != "user" && n > 0 {
+			continue // a turn starts with the user
+		}
+		if est(rest[n:]) <= float64(budget) {
+			return n
+		}
+	}
+	return len(rest) - 1
+}
+
+// keptMessages is msgs without the n oldest after a leading system message.
+func keptMessages(msgs []runner.Message, n int) []runner.Message {
+	if n == 0 {
+		return msgs
+	}
+	sys := 0
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		sys = 1
+	}
+	return append(append([]runner.Message{}, msgs[:sys]...), msgs[sys+n:]...)
+}
+
+// fitter runs one request's attempts (fitRun).
+type fitter struct {
+	fit       bool    // leave old messages out rather than fail
+	nCtx      int     // the context, 0: not known before the engine says
+	maxTokens int     // the request's reply limit, 0: none
+	perByte   float64 // this model's last tokens per byte, 0: none yet
+}
+
+// fitRun runs g with run, leaving out the oldest messages as the policy
+// above says, and returns run's stats and error, how many messages it left
+// out, and the tokens per byte of the last prompt it ran or tried (0: none
+// counted). A prompt that does not fit ends in problem.ContextFull.
+func (f fitter) fitRun(g runner.GenerateParams, run func(runner.GenerateParams) (runner.Stats, error)) (runner.Stats, int, float64, error) {
+	all := g.Messages
+	omit := 0
+	if f.fit && f.perByte > 0 && f.nCtx > 0 {
+		omit = leaveOut(all, f.perByte, f.nCtx-reserve(f.nCtx, f.maxTokens))
+	}
+	for try := 1; ; try++ {
+		g.Messages = keptMessages(all, omit)
+		st, err := run(g)
+		n, nCtx, long := tooLong(err)
+		if !long {
+			perByte := 0.0
+			if err == nil && len(g.Messages) > 0 && st.PromptTokens > 0 {
+				perByte = float64(st.PromptTokens) / float64(size(g.Messages))
+			}
+			return st, omit, perByte, err
+		}
+		perByte := float64(n) / float64(max(size(g.Messages), 1))
+		more := 0
+		if f.fit && len(g.Messages) > 0 {
+			more = leaveOut(g.Messages, perByte, nCtx-reserve(nCtx, f.maxTokens))
+			if try == maxFitTries {
+				more = leaveOut(g.Messages, perByte, 0) // all but the last
+			}
+		}
+		if more == 0 {
+			return st, omit, perByte, contextFull(g.Messages, n, nCtx, f.fit)
+		}
+		omit += more
+	}
+}
+
+// contextFull words a prompt of n tokens that a context of nCtx cannot hold:
+// the last message (with the system prompt) when nothing else was left to
+// leave out, else the conversation.
+func contextFull(msgs []runner.Message, n, nCtx int, fit bool) error {
+	counts := fmt.Sprintf("%d tokens; the context holds %d", n, nCtx)
+	sys := len(msgs) > 0 && msgs[0].Role == "system"
+	switch {
+	case !fit && len(msgs) > 1+btoi(sys):
+		return problem.New(problem.ContextFull, fmt.Sprintf(
+			"The conversation is too long for the context (%s): leave out its oldest messages, shorten them or raise the context length.", counts))
+	case sys:
+		return problem.New(problem.ContextFull, fmt.Sprintf(
+			"The last message and the system prompt are too long for the context (%s): shorten them or raise the context length.", counts))
+	case len(msgs) == 0:
+		return problem.New(problem.ContextFull, fmt.Sprintf(
+			"The prompt is too long for the context (%s): shorten it or raise the context length.", counts))
+	}
+	return problem.New(problem.ContextFull, fmt.Sprintf(
+		"The last message is too long for the context (%s): shorten it or raise the context length.", counts))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// learntPerByte is the tokens per byte of model's last prompt (0: none yet).
+func (b *Agent) learntPerByte(model string) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.perByte[model]
+}
+
+// learnPerByte keeps v (when counted) as model's tokens per byte.
+func (b *Agent) learnPerByte(model string, v float64) {
+	if v <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.perByte == nil {
+		b.perByte = map[string]float64{}
+	}
+	b.perByte[model] = v
+}
