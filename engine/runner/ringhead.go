@@ -22,6 +22,7 @@ import (
 	"homering/engine/ring/driver"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
+	"homering/engine/slice"
 )
 
 // AppName goes into the transport Hello of ring links.
@@ -56,7 +57,7 @@ type ringModel struct {
 	path  string
 	model *ggml.Model
 	vocab *llama.Vocab
-	srv   *driver.SliceServer
+	srv   *slice.Server
 
 	mu   sync.Mutex
 	kept *headJob // a job held idle for the next request (ringkeep.go); guarded by mu
@@ -82,7 +83,7 @@ func openRingModel(path string) (*ringModel, error) {
 		_ = m.Close()
 		return nil, err
 	}
-	srv, err := driver.NewSliceServer(path)
+	srv, err := slice.NewServer(path)
 	if err != nil {
 		_ = v.Close()
 		_ = m.Close()
@@ -181,14 +182,14 @@ type headJob struct {
 
 	// The request being served (begin, resume), read and written by its
 	// goroutine only.
-	all      []int32 // the conversation: once the passes asked for are back, the windows hold all of it
-	pos      int     // of all, the tokens the windows hold
-	inflight int     // rows of the pass going round; 0: none
-	nPrompt  int     // of all, the prompt's tokens
-	passRows int     // this request's prefill pass size (ring.PassRows)
-	exactEnd int     // positions [0, exactEnd) were computed in full prompt passes of passRows from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
+	all      []int32   // the conversation: once the passes asked for are back, the windows hold all of it
+	pos      int       // of all, the tokens the windows hold
+	inflight int       // rows of the pass going round; 0: none
+	nPrompt  int       // of all, the prompt's tokens
+	passRows int       // this request's prefill pass size (ring.PassRows)
+	exactEnd int       // positions [0, exactEnd) were computed in full prompt passes of passRows from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
 	logits   []float32 // the output window's, of the last pass back: written on the driver's engine goroutine before its EmitToken
-	decodeMS float64 // time of the passes of one generated token, for ring.PassEnd
+	decodeMS float64   // time of the passes of one generated token, for ring.PassEnd
 	decodeN  int
 	lossAt   time.Time // a worker was lost; cleared by the next token's logits
 	gc       int       // the GOGC to go back to (see servingGC)

@@ -393,7 +393,7 @@ type workerEngine struct {
 	g *driver.GGML // g.Parts: the mapped slices and their layers
 
 	models map[string]*ggml.Model // mapped slices by path
-	src    *driver.ConnSource
+	src    *slice.ConnSource
 	index  *gguf.File
 	hash   map[string][32]byte
 	mem    *pressure
@@ -433,7 +433,7 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 		case <-time.After(30 * time.Second):
 			return errors.New("runner: the head opened no slice connection")
 		}
-		e.src = &driver.ConnSource{C: c, Model: e.j.model}
+		e.src = &slice.ConnSource{C: c, Model: e.j.model}
 		g, h, err := e.src.FetchIndex(ctx)
 		if err != nil {
 			return fmt.Errorf("runner: fetch the model index from the head: %w", err)

@@ -61,21 +61,6 @@
 // fails Prepare (ggml.ErrNoGPU), so the device refuses the plan (PlanAck)
 // rather than run it slower than planned.
 //
-// # Weight slices
-//
-// SliceServer (head) answers wire.SliceRequest frames on a connection of
-// their own, so megabytes of weights never queue in front of activations:
-// "@list" gives every tensor's size and SHA-256 (hashed once, on first
-// request), "@header" the source's header bytes (whose SHA-256 is the
-// model's identity), a tensor name its bytes in chunks of at most
-// ServeChunk (1 MiB; a request may ask for up to MaxChunk, ConnSource asks
-// again for the rest): a chunk is in memory three times while it goes, and
-// the server hands the freed heap back to the OS every 32 MiB it sends.
-// ConnSource (worker) is the matching engine/slice Source; FetchIndex gets
-// the header and hashes a slice.Spec needs. It keeps up to four chunk
-// requests in flight (a goroutine sends them, the reader takes the answers
-// in order), so a worker pays a round trip per four chunks, not per chunk.
-//
 // # Memory
 //
 // After Prepare (a worker's slice fetch) and when a job ends, the driver

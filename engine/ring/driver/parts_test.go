@@ -19,7 +19,18 @@ import (
 func TestPartsEqualSingleDevice(t *testing.T) {
 	want := reference(t)
 	ctx := context.Background()
-	srv, src, g, hashes := fetchIndex(t, ctx)
+	srv, err := slice.NewServer(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, head := link(t, "worker", "head")
+	go func() { _ = srv.Serve(ctx, head) }()
+	src := &slice.ConnSource{C: c, Model: srv.Model}
+	g, hashes, err := src.FetchIndex(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	open := func(rs ...slice.Range) *ggml.Model {
 		t.Helper()

@@ -1,4 +1,4 @@
-package driver
+package slice
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"homering/engine/gguf"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
-	"homering/engine/slice"
 )
 
 // MaxChunk bounds one SliceChunk: large enough to stream at link speed,
@@ -35,8 +34,8 @@ const ServeChunk = 1 << 20
 // requests) so that megabytes of weights never queue in front of
 // activations.
 
-// SliceServer serves the head's model file to workers.
-type SliceServer struct {
+// Server serves the head's model file to workers.
+type Server struct {
 	Model [32]byte // SHA-256 of the header bytes: the model's identity
 	f     *os.File
 	g     *gguf.File
@@ -55,28 +54,28 @@ type SliceServer struct {
 // memory it had not returned).
 const freeEvery = 32 << 20
 
-// NewSliceServer opens the model file at path.
-func NewSliceServer(path string) (*SliceServer, error) {
+// NewServer opens the model file at path.
+func NewServer(path string) (*Server, error) {
 	g, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("driver: slice server: %w", err)
+		return nil, fmt.Errorf("slice: server: %w", err)
 	}
 	head := make([]byte, g.DataOffset)
 	if _, err := f.ReadAt(head, 0); err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("driver: slice server: read header: %w", err)
+		return nil, fmt.Errorf("slice: server: read header: %w", err)
 	}
-	return &SliceServer{Model: sha256.Sum256(head), f: f, g: g, head: head}, nil
+	return &Server{Model: sha256.Sum256(head), f: f, g: g, head: head}, nil
 }
 
 // Close closes the file.
-func (s *SliceServer) Close() error { return s.f.Close() }
+func (s *Server) Close() error { return s.f.Close() }
 
-func (s *SliceServer) list() (*wire.SliceList, error) {
+func (s *Server) list() (*wire.SliceList, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hashes != nil {
@@ -86,7 +85,7 @@ func (s *SliceServer) list() (*wire.SliceList, error) {
 	for _, t := range s.g.Tensors {
 		h := sha256.New()
 		if _, err := io.Copy(h, io.NewSectionReader(s.f, t.Offset, t.Size)); err != nil {
-			return nil, fmt.Errorf("driver: hash %s: %w", t.Name, err)
+			return nil, fmt.Errorf("slice: hash %s: %w", t.Name, err)
 		}
 		l.Tensors = append(l.Tensors, wire.SliceTensor{Name: t.Name, Size: uint64(t.Size), SHA256: [32]byte(h.Sum(nil))})
 	}
@@ -95,15 +94,15 @@ func (s *SliceServer) list() (*wire.SliceList, error) {
 }
 
 // Serve answers slice requests on c until it closes or a request is bad.
-func (s *SliceServer) Serve(ctx context.Context, c *transport.Conn) error {
+func (s *Server) Serve(ctx context.Context, c *transport.Conn) error {
 	return s.ServeCounted(ctx, c, nil)
 }
 
 // Need is how many tensor bytes a worker holding layers fetches at most (a
 // cold cache): the size of its slice's tensors, for progress bars.
-func (s *SliceServer) Need(layers []slice.Range) int64 {
+func (s *Server) Need(layers []Range) int64 {
 	var n int64
-	for _, t := range slice.Tensors(slice.Spec{Source: s.g, Layers: layers}) {
+	for _, t := range Tensors(Spec{Source: s.g, Layers: layers}) {
 		n += t.Size
 	}
 	return n
@@ -111,7 +110,7 @@ func (s *SliceServer) Need(layers []slice.Range) int64 {
 
 // ServeCounted is Serve that calls sent (when non-nil) with the tensor
 // bytes of each chunk it sent, for the head's transfer progress.
-func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent func(n int64)) error {
+func (s *Server) ServeCounted(ctx context.Context, c *transport.Conn, sent func(n int64)) error {
 	defer c.Close()
 	var buf []byte // a chunk's bytes, reused for the next
 	for ctx.Err() == nil {
@@ -123,7 +122,7 @@ func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent 
 		req, ok := m.(*wire.SliceRequest)
 		if err != nil || !ok {
 			_ = c.SendError(transport.CodeProtocol, "expected a slice request")
-			return fmt.Errorf("driver: slice server: bad request (type %d): %v", f.Type, err)
+			return fmt.Errorf("slice: server: bad request (type %d): %v", f.Type, err)
 		}
 		resp, err := s.answer(req, &buf)
 		if err != nil {
@@ -152,9 +151,9 @@ func (s *SliceServer) ServeCounted(ctx context.Context, c *transport.Conn, sent 
 
 // answer answers one request; a chunk's data is read into *buf (grown
 // as needed, at most ServeChunk).
-func (s *SliceServer) answer(req *wire.SliceRequest, buf *[]byte) (wire.Msg, error) {
+func (s *Server) answer(req *wire.SliceRequest, buf *[]byte) (wire.Msg, error) {
 	if req.Model != s.Model {
-		return nil, errors.New("driver: slice request for another model")
+		return nil, errors.New("slice: slice request for another model")
 	}
 	var src io.ReaderAt
 	var size int64
@@ -166,12 +165,12 @@ func (s *SliceServer) answer(req *wire.SliceRequest, buf *[]byte) (wire.Msg, err
 	default:
 		t, ok := s.g.Tensor(req.Name)
 		if !ok {
-			return nil, fmt.Errorf("driver: no tensor %q in the model", req.Name)
+			return nil, fmt.Errorf("slice: no tensor %q in the model", req.Name)
 		}
 		src, size = io.NewSectionReader(s.f, t.Offset, t.Size), t.Size
 	}
 	if req.Offset > uint64(size) {
-		return nil, fmt.Errorf("driver: offset %d past the %d bytes of %s", req.Offset, size, req.Name)
+		return nil, fmt.Errorf("slice: offset %d past the %d bytes of %s", req.Offset, size, req.Name)
 	}
 	n := min(int64(req.Length), ServeChunk, size-int64(req.Offset))
 	if int64(cap(*buf)) < n {
@@ -179,13 +178,13 @@ func (s *SliceServer) answer(req *wire.SliceRequest, buf *[]byte) (wire.Msg, err
 	}
 	data := (*buf)[:n]
 	if _, err := src.ReadAt(data, int64(req.Offset)); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("driver: read %s: %w", req.Name, err)
+		return nil, fmt.Errorf("slice: read %s: %w", req.Name, err)
 	}
 	return &wire.SliceChunk{Model: s.Model, Name: req.Name, Offset: req.Offset, Total: uint64(size), Data: data}, nil
 }
 
-// ConnSource fetches tensors from a SliceServer over c; it is a
-// slice.Source. One request is in flight at a time.
+// ConnSource fetches tensors from a Server over c; it is a Source. One
+// ReadTensor runs at a time.
 type ConnSource struct {
 	C     *transport.Conn
 	Model [32]byte
@@ -259,7 +258,7 @@ func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p [
 			// Answers still on their way would be taken for those of later
 			// requests: this connection is done. (The sender ends when the
 			// connection closes.)
-			s.broken = fmt.Errorf("driver: the slice connection is out of step after: %w", err)
+			s.broken = fmt.Errorf("slice: the slice connection is out of step after: %w", err)
 			return
 		}
 		<-sent
@@ -286,7 +285,7 @@ func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p [
 		inflight = inflight[1:]
 		c, ok := m.(*wire.SliceChunk)
 		if !ok || c.Name != name || c.Offset != uint64(off)+uint64(a.at) || len(c.Data) == 0 || len(c.Data) > a.n {
-			return fmt.Errorf("driver: unexpected answer to a request for %s at %d", name, off+int64(a.at))
+			return fmt.Errorf("slice: unexpected answer to a request for %s at %d", name, off+int64(a.at))
 		}
 		got += copy(p[a.at:], c.Data)
 		if len(c.Data) < a.n { // a head with a smaller chunk limit: ask for the rest
@@ -297,7 +296,7 @@ func (s *ConnSource) ReadTensor(ctx context.Context, name string, off int64, p [
 }
 
 // FetchIndex gets the source's header and tensor hashes: what a worker needs
-// to describe its slice (slice.Spec's Model, Source and Hashes).
+// to describe its slice (Spec's Model, Source and Hashes).
 func (s *ConnSource) FetchIndex(ctx context.Context) (*gguf.File, map[string][32]byte, error) {
 	s.mu.Lock()
 	m, err := s.roundTrip(&wire.SliceRequest{Model: s.Model, Name: wire.SliceIndex})
@@ -307,7 +306,7 @@ func (s *ConnSource) FetchIndex(ctx context.Context) (*gguf.File, map[string][32
 	}
 	l, ok := m.(*wire.SliceList)
 	if !ok {
-		return nil, nil, errors.New("driver: expected the tensor list")
+		return nil, nil, errors.New("slice: expected the tensor list")
 	}
 	// The header's size is unknown until it is fetched: ask chunk by chunk.
 	var head []byte
@@ -320,18 +319,18 @@ func (s *ConnSource) FetchIndex(ctx context.Context) (*gguf.File, map[string][32
 		}
 		c, ok := m.(*wire.SliceChunk)
 		if !ok || c.Offset != uint64(len(head)) || c.Total > l.FileSize {
-			return nil, nil, errors.New("driver: unexpected answer to a header request")
+			return nil, nil, errors.New("slice: unexpected answer to a header request")
 		}
 		head = append(head, c.Data...)
 		if uint64(len(head)) >= c.Total {
 			break
 		}
 		if len(c.Data) == 0 {
-			return nil, nil, errors.New("driver: empty header chunk")
+			return nil, nil, errors.New("slice: empty header chunk")
 		}
 	}
 	if sha256.Sum256(head) != s.Model {
-		return nil, nil, errors.New("driver: the model header does not match its identity")
+		return nil, nil, errors.New("slice: the model header does not match its identity")
 	}
 	g, err := gguf.Read(bytes.NewReader(head), int64(l.FileSize))
 	if err != nil {
@@ -344,4 +343,4 @@ func (s *ConnSource) FetchIndex(ctx context.Context) (*gguf.File, map[string][32
 	return g, hashes, nil
 }
 
-var _ slice.Source = (*ConnSource)(nil)
+var _ Source = (*ConnSource)(nil)
