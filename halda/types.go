@@ -33,6 +33,10 @@ type Device struct {
 	Name string `json:"name"`
 	OS   OS     `json:"os"`
 	GPU  GPU    `json:"gpu,omitempty"`
+	// CPUVariant names the ggml CPU kernels the profile was measured on
+	// (x64, haswell, icelake or built-in; the device map shows it). The
+	// model does not read it: the measured rates carry its speed.
+	CPUVariant string `json:"cpu_variant,omitempty"`
 	// UMA is true when CPU and GPU share memory (Apple silicon): no
 	// RAM↔VRAM copy per window (eq. 13, 1-𝕀_UMA).
 	UMA bool `json:"uma,omitempty"`

@@ -422,7 +422,8 @@ func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 		flops[k] = v * 10
 	}
 	fast := profile.Profile{OS: "linux", CPUFlops: flops, CPUReadBytesPerSec: 100e9,
-		Memory: sysinfo.Memory{Total: 16 << 30, Available: 12 << 30}, Disk: sysinfo.Disk{SeqBytesPerSec: 2e9, RandBytesPerSec: 1e9}}
+		Memory: sysinfo.Memory{Total: 16 << 30, Available: 12 << 30}, Disk: sysinfo.Disk{SeqBytesPerSec: 2e9, RandBytesPerSec: 1e9},
+		CPUVariant: "haswell"}
 	small := fast
 	small.Memory = sysinfo.Memory{Total: 1 << 30, Available: 2900 << 10} // room for the 2.2 MiB compute buffer, not all 1.1 MiB of weights
 	tests := []struct {
@@ -461,6 +462,10 @@ func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 				t.Errorf("this device planned with profile %q predicting %v ms, want %q and a prediction", d.Profile, d.PredictedMs, tt.profile)
 			}
 			predicted[tt.name] = d.PredictedMs
+			// The map says which CPU kernels the measured profile ran on.
+			if want := map[string]string{"measured": "haswell"}[tt.profile]; d.CPUVariant != want {
+				t.Errorf("the map's CPU variant is %q, want %q", d.CPUVariant, want)
+			}
 			var ms apitype.Models
 			do(t, srv, "GET", "/api/v1/models", nil, &ms)
 			if len(ms.Models) != 1 || ms.Models[0].Fit != tt.fit {

@@ -24,7 +24,8 @@ typedef int (*score_t)(void);
 // model opens (the Go side holds a lock around the choice and opens no model
 // before it); read everywhere after.
 static struct {
-	int init;
+	int init; // bound: the built-in backend until hr_cpu_use binds a variant
+	int used; // something was made from it (a backend, pool or buffer): no change after
 	ggml_backend_reg_t reg;
 	ggml_backend_dev_t dev;
 	set_n_threads_t set_n_threads;
@@ -135,7 +136,7 @@ int hr_cpu_score(const char *path, char *err, size_t errlen) {
 }
 
 int hr_cpu_use(const char *path, const char *variant, char *err, size_t errlen) {
-	if (cpu.init) {
+	if (cpu.used) {
 		seterr(err, errlen, "the CPU backend (%s) is already in use: the variant is chosen before any model opens%s",
 		       cpu.variant, "");
 		return -1;
@@ -169,15 +170,22 @@ int hr_cpu_avx2(void) {
 	return cpu.avx2;
 }
 
-ggml_backend_t hr_cpu_init(int n_threads) {
+// The functions below make things from the backend: after the first, the
+// choice stands (the queries above only read it).
+static void use(void) {
 	init_static();
+	cpu.used = 1;
+}
+
+ggml_backend_t hr_cpu_init(int n_threads) {
+	use();
 	ggml_backend_t be = ggml_backend_dev_init(cpu.dev, NULL);
 	if (be) cpu.set_n_threads(be, n_threads);
 	return be;
 }
 
 struct ggml_threadpool *hr_cpu_threadpool_new(struct ggml_threadpool_params *p) {
-	init_static();
+	use();
 	return cpu.tp_new(p);
 }
 
@@ -192,12 +200,12 @@ void hr_cpu_set_threadpool(ggml_backend_t be, struct ggml_threadpool *tp) {
 }
 
 ggml_backend_buffer_t hr_cpu_buffer_from_ptr(void *ptr, size_t size) {
-	init_static();
+	use();
 	return ggml_backend_dev_buffer_from_host_ptr(cpu.dev, ptr, size, size);
 }
 
 ggml_backend_buffer_type_t hr_cpu_buffer_type(void) {
-	init_static();
+	use();
 	return ggml_backend_dev_buffer_type(cpu.dev);
 }
 

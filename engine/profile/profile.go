@@ -75,7 +75,11 @@ type Profile struct {
 	CPUs     int      `json:"cpus"`
 	Threads  int      `json:"threads"`
 	Backends []string `json:"backends"`
-	GPUs     []GPU    `json:"gpus,omitempty"`
+	// CPUVariant is the CPU backend the kernels were timed on: the variant
+	// library chosen at start (x64, haswell, icelake: engine/runner's
+	// LoadCPU) or "built-in" (ggml.CPUVariant).
+	CPUVariant string `json:"cpu_variant,omitempty"`
+	GPUs       []GPU  `json:"gpus,omitempty"`
 
 	Matmuls []Matmul `json:"matmuls"`
 	// CPUFlops is s^{cpu,q}: FLOP/s of ggml's matmul kernels with the
@@ -233,6 +237,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	p := Profile{
 		Version: Version, OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: sysinfo.CPUModel(),
 		CPUs: runtime.NumCPU(), Threads: o.Threads, Backends: []string{"cpu"}, Memory: mem,
+		CPUVariant: ggml.CPUVariant(),
 	}
 	p.GPUs = gpus()
 	for _, g := range p.GPUs {
@@ -592,6 +597,10 @@ func key(fp string, threads int, layer []Shape, output *Shape) string {
 	if output != nil {
 		fmt.Fprintf(&b, " out%d", output.Type)
 	}
+	// Another CPU variant's kernels run at other rates: measured again.
+	if v := ggml.CPUVariant(); v != ggml.BuiltinCPU {
+		fmt.Fprintf(&b, " cpu=%s", v)
+	}
 	h := sha256.Sum256([]byte(b.String()))
 	return fp + "-" + hex.EncodeToString(h[:4])
 }
@@ -616,6 +625,7 @@ func (p Profile) Device(name string) halda.Device {
 	if d.OS == halda.Android {
 		d.SwapAvailable = p.Memory.SwapFree
 	}
+	d.CPUVariant = p.CPUVariant
 	p.fillGPU(&d)
 	return d
 }

@@ -1,18 +1,21 @@
 package runner
 
 import (
-	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
-
 	"errors"
-	"homering/engine/ggml"
+	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+
+	"homering/engine/ggml"
 )
 
 // GGMLVersion is the version of the pinned github.com/ollama/ollama module
@@ -42,12 +45,51 @@ const (
 //
 // A release that ships GPU libraries puts them in the first (the .deb in
 // the second); `build/gpu-lib.sh vulkan DIR` builds into any of them.
-func GPUDirs(exe string) []string {
+func GPUDirs(exe string) []string { return libDirs(exe, "gpu") }
+
+// CPUDirs are GPUDirs' counterparts for the CPU backend's variant
+// libraries (libggml-cpu-x64/-haswell/-icelake.so or ggml-cpu-*.dll, with
+// their libggml-base): lib/homering-cpu/ollama-v0.17.4 beside the
+// executable, ../lib/homering/cpu/ollama-v0.17.4 for the .deb.
+func CPUDirs(exe string) []string { return libDirs(exe, "cpu") }
+
+func libDirs(exe, kind string) []string {
 	d, v := filepath.Dir(exe), "ollama-"+GGMLVersion
 	return []string{
-		filepath.Join(d, "lib", "homering-gpu", v),
-		filepath.Join(d, "..", "lib", "homering", "gpu", v),
+		filepath.Join(d, "lib", "homering-"+kind, v),
+		filepath.Join(d, "..", "lib", "homering", kind, v),
 	}
+}
+
+// libDir is where one kind of backend library loads from: the directory
+// named on the command line, else the one the environment variable envDir
+// names, else the first of dirs(exe) that exists; "" and why not.
+func libDir(what, named, envDir string, dirs func(string) []string, getenv func(string) string, isDir func(string) bool, exe string) (dir, why string) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if isDir == nil {
+		isDir = func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+	}
+	switch {
+	case named != "":
+		return named, "named on the command line"
+	case getenv(envDir) != "":
+		return getenv(envDir), "named by " + envDir
+	}
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return "", fmt.Sprintf("this program's path is unknown (%v), so no %s library beside it", err, what)
+		}
+	}
+	ds := dirs(exe)
+	for _, d := range ds {
+		if isDir(d) {
+			return d, "beside this program"
+		}
+	}
+	return "", fmt.Sprintf("no %s library is installed (looked in %s; %s names another directory)", what, strings.Join(ds, " and "), envDir)
 }
 
 // GPUOptions say where GPU backends may come from.
@@ -79,19 +121,20 @@ const EnvGPUProbe = "HOMERING_GPU_PROBE"
 // builds: the ggml source they were built from.
 const StampFile = "homering-ggml.txt"
 
-// checkStamp refuses a directory whose libraries were not built from this
-// binary's ggml (build/gpu-lib.sh's stamp names the ollama module version).
-func checkStamp(dir string) error {
+// checkStamp refuses a directory whose libraries (what: GPU or CPU) were
+// not built from this binary's ggml (build/gpu-lib.sh's stamp names the
+// ollama module version).
+func checkStamp(dir, what string) error {
 	want := "github.com/ollama/ollama " + GGMLVersion
 	b, err := os.ReadFile(filepath.Join(dir, StampFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("the GPU libraries in %s were not built by build/gpu-lib.sh (no %s), so they may come from other ggml headers than this Homering's (%s); build them with build/gpu-lib.sh", dir, StampFile, want)
+		return fmt.Errorf("the %s libraries in %s were not built by build/gpu-lib.sh (no %s), so they may come from other ggml headers than this Homering's (%s); build them with build/gpu-lib.sh", what, dir, StampFile, want)
 	case err != nil:
-		return fmt.Errorf("the GPU libraries in %s cannot be checked: %w", dir, err)
+		return fmt.Errorf("the %s libraries in %s cannot be checked: %w", what, dir, err)
 	}
 	if got := strings.TrimSpace(string(b)); got != want {
-		return fmt.Errorf("the GPU libraries in %s were built from %s, this Homering needs %s; build them again with build/gpu-lib.sh", dir, got, want)
+		return fmt.Errorf("the %s libraries in %s were built from %s, this Homering needs %s; build them again with build/gpu-lib.sh", what, dir, got, want)
 	}
 	return nil
 }
@@ -173,6 +216,7 @@ type GPULoad struct {
 	// Why says where Dir came from, or why nothing was loaded, for a log
 	// line or a refusal ("--gpu-layers needs a GPU: …").
 	Why string
+	CPU CPULoad // the CPU backend chosen before (LoadCPU)
 }
 
 // FindGPUDir picks the directory to load GPU backends from, "" for none,
@@ -180,37 +224,17 @@ type GPULoad struct {
 // directory named on the command line, HOMERING_GPU_DIR, and the first of
 // GPUDirs that exists.
 func FindGPUDir(o GPUOptions) (dir, why string) {
-	getenv, isDir := o.Getenv, o.IsDir
+	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
-	}
-	if isDir == nil {
-		isDir = func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
 	}
 	switch v := strings.TrimSpace(getenv(EnvGPU)); {
 	case strings.EqualFold(v, "off"):
 		return "", EnvGPU + "=off"
 	case o.Off:
 		return "", "the gpu setting is off"
-	case o.Dir != "":
-		return o.Dir, "named on the command line"
-	case getenv(EnvGPUDir) != "":
-		return getenv(EnvGPUDir), "named by " + EnvGPUDir
 	}
-	exe := o.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return "", fmt.Sprintf("this program's path is unknown (%v), so no GPU library beside it", err)
-		}
-	}
-	dirs := GPUDirs(exe)
-	for _, d := range dirs {
-		if isDir(d) {
-			return d, "beside this program"
-		}
-	}
-	return "", fmt.Sprintf("no GPU library is installed (looked in %s; %s names another directory)", strings.Join(dirs, " and "), EnvGPUDir)
+	return libDir("GPU", o.Dir, EnvGPUDir, GPUDirs, getenv, o.IsDir, o.Exe)
 }
 
 // LoadGPU loads the GPU backend libraries FindGPUDir picks into this
@@ -218,17 +242,29 @@ func FindGPUDir(o GPUOptions) (dir, why string) {
 // registry is global and never unloads. The runner child calls it at start
 // (the agent passes its gpu setting down as HOMERING_GPU=off), `homering
 // run` and `homering profile` before they open a model.
+//
+// It loads the CPU backend's variant first (LoadCPU, with this process's
+// environment and executable): every program that loads GPU backends at
+// start runs models, and the CPU variant must be chosen before the first
+// model opens.
 func LoadGPU(o GPUOptions, log *slog.Logger) GPULoad {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cpu := LoadCPU(CPUOptions{}, log)
+	g := loadGPU(o, log)
+	g.CPU = cpu
+	return g
+}
+
+func loadGPU(o GPUOptions, log *slog.Logger) GPULoad {
 	dir, why := FindGPUDir(o)
 	if dir == "" {
 		// Metal is compiled in on Apple silicon: a GPU without a library.
 		log.Debug("no GPU backend loaded", "why", why)
 		return GPULoad{GPUs: ggml.GPUCount(), Devices: gpuNames(), Why: why}
 	}
-	if err := checkStamp(dir); err != nil {
+	if err := checkStamp(dir, "GPU"); err != nil {
 		log.Warn("GPU libraries refused", "err", err)
 		return GPULoad{Why: err.Error()}
 	}
@@ -262,4 +298,157 @@ func gpuNames() []string {
 		names = append(names, g.Name)
 	}
 	return names
+}
+
+// EnvCPU and EnvCPUDir are the environment's say over the CPU backend:
+// HOMERING_CPU=x64, haswell or icelake forces that variant (one this CPU
+// cannot run is refused: every model open fails with the reason), and
+// HOMERING_CPU=built-in the backend compiled into the binary;
+// HOMERING_CPU_DIR names the directory of the variant libraries instead of
+// CPUDirs.
+const (
+	EnvCPU    = "HOMERING_CPU"
+	EnvCPUDir = "HOMERING_CPU_DIR"
+)
+
+// CPUOptions say where the CPU backend's variants may come from; the zero
+// value is this process's environment and executable.
+type CPUOptions struct {
+	Dir    string              // named on a command line; "": EnvCPUDir, then CPUDirs
+	Getenv func(string) string // nil: os.Getenv
+	Exe    string              // "": os.Executable
+	IsDir  func(string) bool   // nil: os.Stat
+}
+
+// CPULoad is what LoadCPU did.
+type CPULoad struct {
+	// Variant is the CPU backend in use (ggml.CPUVariant): x64, haswell,
+	// icelake, or ggml.BuiltinCPU when no variant library is.
+	Variant string
+	Path    string   // the library loaded; "" for the built-in backend
+	Runs    []string // the variants found that this CPU can run, best first
+	Why     string   // why this one, for a log line
+	// Err is a refusal: the variant EnvCPU forces cannot run here or is
+	// not installed. ggml.Open fails with it too (ggml.RefuseCPU).
+	Err error
+}
+
+var (
+	cpuOnce sync.Once
+	cpuDone CPULoad
+)
+
+// LoadCPU chooses this process's CPU backend, once, before any model
+// opens: the variant EnvCPU forces, else the best of the variant libraries
+// (ggml's ggml_backend_score, from the CPUID bits) in the directory named
+// by o.Dir, EnvCPUDir or beside the executable (the same search as the
+// GPU libraries', CPUDirs); without a library, the built-in backend (a
+// development build is compiled for its own machine already). Later calls
+// return the first call's result.
+func LoadCPU(o CPUOptions, log *slog.Logger) CPULoad {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cpuOnce.Do(func() {
+		cpuDone = loadCPU(o)
+		if cpuDone.Err != nil {
+			ggml.RefuseCPU(cpuDone.Err)
+			log.Error("CPU backend refused", "err", cpuDone.Err)
+			return
+		}
+		log.Info("CPU backend", "variant", cpuDone.Variant, "why", cpuDone.Why, "path", cpuDone.Path)
+	})
+	return cpuDone
+}
+
+// CPUVariantFile is the file name of a variant library on this OS.
+func CPUVariantFile(variant string) string {
+	if runtime.GOOS == "windows" {
+		return "ggml-cpu-" + variant + ".dll"
+	}
+	return "libggml-cpu-" + variant + ".so"
+}
+
+func loadCPU(o CPUOptions) CPULoad {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	force := strings.TrimSpace(getenv(EnvCPU))
+	builtin := CPULoad{Variant: ggml.CPUVariant()}
+	if strings.EqualFold(force, ggml.BuiltinCPU) {
+		builtin.Why = EnvCPU + "=" + force
+		return builtin
+	}
+	dir, why := libDir("CPU", o.Dir, EnvCPUDir, CPUDirs, getenv, o.IsDir, o.Exe)
+	if dir == "" {
+		if force != "" {
+			return CPULoad{Err: fmt.Errorf("%s=%s asks for a CPU variant library, but %s", EnvCPU, force, why)}
+		}
+		builtin.Why = why
+		return builtin
+	}
+	if err := checkStamp(dir, "CPU"); err != nil {
+		if force != "" {
+			return CPULoad{Err: fmt.Errorf("%s=%s: %w", EnvCPU, force, err)}
+		}
+		builtin.Why = err.Error()
+		return builtin
+	}
+	prefix, suffix, _ := strings.Cut(CPUVariantFile("*"), "*")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return CPULoad{Variant: builtin.Variant, Why: err.Error()}
+	}
+	type found struct {
+		name, path string
+		score      int
+	}
+	var all []found
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) || e.IsDir() {
+			continue
+		}
+		f := found{name: strings.TrimSuffix(strings.TrimPrefix(n, prefix), suffix), path: filepath.Join(dir, n)}
+		if f.score, err = ggml.CPUScore(f.path); err != nil {
+			continue // not loadable here: as if absent
+		}
+		all = append(all, f)
+		names = append(names, f.name)
+	}
+	slices.SortStableFunc(all, func(a, b found) int { return b.score - a.score })
+	var runs []string
+	for _, f := range all {
+		if f.score > 0 {
+			runs = append(runs, f.name)
+		}
+	}
+	pick := -1
+	switch {
+	case force != "":
+		pick = slices.IndexFunc(all, func(f found) bool { return strings.EqualFold(f.name, force) })
+		switch {
+		case pick < 0:
+			return CPULoad{Runs: runs, Err: fmt.Errorf("%s=%s names no CPU variant in %s (it holds %s)", EnvCPU, force, dir, strings.Join(names, ", "))}
+		case all[pick].score == 0:
+			return CPULoad{Runs: runs, Err: fmt.Errorf("%s=%s is refused: this CPU lacks instructions the %s variant is built for (it can run %s)", EnvCPU, force, all[pick].name, strings.Join(append(runs, ggml.BuiltinCPU), ", "))}
+		}
+		why = EnvCPU + "=" + force
+	case len(runs) > 0:
+		pick = 0
+		why = fmt.Sprintf("the best of %s for this CPU (%s)", strings.Join(names, ", "), why)
+	default:
+		builtin.Runs, builtin.Why = runs, fmt.Sprintf("this CPU runs none of the CPU variants in %s", dir)
+		return builtin
+	}
+	f := all[pick]
+	if err := ggml.UseCPU(f.path, f.name); err != nil {
+		if force != "" {
+			return CPULoad{Runs: runs, Err: fmt.Errorf("%s=%s: %w", EnvCPU, force, err)}
+		}
+		return CPULoad{Variant: ggml.CPUVariant(), Runs: runs, Why: err.Error()}
+	}
+	return CPULoad{Variant: ggml.CPUVariant(), Path: f.path, Runs: runs, Why: why}
 }

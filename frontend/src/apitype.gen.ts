@@ -442,6 +442,9 @@ export interface MapDevice {
   // reported free (Metal: its working-set budget) when profiled.
   gpu?: string
   vram_free_bytes?: number
+  // CPUVariant is the ggml CPU kernels its profile was measured on (x64,
+  // haswell, icelake: chosen at start by CPUID; built-in) when known.
+  cpu_variant?: string
   // Memory is the history, oldest first: this device's every second, a
   // paired peer's each time it answers a look (every 10 s while the map
   // is watched); empty for other peers.

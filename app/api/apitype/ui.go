@@ -97,6 +97,9 @@ type MapDevice struct {
 	// reported free (Metal: its working-set budget) when profiled.
 	GPU           string `json:"gpu,omitempty"`
 	VRAMFreeBytes int64  `json:"vram_free_bytes,omitempty"`
+	// CPUVariant is the ggml CPU kernels its profile was measured on (x64,
+	// haswell, icelake: chosen at start by CPUID; built-in) when known.
+	CPUVariant string `json:"cpu_variant,omitempty"`
 	// Memory is the history, oldest first: this device's every second, a
 	// paired peer's each time it answers a look (every 10 s while the map
 	// is watched); empty for other peers.
