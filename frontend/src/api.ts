@@ -4,7 +4,12 @@ import type { ChatRequest, ChatStats } from './apitype.gen'
 // by the Wails window), so paths are relative and the token travels in an
 // HttpOnly cookie that page scripts never see.
 
-export class ApiError extends Error {}
+export class ApiError extends Error {
+  // code is the problem's code (app/problem) when the agent named one, as
+  // "context_full"; '' otherwise.
+  code: string
+  constructor(message: string, code = '') { super(message); this.code = code }
+}
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   let res: Response
@@ -83,17 +88,18 @@ export async function streamChat(
     throw new ApiError(msg)
   }
   let failure = ''
+  let code = ''
   try {
     await readSSE(res.body, (e) => {
       const d = JSON.parse(e.data)
       if (e.event === 'token') on.token(d.text ?? '')
       else if (e.event === 'done') on.done(d.stats)
-      else if (e.event === 'error') failure = d.error || 'The model stopped with an error.'
+      else if (e.event === 'error') { failure = d.error || 'The model stopped with an error.'; code = d.code ?? '' }
     })
   } catch (e) {
     if (!signal.aborted) throw new ApiError('The stream broke off. Try again.')
   }
-  if (failure) throw new ApiError(failure)
+  if (failure) throw new ApiError(failure, code)
 }
 
 export function newID(): string {
