@@ -370,12 +370,12 @@ func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(str
 }
 
 // runWhole runs req to its end for an answer that is not streamed; when it
-// fails it answers through fail and ok is false.
-func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, fail func(int, string)) (text string, st apitype.ChatStats, ok bool) {
+// fails it answers in api's shape (compatChatFail) and ok is false.
+func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, w http.ResponseWriter, api compatAPI) (text string, st apitype.ChatStats, ok bool) {
 	var b strings.Builder
 	st, err := s.run(ctx, req, func(t string) error { b.WriteString(t); return nil })
 	if err != nil {
-		fail(chatFailure(err))
+		compatChatFail(w, api, err)
 		return "", st, false
 	}
 	return b.String(), st, true
@@ -394,9 +394,8 @@ type openaiReply struct {
 // An error after the stream started is sent as an error chunk, since the
 // status line is gone by then.
 func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, reply openaiReply) {
-	fail := compatFail(w, apiOpenAI)
 	if !stream {
-		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
+		if text, st, ok := s.runWhole(r.Context(), req, w, apiOpenAI); ok {
 			writeJSON(w, http.StatusOK, reply.whole(text, st))
 		}
 		return
@@ -405,7 +404,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 	st, err := s.run(r.Context(), req, func(t string) error { return ev.send("", reply.piece(t)) })
 	if err != nil {
 		if !ev.started {
-			fail(chatFailure(err))
+			compatChatFail(w, apiOpenAI, err)
 			return
 		}
 		_, msg := chatFailure(err)
@@ -454,14 +453,13 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	fail := compatFail(w, apiAnthropic)
 	in, req, ok := compatRequest(s, w, r, apiAnthropic, anthropic.FromMessages)
 	if !ok {
 		return
 	}
 	id, model := newID("msg_"), req.Model
 	if !in.Stream {
-		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
+		if text, st, ok := s.runWhole(r.Context(), req, w, apiAnthropic); ok {
 			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, st, req.MaxTokens))
 		}
 		return
@@ -533,9 +531,8 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, model string,
 	piece func(string, string) any, done func(string, string, apitype.ChatStats) any) {
-	fail := compatFail(w, apiOllama)
 	if !stream {
-		if text, st, ok := s.runWhole(r.Context(), req, fail); ok {
+		if text, st, ok := s.runWhole(r.Context(), req, w, apiOllama); ok {
 			writeJSON(w, http.StatusOK, done(model, text, st))
 		}
 		return

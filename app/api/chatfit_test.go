@@ -12,7 +12,8 @@ import (
 // TestChatFitContext: the UI's chat error event names a context_full
 // problem by its code (the UI puts the message back to edit); Ollama's chat
 // asks the Chatter to leave old messages out, as Ollama does, while OpenAI's
-// and Anthropic's ask for the error, which arrives as their API's 400.
+// and Anthropic's ask for the error, which arrives as their API's 400
+// (OpenAI's with its code context_length_exceeded, streamed or not).
 func TestChatFitContext(t *testing.T) {
 	full := problem.New(problem.ContextFull, "The last message is too long for the context (300 tokens; the context holds 256): shorten it or raise the context length.")
 	sc := &scripted{err: full}
@@ -44,7 +45,8 @@ func TestChatFitContext(t *testing.T) {
 		want       string // in the 400's body
 	}{
 		{"/api/chat", `{"model":"tiny","stream":false,` + msgs + `}`, true, `{"error":"The last message is too long`},
-		{"/v1/chat/completions", `{"model":"tiny",` + msgs + `}`, false, `"type":"invalid_request_error"`},
+		{"/v1/chat/completions", `{"model":"tiny",` + msgs + `}`, false, `"type":"invalid_request_error","param":null,"code":"context_length_exceeded"`},
+		{"/v1/chat/completions", `{"model":"tiny","stream":true,` + msgs + `}`, false, `"code":"context_length_exceeded"`},
 		{"/v1/messages", `{"model":"tiny","max_tokens":5,` + msgs + `}`, false, `"type":"invalid_request_error"`},
 	} {
 		n := len(sc.got)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"homering/app/api/ollama"
 	"homering/app/api/openai"
 	"homering/app/config"
+	"homering/app/problem"
 )
 
 // compatAPI is which compatible API a request speaks to: its errors,
@@ -85,6 +87,19 @@ func compatError(w http.ResponseWriter, api compatAPI, status int, msg, code str
 	default:
 		writeJSON(w, status, ollama.ErrorBody{Error: msg})
 	}
+}
+
+// compatChatFail answers a chat that failed before its answer started, in
+// api's shape: chatFailure's status and sentence, and for a prompt the
+// context cannot hold OpenAI's own code, context_length_exceeded.
+func compatChatFail(w http.ResponseWriter, api compatAPI, err error) {
+	status, msg := chatFailure(err)
+	code := ""
+	var pe *problem.Error
+	if api == apiOpenAI && errors.As(err, &pe) && pe.Code == problem.ContextFull {
+		code = "context_length_exceeded"
+	}
+	compatError(w, api, status, msg, code)
 }
 
 // compatFail is compatError for one request, as the handlers' fail.
