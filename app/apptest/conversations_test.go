@@ -3,10 +3,14 @@
 package apptest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"homering/app/api/apitype"
 )
@@ -51,5 +55,68 @@ func TestWebUIConversations(t *testing.T) {
 	}
 	if saved < 2 {
 		t.Errorf("%d of %d saved conversations record their parameters and the model stories260K, want at least 2", saved, len(files))
+	}
+}
+
+// TestRingFitsContext: a conversation longer than the context, sent to
+// /api/v1/chat with fit_context, is answered on a ring of two devices with
+// its oldest turns left out, as on one device; the same conversation
+// without fit_context gets the context_full error.
+func TestRingFitsContext(t *testing.T) {
+	e := NewEnv(t)
+	a, b := e.NewNode(t, "a"), e.NewNode(t, "b")
+	for _, n := range []*Node{a, b} {
+		n.MustCLI(t, "contribute", "on")
+		if err := os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(`{"context_tokens": 256}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n.Start(t)
+	}
+	pairNodes(t, a, b)
+	WaitFor(t, time.Minute, "a sees b paired and contributing", func() error {
+		ps, err := a.Peers(context.Background())
+		if err != nil {
+			return err
+		}
+		if p, ok := find(ps, b.ID(t)); !ok || !p.Paired || !p.Visible || !p.Contribute {
+			return fmt.Errorf("a's view of b: %+v", p)
+		}
+		return nil
+	})
+	var msgs []apitype.ChatMessage
+	for i := range 10 {
+		msgs = append(msgs, apitype.ChatMessage{Role: "user", Content: fmt.Sprintf("Once upon a time there was a little cat called Kit number %d.", i)},
+			apitype.ChatMessage{Role: "assistant", Content: "She played in the park with her friend the dog all day long."})
+	}
+	msgs = append(msgs, apitype.ChatMessage{Role: "user", Content: "What happened next?"})
+	info := a.Info(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	chat := func(fit bool) string {
+		body, _ := json.Marshal(apitype.ChatRequest{Messages: msgs, System: "Tell a story.", MaxTokens: 8, ModelPath: webUIModel,
+			Devices: "all", Rounds: 1, FitContext: fit})
+		out, err := a.inNS(ctx, "curl", "-sSN", info.URL+"/api/v1/chat", "-H", "Authorization: Bearer "+info.Token, "-d", string(body)).Output()
+		if err != nil {
+			t.Fatalf("curl: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := chat(true)
+	_, data, ok := strings.Cut(out, "event: done\ndata: ")
+	var done apitype.ChatDone
+	if !ok || json.Unmarshal([]byte(strings.TrimSpace(data)), &done) != nil {
+		t.Fatalf("no done event:\n%s\nagent log:\n%s", out, a.Log())
+	}
+	st := done.Stats
+	devices := 0
+	if st.Ring != nil {
+		devices = len(st.Ring.Devices)
+	}
+	t.Logf("on a ring of %d devices: %d of %d messages left out, prompt %d tokens, reply %d tokens", devices, st.LeftOut, len(msgs), st.PromptTokens, st.CompletionTokens)
+	if devices != 2 || st.LeftOut == 0 || st.LeftOut%2 != 0 || st.PromptTokens >= 256 || st.CompletionTokens == 0 {
+		t.Errorf("want 2 devices (alone: %q), whole turns left out, a prompt under 256 tokens and a reply", st.Alone)
+	}
+	if out := chat(false); !strings.Contains(out, "event: error") || !strings.Contains(out, `"code":"context_full"`) {
+		t.Errorf("without fit_context:\n%s", out)
 	}
 }
