@@ -89,13 +89,7 @@ func Open(cfg Config) (*Head, error) {
 		return nil, err
 	}
 	info := m.Info()
-	nCtx := cfg.NCtx
-	if nCtx <= 0 {
-		nCtx = min(max(info.NCtxTrain, 0), 4096)
-		if nCtx == 0 {
-			nCtx = 4096
-		}
-	}
+	nCtx := ContextSize(cfg.NCtx, info.NCtxTrain)
 	if cfg.GPULayers < 0 || cfg.GPULayers > info.NLayer {
 		_ = m.Close()
 		return nil, fmt.Errorf("head: %d GPU layers asked of a model of %d layers", cfg.GPULayers, info.NLayer)
@@ -160,6 +154,20 @@ func PromptTokens(v *llama.Vocab, req Request) ([]int32, error) {
 		return nil, ErrEmptyPrompt
 	}
 	return v.Tokenize(text, true, true)
+}
+
+// ContextSize is the context a generation gets of a model trained on
+// nTrain tokens when asked for n tokens: n, or for n <= 0 the training
+// context up to 4096 (4096 when the model says none). The one default of
+// the single-device head and the ring's.
+func ContextSize(n, nTrain int) int {
+	if n > 0 {
+		return n
+	}
+	if nTrain <= 0 {
+		return 4096
+	}
+	return min(nTrain, 4096)
 }
 
 // CheckContext says, as ErrTooLong, when prompt tokens leave no room in a

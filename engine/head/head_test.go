@@ -247,3 +247,18 @@ func TestRunOnAModel(t *testing.T) {
 		t.Errorf("Run on a model = %v, Generate = %v", ids, g.IDs)
 	}
 }
+
+func TestContextSize(t *testing.T) {
+	for _, tt := range []struct{ n, train, want int }{
+		{512, 2048, 512}, // asked: what was asked, even past training
+		{8192, 2048, 8192},
+		{0, 2048, 2048},  // the training context
+		{0, 32768, 4096}, // at most 4096 by default
+		{0, 0, 4096},     // a model that says none
+		{-1, 128, 128},
+	} {
+		if got := ContextSize(tt.n, tt.train); got != tt.want {
+			t.Errorf("ContextSize(%d, %d) = %d, want %d", tt.n, tt.train, got, tt.want)
+		}
+	}
+}

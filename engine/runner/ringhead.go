@@ -16,6 +16,7 @@ import (
 
 	"homering/discovery/identity"
 	"homering/engine/ggml"
+	"homering/engine/head"
 	"homering/engine/llama"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
@@ -231,14 +232,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
-	info := c.rm.model.Info()
-	nCtx := req.Load.NCtx
-	if nCtx <= 0 {
-		nCtx = min(max(info.NCtxTrain, 0), 4096)
-		if nCtx == 0 {
-			nCtx = 4096
-		}
-	}
+	nCtx := head.ContextSize(req.Load.NCtx, c.rm.model.Info().NCtxTrain)
 	r := &ringRequest{c: c, id: id, rp: rp, lp: *req.Load, nCtx: nCtx, ident: ident, plans: plans}
 	st, err := c.generation(ctx, id, r, c.rm.vocab, nCtx, g, start)
 	if r.h == nil {
