@@ -37,3 +37,12 @@ done
 
 echo "engine vs llama.cpp: CGO_CFLAGS='$CGO_CFLAGS', $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 bench/out/enginebench -models "$models" "${args[@]}"
+
+# Our engine on each of ggml's CPU variant libraries (issues 16 and 22: what
+# a release binary, baseline x86-64 itself, runs on by CPUID): x64 (the
+# portable path), haswell (AVX2/FMA; gemm.c's prompt kernels too), icelake
+# (AVX-512 VNNI), side by side with their ratios to x64. build/gpu-lib.sh cpu
+# builds them once (cached).
+cpu_dir=$(bash build/gpu-lib.sh cpu | tail -n 1)
+echo "engine on ggml's CPU variants ($cpu_dir), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/out/enginebench -models "$models" "${args[@]}" -cpu-variants "${BENCH_CPU_VARIANTS:-x64,haswell,icelake}" -cpu-dir "$cpu_dir"

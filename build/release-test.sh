@@ -9,7 +9,11 @@
 #   - the .deb's binary, extracted with dpkg-deb -x beside a stand-in for
 #     lp-solve's directory, prints the version and the same greedy 64 tokens
 #     as bin/homering; so does the tarball's; build/smoke.sh passes on it;
-#   - the zip holds the exe, lp_solve's DLL and its license;
+#   - both Linux binaries find ggml's CPU variants beside them, run the
+#     x64 (baseline) and haswell ones when HOMERING_CPU forces them with the
+#     same greedy text, and refuse a variant there is none of;
+#   - the zip holds the exe, lp_solve's DLL and its license, and the CPU
+#     variant DLLs (the installed exe's run loads the best of them);
 #   - under Wine, in a copy of build/windows.sh's prefix: `setup.exe /S`
 #     exits 0, the installed homering.exe prints the version and the same
 #     64 tokens, the Run key, the Add/Remove Programs key and the Start menu
@@ -101,11 +105,13 @@ n=$(strings -a "$tmp/deb/usr/bin/homering" | grep -c -E "/root/|$HOME/|$root" ||
 [ "$n" = 0 ] || fail "$n strings of the .deb's binary name build-machine paths"
 say "the .deb's binary: RUNPATH $runpath, no /root/, \$HOME or checkout path in its strings"
 # Baseline x86-64 (RELEASE_ISA=portable): ggml's kernels without FMA, F16C or
-# AVX2 dot products. An x86-64-v3 build has ~1800 of these; a few remain in
-# code that checks the CPU first.
+# AVX2 dot products. An x86-64-v3 build has ~1800 of these; some remain in
+# code that checks the CPU first: a few in ggml's, ~180 in engine/ggml/gemm.c's
+# prompt kernels (compiled for AVX2 by a target pragma, run only under an
+# AVX2 CPU variant).
 if [ "${RELEASE_ISA:-portable}" = portable ]; then
 	n=$(objdump -d --no-show-raw-insn "$tmp/deb/usr/bin/homering" | grep -c -E 'vfmadd|vpmaddubsw|vcvtph2ps' || true)
-	[ "$n" -lt 50 ] || fail "the .deb's binary has $n FMA/F16C/AVX2 instructions: not a baseline x86-64 build"
+	[ "$n" -lt 400 ] || fail "the .deb's binary has $n FMA/F16C/AVX2 instructions: not a baseline x86-64 build"
 	say "the .deb's binary is baseline x86-64: $n FMA/F16C/AVX2 instructions"
 fi
 same "the .deb's binary" "$tmp/deb/usr/bin/homering"
@@ -115,9 +121,31 @@ mkdir -p "$tmp/tgz"
 tar -xzf "$tgz" -C "$tmp/tgz"
 same "the tarball's binary" "$tmp/tgz/homering-$version-linux-amd64/homering"
 
+# ggml's CPU variants beside both Linux binaries (issues 16 and 22): each
+# loads the one HOMERING_CPU forces (a library that does not load is a
+# refusal, and run fails) and prints the same greedy text, the baseline x64
+# included: the portable path runs; a variant the directory lacks is refused
+# with the list of those it holds (the binary found them).
+ggml_dir=ollama-$(go list -m -f '{{.Version}}' github.com/ollama/ollama)
+for d in "$tmp/deb/usr/lib/homering/cpu/$ggml_dir" "$tmp/tgz/homering-$version-linux-amd64/lib/homering-cpu/$ggml_dir"; do
+	for f in libggml-base.so.0 libggml-cpu-x64.so libggml-cpu-haswell.so libggml-cpu-icelake.so homering-ggml.txt; do
+		[ -f "$d/$f" ] || fail "no ${d#"$tmp"/}/$f"
+	done
+done
+same "the .deb's binary on the x64 variant" env HOMERING_CPU=x64 "$tmp/deb/usr/bin/homering"
+same "the tarball's binary on the haswell variant" env HOMERING_CPU=haswell "$tmp/tgz/homering-$version-linux-amd64/homering"
+if env HOMERING_CPU=nosuch "$tmp/deb/usr/bin/homering" run -m "$model" -n 2 "$prompt" >/dev/null 2>"$tmp/nosuch" ||
+	! grep -q "HOMERING_CPU=nosuch names no CPU variant in .* (it holds haswell, icelake, x64)" "$tmp/nosuch"; then
+	fail "HOMERING_CPU=nosuch was not refused by the .deb's binary:"
+	cat "$tmp/nosuch" >&2
+else
+	say "the .deb's binary refuses HOMERING_CPU=nosuch: $(tail -n 1 "$tmp/nosuch")"
+fi
+
 # The zip.
 unzip -Z1 "$zip" | sort >"$tmp/zip"
-for f in homering.exe lpsolve55.dll lpsolve55-LICENSE.txt lpsolve55-SOURCE.txt; do
+for f in homering.exe lpsolve55.dll lpsolve55-LICENSE.txt lpsolve55-SOURCE.txt \
+	"lib/homering-cpu/$ggml_dir/"{libggml-base,ggml-cpu-x64,ggml-cpu-haswell,ggml-cpu-icelake}.dll; do
 	grep -qxF "homering-$version-windows-amd64/$f" "$tmp/zip" || fail "the zip lacks $f"
 done
 

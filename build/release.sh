@@ -13,8 +13,13 @@
 # RUNPATH is rewritten with patchelf (golp's cgo line puts the Go module
 # cache's lpsolve directory there). The script fails if a build-machine path
 # (the module cache, GOROOT, this checkout, $HOME) is left in a binary.
-# The ISA is baseline x86-64 (RELEASE_ISA=native: build/env.sh's x86-64-v3):
-# ggml's AVX2/FMA kernels chosen at run time are not done yet.
+# The ISA is baseline x86-64 (RELEASE_ISA=native: build/env.sh's x86-64-v3);
+# beside the binary ship ggml's CPU backend variants (build/gpu-lib.sh cpu and
+# cpu-windows: x64, haswell = AVX2/FMA, icelake = AVX-512 VNNI), of which the
+# binary loads the best this CPU runs at start (engine/runner's LoadCPU;
+# HOMERING_CPU forces one): lib/homering-cpu/ollama-<ggml version>/ in the
+# tarball and the zip (and the installer's directory), /usr/lib/homering/cpu/…
+# in the .deb.
 # Needs build/setup.sh first; the Windows half reuses build/windows.sh's
 # lp_solve DLL and cgo environment. Debian packages: build/apt-extra.txt.
 set -euo pipefail
@@ -98,6 +103,31 @@ rel_icon_png() {
 		-draw 'circle 128,128 128,40' -stroke none -fill '#e09a3e' -draw 'circle 128,40 128,12' -define png:exclude-chunks=date,time "png32:$1"
 }
 
+# The directory name of the CPU variants: the ggml version the binary is
+# built from (engine/runner's CPUDirs).
+ggml_dir=ollama-$(go list -m -f '{{.Version}}' github.com/ollama/ollama)
+
+# rel_cpu_libs MODE DEST: the CPU variant libraries (build/gpu-lib.sh MODE:
+# cpu or cpu-windows), their base library and the stamp, into DEST; Linux's
+# stripped, the base library under its soname (the variants' DT_NEEDED), each
+# free of build-machine paths.
+rel_cpu_libs() {
+	local src f
+	src=$(bash build/gpu-lib.sh "$1" | tail -n 1)
+	mkdir -p "$2"
+	cp "$src/homering-ggml.txt" "$2/"
+	if [ "$1" = cpu ]; then
+		cp -L "$src/libggml-base.so.0" "$src"/libggml-cpu-*.so "$2/"
+		strip --strip-unneeded "$2"/*.so*
+	else
+		cp "$src"/*.dll "$2/"
+	fi
+	for f in "$2"/*ggml*; do
+		rel_no_build_paths "$f"
+	done
+	chmod 0644 "$2"/*
+}
+
 rel_linux() {
 	local bin=$work/linux/homering stage deb pkg
 	rellog "building the Linux binary $version (desktop build, -trimpath)"
@@ -119,6 +149,7 @@ rel_linux() {
 	pkg=homering-$version-linux-amd64
 	mkdir -p "$work/tar/$pkg"
 	install -m 0755 "$work/linux/homering-tar" "$work/tar/$pkg/homering"
+	rel_cpu_libs cpu "$work/tar/$pkg/lib/homering-cpu/$ggml_dir"
 	cat >"$work/tar/$pkg/README.txt" <<EOF
 Homering $version for Linux (amd64).
 Needs lp_solve (Debian/Ubuntu: apt-get install lp-solve) and GTK 3 + WebKitGTK 4.1
@@ -133,6 +164,7 @@ EOF
 	install -D -m 0755 "$bin" "$stage/usr/bin/homering"
 	mkdir -p "$stage/usr/lib/homering"
 	ln -s ../lp_solve/liblpsolve55.so "$stage/usr/lib/homering/liblpsolve55.so"
+	rel_cpu_libs cpu "$stage/usr/lib/homering/cpu/$ggml_dir"
 	install -D -m 0644 build/release/homering.desktop "$stage/usr/share/applications/homering.desktop"
 	install -D -m 0644 build/release/homering.desktop "$stage/etc/xdg/autostart/homering.desktop"
 	install -D -m 0644 frontend/public/favicon.svg "$stage/usr/share/icons/hicolor/scalable/apps/homering.svg"
@@ -148,8 +180,12 @@ EOF
 	local depends
 	mkdir -p "$work/shlibs/debian"
 	printf 'Source: homering\n\nPackage: homering\nArchitecture: amd64\n' >"$work/shlibs/debian/control"
+	local f shl=(-e "$stage/usr/bin/homering")
+	for f in "$stage/usr/lib/homering/cpu/$ggml_dir/"*.so*; do
+		shl+=(-e "$f")
+	done
 	depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O --ignore-missing-info -l/usr/lib/lp_solve \
-		-e "$stage/usr/bin/homering" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+		-l"$stage/usr/lib/homering/cpu/$ggml_dir" "${shl[@]}" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 	[ -n "$depends" ] || { rellog "FAIL: dpkg-shlibdeps found no dependencies"; return 1; }
 	mkdir -p "$stage/DEBIAN"
 	cat >"$stage/DEBIAN/control" <<EOF
@@ -209,6 +245,8 @@ EOF
 	rm -f "$dist/$pkg.zip"
 	mkdir -p "$work/zip/$pkg"
 	cp "$out"/homering.exe "$out"/lpsolve55.dll "$out"/lpsolve55-*.txt "$work/zip/$pkg/"
+	rel_cpu_libs cpu-windows "$out/lib/homering-cpu/$ggml_dir"
+	cp -r "$out/lib" "$work/zip/$pkg/"
 	find "$work/zip" -exec touch -d "@$epoch" {} +
 	(cd "$work/zip" && find "$pkg" -type f | sort | zip -q -X -9 "$dist/$pkg.zip" -@)
 	rellog "built dist/$pkg.zip"

@@ -75,6 +75,15 @@ log "building ggml's Vulkan backend (build/gpu-lib.sh; once per ggml version)"
 bash build/gpu-lib.sh vulkan >/dev/null
 # --- end GPU backend
 
+# --- CPU variants (issues 16 and 22): ggml's CPU backend as libraries for
+# x64 (baseline), haswell (AVX2/FMA) and icelake (AVX-512 VNNI), from the
+# same module sources, cached the same way: ~1.5 min of 2 cores once (the
+# Windows DLLs: build/windows.sh, ~2 min). build/test.sh hands the directory
+# to engine/ggml's TestCPUVariants and bench/engine.sh; release.sh ships them.
+log "building ggml's CPU variants (build/gpu-lib.sh cpu; once per ggml version)"
+bash build/gpu-lib.sh cpu >/dev/null
+# --- end CPU variants
+
 log "building bin/homering (first build compiles ggml and llama.cpp: several minutes)"
 go build -o bin/homering .
 

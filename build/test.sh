@@ -109,6 +109,15 @@ HOMERING_GPU_LIB_DIR=$(bash build/gpu-lib.sh vulkan | tail -n 1)
 export HOMERING_GPU_LIB_DIR
 # <<< gpu
 
+# >>> cpu variants (issues 16 and 22): ggml's CPU backend variants set-up
+# built (gpu-lib.sh finds them current). engine/ggml's TestCPUVariants runs
+# the engine on each this CPU runs (x64, haswell, icelake), one child process
+# each, against the built-in backend: the same greedy tokens, haswell's
+# logits bit for bit; bench/engine.sh (quick) times them side by side.
+HOMERING_CPU_LIB_DIR=$(bash build/gpu-lib.sh cpu | tail -n 1)
+export HOMERING_CPU_LIB_DIR
+# <<< cpu variants
+
 step "go test -race"
 # Timeouts are generous: the first run compiles ggml and llama.cpp with -race.
 go test -race -count=1 -timeout 45m ./...

@@ -157,6 +157,15 @@ homering_win_build() {
 		go build -o bin/homering.exe .
 	)
 	cp -f "$HOMERING_WIN_LPSOLVE/lib/lpsolve55.dll" "$homering_win_root/bin/lpsolve55.dll"
+	homering_win_cpu_lib
+}
+
+# ggml's CPU variants as DLLs (build/gpu-lib.sh cpu-windows: ggml-cpu-x64,
+# -haswell, -icelake.dll and libggml-base.dll, cached under a key of their
+# inputs; ~2 min cold on two cores). HOMERING_WIN_CPU_DIR is their directory.
+homering_win_cpu_lib() {
+	HOMERING_WIN_CPU_DIR=$(bash "$homering_win_root/build/gpu-lib.sh" cpu-windows | tail -n 1)
+	export HOMERING_WIN_CPU_DIR
 }
 
 # homering_win_headless HOME CMD...: starts an agent (CMD) with its config in
@@ -238,6 +247,32 @@ homering_win_test() {
 	homering_win_same inspect "$model" --json || rc=1
 	homering_win_same plan --devices halda/testdata/devices.json --model "$model" || rc=1
 	homering_win_same plan --devices halda/testdata/devices.json --model "$model" --json || rc=1
+	# The CPU variants (issues 16 and 22): homering.exe loads each variant
+	# DLL this CPU runs (HOMERING_CPU forces it; a DLL that does not load is
+	# a refusal and the run fails) and prints the Linux build's greedy text.
+	homering_win_cpu_lib
+	local v want got
+	want=$(bin/homering run -m "$model" -n 64 --temp 0 "Once upon a time")
+	for v in x64 haswell icelake; do
+		if got=$(HOMERING_CPU=$v HOMERING_CPU_DIR=$(winepath -w "$HOMERING_WIN_CPU_DIR") \
+			wine bin/homering.exe run -m "$model" -n 64 --temp 0 "Once upon a time" 2>"$tmp/cpu.err") &&
+			[ -n "$want" ] && [ "$got" = "$want" ]; then
+			winlog "same as Linux on the $v variant DLL: homering run"
+		else
+			winlog "FAIL: homering.exe on the $v variant DLL does not print the Linux build's text:"
+			cat "$tmp/cpu.err" >&2
+			diff <(echo "$want") <(echo "$got") >&2
+			rc=1
+		fi
+	done
+	# A variant the directory lacks is refused, in one sentence.
+	if HOMERING_CPU=nosuch HOMERING_CPU_DIR=$(winepath -w "$HOMERING_WIN_CPU_DIR") \
+		wine bin/homering.exe run -m "$model" -n 4 --temp 0 "Once" >/dev/null 2>"$tmp/nosuch.err" ||
+		! grep -q "HOMERING_CPU=nosuch names no CPU variant" "$tmp/nosuch.err"; then
+		winlog "FAIL: HOMERING_CPU=nosuch was not refused under Wine:"
+		cat "$tmp/nosuch.err" >&2
+		rc=1
+	fi
 	# The Windows code's own tests: engine/ggml's file view, prefetch and
 	# release; engine/runner's protocol pipe and kill-on-close job.
 	if ! (homering_win_goenv && go test -exec wine -count=1 -run '^TestWindows' -v ./engine/ggml ./engine/runner); then

@@ -17,6 +17,13 @@ import (
 )
 
 func main() {
+	if spec := os.Getenv(envVariantRun); spec != "" { // a child of -cpu-variants
+		if err := variantChild(spec, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "enginebench (variant child):", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "enginebench:", err)
 		os.Exit(1)
@@ -47,6 +54,8 @@ func run(args []string, out io.Writer) error {
 	checkOnly := fs.Bool("check-only", false, "with -gpu-dir: check the logits, skip the speed runs")
 	gpuLayers := fs.Int("gpu-layers", -1, "with -gpu-dir: layers on the GPU in the speed runs (-1: all and the output head; the check always runs all)")
 	noCheck := fs.Bool("no-check", false, "with -gpu-dir: skip the logits check")
+	variants := fs.String("cpu-variants", "", "instead of the comparison with llama.cpp: our engine on each of these comma-separated CPU variants (the first is the baseline of the ratios), side by side")
+	cpuDir := fs.String("cpu-dir", "", "with -cpu-variants: the directory of the variant libraries (build/gpu-lib.sh cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +74,13 @@ func run(args []string, out io.Writer) error {
 	}
 	if len(c.models) == 0 || c.reps < 1 || c.prefill < 1 || c.decode < 1 {
 		return fmt.Errorf("need -models and positive -reps, -prefill, -decode")
+	}
+	if *variants != "" {
+		vs := strings.Split(*variants, ",")
+		if len(vs) < 2 || *cpuDir == "" {
+			return fmt.Errorf("-cpu-variants needs two variants or more and -cpu-dir")
+		}
+		return runVariants(vs, *cpuDir, c, out)
 	}
 	if c.gpu {
 		if err := loadGPU(*gpuDir, out); err != nil {
@@ -172,15 +188,10 @@ func measure(path string, threads int, c config) (result, error) {
 	}
 	defer w.Close()
 
-	var prompt []int32
-	for len(prompt) < c.prefill {
-		more, err := r.Vocab().Tokenize(strings.Repeat(text, 4), len(prompt) == 0, false)
-		if err != nil {
-			return result{}, err
-		}
-		prompt = append(prompt, more...)
+	prompt, err := benchPrompt(r, c.prefill)
+	if err != nil {
+		return result{}, err
 	}
-	prompt = prompt[:c.prefill]
 	// The decode tokens: llama.cpp's greedy continuation, so both engines
 	// see realistic, identical inputs.
 	decode, err := greedy(ref{r}, prompt, c.decode)
@@ -260,6 +271,20 @@ func measure(path string, threads int, c config) (result, error) {
 		ratio:    speeds{ratio(times, 0), ratio(times, 1)},
 		ratioCPU: speeds{ratio(cpus, 0), ratio(cpus, 1)},
 	}, nil
+}
+
+// benchPrompt is the prompt both engines evaluate: the fixed text,
+// tokenized by the model, n tokens of it.
+func benchPrompt(r *llama.Reference, n int) ([]int32, error) {
+	var prompt []int32
+	for len(prompt) < n {
+		more, err := r.Vocab().Tokenize(strings.Repeat(text, 4), len(prompt) == 0, false)
+		if err != nil {
+			return nil, err
+		}
+		prompt = append(prompt, more...)
+	}
+	return prompt[:n], nil
 }
 
 func greedy(e engine, prompt []int32, n int) ([]int32, error) {

@@ -48,6 +48,9 @@ Section "Homering"
 	File "${SRCDIR}/lpsolve55-LICENSE.txt"
 	File "${SRCDIR}/lpsolve55-SOURCE.txt"
 	File "${SRCDIR}/homering.ico"
+	; ggml's CPU variant DLLs (lib\homering-cpu\ollama-<version>): the exe
+	; loads the best this CPU runs at start.
+	File /r "${SRCDIR}/lib"
 	WriteUninstaller "$INSTDIR\uninstall.exe"
 
 	CreateShortcut "$SMPROGRAMS\Homering.lnk" "$INSTDIR\homering.exe" "" "$INSTDIR\homering.ico"
@@ -83,5 +86,7 @@ Section "Uninstall"
 	Delete "$INSTDIR\lpsolve55-SOURCE.txt"
 	Delete "$INSTDIR\homering.ico"
 	Delete "$INSTDIR\uninstall.exe"
+	RMDir /r "$INSTDIR\lib\homering-cpu"
+	RMDir "$INSTDIR\lib"
 	RMDir "$INSTDIR"
 SectionEnd

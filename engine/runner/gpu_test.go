@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,57 +91,44 @@ func TestLoadGPURefusesForeignLibraries(t *testing.T) {
 	}
 }
 
-// cpuLibDir is the directory of ggml's CPU variant libraries: build/test.sh
-// names it in HOMERING_CPU_LIB_DIR; without it, build/gpu-lib.sh cpu prints
-// it (building them once when its cache has none).
-func cpuLibDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("HOMERING_CPU_LIB_DIR"); d != "" {
-		return d
-	}
-	out, err := exec.Command("bash", "../../build/gpu-lib.sh", "cpu").Output()
-	if err != nil {
-		t.Fatalf("build/gpu-lib.sh cpu: %v", err)
-	}
-	return lastLine(string(out))
-}
-
 // The CPU variant's choice, where it refuses: every case here ends before
 // a library is made this process's backend (loadCPU, not the once-only
-// LoadCPU), so the test binary keeps its built-in backend.
+// LoadCPU), so the test binary keeps its built-in backend. The variants are
+// real libraries that say what ggml's would on a CPU that runs one of them
+// and lacks the other's instructions: ggml_backend_score 1 and 0.
 func TestLoadCPURefusals(t *testing.T) {
-	real := cpuLibDir(t)
-	// A variant this CPU cannot run: a library whose ggml_backend_score
-	// says 0, as ggml's say on a CPU without their instructions.
-	future := t.TempDir()
-	src := filepath.Join(future, "future.c")
-	if err := os.WriteFile(src, []byte("int ggml_backend_score(void) { return 0; }\n"), 0o644); err != nil {
-		t.Fatal(err)
+	variant := func(dir, name string, score int) {
+		t.Helper()
+		src := filepath.Join(t.TempDir(), name+".c")
+		code := fmt.Sprintf("int ggml_backend_score(void) { return %d; }\n", score)
+		if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(dir, CPUVariantFile(name)), src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		stamp := "github.com/ollama/ollama " + GGMLVersion + "\n"
+		if err := os.WriteFile(filepath.Join(dir, StampFile), []byte(stamp), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(future, CPUVariantFile("future")), src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	stamp, err := os.ReadFile(filepath.Join(real, StampFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(future, StampFile), stamp, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	future, both := t.TempDir(), t.TempDir()
+	variant(future, "future", 0)
+	variant(both, "future", 0)
+	variant(both, "past", 1)
 	unstamped := t.TempDir()
 	exe := filepath.Join(t.TempDir(), "homering")
 	tests := []struct {
 		name, force, dir string
 		want             string // in Err; "" none
-		variant          string // with no Err
 	}{
-		{"forced, none installed", "haswell", "", "HOMERING_CPU=haswell asks for a CPU variant library, but no CPU library is installed (looked in " + CPUDirs(exe)[0], ""},
-		{"forced, not in the directory", "nosuch", real, "HOMERING_CPU=nosuch names no CPU variant in " + real + " (it holds haswell, icelake, x64)", ""},
-		{"forced, this CPU cannot run it", "future", future, "HOMERING_CPU=future is refused: this CPU lacks instructions the future variant is built for (it can run built-in)", ""},
-		{"forced, unstamped directory", "x64", unstamped, "HOMERING_CPU=x64: the CPU libraries in " + unstamped + " were not built by build/gpu-lib.sh", ""},
-		{"built-in forced over a directory", "built-in", real, "", ggml.BuiltinCPU},
-		{"nothing installed", "", "", "", ggml.BuiltinCPU},
-		{"none this CPU runs", "", future, "", ggml.BuiltinCPU},
+		{"forced, none installed", "haswell", "", "HOMERING_CPU=haswell asks for a CPU variant library, but no CPU library is installed (looked in " + CPUDirs(exe)[0]},
+		{"forced, not in the directory", "nosuch", both, "HOMERING_CPU=nosuch names no CPU variant in " + both + " (it holds future, past)"},
+		{"forced, this CPU cannot run it", "future", both, "HOMERING_CPU=future is refused: this CPU lacks instructions the future variant is built for (it can run past, built-in)"},
+		{"forced, unstamped directory", "x64", unstamped, "HOMERING_CPU=x64: the CPU libraries in " + unstamped + " were not built by build/gpu-lib.sh"},
+		{"built-in forced over a directory", "built-in", both, ""},
+		{"nothing installed", "", "", ""},
+		{"none this CPU runs", "", future, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,8 +137,8 @@ func TestLoadCPURefusals(t *testing.T) {
 			switch {
 			case tt.want != "" && (got.Err == nil || !strings.Contains(got.Err.Error(), tt.want)):
 				t.Errorf("loadCPU = %+v\nwant the refusal %q", got, tt.want)
-			case tt.want == "" && (got.Err != nil || got.Variant != tt.variant || got.Path != ""):
-				t.Errorf("loadCPU = %+v, want %s and no refusal", got, tt.variant)
+			case tt.want == "" && (got.Err != nil || got.Variant != ggml.BuiltinCPU || got.Path != ""):
+				t.Errorf("loadCPU = %+v, want the built-in backend and no refusal", got)
 			}
 		})
 	}
