@@ -72,17 +72,7 @@ func TestRingFitsContext(t *testing.T) {
 		}
 		n.Start(t)
 	}
-	pairNodes(t, a, b)
-	WaitFor(t, time.Minute, "a sees b paired and contributing", func() error {
-		ps, err := a.Peers(context.Background())
-		if err != nil {
-			return err
-		}
-		if p, ok := find(ps, b.ID(t)); !ok || !p.Paired || !p.Visible || !p.Contribute {
-			return fmt.Errorf("a's view of b: %+v", p)
-		}
-		return nil
-	})
+	pairWorkers(t, a, b)
 	var msgs []apitype.ChatMessage
 	for i := range 10 {
 		msgs = append(msgs, apitype.ChatMessage{Role: "user", Content: fmt.Sprintf("Once upon a time there was a little cat called Kit number %d.", i)},

@@ -130,6 +130,30 @@ func pairNodes(t *testing.T, a, b *Node) {
 	a.MustCLI(t, "pair", b.Addr, show.Code)
 }
 
+// pairWorkers pairs each worker with head only, as a person does (the head
+// vouches for the other workers of its jobs), and waits until head sees
+// them all paired, visible and contributing.
+func pairWorkers(t *testing.T, head *Node, workers ...*Node) {
+	t.Helper()
+	ids := map[*Node]string{}
+	for _, w := range workers {
+		pairNodes(t, head, w)
+		ids[w] = w.ID(t)
+	}
+	WaitFor(t, time.Minute, head.Name+" sees its workers paired and contributing", func() error {
+		ps, err := head.Peers(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, w := range workers {
+			if p, ok := find(ps, ids[w]); !ok || !p.Paired || !p.Visible || !p.Contribute {
+				return fmt.Errorf("%s's view of %s: %+v", head.Name, w.Name, p)
+			}
+		}
+		return nil
+	})
+}
+
 // children lists the child processes of pid (every thread's).
 func children(pid int) []int {
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
@@ -257,24 +281,8 @@ func TestRing(t *testing.T) {
 		t.Fatalf("the reference for the fault test has %d tokens, too few to kill a worker mid-generation", st.CompletionTokens)
 	}
 
-	// As a person does: each worker paired with the head only; the head
-	// vouches for the other workers of its job.
-	pairNodes(t, a, b)
-	pairNodes(t, a, c)
+	pairWorkers(t, a, b, c)
 	ids := map[*Node]string{a: a.ID(t), b: b.ID(t), c: c.ID(t)}
-	WaitFor(t, time.Minute, "a sees b and c paired and contributing", func() error {
-		ps, err := a.Peers(context.Background())
-		if err != nil {
-			return err
-		}
-		for _, n := range []*Node{b, c} {
-			p, ok := find(ps, ids[n])
-			if !ok || !p.Paired || !p.Visible || !p.Contribute {
-				return fmt.Errorf("a's view of %s: %+v", n.Name, p)
-			}
-		}
-		return nil
-	})
 
 	for _, tt := range []struct {
 		name, model, want string

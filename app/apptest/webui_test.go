@@ -5,7 +5,6 @@ package apptest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"homering/app/api/apitype"
 )
 
 // webUIModel is the real, trained model the web UI chats with.
@@ -48,29 +45,7 @@ func TestWebUI(t *testing.T) {
 	for _, n := range nodes {
 		n.Start(t)
 	}
-	for _, n := range nodes[1:] {
-		var show apitype.PairShow
-		if err := json.Unmarshal([]byte(n.MustCLI(t, "pair", "-no-wait", "-json")), &show); err != nil {
-			t.Fatal(err)
-		}
-		head.MustCLI(t, "pair", n.Addr, show.Code)
-	}
-	WaitFor(t, time.Minute, "the head sees both peers paired and contributing", func() error {
-		ps, err := head.Peers(context.Background())
-		if err != nil {
-			return err
-		}
-		ok := 0
-		for _, p := range ps.Peers {
-			if p.Paired && p.Visible && p.Contribute {
-				ok++
-			}
-		}
-		if ok != 2 {
-			return fmt.Errorf("%d of 2 peers paired, visible and contributing", ok)
-		}
-		return nil
-	})
+	pairWorkers(t, head, nodes[1:]...)
 
 	// The browser runs in the head's namespace: the API listens on its loopback.
 	log := runUIScript(t, head, "e2e.mjs", 30, []string{"chat.png", "devices.png", "models.png", "settings.png"},
