@@ -127,7 +127,7 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 	var ringRun *apitype.RingRun
 	// Every attempt, on the ring or alone, leaves out old messages when
 	// the conversation outgrows the context (fit.go).
-	fit := fitter{fit: req.FitContext, nCtx: nCtx, maxTokens: req.MaxTokens, perByte: b.learntPerByte(path)}
+	fit := fitter{fit: req.FitContext, nCtx: nCtx, maxTokens: req.MaxTokens, perByte: b.learntPerByte(path), from: req.LeftOut}
 	leftOut := 0
 	fitRun := func(run func(runner.GenerateParams) (runner.Stats, error)) (runner.Stats, error) {
 		st, n, perByte, err := fit.fitRun(g, run)

@@ -24,9 +24,15 @@ import (
 //
 // Policy: the oldest messages after a leading system message are left out,
 // whole turns at a time (the first kept message is a user message, as chat
-// templates expect), until the prompt fits with room for the reply: the
-// context less reserve(). The last message is always kept; when even it
-// (with the system prompt) does not fit, the request fails with
+// templates expect), when the prompt would not fit with room for the reply
+// (the context less reserve(): budgets' fits). Then it is trimmed to
+// budgets' target, a quarter of the context below that, and the caller
+// sends the count back with the next turn (ChatRequest.LeftOut): while the
+// rest fits, the same messages stay out, so that the prompt starts as it
+// did and the KV cache (or a kept ring job) serves all but the new turn;
+// trimming to the minimum every turn would move the start, and re-read the
+// whole prompt, at every turn. The last message is always kept; when even
+// it (with the system prompt) does not fit, the request fails with
 // problem.ContextFull. Which messages to leave out is estimated from bytes
 // (leaveOut) at the tokens per byte of the last count: the count of the
 // failed attempt (exact for the messages it had), or, before the first
@@ -76,6 +82,13 @@ func reserve(nCtx, maxTokens int) int {
 		return min(maxTokens, nCtx/2)
 	}
 	return nCtx / 4
+}
+
+// budgets are the most tokens a prompt may have in a context of nCtx (fits)
+// and what a prompt that must be trimmed is trimmed to (target).
+func budgets(nCtx, maxTokens int) (fits, target int) {
+	fits = nCtx - reserve(nCtx, maxTokens)
+	return fits, fits - nCtx/4
 }
 
 // size is msgs' weight in the estimate.
@@ -132,6 +145,38 @@ type fitter struct {
 	nCtx      int     // the context, 0: not known before the engine says
 	maxTokens int     // the request's reply limit, 0: none
 	perByte   float64 // this model's last tokens per byte, 0: none yet
+	// from is how many messages the conversation's last turn left out
+	// (ChatRequest.LeftOut): they stay out while the rest fits.
+	from int
+}
+
+// start is how many messages to leave out before any count: the last
+// turn's (f.from) when that still starts a turn and everything does not
+// fit, then more when the rest does not fit either, by the learnt rate.
+func (f fitter) start(all []runner.Message) int {
+	if !f.fit {
+		return 0
+	}
+	sys := 0
+	if len(all) > 0 && all[0].Role == "system" {
+		sys = 1
+	}
+	omit := 0
+	if f.from > 0 && f.from < len(all)-sys && all[sys+f.from].Role == "user" {
+		omit = f.from
+	}
+	if f.perByte <= 0 || f.nCtx <= 0 {
+		return omit
+	}
+	fits, target := budgets(f.nCtx, f.maxTokens)
+	est := func(msgs []runner.Message) float64 { return f.perByte * float64(size(msgs)) }
+	switch {
+	case est(all) <= float64(fits):
+		return 0 // all fits (a larger context, deleted messages): leave nothing out
+	case est(keptMessages(all, omit)) <= float64(fits):
+		return omit
+	}
+	return omit + leaveOut(keptMessages(all, omit), f.perByte, target)
 }
 
 // fitRun runs g with run, leaving out the oldest messages as the policy
@@ -140,10 +185,7 @@ type fitter struct {
 // counted). A prompt that does not fit ends in problem.ContextFull.
 func (f fitter) fitRun(g runner.GenerateParams, run func(runner.GenerateParams) (runner.Stats, error)) (runner.Stats, int, float64, error) {
 	all := g.Messages
-	omit := 0
-	if f.fit && f.perByte > 0 && f.nCtx > 0 {
-		omit = leaveOut(all, f.perByte, f.nCtx-reserve(f.nCtx, f.maxTokens))
-	}
+	omit := f.start(all)
 	for try := 1; ; try++ {
 		g.Messages = keptMessages(all, omit)
 		st, err := run(g)
@@ -158,7 +200,8 @@ func (f fitter) fitRun(g runner.GenerateParams, run func(runner.GenerateParams) 
 		perByte := float64(n) / float64(max(size(g.Messages), 1))
 		more := 0
 		if f.fit && len(g.Messages) > 0 {
-			more = leaveOut(g.Messages, perByte, nCtx-reserve(nCtx, f.maxTokens))
+			_, target := budgets(nCtx, f.maxTokens)
+			more = leaveOut(g.Messages, perByte, target)
 			if try == maxFitTries {
 				more = leaveOut(g.Messages, perByte, 0) // all but the last
 			}

@@ -114,8 +114,9 @@ func (e *fakeEngine) run(g runner.GenerateParams) (runner.Stats, error) {
 // TestFitRun: a conversation that outgrows the context runs with its
 // oldest turns left out (the system prompt kept); the count learnt from a
 // failed attempt leaves out enough at once; a learnt rate trims before
-// the engine refuses; a last message too long fails with ContextFull, and
-// so does any long prompt when fitting is off.
+// the engine refuses; the last turn's left-out messages stay out while the
+// rest fits; a last message too long fails with ContextFull, and so does
+// any long prompt when fitting is off.
 func TestFitRun(t *testing.T) {
 	sys := msg("system", 84) // 100 tokens
 	u, a := msg("user", 84), msg("assistant", 84)
@@ -129,14 +130,28 @@ func TestFitRun(t *testing.T) {
 		wantErr   string // a ContextFull sentence's start; "": no error
 	}{
 		{name: "fits", f: fitter{fit: true}, msgs: []runner.Message{sys, u, a, u}, wantTries: 1},
-		// 800 tokens in 512: the budget is 512-128 = 384, so the system
-		// prompt and the last turn (3 messages would do, but a turn starts
-		// with the user).
+		// 800 tokens in 512: a prompt fits in 512-128 = 384 (a quarter for
+		// the reply) and is trimmed to 256 (another quarter for the next
+		// turns): the system prompt and the last message.
 		{name: "outgrown: oldest turns out after one refusal", f: fitter{fit: true}, msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 2},
-		{name: "a reply limit is the room kept", f: fitter{fit: true, maxTokens: 20}, msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 4, wantTries: 2},
+		// Fits in 512-20 = 492, trimmed to 364: a turn starts with the user.
+		{name: "a reply limit is the room kept", f: fitter{fit: true, maxTokens: 20}, msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 2},
 		{name: "a learnt rate trims first", f: fitter{fit: true, nCtx: 512, perByte: 1}, msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 1},
-		{name: "a learnt rate keeps room for the reply", f: fitter{fit: true, nCtx: 512, perByte: 1}, msgs: []runner.Message{u, a, u, a, u}, wantOmit: 2, wantTries: 1},
-		{name: "an underestimate costs one more try", f: fitter{fit: true, nCtx: 512, perByte: 0.5}, msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 2},
+		{name: "a learnt rate keeps room for the reply", f: fitter{fit: true, nCtx: 512, perByte: 1}, msgs: []runner.Message{u, a, u, a, u}, wantOmit: 4, wantTries: 1},
+		{name: "an underestimate costs one more try", f: fitter{fit: true, nCtx: 512, perByte: 0.25}, msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 2},
+		// The last turn left 4 out: the rest (400) still fits in 492, so the
+		// prompt starts where it did; without the count it is trimmed to 364.
+		{name: "the last turn's left-out messages stay out while the rest fits", f: fitter{fit: true, nCtx: 512, maxTokens: 20, perByte: 1, from: 4},
+			msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 4, wantTries: 1},
+		{name: "without the last turn's count, trimmed to the target", f: fitter{fit: true, nCtx: 512, maxTokens: 20, perByte: 1},
+			msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 1},
+		{name: "the last turn's count and more when the rest does not fit", f: fitter{fit: true, nCtx: 512, perByte: 1, from: 2},
+			msgs: []runner.Message{sys, u, a, u, a, u, a, u}, wantOmit: 6, wantTries: 1},
+		{name: "all fits: nothing left out, whatever the last turn's count", f: fitter{fit: true, nCtx: 512, perByte: 1, from: 2}, msgs: []runner.Message{u, a, u}, wantTries: 1},
+		{name: "without a learnt rate the last turn's count is taken", f: fitter{fit: true, from: 2}, msgs: []runner.Message{u, a, u}, wantOmit: 2, wantTries: 1},
+		{name: "a count that does not start a turn is ignored", f: fitter{fit: true, from: 1}, msgs: []runner.Message{u, a, u}, wantTries: 1},
+		{name: "a count beyond the messages is ignored", f: fitter{fit: true, from: 3}, msgs: []runner.Message{u, a, u}, wantTries: 1},
+		{name: "without fitting the count is ignored", f: fitter{from: 2}, msgs: []runner.Message{u, a, u}, wantTries: 1},
 		{name: "the last message alone is too long", f: fitter{fit: true}, msgs: []runner.Message{sys, u, a, big}, wantOmit: 2, wantTries: 2,
 			wantErr: "The last message and the system prompt are too long for the context (1116 tokens; the context holds 512)"},
 		{name: "a big message before the last one is left out", f: fitter{fit: true}, msgs: []runner.Message{u, a, big, u}, wantOmit: 3, wantTries: 2},
@@ -177,9 +192,10 @@ func TestFitRun(t *testing.T) {
 
 // TestChatFitsContext runs real chats on this device's engine child with a
 // context of 256 tokens: a conversation of many turns is answered with its
-// oldest turns left out, and the reply says how many; one message longer
-// than the context fails with the ContextFull sentence, and the agent
-// answers the next request.
+// oldest turns left out, and the reply says how many; the next turn keeps
+// them out and reuses the cached prompt; one message longer than the
+// context fails with the ContextFull sentence, and the agent answers the
+// next request.
 func TestChatFitsContext(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv(config.EnvHome, home)
@@ -191,10 +207,10 @@ func TestChatFitsContext(t *testing.T) {
 	b := &Agent{sup: runner.New(runner.Options{Command: func() *exec.Cmd { return testChild("runner") }, Log: log}),
 		dir: home, override: model, threads: 1, log: log, running: map[*chatRun]struct{}{}}
 	t.Cleanup(func() { b.Close() })
-	chat := func(msgs []apitype.ChatMessage, fit bool) (apitype.ChatStats, string, error) {
+	chat := func(msgs []apitype.ChatMessage, fit bool, leftOut int) (apitype.ChatStats, string, error) {
 		t.Helper()
 		var reply strings.Builder
-		st, err := b.Chat(context.Background(), apitype.ChatRequest{Messages: msgs, System: "Tell a story.", NumCtx: 256, MaxTokens: 8, FitContext: fit},
+		st, err := b.Chat(context.Background(), apitype.ChatRequest{Messages: msgs, System: "Tell a story.", NumCtx: 256, MaxTokens: 8, FitContext: fit, LeftOut: leftOut},
 			func(s string) error { reply.WriteString(s); return nil })
 		return st, reply.String(), err
 	}
@@ -205,31 +221,35 @@ func TestChatFitsContext(t *testing.T) {
 	}
 	long = append(long, apitype.ChatMessage{Role: "user", Content: "What happened next?"})
 
-	st, reply, err := chat(long, true)
+	st, reply, err := chat(long, true, 0)
 	if err != nil {
 		t.Fatalf("a long conversation failed: %v", err)
 	}
 	if st.LeftOut == 0 || st.LeftOut%2 != 0 || st.LeftOut >= len(long) || st.PromptTokens >= 256 || reply == "" {
 		t.Errorf("left out %d of %d messages, prompt %d tokens, reply %q; want whole turns out, a prompt under 256 tokens and a reply", st.LeftOut, len(long), st.PromptTokens, reply)
 	}
-	// The next turn starts from the learnt rate: trimmed before the engine
-	// is asked.
-	again, _, err := chat(long, true)
-	if err != nil || again.LeftOut == 0 || again.PromptTokens >= 256 {
-		t.Errorf("the same conversation again left out %d (prompt %d tokens, err %v), want some", again.LeftOut, again.PromptTokens, err)
+	// The next turn, told what this one left out, leaves out the same and
+	// reads only what is new: the engine's cache holds the rest.
+	next := append(long, apitype.ChatMessage{Role: "assistant", Content: reply}, apitype.ChatMessage{Role: "user", Content: "And then?"})
+	again, _, err := chat(next, true, st.LeftOut)
+	t.Logf("left out %d of %d messages (prompt %d tokens), then %d of %d (prompt %d tokens, %d cached)",
+		st.LeftOut, len(long), st.PromptTokens, again.LeftOut, len(next), again.PromptTokens, again.CachedTokens)
+	if err != nil || again.LeftOut != st.LeftOut || again.CachedTokens == 0 {
+		t.Errorf("the next turn left out %d (err %v) with %d of %d prompt tokens cached; want %d left out and a cached start",
+			again.LeftOut, err, again.CachedTokens, again.PromptTokens, st.LeftOut)
 	}
 
 	huge := []apitype.ChatMessage{{Role: "user", Content: "Hi."}, {Role: "assistant", Content: "Hello."},
 		{Role: "user", Content: strings.Repeat("The cat sat on the mat. ", 20)}}
-	_, _, err = chat(huge, true)
+	_, _, err = chat(huge, true, 0)
 	var pe *problem.Error
 	if !errors.As(err, &pe) || pe.Code != problem.ContextFull || !strings.HasPrefix(pe.Text, "The last message and the system prompt are too long for the context (") {
 		t.Errorf("a message longer than the context: %v; want the ContextFull sentence", err)
 	}
-	if _, _, err := chat(long[:3], false); err != nil {
+	if _, _, err := chat(long[:3], false, 0); err != nil {
 		t.Errorf("a short conversation after the failure: %v", err)
 	}
-	if _, _, err := chat(long, false); !errors.As(err, &pe) || !strings.HasPrefix(pe.Text, "The conversation is too long") {
+	if _, _, err := chat(long, false, 0); !errors.As(err, &pe) || !strings.HasPrefix(pe.Text, "The conversation is too long") {
 		t.Errorf("a long conversation without fitting: %v; want the ContextFull sentence", err)
 	}
 }

@@ -205,6 +205,11 @@ export interface ChatRequest {
   // prompt too long for the context fails with problem context_full (the
   // OpenAI and Anthropic APIs: their clients expect an error).
   fit_context?: boolean
+  // LeftOut, with FitContext: how many messages the conversation's last
+  // reply left out (its ChatStats.LeftOut). They stay out while the rest
+  // fits, so that the prompt starts as it did and the cached prompt
+  // serves the next turn.
+  left_out?: number
   seed?: number
   model?: string // "" or the served model's name
   // Ring options (homering chat, tests, the bench; ring.go). ModelPath is

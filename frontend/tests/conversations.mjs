@@ -10,7 +10,8 @@
 // the chat's parameters and the answering model are saved with the
 // conversation (after a reload); editing a message sends it again and
 // replaces what came after; a deleted reply can be asked for again; a long
-// conversation is answered with its oldest messages left out and marked; a
+// conversation is answered with its oldest messages left out and marked,
+// and its next turn keeps the same ones out (its prompt's start cached); a
 // message longer than the context gets the clear error and goes back to
 // the composer, and the next message is answered; with no max tokens a
 // reply runs to its end. Checks go to OUT/result.json; screenshots
@@ -138,6 +139,14 @@ try {
   await shot(page, 'left-out.png')
   await openChat('Long story')
   check('the mark stays after a reload', (await count('[data-testid=left-out]')) === 1 && (await count('.msg.left-out')) === dimmed)
+  // The next turn keeps the same messages out (while the rest fits), so
+  // that the start of the prompt stays cached.
+  await say('And then?')
+  await noError('the next turn of the long conversation')
+  const next = (await api('GET', 'api/v1/conversations/longstory')).messages.at(-1).stats
+  check('the next turn sends the last count and keeps the same messages out', requests.at(-1).left_out === dimmed &&
+    next?.left_out === dimmed && next?.cached_tokens > 0 && (await count('.msg.left-out')) === dimmed,
+    JSON.stringify({ sent: requests.at(-1).left_out, left_out: next?.left_out, cached: next?.cached_tokens, prompt: next?.prompt_tokens }))
 
   // 6. One message longer than the context: the clear error, the message
   // back in the composer, the conversation as it was, and usable.

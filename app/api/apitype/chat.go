@@ -27,9 +27,14 @@ type ChatRequest struct {
 	// request failing (the UI; Ollama's API, as Ollama does). Without it a
 	// prompt too long for the context fails with problem context_full (the
 	// OpenAI and Anthropic APIs: their clients expect an error).
-	FitContext bool   `json:"fit_context,omitempty"`
-	Seed       *int64 `json:"seed,omitempty"`
-	Model      string `json:"model,omitempty"` // "" or the served model's name
+	FitContext bool `json:"fit_context,omitempty"`
+	// LeftOut, with FitContext: how many messages the conversation's last
+	// reply left out (its ChatStats.LeftOut). They stay out while the rest
+	// fits, so that the prompt starts as it did and the cached prompt
+	// serves the next turn.
+	LeftOut int    `json:"left_out,omitempty"`
+	Seed    *int64 `json:"seed,omitempty"`
+	Model   string `json:"model,omitempty"` // "" or the served model's name
 	// Ring options (homering chat, tests, the bench; ring.go). ModelPath is
 	// a GGUF on the agent's machine used instead of the selected model.
 	ModelPath  string `json:"model_path,omitempty"`
