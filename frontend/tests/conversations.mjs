@@ -136,6 +136,7 @@ try {
   check('the left-out messages are marked', m && Number(m[1]) === dimmed && dimmed >= 2 && dimmed < 21, JSON.stringify({ note, dimmed }))
   const firstKept = await page.$eval('[data-testid=left-out] + .msg', (e) => e.dataset.role).catch(() => '')
   check('a kept turn starts with the user', firstKept === 'user', firstKept)
+  await page.$eval('[data-testid=left-out]', (e) => e.scrollIntoView({ block: 'center' }))
   await shot(page, 'left-out.png')
   await openChat('Long story')
   check('the mark stays after a reload', (await count('[data-testid=left-out]')) === 1 && (await count('.msg.left-out')) === dimmed)
