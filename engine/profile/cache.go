@@ -137,7 +137,7 @@ func (c *Cache) keyFor(o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return key(fingerprint(mem, gpus()), o.Threads, layer, output), nil
+	return key(fingerprint(mem), o.Threads, layer, output, gpus()), nil
 }
 
 func (c *Cache) path(k string) string { return filepath.Join(c.Dir, k+".json") }
@@ -206,7 +206,7 @@ func (c *Cache) Entries() ([]Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix := fingerprint(mem, gpus()) + "-"
+	prefix := fingerprint(mem) + "-"
 	names, err := os.ReadDir(c.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -245,8 +245,8 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 			p.Backends = append(p.Backends, b)
 		}
 	}
-	p.Fingerprint = fingerprint(mem, p.GPUs)
-	p.Key = key(p.Fingerprint, o.Threads, layer, output)
+	p.Fingerprint = fingerprint(mem)
+	p.Key = key(p.Fingerprint, o.Threads, layer, output, p.GPUs)
 
 	// The steps, counted ahead for the progress bar: each layer shape, each
 	// further type, memory, the layer probe (with a model), disk, faults.
@@ -576,21 +576,25 @@ func backendOf(dev string) string {
 	return strings.TrimRight(d, "0123456789")
 }
 
-func fingerprint(mem sysinfo.Memory, gpus []GPU) string {
+// fingerprint names the machine: what a process sees without loading any
+// backend library. GPUs are not in it: the agent, which never loads GPU
+// libraries (a crashing driver must not take it down), reads the profiles
+// its engine child and `homering profile` measured with them, so it must
+// find them by the machine alone. The GPUs are in each entry's key.
+func fingerprint(mem sysinfo.Memory) string {
 	// The machine's RAM, not a cgroup's limit: a memory limit must not
 	// invalidate the compute profile.
-	total := mem.Total
-	var extra []string
-	for _, g := range gpus {
-		extra = append(extra, g.Name+"/"+g.Description+"/"+fmt.Sprint(g.TotalBytes>>28))
-	}
-	return sysinfo.Fingerprint(total, extra...)
+	return sysinfo.Fingerprint(mem.Total)
 }
 
-// key names one measurement: the machine plus what was measured.
-func key(fp string, threads int, layer []Shape, output *Shape) string {
+// key names one measurement: the machine plus what was measured, with
+// which GPUs.
+func key(fp string, threads int, layer []Shape, output *Shape, gpus []GPU) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "v%d t%d", Version, threads)
+	for _, g := range gpus {
+		fmt.Fprintf(&b, " gpu=%s/%s/%d", g.Name, g.Description, g.TotalBytes>>28)
+	}
 	for _, s := range layer {
 		fmt.Fprintf(&b, " %d:%dx%dx%d", s.Type, s.K, s.Rows, s.Count)
 	}
