@@ -115,12 +115,19 @@ func (e *Env) cleanup() {
 type NodeOption func(*nodeOpts)
 
 type nodeOpts struct {
-	remote bool
-	home   string
+	remote  bool
+	home    string
+	environ []string
 }
 
 // Remote puts the node on the other side of the router, with no multicast route.
 func Remote() NodeOption { return func(o *nodeOpts) { o.remote = true } }
+
+// Environ adds KEY=VALUE pairs to the environment of the node's agent and
+// CLI calls (e.g. a GPU backend directory for one node only).
+func Environ(kv ...string) NodeOption {
+	return func(o *nodeOpts) { o.environ = append(o.environ, kv...) }
+}
 
 // Home starts the node with a copy of another node's config directory.
 func Home(copyOf *Node) NodeOption { return func(o *nodeOpts) { o.home = copyOf.Home } }
@@ -132,6 +139,8 @@ type Node struct {
 	Addr string // its IPv4 address
 	Home string // HOMERING_HOME
 	env  *Env
+	// environ is the agent's and the CLI's environment beyond the test's.
+	environ []string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -153,6 +162,7 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	e.nextIP++
 	e.mu.Unlock()
 	n := &Node{Name: name, NS: e.Prefix + "-" + name, Home: filepath.Join(t.TempDir(), name), env: e}
+	n.environ = append(append(os.Environ(), o.environ...), "HOMERING_HOME="+n.Home)
 	e.mu.Lock()
 	e.nodes = append(e.nodes, n)
 	e.mu.Unlock()
@@ -191,7 +201,7 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 // CLI runs homering with args in the node's namespace and home.
 func (n *Node) CLI(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.NS, n.env.Bin}, args...)...)
-	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
+	cmd.Env = n.environ
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -216,7 +226,7 @@ func (n *Node) Start(t *testing.T) {
 	t.Helper()
 	n.mu.Lock()
 	cmd := exec.Command("ip", "netns", "exec", n.NS, n.env.Bin, "headless")
-	cmd.Env = append(os.Environ(), "HOMERING_HOME="+n.Home)
+	cmd.Env = n.environ
 	cmd.Stdout, cmd.Stderr = &lockedWriter{n}, &lockedWriter{n}
 	n.started = time.Now()
 	if err := cmd.Start(); err != nil {
