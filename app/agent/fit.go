@@ -74,7 +74,7 @@ func tooLong(err error) (prompt, nCtx int, ok bool) {
 	return prompt, nCtx, true
 }
 
-// reserve is the room a trimmed prompt leaves for the reply in a context of
+// reserve is the room a prompt must leave for the reply in a context of
 // nCtx: the reply's limit when one is set (at most half the context), else
 // a quarter of the context.
 func reserve(nCtx, maxTokens int) int {
@@ -89,6 +89,14 @@ func reserve(nCtx, maxTokens int) int {
 func budgets(nCtx, maxTokens int) (fits, target int) {
 	fits = nCtx - reserve(nCtx, maxTokens)
 	return fits, fits - nCtx/4
+}
+
+// systemCount is 1 when msgs open with a system message (always kept), else 0.
+func systemCount(msgs []runner.Message) int {
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		return 1
+	}
+	return 0
 }
 
 // size is msgs' weight in the estimate.
@@ -107,10 +115,7 @@ func size(msgs []runner.Message) int {
 // message). It never leaves out the last message: when nothing else fits,
 // it leaves out everything between the system message and the last one.
 func leaveOut(msgs []runner.Message, perByte float64, budget int) int {
-	sys := 0
-	if len(msgs) > 0 && msgs[0].Role == "system" {
-		sys = 1
-	}
+	sys := systemCount(msgs)
 	rest := msgs[sys:]
 	if len(rest) <= 1 {
 		return 0
@@ -132,10 +137,7 @@ func keptMessages(msgs []runner.Message, n int) []runner.Message {
 	if n == 0 {
 		return msgs
 	}
-	sys := 0
-	if len(msgs) > 0 && msgs[0].Role == "system" {
-		sys = 1
-	}
+	sys := systemCount(msgs)
 	return append(append([]runner.Message{}, msgs[:sys]...), msgs[sys+n:]...)
 }
 
@@ -157,10 +159,7 @@ func (f fitter) start(all []runner.Message) int {
 	if !f.fit {
 		return 0
 	}
-	sys := 0
-	if len(all) > 0 && all[0].Role == "system" {
-		sys = 1
-	}
+	sys := systemCount(all)
 	omit := 0
 	if f.from > 0 && f.from < len(all)-sys && all[sys+f.from].Role == "user" {
 		omit = f.from
@@ -218,12 +217,12 @@ func (f fitter) fitRun(g runner.GenerateParams, run func(runner.GenerateParams) 
 // leave out, else the conversation.
 func contextFull(msgs []runner.Message, n, nCtx int, fit bool) error {
 	counts := fmt.Sprintf("%d tokens; the context holds %d", n, nCtx)
-	sys := len(msgs) > 0 && msgs[0].Role == "system"
+	sys := systemCount(msgs)
 	switch {
-	case !fit && len(msgs) > 1+btoi(sys):
+	case !fit && len(msgs) > 1+sys:
 		return problem.New(problem.ContextFull, fmt.Sprintf(
 			"The conversation is too long for the context (%s): leave out its oldest messages, shorten them or raise the context length.", counts))
-	case sys:
+	case sys == 1:
 		return problem.New(problem.ContextFull, fmt.Sprintf(
 			"The last message and the system prompt are too long for the context (%s): shorten them or raise the context length.", counts))
 	case len(msgs) == 0:
@@ -232,13 +231,6 @@ func contextFull(msgs []runner.Message, n, nCtx int, fit bool) error {
 	}
 	return problem.New(problem.ContextFull, fmt.Sprintf(
 		"The last message is too long for the context (%s): shorten it or raise the context length.", counts))
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // learntPerByte is the tokens per byte of model's last prompt (0: none yet).
