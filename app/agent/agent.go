@@ -56,12 +56,15 @@ type Agent struct {
 	ratios      func(model string, deviceIDs []string) map[string][]float64
 	ring        ringMemory
 
-	mu        sync.Mutex // guards running, stopWatch, planner and perByte
+	mu        sync.Mutex // guards running, stopWatch, planner, perByte and starts
 	running   map[*chatRun]struct{}
 	stopWatch func() // ends watchContribute's subscription; nil when none
 	// perByte is each model's tokens per byte of its last prompt, which
 	// fit.go estimates prompts by; nil until the first.
 	perByte map[string]float64
+	// starts are the trimmed conversations' first kept messages (fit.go's
+	// rememberStart); nil until the first.
+	starts map[[32]byte]int
 
 	// bg counts the goroutines that end a kept ring job (endKeptRing,
 	// watchContribute); Close waits for them.

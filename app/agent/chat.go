@@ -128,11 +128,17 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 	// Every attempt, on the ring or alone, leaves out old messages when
 	// the conversation outgrows the context (fit.go).
 	fit := fitter{fit: req.FitContext, nCtx: nCtx, maxTokens: req.MaxTokens, perByte: b.learntPerByte(path), from: req.LeftOut}
+	if fit.fit && fit.from == 0 {
+		fit.from = b.rememberedStart(path, g.Messages)
+	}
 	leftOut := 0
 	fitRun := func(run func(runner.GenerateParams) (runner.Stats, error)) (runner.Stats, error) {
 		st, n, perByte, err := fit.fitRun(g, run)
 		leftOut = n
 		b.learnPerByte(path, perByte)
+		if err == nil {
+			b.rememberStart(path, g.Messages, n)
+		}
 		return st, err
 	}
 	var engineAt time.Time // the engine was given its job

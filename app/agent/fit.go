@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"regexp"
@@ -27,8 +28,10 @@ import (
 // templates expect), when the prompt would not fit with room for the reply
 // (the context less reserve(): budgets' fits). Then it is trimmed to
 // budgets' target, a quarter of the context below that, and the caller
-// sends the count back with the next turn (ChatRequest.LeftOut): while the
-// rest fits, the same messages stay out, so that the prompt starts as it
+// sends the count back with the next turn (ChatRequest.LeftOut; for a
+// client that does not, as Ollama's, the agent remembers it by the first
+// kept message: rememberStart): while the rest fits, the same messages stay
+// out, so that the prompt starts as it
 // did and the KV cache (or a kept ring job) serves all but the new turn;
 // trimming to the minimum every turn would move the start, and re-read the
 // whole prompt, at every turn. The last message is always kept; when even
@@ -251,4 +254,50 @@ func (b *Agent) learnPerByte(model string, v float64) {
 		b.perByte = map[string]float64{}
 	}
 	b.perByte[model] = v
+}
+
+// maxStarts bounds the starts the agent remembers (rememberStart): past it
+// they are all forgotten, and the next turns are trimmed afresh.
+const maxStarts = 256
+
+// startKey names model's conversation whose first kept message is m.
+func startKey(model string, m runner.Message) [32]byte {
+	return sha256.Sum256([]byte(model + "\x00" + m.Role + "\x00" + m.Content))
+}
+
+// rememberStart notes that msgs ran on model with their omit oldest messages
+// (after a leading system message) left out, so that the conversation's next
+// turn starts at the same message (rememberedStart) when its client does not
+// send the count back.
+func (b *Agent) rememberStart(model string, msgs []runner.Message, omit int) {
+	sys := systemCount(msgs)
+	if omit <= 0 || sys+omit >= len(msgs) {
+		return
+	}
+	k := startKey(model, msgs[sys+omit])
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.starts == nil || len(b.starts) >= maxStarts {
+		b.starts = map[[32]byte]int{}
+	}
+	b.starts[k] = omit
+}
+
+// rememberedStart is how many of msgs' oldest messages the last turn of
+// their conversation on model left out (rememberStart), 0 when none is
+// remembered: the first i whose message i after the system message was that
+// turn's first kept message, i messages in.
+func (b *Agent) rememberedStart(model string, msgs []runner.Message) int {
+	sys := systemCount(msgs)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.starts) == 0 {
+		return 0
+	}
+	for i := 1; sys+i < len(msgs)-1; i++ {
+		if b.starts[startKey(model, msgs[sys+i])] == i {
+			return i
+		}
+	}
+	return 0
 }

@@ -193,7 +193,8 @@ func TestFitRun(t *testing.T) {
 // TestChatFitsContext runs real chats on this device's engine child with a
 // context of 256 tokens: a conversation of many turns is answered with its
 // oldest turns left out, and the reply says how many; the next turn keeps
-// them out and reuses the cached prompt; one message longer than the
+// them out and reuses the cached prompt, told the count or not; one
+// message longer than the
 // context fails with the ContextFull sentence, and the agent answers the
 // next request.
 func TestChatFitsContext(t *testing.T) {
@@ -239,6 +240,14 @@ func TestChatFitsContext(t *testing.T) {
 			again.LeftOut, err, again.CachedTokens, again.PromptTokens, st.LeftOut)
 	}
 
+	// A client that does not send the count back (Ollama's) asking for
+	// that turn again gets the same start: the agent remembers it by the
+	// first kept message.
+	if st3, _, err := chat(next, true, 0); err != nil || st3.LeftOut != st.LeftOut || st3.CachedTokens == 0 {
+		t.Errorf("the turn again without the count left out %d (err %v) with %d of %d prompt tokens cached; want %d left out and a cached start",
+			st3.LeftOut, err, st3.CachedTokens, st3.PromptTokens, st.LeftOut)
+	}
+
 	huge := []apitype.ChatMessage{{Role: "user", Content: "Hi."}, {Role: "assistant", Content: "Hello."},
 		{Role: "user", Content: strings.Repeat("The cat sat on the mat. ", 20)}}
 	_, _, err = chat(huge, true, 0)
@@ -251,5 +260,45 @@ func TestChatFitsContext(t *testing.T) {
 	}
 	if _, _, err := chat(long, false, 0); !errors.As(err, &pe) || !strings.HasPrefix(pe.Text, "The conversation is too long") {
 		t.Errorf("a long conversation without fitting: %v; want the ContextFull sentence", err)
+	}
+}
+
+// TestRememberedStart: the first kept message of a trimmed turn is found
+// again at the next turn of its conversation on the same model, where it
+// stands as many messages in, and nowhere else.
+func TestRememberedStart(t *testing.T) {
+	sys, u, a := msg("system", 1), msg("user", 1), msg("assistant", 1)
+	first := runner.Message{Role: "user", Content: "the first kept"}
+	turn := []runner.Message{sys, u, a, first, a, u}
+	next := append(append([]runner.Message{}, turn...), a, u)
+	tests := []struct {
+		name  string
+		model string
+		msgs  []runner.Message
+		want  int
+	}{
+		{"the next turn", "m", next, 2},
+		{"another model", "other", next, 0},
+		{"the message moved", "m", append([]runner.Message{sys, u, a}, next[1:]...), 0},
+		{"the message is the last", "m", []runner.Message{sys, u, a, first}, 0},
+	}
+	b := &Agent{}
+	b.rememberStart("m", turn, 2)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := b.rememberedStart(tt.model, tt.msgs); got != tt.want {
+				t.Errorf("rememberedStart = %d, want %d", got, tt.want)
+			}
+		})
+	}
+	b.rememberStart("m", turn, 0) // nothing left out: nothing to remember
+	if len(b.starts) != 1 {
+		t.Errorf("%d starts remembered, want 1", len(b.starts))
+	}
+	for i := range maxStarts {
+		b.rememberStart("m", []runner.Message{u, {Role: "user", Content: fmt.Sprint(i)}}, 1)
+	}
+	if len(b.starts) > maxStarts {
+		t.Errorf("%d starts remembered, want at most %d", len(b.starts), maxStarts)
 	}
 }
