@@ -2,7 +2,7 @@
 // github.com/ollama/ollama/llama cgo wrapper (v0.17.4) plus a small cgo shim
 // of our own over llama.h for what the wrapper does not expose.
 //
-// It provides three things:
+// It provides four things:
 //
 //   - Vocab: a vocab-only load of a GGUF (no weights are read) for text on the
 //     head: Tokenize, TokenToPiece, Detokenize, BOS/EOS/EOG and add-BOS exactly
@@ -16,13 +16,18 @@
 //     returning the logits of every token of a batch. It is the numerical
 //     reference engine/ggml is held to (engine/enginetest) and the baseline of
 //     bench/engine.sh; Homering never generates with it.
+//   - Grammar: llama.cpp's sampler grammar (GBNF, or a JSON schema through
+//     SchemaGrammar) over a Vocab's token texts, for structured output:
+//     engine/head's Constraint. Control tokens are no text to it, and the
+//     end of generation is allowed only once the grammar is complete.
 //
 // The shim reaches the wrapper's C handles (llama.Model, llama.Context keep
 // them in an unexported first field) by pointer layout; the layout is checked
 // at load and the pinned module version keeps it fixed.
 //
 // llama.cpp aborts the process on some bad input (a token id outside the
-// vocabulary, for one), so every id is range-checked here before it reaches C.
+// vocabulary, a token a grammar refuses), so every id is range-checked, and
+// every token a Grammar accepts checked against it, before it reaches C.
 // Files are not validated here: callers check a GGUF with engine/gguf (or
 // engine/ggml.Open) first.
 //

@@ -31,6 +31,7 @@ type Vocab struct {
 	v     *C.struct_llama_vocab // owned by c
 	n     int                   // number of tokens
 	tmpl  string                // tokenizer.chat_template, "" if none
+	gv    grammarVocabOnce      // the token texts grammars match (grammar.go)
 }
 
 // LoadVocab loads the vocabulary (and metadata) of the GGUF at path.
