@@ -35,7 +35,11 @@
 //     are fed to the repeat penalty first; greedy is the sampler's argmax,
 //     lowest id on ties), evaluates each new token, and emits one Token per
 //     sampled token until an end-of-generation token, MaxTokens, the end of
-//     the context, ctx's cancellation or an emit error.
+//     the context, ctx's cancellation or an emit error. A request's
+//     Constraint (structured output: engine/llama's Grammar) refuses the
+//     tokens its grammar does not allow next, the end of generation until
+//     the grammar is complete; the sampled token is checked first and the
+//     logits masked only when it is refused, as llama.cpp's sampler does.
 //
 // Token text is UTF-8-safe: bytes of a character split across tokens are held
 // back until the character is complete, and the last Token flushes whatever

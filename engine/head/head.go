@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,21 @@ type Request struct {
 	MaxTokens int            // 0: until end of generation or of the context
 	Sampling  sample.Params
 	Seed      uint64
+	// Constraint, when not nil, limits the tokens sampled (structured
+	// output: engine/llama's Grammar). It is the request's own: Run
+	// advances it.
+	Constraint Constraint
+}
+
+// Constraint limits which tokens may come next: a grammar, whose
+// end-of-generation tokens it allows only once the reply is complete.
+// engine/llama's Grammar is one; this package needs no cgo for it.
+type Constraint interface {
+	// Accept advances past tok when tok may come next and says whether it
+	// could; a refused token leaves the constraint as it was.
+	Accept(tok int32) bool
+	// Mask sets the logit of every token that may not come next to -Inf.
+	Mask(logits []float32)
 }
 
 // Token is one sampled token.
@@ -251,7 +267,7 @@ func Run(ctx context.Context, m Model, v *llama.Vocab, nCtx int, req Request, em
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		tok, err := smp.Sample(logits)
+		tok, err := sampleNext(smp, req.Constraint, logits)
 		if err != nil {
 			return st, err
 		}
@@ -278,6 +294,34 @@ func Run(ctx context.Context, m Model, v *llama.Vocab, nCtx int, req Request, em
 		st.DecodeTime += time.Since(start)
 		st.DecodeTokens++
 	}
+}
+
+// ErrConstraint is returned when a request's constraint allows no token
+// at all: its grammar wants text no token of the vocabulary spells.
+var ErrConstraint = errors.New("head: the grammar allows no token of this model's vocabulary next; loosen the grammar or the schema")
+
+// sampleNext samples the next token and advances c (nil: none) past it. A
+// constraint is asked about the token sampled from the model's logits
+// first, and only when it refuses it are the logits masked and sampled
+// again: llama.cpp's common_sampler does the same, since a grammar's
+// check of one token costs little and a mask of the whole vocabulary
+// much. Greedy picks the same token either way; sampling at a
+// temperature draws from the unmasked distribution first, as llama.cpp.
+// Masking writes into logits, which are the loop's own.
+func sampleNext(smp *sample.Sampler, c Constraint, logits []float32) (int32, error) {
+	tok, err := smp.Sample(logits)
+	if err != nil || c == nil || c.Accept(tok) {
+		return tok, err
+	}
+	c.Mask(logits)
+	if tok, err = smp.Sample(logits); err != nil {
+		return 0, err
+	}
+	// Every token masked leaves the sampler a -Inf one; Accept refuses it.
+	if math.IsInf(float64(logits[tok]), -1) || !c.Accept(tok) {
+		return 0, ErrConstraint
+	}
+	return tok, nil
 }
 
 // Begin keeps the longest prefix of the cached tokens that toks shares (the
