@@ -280,6 +280,16 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 // request came.
 func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llama.Vocab, nCtx int, g GenerateParams, start time.Time) (Stats, error) {
 	req := head.Request{Messages: g.messages(), Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
+	// Before m begins: a grammar that cannot be built costs a ring no
+	// links or weights.
+	gr, err := newGrammar(v, g)
+	if err != nil {
+		return Stats{}, codedError{CodeBadRequest, err}
+	}
+	if gr != nil {
+		defer gr.Close()
+		req.Constraint = gr
+	}
 	eog := false
 	hs, err := head.Run(ctx, m, v, nCtx, req, func(t head.Token) error {
 		eog = t.EOG
@@ -307,6 +317,24 @@ func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llam
 	return st, nil
 }
 
+// newGrammar builds the grammar g asks for over v, or nil when it asks
+// for none.
+func newGrammar(v *llama.Vocab, g GenerateParams) (*llama.Grammar, error) {
+	gbnf := g.Grammar
+	switch {
+	case len(g.JSONSchema) > 0 && gbnf != "":
+		return nil, errors.New("runner: a generate gives a grammar or a JSON schema, not both")
+	case len(g.JSONSchema) > 0:
+		var err error
+		if gbnf, err = llama.SchemaGrammar(g.JSONSchema); err != nil {
+			return nil, err
+		}
+	case gbnf == "":
+		return nil, nil
+	}
+	return llama.NewGrammar(v, gbnf)
+}
+
 // errParentGone is an event that could not be sent.
 var errParentGone = errors.New("runner: the parent does not read events")
 
@@ -326,7 +354,7 @@ func errorCode(err error) string {
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.Is(err, head.ErrEmptyPrompt), errors.Is(err, head.ErrTooLong):
+	case errors.Is(err, head.ErrEmptyPrompt), errors.Is(err, head.ErrTooLong), errors.Is(err, head.ErrConstraint):
 		return CodeBadRequest
 	}
 	return CodeGenerate

@@ -31,7 +31,7 @@
 // wire.Device.GPULayers places each window's first layers (engine/ring/driver).
 // Without a GPU either is a load error, never a silent CPU run.
 //
-// # Wire format (version 1)
+// # Wire format (version 2)
 //
 // JSON lines: one JSON object per line, UTF-8, at most MaxLine bytes. The
 // child keeps the real stdout for the protocol and points file descriptor 1 at
@@ -39,7 +39,7 @@
 //
 // Child → parent, first line, before reading anything:
 //
-//	{"type":"hello","proto":1,"pid":1234}
+//	{"type":"hello","proto":2,"pid":1234}
 //
 // Parent → child (Request):
 //
@@ -49,6 +49,13 @@
 //	      "repeat_penalty":1,"repeat_last_n":64,"seed":7}}
 //	{"id":3,"op":"stop","target":2}
 //	{"id":4,"op":"unload"}
+//
+// Structured output: generate.json_schema (a JSON schema, turned into a
+// grammar by llama.cpp's json-schema-to-grammar) or generate.grammar (GBNF)
+// constrains the reply, on one device and on a ring: tokens the grammar
+// refuses are never sampled, and the model's end of generation only once
+// the grammar is complete. One that cannot be built is a bad_request
+// before anything is evaluated.
 //
 // Child → parent (Event), every event names the request it answers:
 //

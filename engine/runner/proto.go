@@ -1,12 +1,16 @@
 package runner
 
 import (
+	"encoding/json"
+
 	"homering/engine/chat"
 	"homering/engine/sample"
 )
 
-// Proto is the protocol version the child announces in its hello.
-const Proto = 1
+// Proto is the protocol version the child announces in its hello. 2: a
+// generate carries a grammar (GenerateParams.Grammar, JSONSchema), which a
+// child of version 1 would drop without a word and answer unconstrained.
+const Proto = 2
 
 // MaxLine is the longest protocol line either side accepts; a longer line is
 // a protocol error, not an allocation.
@@ -99,6 +103,11 @@ type GenerateParams struct {
 	RepeatPenalty float32   `json:"repeat_penalty"`
 	RepeatLastN   int       `json:"repeat_last_n"`
 	Seed          uint64    `json:"seed"`
+	// Structured output: the reply follows a grammar, given as GBNF
+	// (llama.cpp's grammar format; its rule root is the whole reply) or as
+	// a JSON schema the child turns into one; at most one of the two.
+	Grammar    string          `json:"grammar,omitempty"`
+	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
 }
 
 // DefaultGenerate is llama.cpp's sampling (engine/sample.Defaults) with no
