@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -94,6 +95,9 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		g.Messages = append(g.Messages, runner.Message{Role: m.Role, Content: m.Content})
 	}
 	g.Prompt = req.Prompt
+	if req.JSONSchema != "" {
+		g.JSONSchema = json.RawMessage(req.JSONSchema) // the engine child builds its grammar
+	}
 	if len(g.Messages) == 0 && g.Prompt == "" {
 		return apitype.ChatStats{}, problem.New(problem.EmptyConversation, "The conversation is empty; send at least one message.")
 	}
@@ -283,7 +287,13 @@ func (b *Agent) problem(path string, err error) error {
 		return problem.New(problem.ModelLoad, fmt.Sprintf(
 			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(re.Text, ".")))
 	case errors.As(err, &re):
-		return problem.New(problem.BadRequest, strings.TrimSuffix(re.Text, ".")+".")
+		// The engine states facts in lower case ("the JSON schema cannot
+		// be turned into a grammar; …"); a person reads a sentence.
+		t := strings.TrimSuffix(re.Text, ".")
+		if t != "" {
+			t = strings.ToUpper(t[:1]) + t[1:]
+		}
+		return problem.New(problem.BadRequest, t+".")
 	}
 	return err
 }

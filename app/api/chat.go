@@ -538,8 +538,15 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.C
 		return
 	}
 	send := ndjson(w)
-	st, err := s.run(r.Context(), req, func(t string) error { return send(piece(model, t)) })
+	sent := false
+	st, err := s.run(r.Context(), req, func(t string) error { sent = true; return send(piece(model, t)) })
 	if err != nil {
+		if !sent {
+			// Nothing streamed yet (a format the engine cannot follow, a
+			// prompt it refuses): the status line can still say so.
+			compatChatFail(w, apiOllama, err)
+			return
+		}
 		_, msg := chatFailure(err)
 		_ = send(ollama.ErrorBody{Error: msg})
 		return

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"homering/app/problem"
 )
 
 // compatVolatile matches what changes from call to call in a compatible
@@ -85,6 +87,9 @@ type compatCase struct {
 func compatCases() []compatCase {
 	reply := &scripted{tokens: []string{"Hi", "!"}}
 	broken := &scripted{tokens: []string{"Hi"}, err: errors.New("runner: boom")}
+	// The engine child refuses a schema it cannot turn into a grammar
+	// before any token (app/agent words it as a problem).
+	unschemed := &scripted{err: problem.New(problem.BadRequest, "The JSON schema cannot be turned into a grammar; fix it.")}
 	return []compatCase{
 		{name: "openai chat", chat: reply, path: "/v1/chat/completions",
 			body:     `{"model":"tiny","messages":[{"role":"user","content":"Hello"}]}`,
@@ -252,6 +257,33 @@ data: {"type":"error","error":{"type":"api_error","message":"Runner: boom."}}
 			want: `{"error":"Prompt is empty."}
 `},
 
+		// Structured output the engine cannot follow: each API's own 400,
+		// streamed or not, since nothing was sent yet.
+		{name: "openai chat, a schema the engine refuses", chat: unschemed, path: "/v1/chat/completions",
+			body:     `{"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"thing"}}},"messages":[{"role":"user","content":"Hello"}]}`,
+			wantCode: 400, wantType: "application/json",
+			want: `{"error":{"message":"The JSON schema cannot be turned into a grammar; fix it.","type":"invalid_request_error","param":null,"code":null}}
+`},
+		{name: "openai chat streamed, a schema the engine refuses", chat: unschemed, path: "/v1/chat/completions",
+			body:     `{"stream":true,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"thing"}}},"messages":[{"role":"user","content":"Hello"}]}`,
+			wantCode: 400, wantType: "application/json",
+			want: `{"error":{"message":"The JSON schema cannot be turned into a grammar; fix it.","type":"invalid_request_error","param":null,"code":null}}
+`},
+		{name: "openai chat, a response_format of another type", chat: reply, path: "/v1/chat/completions",
+			body:     `{"response_format":{"type":"xml"},"messages":[{"role":"user","content":"Hello"}]}`,
+			wantCode: 400, wantType: "application/json",
+			want: `{"error":{"message":"The response_format type \"xml\" is not supported; use text, json_object or json_schema.","type":"invalid_request_error","param":null,"code":null}}
+`},
+		{name: "ollama chat streamed, a schema the engine refuses", chat: unschemed, path: "/api/chat",
+			body:     `{"format":{"type":"thing"},"messages":[{"role":"user","content":"Hi"}]}`,
+			wantCode: 400, wantType: "application/json",
+			want: `{"error":"The JSON schema cannot be turned into a grammar; fix it."}
+`},
+		{name: "ollama generate, a format of another kind", chat: reply, path: "/api/generate", body: `{"prompt":"Once","format":"xml"}`,
+			wantCode: 400, wantType: "application/json",
+			want: `{"error":"Format \"xml\" is not supported; send \"json\" or a JSON schema object."}
+`},
+
 		// A model this device does not have: each API's own 404, never
 		// another model's answer.
 		{name: "openai chat, an unknown model", chat: reply, path: "/v1/chat/completions",
@@ -344,5 +376,29 @@ data: {"type":"error","error":{"type":"api_error","message":"Runner: boom."}}
 			wantCode: 200, wantType: "application/json",
 			want: `{"models":[]}
 `},
+	}
+}
+
+// The JSON schema of OpenAI's response_format and Ollama's format reaches
+// the agent as the request's JSONSchema; JSON mode is any object.
+func TestCompatJSONSchemaReachesTheAgent(t *testing.T) {
+	schema := `{"type":"object","properties":{"a":{"type":"string"}}}`
+	for _, tt := range []struct{ path, body, want string }{
+		{"/v1/chat/completions", `{"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":` + schema + `}},"messages":[{"role":"user","content":"x"}]}`, schema},
+		{"/v1/chat/completions", `{"response_format":{"type":"json_object"},"messages":[{"role":"user","content":"x"}]}`, `{"type":"object"}`},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`, ""},
+		{"/api/chat", `{"format":` + schema + `,"stream":false,"messages":[{"role":"user","content":"x"}]}`, schema},
+		{"/api/generate", `{"format":"json","prompt":"x"}`, `{"type":"object"}`},
+	} {
+		chat := &scripted{tokens: []string{"{}"}}
+		srv, _, _ := newChatServer(t, chat, "")
+		resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(chat.got) != 1 || chat.got[0].JSONSchema != tt.want {
+			t.Errorf("%s %s: HTTP %d, the agent got %+v; want the schema %s", tt.path, tt.body, resp.StatusCode, chat.got, tt.want)
+		}
 	}
 }

@@ -88,6 +88,15 @@
 // ends when the context is full, with finish_reason/done_reason "length"
 // and Anthropic's stop_reason "model_context_window_exceeded".
 //
+// Structured output: OpenAI's response_format json_object (any JSON
+// object) and json_schema (json_schema.schema), and Ollama's format "json"
+// or a JSON schema, become ChatRequest.JSONSchema; the engine child turns
+// it into llama.cpp's grammar and samples only what the grammar allows, on
+// one device and on a ring, ending the reply once the JSON is complete
+// (or cut by max_tokens, finish_reason "length"). A schema the engine
+// cannot turn into a grammar is the API's own 400, streamed or not.
+// Anthropic's Messages API has no JSON mode. Tools are refused for now.
+//
 // Every /api/v1 call also accepts the token cookie instead of the header;
 // the app's static files need no token (they hold no secrets).
 //

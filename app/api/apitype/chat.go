@@ -35,6 +35,11 @@ type ChatRequest struct {
 	LeftOut int    `json:"left_out,omitempty"`
 	Seed    *int64 `json:"seed,omitempty"`
 	Model   string `json:"model,omitempty"` // "" or the served model's name
+	// JSONSchema, when not empty, is the JSON schema the reply must follow
+	// (structured output: OpenAI's response_format, Ollama's format); the
+	// engine turns it into a grammar. Only the compatible APIs set it: the
+	// control API and the web UI have no JSON mode.
+	JSONSchema string `json:"-"`
 	// Ring options (homering chat, tests, the bench; ring.go). ModelPath is
 	// a GGUF on the agent's machine used instead of the selected model.
 	ModelPath  string `json:"model_path,omitempty"`

@@ -6,7 +6,9 @@
 // false, then one with done true, done_reason ("stop" or "length") and the
 // counts and durations (nanoseconds). "stream": false gives one object.
 // Options understood: temperature, top_p, top_k, num_predict, num_ctx, seed;
-// others are ignored as Ollama ignores unknown ones. /api/generate with raw
+// others are ignored as Ollama ignores unknown ones. format "json" (any JSON
+// object) or a JSON schema becomes the request's JSON schema, which the
+// engine enforces with a grammar; any other format is refused. /api/generate with raw
 // sends the prompt without the chat template; otherwise the prompt is one
 // user message after the optional system.
 package ollama

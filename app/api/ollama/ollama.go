@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -35,20 +36,42 @@ type Message struct {
 
 // ChatRequest is POST /api/chat.
 type ChatRequest struct {
-	Model    string    `json:"model"`
-	Messages []Message `json:"messages"`
-	Stream   *bool     `json:"stream,omitempty"` // nil: true
-	Options  Options   `json:"options"`
+	Model    string          `json:"model"`
+	Messages []Message       `json:"messages"`
+	Stream   *bool           `json:"stream,omitempty"` // nil: true
+	Format   json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema (schemaOf)
+	Options  Options         `json:"options"`
 }
 
 // GenerateRequest is POST /api/generate.
 type GenerateRequest struct {
-	Model   string  `json:"model"`
-	Prompt  string  `json:"prompt"`
-	System  string  `json:"system,omitempty"`
-	Raw     bool    `json:"raw,omitempty"`
-	Stream  *bool   `json:"stream,omitempty"`
-	Options Options `json:"options"`
+	Model   string          `json:"model"`
+	Prompt  string          `json:"prompt"`
+	System  string          `json:"system,omitempty"`
+	Raw     bool            `json:"raw,omitempty"`
+	Stream  *bool           `json:"stream,omitempty"`
+	Format  json.RawMessage `json:"format,omitempty"`
+	Options Options         `json:"options"`
+}
+
+// anyObject is the schema of format "json": any JSON object, as Ollama's
+// JSON grammar allows.
+const anyObject = `{"type":"object"}`
+
+// schemaOf is the JSON schema a request's format asks the reply to
+// follow: "json" is any object, an object is the schema itself, and
+// nothing, null or "" is free text, as Ollama reads it.
+func schemaOf(format json.RawMessage) (string, error) {
+	switch f := strings.TrimSpace(string(format)); {
+	case f == "" || f == "null" || f == `""`:
+		return "", nil
+	case f == `"json"`:
+		return anyObject, nil
+	case strings.HasPrefix(f, "{"):
+		return f, nil // valid JSON: the request decoded
+	default:
+		return "", bad(`format %s is not supported; send "json" or a JSON schema object`, f)
+	}
 }
 
 // Streams reports whether a request with this stream field streams.
@@ -76,7 +99,11 @@ func FromChat(r ChatRequest) (apitype.ChatRequest, error) {
 	if len(r.Messages) == 0 {
 		return apitype.ChatRequest{}, bad("messages is empty; send at least one message")
 	}
-	out := apitype.ChatRequest{Model: r.Model}
+	schema, err := schemaOf(r.Format)
+	if err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema}
 	for i, m := range r.Messages {
 		switch m.Role {
 		case "system", "user", "assistant":
@@ -93,7 +120,11 @@ func FromGenerate(r GenerateRequest) (apitype.ChatRequest, error) {
 	if r.Prompt == "" {
 		return apitype.ChatRequest{}, bad("prompt is empty")
 	}
-	out := apitype.ChatRequest{Model: r.Model}
+	schema, err := schemaOf(r.Format)
+	if err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema}
 	if r.Raw {
 		out.Prompt = r.Prompt
 	} else {

@@ -32,6 +32,14 @@ func TestFromRequests(t *testing.T) {
 		{"generate raw", false, `{"prompt":"Once","raw":true}`, apitype.ChatRequest{Prompt: "Once"}, false},
 		{"generate empty", false, `{"prompt":""}`, apitype.ChatRequest{}, true},
 		{"negative num_ctx", false, `{"prompt":"x","options":{"num_ctx":-5}}`, apitype.ChatRequest{}, true},
+		{"format json is any object", true, `{"messages":[{"role":"user","content":"Hi"}],"format":"json"}`,
+			apitype.ChatRequest{Messages: []apitype.ChatMessage{{Role: "user", Content: "Hi"}}, JSONSchema: `{"type":"object"}`}, false},
+		{"format schema", false, `{"prompt":"x","raw":true,"format":{"type":"object","required":["a"]}}`,
+			apitype.ChatRequest{Prompt: "x", JSONSchema: `{"type":"object","required":["a"]}`}, false},
+		{"format empty is text", true, `{"messages":[{"role":"user","content":"Hi"}],"format":""}`,
+			apitype.ChatRequest{Messages: []apitype.ChatMessage{{Role: "user", Content: "Hi"}}}, false},
+		{"format of another kind", false, `{"prompt":"x","format":"yaml"}`, apitype.ChatRequest{}, true},
+		{"format that is an array", true, `{"messages":[{"role":"user","content":"Hi"}],"format":[1]}`, apitype.ChatRequest{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got apitype.ChatRequest

@@ -38,6 +38,55 @@ type ChatCompletionRequest struct {
 	N                   *int            `json:"n,omitempty"`
 	Tools               json.RawMessage `json:"tools,omitempty"`
 	Logprobs            *bool           `json:"logprobs,omitempty"`
+	ResponseFormat      *ResponseFormat `json:"response_format,omitempty"`
+}
+
+// ResponseFormat is response_format: "text", "json_object" (any JSON
+// object) or "json_schema" (JSON that follows JSONSchema.Schema).
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is response_format.json_schema. Replies follow Schema whether
+// or not Strict is set: the grammar allows nothing else.
+type JSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// anyObject is the schema of json_object: any JSON object, as OpenAI
+// promises it.
+const anyObject = `{"type":"object"}`
+
+// schemaOf is the JSON schema f asks the reply to follow, "" for text.
+func schemaOf(f *ResponseFormat) (string, error) {
+	if f == nil {
+		return "", nil
+	}
+	switch f.Type {
+	case "text":
+		return "", nil
+	case "json_object":
+		return anyObject, nil
+	case "json_schema":
+		if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 || string(f.JSONSchema.Schema) == "null" {
+			return "", bad("the response_format json_schema has no json_schema.schema; send the JSON schema the reply must follow")
+		}
+		if !isObject(f.JSONSchema.Schema) {
+			return "", bad("the response_format json_schema.schema must be a JSON schema object, such as {\"type\":\"object\",\"properties\":{…}}")
+		}
+		return string(f.JSONSchema.Schema), nil
+	}
+	return "", bad("the response_format type %q is not supported; use text, json_object or json_schema", f.Type)
+}
+
+// isObject says whether raw (valid JSON) is an object.
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
 // CompletionRequest is POST /v1/completions.
@@ -139,7 +188,11 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 	if len(r.Messages) == 0 {
 		return apitype.ChatRequest{}, bad("messages is empty; send at least one message")
 	}
-	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed}
+	schema, err := schemaOf(r.ResponseFormat)
+	if err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed, JSONSchema: schema}
 	if maxTok != nil {
 		out.MaxTokens = *maxTok
 	}

@@ -32,6 +32,18 @@ func TestFromChat(t *testing.T) {
 		{"tools", `{"tools":[{"type":"function"}],"messages":[{"role":"user","content":"x"}]}`, apitype.ChatRequest{}, "tools are not supported yet"},
 		{"bad role", `{"messages":[{"role":"tool","content":"x"}]}`, apitype.ChatRequest{}, `message 0 has role "tool"; use system, user or assistant`},
 		{"temperature range", `{"temperature":3,"messages":[{"role":"user","content":"x"}]}`, apitype.ChatRequest{}, "temperature 3 is outside 0-2"},
+		{"response_format text", `{"response_format":{"type":"text"},"messages":[{"role":"user","content":"x"}]}`,
+			apitype.ChatRequest{Messages: []apitype.ChatMessage{{Role: "user", Content: "x"}}}, ""},
+		{"json_object is any object", `{"response_format":{"type":"json_object"},"messages":[{"role":"user","content":"x"}]}`,
+			apitype.ChatRequest{Messages: []apitype.ChatMessage{{Role: "user", Content: "x"}}, JSONSchema: `{"type":"object"}`}, ""},
+		{"json_schema", `{"response_format":{"type":"json_schema","json_schema":{"name":"m","strict":true,"schema":{"type":"object","properties":{"a":{"type":"string"}}}}},"messages":[{"role":"user","content":"x"}]}`,
+			apitype.ChatRequest{Messages: []apitype.ChatMessage{{Role: "user", Content: "x"}}, JSONSchema: `{"type":"object","properties":{"a":{"type":"string"}}}`}, ""},
+		{"json_schema without a schema", `{"response_format":{"type":"json_schema","json_schema":{"name":"m"}},"messages":[{"role":"user","content":"x"}]}`,
+			apitype.ChatRequest{}, "the response_format json_schema has no json_schema.schema; send the JSON schema the reply must follow"},
+		{"json_schema that is no object", `{"response_format":{"type":"json_schema","json_schema":{"name":"m","schema":"object"}},"messages":[{"role":"user","content":"x"}]}`,
+			apitype.ChatRequest{}, `the response_format json_schema.schema must be a JSON schema object, such as {"type":"object","properties":{…}}`},
+		{"unknown response_format", `{"response_format":{"type":"yaml"},"messages":[{"role":"user","content":"x"}]}`,
+			apitype.ChatRequest{}, `the response_format type "yaml" is not supported; use text, json_object or json_schema`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var in ChatCompletionRequest
