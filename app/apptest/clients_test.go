@@ -178,6 +178,19 @@ func TestAPIClients(t *testing.T) {
 		t.Errorf("ollama ps: %v, want second-story at 512 tokens", got["ollama.ps"])
 	}
 
+	// Structured output through each client: JSON of the schema, ended by
+	// the model once complete; a schema llama.cpp cannot use is a 400.
+	for _, check := range []string{"openai.json_schema", "openai.json_schema.stream", "ollama.format_schema", "ollama.format_schema.stream"} {
+		if err := checkMood(str(check, "text")); err != nil || str(check, "finish")+str(check, "done_reason") != "stop" {
+			t.Errorf("%s: %v; want moodSchema's JSON (%v), ended with stop", check, got[check], err)
+		}
+	}
+	for check, name := range map[string]string{"openai.bad_schema": "BadRequestError", "ollama.bad_schema": "ResponseError"} {
+		if num(check, "status") != 400 || str(check, "name") != name || !strings.Contains(str(check, "message"), "The JSON schema cannot be turned into a grammar;") {
+			t.Errorf("%s: %v, want a 400 %s saying the schema cannot be turned into a grammar", check, got[check], name)
+		}
+	}
+
 	// On the agent's own address too, an unknown compatible path is that
 	// API's 404, not the control API's token refusal.
 	out, _ = n.inNS(ctx, "curl", "-s", "-w", " %{http_code}", info.URL+"/v1/embeddings", "-d", `{}`).Output()
@@ -194,6 +207,25 @@ func TestAPIClients(t *testing.T) {
 	if string(out) != "401" {
 		t.Errorf("/api/tags with a foreign Host: HTTP %s, want 401", out)
 	}
+}
+
+// checkMood says what is wrong with text as the JSON of clients.mjs's mood
+// schema: an object of a name of at most 12 characters and a mood, happy
+// or sad, and nothing else.
+func checkMood(text string) error {
+	var m struct {
+		Name *string `json:"name"`
+		Mood string  `json:"mood"`
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	if dec.More() || m.Name == nil || len([]rune(*m.Name)) > 12 || (m.Mood != "happy" && m.Mood != "sad") {
+		return fmt.Errorf("%q does not follow the schema", text)
+	}
+	return nil
 }
 
 // TestChatAPIAddress: the compatible APIs keep their address across a

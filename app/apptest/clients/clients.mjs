@@ -151,3 +151,45 @@ out({ check: "ollama.unknown_path", ...(await failure(() => ollama.embed({ model
   const r = await ollama.generate({ model: "stories260K", prompt: "Once", stream: false, options: { num_predict: 100000, temperature: 0 } });
   out({ check: "ollama.capped", header: lastHeaders?.get(capped), done_reason: r.done_reason, eval_count: r.eval_count });
 }
+
+// Structured output: a schema stories260K (it writes stories, never JSON)
+// meets only under its grammar; greedy, so that the reply is the same each run.
+const mood = {
+  type: "object",
+  properties: { name: { type: "string", maxLength: 12 }, mood: { enum: ["happy", "sad"] } },
+  required: ["name", "mood"],
+  additionalProperties: false,
+};
+const asMood = { type: "json_schema", json_schema: { name: "mood", strict: true, schema: mood } };
+const ask = [{ role: "user", content: "Who is sad?" }];
+{
+  const r = await openai.chat.completions.create({ model: "stories260K", messages: ask, max_tokens: 200, temperature: 0, response_format: asMood });
+  out({ check: "openai.json_schema", text: r.choices[0].message.content, finish: r.choices[0].finish_reason });
+}
+{
+  const stream = await openai.chat.completions.create({ model: "stories260K", messages: ask, max_tokens: 200, temperature: 0, response_format: asMood, stream: true });
+  let text = "", finish = null;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? "";
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  out({ check: "openai.json_schema.stream", text, finish });
+}
+out({
+  check: "openai.bad_schema",
+  ...(await failure(() => openai.chat.completions.create({
+    model: "stories260K", messages: ask, max_tokens: 8,
+    response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "thing" } } },
+  }))),
+});
+{
+  const r = await ollama.chat({ model: "stories260K", messages: ask, format: mood, stream: false, options: { num_predict: 200, temperature: 0 } });
+  out({ check: "ollama.format_schema", text: r.message.content, done_reason: r.done_reason });
+}
+{
+  const stream = await ollama.generate({ model: "stories260K", prompt: "Who is sad?", format: mood, stream: true, options: { num_predict: 200, temperature: 0 } });
+  let text = "", last = null;
+  for await (const p of stream) { text += p.response; last = p; }
+  out({ check: "ollama.format_schema.stream", text, done_reason: last?.done_reason });
+}
+out({ check: "ollama.bad_schema", ...(await failure(() => ollama.chat({ model: "stories260K", messages: ask, format: { type: "thing" }, stream: true }))) });
