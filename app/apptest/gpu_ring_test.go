@@ -67,22 +67,8 @@ func TestRingGPU(t *testing.T) {
 	}
 	longRef, _ := chat(t, a, "-m", stories260K, "-n", "160", prompt)
 
-	pairNodes(t, a, b)
-	pairNodes(t, a, g)
+	pairWorkers(t, a, b, g)
 	gid := g.ID(t)
-	WaitFor(t, time.Minute, "a sees b and g paired and contributing", func() error {
-		ps, err := a.Peers(t.Context())
-		if err != nil {
-			return err
-		}
-		for _, n := range []*Node{b, g} {
-			p, ok := find(ps, n.ID(t))
-			if !ok || !p.Paired || !p.Visible || !p.Contribute {
-				return fmt.Errorf("a's view of %s: %+v", n.Name, p)
-			}
-		}
-		return nil
-	})
 	gpuLayers := func(st apitype.ChatStats) int {
 		n := 0
 		for _, d := range st.Ring.Devices {
