@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -128,7 +129,7 @@ func printNext(w io.Writer, p apitype.Plan) {
 			ws = append(ws, fmt.Sprintf("%d-%d", win.Start, win.End-1))
 		}
 		fmt.Fprintf(w, "  %s %-10s %-6s layers %s, case %s, %.2f ms; %s\n", d.Short, d.Name, d.Role, strings.Join(ws, " "), d.Case, d.PredictedMs,
-			placement(d.Windows, d.GPU, d.VRAMBytes, d.VRAMFreeBytes))
+			placement(d.Windows, cmp.Or(d.GPUName, d.GPU), d.VRAMBytes, d.VRAMFreeBytes))
 	}
 }
 

@@ -37,6 +37,10 @@ type Device struct {
 	// (x64, haswell, icelake or built-in; the device map shows it). The
 	// model does not read it: the measured rates carry its speed.
 	CPUVariant string `json:"cpu_variant,omitempty"`
+	// GPUName is the GPU's backend device and description ("Vulkan0 ·
+	// NVIDIA GeForce RTX 3060"), for display only: GPU is the memory model
+	// Halda plans with, which is "cuda" for any discrete card.
+	GPUName string `json:"gpu_name,omitempty"`
 	// UMA is true when CPU and GPU share memory (Apple silicon): no
 	// RAM↔VRAM copy per window (eq. 13, 1-𝕀_UMA).
 	UMA bool `json:"uma,omitempty"`

@@ -375,6 +375,7 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 		}
 		d.VRAMBytes = a.VRAMBytes
 		d.GPU, d.VRAMFreeBytes = planner.GPUOf(pl.RawDevices[a.Device])
+		d.GPUName = pl.RawDevices[a.Device].GPUName
 		if raw, ok := pl.RawDevices[a.Device]; ok {
 			var cal halda.Device
 			for _, c := range pl.Problem.Devices {

@@ -114,6 +114,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		}
 		d.PredictedMs, d.RAMBytes, d.VRAMBytes = a.PredictedMs, a.RAMBytes, a.VRAMBytes
 		d.GPU, d.VRAMFreeBytes = planner.GPUOf(pl.RawDevices[a.Device])
+		d.GPUName = pl.RawDevices[a.Device].GPUName
 		d.CPUVariant = pl.RawDevices[a.Device].CPUVariant
 		if out.UncalibratedMs != 0 {
 			for _, r := range pl.Raw.Ring {

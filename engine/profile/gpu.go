@@ -81,7 +81,10 @@ func (p Profile) fillGPU(d *halda.Device) {
 		return
 	}
 	g := p.GPUs[i]
-	d.GPU = halda.CUDA
+	d.GPU, d.GPUName = halda.CUDA, g.Name
+	if g.Description != "" {
+		d.GPUName += " · " + g.Description
+	}
 	if backendOf(g.Name) == "metal" {
 		d.GPU, d.UMA, d.MetalBudget = halda.Metal, true, g.FreeBytes
 	} else {

@@ -327,6 +327,7 @@ export interface RingDevice {
   gpu?: string
   vram_bytes?: number
   vram_free_bytes?: number
+  gpu_name?: string // as in MapDevice
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.
@@ -447,6 +448,9 @@ export interface MapDevice {
   // reported free (Metal: its working-set budget) when profiled.
   gpu?: string
   vram_free_bytes?: number
+  // GPUName is the GPU as its backend names it ("Vulkan0 · …"), when
+  // its profile was measured: the kind says "cuda" for any discrete card.
+  gpu_name?: string
   // CPUVariant is the ggml CPU kernels its profile was measured on (x64,
   // haswell, icelake: chosen at start by CPUID; built-in) when known.
   cpu_variant?: string

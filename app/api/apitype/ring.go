@@ -40,6 +40,7 @@ type RingDevice struct {
 	GPU           string `json:"gpu,omitempty"`
 	VRAMBytes     int64  `json:"vram_bytes,omitempty"`
 	VRAMFreeBytes int64  `json:"vram_free_bytes,omitempty"`
+	GPUName       string `json:"gpu_name,omitempty"` // as in MapDevice
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.

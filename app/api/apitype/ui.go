@@ -97,6 +97,9 @@ type MapDevice struct {
 	// reported free (Metal: its working-set budget) when profiled.
 	GPU           string `json:"gpu,omitempty"`
 	VRAMFreeBytes int64  `json:"vram_free_bytes,omitempty"`
+	// GPUName is the GPU as its backend names it ("Vulkan0 · …"), when
+	// its profile was measured: the kind says "cuda" for any discrete card.
+	GPUName string `json:"gpu_name,omitempty"`
 	// CPUVariant is the ggml CPU kernels its profile was measured on (x64,
 	// haswell, icelake: chosen at start by CPUID; built-in) when known.
 	CPUVariant string `json:"cpu_variant,omitempty"`
