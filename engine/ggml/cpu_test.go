@@ -108,7 +108,9 @@ func cpuComputeModel(path string) (cpuModelRun, error) {
 		if i == 0 {
 			mr.Products = bw.promptKernelProducts()
 		}
-		bw.Close()
+		if cerr := bw.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return mr, err
 		}
