@@ -120,7 +120,9 @@ func BenchmarkGrammar(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				g.Close()
+				if err := g.Close(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 		g, err := NewGrammar(v, gbnf)
