@@ -18,6 +18,13 @@
 # 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
 # Neither engine leaves a thread spinning between evaluations (see
 # bench/enginebench/doc.go), so one does not slow the other down.
+# A second table times our engine alone on each of ggml's CPU variant
+# libraries a release binary picks from at start (x64, haswell, icelake;
+# BENCH_CPU_VARIANTS to change), one child process per run, with each
+# variant's speed-up over the baseline x64. Measured 2026-11-26 (~1 GB
+# models, 1 thread, tok/s x64 / haswell / icelake): Q8_0 prefill 12.0 /
+# 78.1 / 78.9, decode 10.3 / 27.1 / 28.7; Q4_K prefill 1.6 / 23.7 / 34.1,
+# decode 1.6 / 17.0 / 18.0 (../shared/notes/platforms-findings.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
