@@ -68,6 +68,10 @@ var allowed = map[string][]string{
 		"app/api/openai", "app/api/anthropic", "app/api/ollama", // the compatible APIs' translators
 		"app/planner", // planner.Request and ModelError: GET /api/v1/plan and the model list's labels ask the agent's planner (issue 15 item 1)
 		"app/problem", // turns a problem's Kind into an HTTP status (issue 15 item 4)
+		// Tool calling (issue 18 item 5): a request with tools is rendered
+		// by the model's template family and its reply's calls parsed back
+		// (tools.go); llama.cpp's template function takes no tools.
+		"engine/chat",
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
 		// translators, apitype and frontend. Today it maps services' errors to
 		// HTTP statuses itself (identity, transport, config), reads GGUFs for
@@ -127,6 +131,10 @@ var allowed = map[string][]string{
 		// head.Run, the one generation loop; no prompt, sampler or
 		// detokenizer of the runner's own.
 		"engine/chat", "engine/sample", "engine/llama",
+		// A loss is re-planned in the child (issue 15 item 3): Halda over
+		// the ring's problem, which the agent sends with ring_generate,
+		// solved with lp_solve (ring.PlanWithout takes the solver).
+		"halda", "halda/lpsolve",
 	},
 	"engine/head": {
 		"engine/ggml", "engine/llama",

@@ -163,9 +163,10 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		rp.OnProgress, endTransfers = b.transferProgress(job)
 		engineAt = time.Now()
 		st, err = fitRun(func(g runner.GenerateParams) (runner.Stats, error) {
-			return b.sup.RingGenerate(ctx, lp, rp, g, onToken, b.replan(job))
+			return b.sup.RingGenerate(ctx, lp, rp, g, onToken)
 		})
 		endTransfers()
+		b.replanned(job, st)
 		var died *runner.DiedError
 		var full *problem.Error
 		if errors.As(err, &full) && full.Code == problem.ContextFull {

@@ -190,8 +190,9 @@ func quickProfile() halda.Device {
 	return profile.Unmeasured("", 8<<30, 16<<30)
 }
 
-// ringJob is a plan being run: the planner's plan (to re-plan without lost
-// devices) and what the runner needs.
+// ringJob is a plan being run: the planner's plan and what the runner
+// needs (the plan's calibrated problem among it: the runner re-plans from
+// it after a loss, and its done event's stats say how).
 type ringJob struct {
 	pl     planner.Plan
 	reused bool // the workers' addresses are the kept job's, not asked again
@@ -249,7 +250,7 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 			return nil, err.Error()
 		}
 		job.pl = pl
-		job.params = runner.RingParams{Plan: wp, Identity: b.dir, NoPrefetch: req.NoPrefetch}
+		job.params = runner.RingParams{Plan: wp, Problem: &pl.Problem, Identity: b.dir, NoPrefetch: req.NoPrefetch}
 		for _, a := range pl.Plan.Ring[1:] {
 			job.params.Peers = append(job.params.Peers, runner.RingPeer{ID: a.Device, Addr: job.addrs[a.Device]})
 		}
@@ -297,41 +298,16 @@ func (b *Agent) askJobs(ctx context.Context, job *ringJob, plan halda.Plan) []st
 	return failed
 }
 
-// replan is the runner's callback after losing workers: the planner again
-// without them, every remaining worker asked to serve again.
-func (b *Agent) replan(job *ringJob) func(ctx context.Context, without []string) (runner.RingParams, error) {
-	return func(ctx context.Context, without []string) (runner.RingParams, error) {
-		start := time.Now()
-		for _, id := range without {
-			if !slices.Contains(job.lost, id) {
-				job.lost = append(job.lost, id)
-			}
-		}
-		for range len(job.pl.Problem.Devices) {
-			pl, err := b.plans().Without(job.pl, job.lost)
-			if err != nil {
-				return runner.RingParams{}, fmt.Errorf("no plan without %s: %w", strings.Join(shortIDs(without), ", "), err)
-			}
-			failed := b.askJobs(ctx, job, pl.Plan)
-			if len(failed) > 0 {
-				job.lost = append(job.lost, failed...)
-				continue
-			}
-			wp, err := b.wirePlan(pl.Plan, pl.Model.Embedding)
-			if err != nil {
-				return runner.RingParams{}, err
-			}
-			rp := runner.RingParams{Plan: wp, Identity: b.dir, NoPrefetch: job.params.NoPrefetch}
-			for _, a := range pl.Plan.Ring[1:] {
-				rp.Peers = append(rp.Peers, runner.RingPeer{ID: a.Device, Addr: job.addrs[a.Device]})
-			}
-			job.pl, job.params = pl, rp
-			b.log.Info("ring: re-planned without lost devices", "lost", strings.Join(shortIDs(without), ","),
-				"devices", len(pl.Plan.Ring), "k", pl.Plan.K, "took", time.Since(start).Round(time.Millisecond))
-			return rp, nil
-		}
-		return runner.RingParams{}, errors.New("no device would serve the ring any more")
+// replanned takes in what the runner's stats say of a loss: the devices
+// it lost and the plan it re-planned without them (ring.PlanWithout, in the
+// engine child), which finished the reply and is the one a kept job runs.
+func (b *Agent) replanned(job *ringJob, st runner.Stats) {
+	if st.Plan == nil {
+		return
 	}
+	job.lost, job.pl.Plan = slices.Clone(st.Lost), *st.Plan
+	b.log.Info("ring: re-planned without lost devices", "lost", strings.Join(shortIDs(st.Lost), ","),
+		"devices", len(st.Plan.Ring), "k", st.Plan.K, "loss_to_token_ms", st.LossToTokenMS)
 }
 
 // ringRun describes the finished generation for stats, status and the map.
@@ -339,9 +315,7 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 	pl := job.pl
 	r := &apitype.RingRun{K: pl.Plan.K, Layers: pl.Model.Layers, PredictedMs: pl.Plan.PredictedMs, UncalibratedMs: pl.Raw.PredictedMs,
 		Replans: st.Replans, Lost: append([]string{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
-	if job.params.Plan != nil {
-		r.PlanID = job.params.Plan.ID
-	}
+	r.PlanID = st.PlanID
 	if st.DecodeTokens > 0 {
 		r.MeasuredMs = st.DecodeMS / float64(st.DecodeTokens)
 	}

@@ -78,7 +78,7 @@ func TestKeptRingJobEnds(t *testing.T) {
 		g := runner.DefaultGenerate()
 		g.Temperature, g.MaxTokens, g.Prompt = 0, 4, "Once upon a time"
 		rp := runner.RingParams{Plan: plan, Peers: []runner.RingPeer{{ID: workerID, Addr: addr}}, Identity: headDir, TickMS: 1000, KeepMS: 600_000}
-		if _, err := b.sup.RingGenerate(context.Background(), runner.LoadParams{Model: model, NCtx: 256, Threads: 1}, rp, g, func(runner.Token) error { return nil }, nil); err != nil {
+		if _, err := b.sup.RingGenerate(context.Background(), runner.LoadParams{Model: model, NCtx: 256, Threads: 1}, rp, g, func(runner.Token) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if !workerMaps() {

@@ -27,5 +27,7 @@
 // ILP), and keeps the last plan a chat installed when the new one is no
 // clear gain (ring.Adopt), both scored under this problem (halda.Rescore).
 // Next never changes what the next call returns: only Install does, when a
-// chat really runs a plan. Without re-plans after lost devices.
+// chat really runs a plan. A plan's Problem (calibrated) goes with the ring
+// job: after a loss the engine child re-plans from it (ring.PlanWithout),
+// so a loss is decided there, not here.
 package planner

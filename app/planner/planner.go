@@ -643,20 +643,3 @@ func (p *Planner) Install(pl Plan) {
 	defer p.mu.Unlock()
 	p.last = installed{key: pl.Key, plan: pl.Plan}
 }
-
-// Without re-plans pl without the lost devices (a ring lost them mid-reply),
-// from its calibrated problem.
-func (p *Planner) Without(pl Plan, lost []string) (Plan, error) {
-	q := pl.Problem
-	q.Devices = slices.DeleteFunc(slices.Clone(q.Devices), func(d halda.Device) bool { return slices.Contains(lost, d.Name) })
-	if q.Rounds > 0 && len(q.Devices) > q.Model.Layers/q.Rounds {
-		q.Rounds = 0
-	}
-	s := p.solve(q, nil)
-	if s.err != nil {
-		return pl, s.err
-	}
-	out := pl
-	out.Problem, out.Plan = q, s.plan
-	return out, nil
-}

@@ -72,11 +72,10 @@ type child struct {
 	h    *head.Head // nil when no model is loaded; touched only when gen is nil
 	info ModelInfo
 
-	genMu  sync.Mutex // guards gen, genID, cancel, plans
+	genMu  sync.Mutex // guards gen, genID, cancel
 	gen    chan struct{}
 	genID  uint64
 	cancel context.CancelFunc
-	plans  chan RingParams // the running ring generation's new plans; nil otherwise
 
 	rm *ringModel // the head's ring model; touched only when gen is nil or by the generation
 
@@ -148,20 +147,6 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		}
 		c.genMu.Unlock()
 		return
-	case OpPlan:
-		if req.Ring == nil {
-			c.fail(req.ID, CodeBadRequest, errors.New("runner: plan needs ring parameters"))
-			return
-		}
-		c.genMu.Lock()
-		if c.plans != nil && req.Target == c.genID {
-			select {
-			case c.plans <- *req.Ring:
-			default: // one plan per replan event; a second is a parent bug
-			}
-		}
-		c.genMu.Unlock()
-		return
 	case OpServeRing:
 		// Serving runs beside generations: a device may head one job
 		// while it works for another head.
@@ -210,8 +195,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.rm.endKept()
 		_ = c.send(Event{ID: req.ID, Type: EvEnded})
 	case OpRingGenerate:
-		plans := make(chan RingParams, 1)
-		c.startGen(ctx, req.ID, plans, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req, plans) })
+		c.startGen(ctx, req.ID, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req) })
 	case OpGenerate:
 		if c.h == nil {
 			c.fail(req.ID, CodeNotLoaded, errors.New("runner: no model is loaded; send load first"))
@@ -222,7 +206,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		g := *req.Generate
-		c.startGen(ctx, req.ID, nil, func(gctx context.Context) Event { return c.generate(gctx, req.ID, g) })
+		c.startGen(ctx, req.ID, func(gctx context.Context) Event { return c.generate(gctx, req.ID, g) })
 	default:
 		c.fail(req.ID, CodeBadRequest, fmt.Errorf("runner: unknown op %q", req.Op))
 	}
@@ -230,11 +214,11 @@ func (c *child) handle(ctx context.Context, line []byte) {
 
 // startGen runs a generation in the background; run returns the event that
 // ends it.
-func (c *child) startGen(ctx context.Context, id uint64, plans chan RingParams, run func(context.Context) Event) {
+func (c *child) startGen(ctx context.Context, id uint64, run func(context.Context) Event) {
 	gctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	c.genMu.Lock()
-	c.gen, c.genID, c.cancel, c.plans = done, id, cancel, plans
+	c.gen, c.genID, c.cancel = done, id, cancel
 	c.genMu.Unlock()
 	go func() {
 		defer close(done)
@@ -243,7 +227,7 @@ func (c *child) startGen(ctx context.Context, id uint64, plans chan RingParams, 
 		// Idle before the last event goes out: the parent may send the
 		// next request the moment it reads it.
 		c.genMu.Lock()
-		c.gen, c.cancel, c.plans = nil, nil, nil
+		c.gen, c.cancel = nil, nil
 		c.genMu.Unlock()
 		_ = c.send(final)
 	}()

@@ -86,28 +86,29 @@
 //	              "Devices":[{"ID":"HEAD-ID","Windows":[{"Start":0,"End":2}]},
 //	                         {"ID":"WORKER-ID","Windows":[{"Start":2,"End":5}]}]},
 //	              "peers":[{"id":"WORKER-ID","addr":"192.168.1.7:41234"}],
+//	              "problem":{"devices":[…],"model":{…},…},
 //	              "identity":"/home/me/.config/homering","tick_ms":500},
 //	      "generate":{…}}
 //	{"id":5,"type":"progress","progress":{"device":"WORKER-ID","done":4194304,"total":96468992}}
 //	                                          (weights sent to a worker; a few a second at most)
 //	{"id":5,"type":"token",…}                 (zero or more)
-//	{"id":5,"type":"replan","without":["WORKER-ID"]}
-//	{"id":6,"op":"plan","target":5,"ring":{…}}  (the parent's answer)
-//	{"id":5,"type":"done","stats":{…,"devices":[…],"replans":1,"loss_to_token_ms":812}}
+//	{"id":5,"type":"done","stats":{…,"devices":[…],"replans":1,"lost":["WORKER-ID"],
+//	                               "plan":{…},"loss_to_token_ms":812}}
 //
 // When workers are lost (a link closes, a malformed frame, silence past
 // its limit: engine/ring's doc, "Silence"; the limits of a new job start
 // from the silences earlier jobs of this process, head or worker, saw the
 // same peers end in the last 5 minutes, at most 8 per peer; a worker that
-// cannot be reached or refuses the job) the child sends replan and waits for a plan request naming the
-// generation: new ring parameters without those devices (the agent re-runs
-// Halda). It connects any new workers, installs the plan and re-prefills the
+// cannot be reached or refuses the job) the child re-plans itself: Halda
+// over the ring's problem without the lost devices, and without any the
+// agent gave no address (ring.PlanWithout, the one re-plan; the agent hears
+// of it only in the done event's stats, so a loss crosses no process
+// boundary). It connects any new workers, installs the plan and re-prefills the
 // conversation so far from position 0: the prompt in the passes the first
 // prefill used, then the tokens already streamed one per pass, as they were
 // decoded (up to 64 of them and 10 s at the measured speed; more go in
 // batches), so that the re-prefill computes the unfaulted run's bits and,
-// with greedy sampling, the reply is the one an unfaulted run gives. A
-// stop ends the wait. Prompts go round the ring in passes of at most 512
+// with greedy sampling, the reply is the one an unfaulted run gives. Prompts go round the ring in passes of at most 512
 // tokens, fewer (down to 32) when the compute buffers of a pass would take
 // more than 2% of the head's memory (cgroup limit, else RAM). Until a plan
 // is up the head serves slices at GOGC 25 and then gives its free heap

@@ -5,6 +5,7 @@ import (
 
 	"homering/engine/chat"
 	"homering/engine/sample"
+	"homering/halda"
 )
 
 // Proto is the protocol version the child announces in its hello. 2: a
@@ -24,7 +25,6 @@ const (
 	OpUnload   = "unload"
 
 	OpRingGenerate = "ring_generate" // head: run a generation on a ring
-	OpPlan         = "plan"          // head: the new plan a replan event asked for
 	OpServeRing    = "serve_ring"    // worker: listen and serve ring jobs
 	OpRingEnd      = "ring_end"      // head: end the ring job held idle (RingParams.KeepMS); answered with ended
 )
@@ -38,7 +38,6 @@ const (
 	EvUnloaded = "unloaded"
 	EvError    = "error"
 
-	EvReplan   = "replan"   // ring_generate: workers were lost; answer with op plan
 	EvServing  = "serving"  // serve_ring: listening at Addr
 	EvProgress = "progress" // ring_generate: weights sent to a worker so far
 	EvEnded    = "ended"    // ring_end: no ring job is held any more
@@ -68,7 +67,7 @@ type Request struct {
 	Target   uint64          `json:"target,omitempty"` // stop: the generate to end
 	Load     *LoadParams     `json:"load,omitempty"`
 	Generate *GenerateParams `json:"generate,omitempty"`
-	Ring     *RingParams     `json:"ring,omitempty"`  // ring_generate, plan
+	Ring     *RingParams     `json:"ring,omitempty"`  // ring_generate
 	Serve    *ServeParams    `json:"serve,omitempty"` // serve_ring
 }
 
@@ -169,6 +168,13 @@ type Stats struct {
 	// Ring generations only.
 	Devices []DeviceStats `json:"devices,omitempty"` // ring order, head first, of the last plan
 	Replans int           `json:"replans,omitempty"` // plans installed after losses
+	// Lost are the workers the ring lost, in the order it lost them, and
+	// Plan the plan the child re-planned without them last (nil when it
+	// did not re-plan): the agent learns of a loss only here.
+	Lost []string    `json:"lost,omitempty"`
+	Plan *halda.Plan `json:"plan,omitempty"`
+	// PlanID is the ring plan that finished the reply (wire.Plan.ID).
+	PlanID uint64 `json:"plan_id,omitempty"`
 	// LossToTokenMS is the time from noticing the last lost worker to the
 	// next token reaching the parent (re-plan, re-prefill and one token).
 	LossToTokenMS float64 `json:"loss_to_token_ms,omitempty"`
@@ -191,8 +197,7 @@ type Event struct {
 	Error string     `json:"error,omitempty"` // error
 	Code  string     `json:"code,omitempty"`  // error
 
-	Without []string `json:"without,omitempty"` // replan: the lost devices
-	Addr    string   `json:"addr,omitempty"`    // serving
+	Addr string `json:"addr,omitempty"` // serving
 
 	Progress *Progress `json:"progress,omitempty"` // progress
 }

@@ -3,11 +3,11 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"time"
 
 	"homering/engine/ring/wire"
+	"homering/halda"
 )
 
 // RingPeer is one worker of a ring job: its device ID and the address its
@@ -19,11 +19,16 @@ type RingPeer struct {
 
 // RingParams say how to run a ring job from the head.
 type RingParams struct {
-	Plan       *wire.Plan `json:"plan"`                  // from ring.FromHalda; Devices[0] is the head
-	Peers      []RingPeer `json:"peers"`                 // every worker of the plan
-	Identity   string     `json:"identity"`              // config dir holding this device's certificate and key
-	NoPrefetch bool       `json:"no_prefetch,omitempty"` // never prefetch the next window (bench/ring case e)
-	TickMS     int        `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (silence limits count ticks: engine/ring's doc)
+	Plan *wire.Plan `json:"plan"` // from ring.FromHalda; Devices[0] is the head
+	// Problem is the calibrated Halda problem Plan was solved from: on a
+	// loss the child re-plans from it (ring.PlanWithout) over the devices
+	// of Peers that are left, and installs the new plan itself. nil: a
+	// loss ends the generation.
+	Problem    *halda.Problem `json:"problem,omitempty"`
+	Peers      []RingPeer     `json:"peers"`                 // every worker of the plan
+	Identity   string         `json:"identity"`              // config dir holding this device's certificate and key
+	NoPrefetch bool           `json:"no_prefetch,omitempty"` // never prefetch the next window (bench/ring case e)
+	TickMS     int            `json:"tick_ms,omitempty"`     // the ring's tick; 0: 500 ms (silence limits count ticks: engine/ring's doc)
 	// KeepMS holds the job idle this long after the request (0: it ends
 	// with the request; at most an hour): the next request with the same
 	// plan, peers and settings reuses it: no new job, and the prefill
@@ -71,17 +76,19 @@ type ServeParams struct {
 // RingGenerate runs g on the ring of rp with this device as the head: the
 // child maps lp's model, dials every worker of rp.Peers (mutual TLS with the
 // identity in rp.Identity), serves them the slices of their windows and
-// streams tokens to onToken. When a worker is lost the child asks replan for
-// a plan without the lost devices, re-prefills the conversation on it and
-// goes on; replan's error ends the generation. Stats carry per-device
-// entries and, after a loss, the time from the loss to the next token.
+// streams tokens to onToken. When a worker is lost the child re-plans
+// from rp.Problem without the lost devices (and without any the agent gave
+// no address: it cannot ask a device to serve), re-prefills the
+// conversation on the new plan and goes on; no plan ends the generation.
+// Stats carry per-device entries and, after a loss, the lost devices, the
+// plan that finished the reply and the time from the loss to the next
+// token.
 //
 // Device IDs (plan entries, peers) are identity.DeviceID text in any form
 // ParseDeviceID reads; the plan's first device must be this device's
 // identity.
 func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingParams, g GenerateParams,
-	onToken func(Token) error,
-	replan func(ctx context.Context, without []string) (RingParams, error)) (Stats, error) {
+	onToken func(Token) error) (Stats, error) {
 	if err := s.lock(ctx); err != nil {
 		return Stats{}, err
 	}
@@ -97,19 +104,6 @@ func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingPar
 	return s.stream(ctx, id, onToken, func(ev Event) error {
 		if ev.Type == EvProgress && ev.Progress != nil && onProgress != nil {
 			onProgress(*ev.Progress)
-		}
-		if ev.Type != EvReplan {
-			return nil
-		}
-		if replan == nil {
-			return fmt.Errorf("runner: devices %v were lost and no re-planner was given", ev.Without)
-		}
-		next, err := replan(ctx, ev.Without)
-		if err != nil {
-			return fmt.Errorf("runner: re-plan without %v: %w", ev.Without, err)
-		}
-		if err := s.p.send(Request{ID: s.id(), Op: OpPlan, Target: id, Ring: &next}); err != nil {
-			return err
 		}
 		return nil
 	})

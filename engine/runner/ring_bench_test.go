@@ -44,7 +44,7 @@ func BenchmarkRingDecode(b *testing.B) {
 	if _, err := head.sup.Generate(context.Background(), lp, g, ignore); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := head.sup.RingGenerate(context.Background(), lp, rp, g, ignore, nil); err != nil {
+	if _, err := head.sup.RingGenerate(context.Background(), lp, rp, g, ignore); err != nil {
 		b.Fatal(err)
 	}
 	var single, ring, singleMS, ringMS float64
@@ -55,7 +55,7 @@ func BenchmarkRingDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 		single, singleMS = single+float64(st.DecodeTokens), singleMS+st.DecodeMS
-		st, err = head.sup.RingGenerate(context.Background(), lp, rp, g, func(tk Token) error { got = append(got, tk.ID); return nil }, nil)
+		st, err = head.sup.RingGenerate(context.Background(), lp, rp, g, func(tk Token) error { got = append(got, tk.ID); return nil })
 		if err != nil {
 			b.Fatal(err)
 		}

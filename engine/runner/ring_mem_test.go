@@ -52,7 +52,7 @@ func BenchmarkRingMemory(b *testing.B) {
 		stop := make(chan struct{})
 		done := make(chan map[int]int64)
 		go func() { done <- sampleChildAnon(stop, 5*time.Millisecond) }()
-		if _, err := head.sup.RingGenerate(context.Background(), lp, rp, g, ignore, nil); err != nil {
+		if _, err := head.sup.RingGenerate(context.Background(), lp, rp, g, ignore); err != nil {
 			b.Fatal(err)
 		}
 		close(stop)

@@ -23,8 +23,13 @@ import (
 
 	"homering/discovery/identity"
 	"homering/engine/ggml"
+	"homering/engine/profile"
+	"homering/engine/profile/modelprof"
+	"homering/engine/ring"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
+	"homering/halda"
+	"homering/halda/lpsolve"
 )
 
 // The ring across real processes: runner children on loopback, each with
@@ -122,24 +127,24 @@ func reference(t *testing.T, s *Supervisor, lp LoadParams, g GenerateParams) []i
 	return out
 }
 
-// replanWithout answers a replan with an even plan over the devices left.
-func replanWithout(t *testing.T, layers, nEmbd, k int, head *device, workers ...*device) func(context.Context, []string) (RingParams, error) {
-	next := uint64(100)
-	return func(_ context.Context, without []string) (RingParams, error) {
-		var left []*device
-		for _, w := range workers {
-			if !slices.Contains(without, w.id) {
-				left = append(left, w)
-			}
-		}
-		next++
-		t.Logf("replan without %d device(s): %d worker(s) left", len(without), len(left))
-		return ringParams(evenPlan(next, layers, nEmbd, k, append([]*device{head}, left...)...), head, left...), nil
+// withProblem gives rp the Halda problem the agent would send with it:
+// equal unmeasured devices (the head first), every one kept, so that the
+// child's re-plan after a loss spreads the layers over every device left.
+func withProblem(t testing.TB, rp RingParams, model string, head *device, workers ...*device) RingParams {
+	t.Helper()
+	m, err := modelprof.FromGGUF(model, 512)
+	if err != nil {
+		t.Fatal(err)
 	}
+	q := &halda.Problem{Model: m, DefaultLinkSec: 1e-3, KeepAllDevices: true, HeadHoldsLayers: true}
+	for _, d := range append([]*device{head}, workers...) {
+		q.Devices = append(q.Devices, profile.Unmeasured(d.id, 8<<30, 16<<30))
+	}
+	rp.Problem = q
+	return rp
 }
 
-func ringTokens(t *testing.T, head *device, lp LoadParams, rp RingParams, g GenerateParams,
-	onToken func(n int), replan func(context.Context, []string) (RingParams, error)) ([]int32, Stats, error) {
+func ringTokens(t *testing.T, head *device, lp LoadParams, rp RingParams, g GenerateParams, onToken func(n int)) ([]int32, Stats, error) {
 	t.Helper()
 	var out []int32
 	st, err := head.sup.RingGenerate(context.Background(), lp, rp, g, func(tk Token) error {
@@ -148,7 +153,7 @@ func ringTokens(t *testing.T, head *device, lp LoadParams, rp RingParams, g Gene
 			onToken(len(out))
 		}
 		return nil
-	}, replan)
+	})
 	return out, st, err
 }
 
@@ -202,7 +207,7 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 				}
 				sent[p.Device] = p
 			}
-			got, st, err := ringTokens(t, head, lp, rp, g, nil, nil)
+			got, st, err := ringTokens(t, head, lp, rp, g, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +275,7 @@ func newThreeRing(t *testing.T) threeRing {
 	r.g.Prompt = "Once upon a time"
 	r.want = reference(t, r.head.sup, r.lp, r.g)
 	r.layers, r.nEmbd = modelShape(t, smallModel)
-	r.rp = ringParams(evenPlan(1, r.layers, r.nEmbd, 1, r.head, r.w1, r.w2), r.head, r.w1, r.w2)
+	r.rp = withProblem(t, ringParams(evenPlan(1, r.layers, r.nEmbd, 1, r.head, r.w1, r.w2), r.head, r.w1, r.w2), smallModel, r.head, r.w1, r.w2)
 	return r
 }
 
@@ -296,7 +301,7 @@ func TestRingWorkerKilled(t *testing.T) {
 		case n == 4:
 			resumed = time.Now()
 		}
-	}, replanWithout(t, r.layers, r.nEmbd, 1, head, w1, w2))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +327,7 @@ func TestRingHeadFinishesAlone(t *testing.T) {
 	g.Prompt = "Once upon a time"
 	want := reference(t, head.sup, lp, g)
 	layers, nEmbd := modelShape(t, smallModel)
-	rp := ringParams(evenPlan(1, layers, nEmbd, 2, head, w1), head, w1)
+	rp := withProblem(t, ringParams(evenPlan(1, layers, nEmbd, 2, head, w1), head, w1), smallModel, head, w1)
 	victim := w1.sup.PID()
 	if victim <= 0 {
 		t.Fatal("the worker has no runner process")
@@ -332,7 +337,7 @@ func TestRingHeadFinishesAlone(t *testing.T) {
 			_ = syscall.Kill(victim, syscall.SIGSTOP)
 			_ = syscall.Kill(victim, syscall.SIGKILL)
 		}
-	}, replanWithout(t, layers, nEmbd, 1, head, w1))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +418,30 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	g.Prompt = "Once upon a time"
 	want := reference(t, head.sup, lp, g)
 	layers, nEmbd := modelShape(t, stories260K)
-	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, bad), head, w1, bad)
+	rp := withProblem(t, ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, bad), head, w1, bad), stories260K, head, w1, bad)
+	// A slower head: the re-plan gives w1 more than the last layer.
+	flops := map[string]float64{}
+	for k, v := range rp.Problem.Devices[0].CPUFlops {
+		flops[k] = v / 2
+	}
+	rp.Problem.Devices[0].CPUFlops = flops
+	// w1's first window is the first layer of the one the child's re-plan
+	// gives it (ring.PlanWithout, worked out here as the child will): it
+	// keeps that layer and fetches the rest.
+	_, after, err := ring.PlanWithout(*rp.Problem, []string{bad.id}, lpsolve.Solver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Ring) != 2 || after.K != 1 || len(after.Ring[1].Layers) != 1 {
+		t.Fatalf("the re-plan without the bad worker is %+v: want the head, then w1", after.Ring)
+	}
+	s, e := after.Ring[1].Layers[0].Start, after.Ring[1].Layers[0].End
+	if s < 1 || e-s < 2 || s+1 >= layers {
+		t.Fatalf("the re-plan without the bad worker gives w1 layers %d-%d: want two or more, not the first", s, e)
+	}
+	rp.Plan.Devices[0].Windows = []wire.Range{{Start: 0, End: s}}
+	rp.Plan.Devices[1].Windows = []wire.Range{{Start: s, End: s + 1}}
+	rp.Plan.Devices[2].Windows = []wire.Range{{Start: s + 1, End: layers}}
 	var files []string
 	var anon int
 	got, st, err := ringTokens(t, head, lp, rp, g, func(n int) {
@@ -421,7 +449,7 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 			files = mappedFiles(t, w1.sup.PID(), w1.cache)
 			_, anon = sliceMemory(t, w1.sup.PID(), w1.cache)
 		}
-	}, replanWithout(t, layers, nEmbd, 1, head, w1, bad))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,8 +459,8 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.id {
 		t.Fatalf("stats %+v: want one replan, the bad worker gone", st)
 	}
-	// w1 went from layers 1-3 to 2-5: layer 2 stays in its cached slice,
-	// only layers 3 and 4 come from the head, into a second slice; its
+	// w1 went from layer s to layers s..e: layer s stays in its cached
+	// slice, the others come from the head, into a second slice; its
 	// window runs over both mappings, file pages only.
 	if d := st.Devices[1]; d.Fetched <= 0 || d.Fetched >= d.SliceBytes {
 		t.Errorf("after the re-plan w1 fetched %d of its %d slice bytes, want only the layers it lacked", d.Fetched, d.SliceBytes)
@@ -544,7 +572,7 @@ func TestRingHeadKilled(t *testing.T) {
 			_ = syscall.Kill(headPID, syscall.SIGKILL)
 			killed = time.Now()
 		}
-	}, nil)
+	})
 	var died *DiedError
 	if !errors.As(err, &died) {
 		t.Fatalf("ring generation with the head killed: %v, want a DiedError", err)
@@ -564,7 +592,7 @@ func TestRingHeadKilled(t *testing.T) {
 	t.Logf("workers freed their windows %v after the head was killed", time.Since(killed).Round(time.Millisecond))
 
 	// Warm restart: a new head process, the same job.
-	got, st, err := ringTokens(t, head, lp, rp, g, nil, nil)
+	got, st, err := ringTokens(t, head, lp, rp, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

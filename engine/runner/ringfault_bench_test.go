@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"homering/engine/ring"
 	"homering/engine/ring/wire"
+	"homering/halda/lpsolve"
 )
 
 // BenchmarkRingWorkerKilled measures the time from killing a worker
@@ -27,17 +29,19 @@ import (
 // worker is killed, so the re-plan gives the last worker (the survivor)
 // the layers before its own: it keeps those it holds and fetches the rest.
 // The breakdown comes from the processes' own log lines (one clock, one
-// machine): detect (kill → the head asks for a plan), replan (→ the new
-// plan installed), prepare (→ the survivor's windows open; its fetch and
+// machine): detect (kill → the head notices the loss), replan (→ the new
+// plan, solved in the child, installed), prepare (→ the survivor's windows open; its fetch and
 // open times are logged), prefill (→ the next token: the re-prefill and
 // the first token). Each iteration restarts the killed worker and resets
 // the survivor's cache to what it held before the kill.
 // HOMERING_BENCH_MODEL picks the model as for BenchmarkRingDecode.
 //
-// grows: the re-plan splits the layers evenly over the two devices left, so
-// the survivor runs layers it lacks as well (fetched into a new slice).
-// keeps: the head takes the lost worker's layers and the survivor keeps its
-// own: it fetches nothing and only opens its cached slice.
+// grows: the first plan splits the layers evenly over the three devices and
+// the re-plan is Halda's over the two left (equal devices), so the survivor
+// may run other layers (fetched into a new slice; on the default 4-layer
+// model it keeps one of its two). keeps: the first plan gives the survivor
+// the window the re-plan gives it: it fetches nothing and only opens its
+// cached slice.
 func BenchmarkRingWorkerKilled(b *testing.B) {
 	for _, keep := range []bool{false, true} {
 		name := "survivor_grows"
@@ -63,27 +67,38 @@ func ringWorkerKilled(b *testing.B, keep bool) {
 	g := *greedy(8)
 	g.Prompt = "Once upon a time"
 	layers, nEmbd := modelShape(b, model)
-	next := uint64(100)
 	first := evenPlan(1, layers, nEmbd, 1, head, w1, w2)
-	replan := func(_ context.Context, without []string) (RingParams, error) {
-		next++
-		p := evenPlan(next, layers, nEmbd, 1, head, w2)
-		if keep {
-			s := first.Devices[2].Windows[0].Start
-			p.Devices[0].Windows = []wire.Range{{Start: 0, End: s}}
-			p.Devices[1].Windows = []wire.Range{{Start: s, End: layers}}
+	problem := withProblem(b, RingParams{}, model, head, w1, w2).Problem
+	if keep {
+		// The first plan gives w2 the window the child's re-plan without w1
+		// gives it (the one re-plan, ring.PlanWithout, worked out here as
+		// the child will): it keeps its slice.
+		_, after, err := ring.PlanWithout(*problem, []string{w1.id}, lpsolve.Solver{})
+		if err != nil {
+			b.Fatal(err)
 		}
-		return ringParams(p, head, w2), nil
+		if len(after.Ring) != 2 || after.K != 1 || after.Ring[1].Layers[0].Start < 2 {
+			b.Fatalf("the re-plan without w1 is %+v: want the head, then w2 from a layer past 1", after.Ring)
+		}
+		s := after.Ring[1].Layers[0].Start
+		first.Devices[0].Windows = []wire.Range{{Start: 0, End: s / 2}}
+		first.Devices[1].Windows = []wire.Range{{Start: s / 2, End: s}}
+		first.Devices[2].Windows = []wire.Range{{Start: s, End: layers}}
+	}
+	params := func() RingParams {
+		rp := ringParams(first, head, w1, w2)
+		rp.Problem = problem
+		return rp
 	}
 	// Warm up: the slices of the first plan fetched, the model mapped.
-	if _, err := head.sup.RingGenerate(context.Background(), lp, ringParams(first, head, w1, w2), g, func(Token) error { return nil }, nil); err != nil {
+	if _, err := head.sup.RingGenerate(context.Background(), lp, params(), g, func(Token) error { return nil }); err != nil {
 		b.Fatal(err)
 	}
 	warm := cacheFiles(b, w2.cache)
 	var total, detect, replanMS, prepare, prefill []float64
 	for b.Loop() {
 		serveRing(b, w1, head, w2) // restarts the killed one
-		rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
+		rp := params()
 		victim := w1.sup.PID()
 		headLog.reset()
 		w2Log.reset()
@@ -100,7 +115,7 @@ func ringWorkerKilled(b *testing.B, keep bool) {
 				resumed = time.Now()
 			}
 			return nil
-		}, replan)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

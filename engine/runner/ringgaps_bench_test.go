@@ -35,19 +35,13 @@ func BenchmarkRingStallAtStart(b *testing.B) {
 	g.Prompt = "Once upon a time"
 	layers, nEmbd := modelShape(b, model)
 	next := uint64(100)
-	replan := func(context.Context, []string) (RingParams, error) {
-		next++
-		rp := ringParams(evenPlan(next, layers, nEmbd, 1, head), head)
-		rp.TickMS = 500
-		return rp, nil
-	}
 	victim := w.sup.PID()
 	b.Cleanup(func() { _ = syscall.Kill(victim, syscall.SIGCONT) }) // a worker left stopped would hang the next benchmark
 	// job runs one job whose first token stops the worker for stop and
 	// says whether the worker was lost.
 	job := func(stop time.Duration) bool {
 		next++
-		rp := ringParams(evenPlan(next, layers, nEmbd, 1, head, w), head, w)
+		rp := withProblem(b, ringParams(evenPlan(next, layers, nEmbd, 1, head, w), head, w), model, head, w)
 		rp.TickMS = 500
 		n := 0
 		resumed := make(chan struct{})
@@ -60,7 +54,7 @@ func BenchmarkRingStallAtStart(b *testing.B) {
 				})
 			}
 			return nil
-		}, replan)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +64,7 @@ func BenchmarkRingStallAtStart(b *testing.B) {
 		return st.Replans > 0
 	}
 	// Warm: the worker's slice cached, the model mapped.
-	if _, err := head.sup.RingGenerate(context.Background(), lp, ringParams(evenPlan(1, layers, nEmbd, 1, head, w), head, w), g, func(Token) error { return nil }, nil); err != nil {
+	if _, err := head.sup.RingGenerate(context.Background(), lp, ringParams(evenPlan(1, layers, nEmbd, 1, head, w), head, w), g, func(Token) error { return nil }); err != nil {
 		b.Fatal(err)
 	}
 	var jobs, unseeded, taught, seeded int

@@ -59,7 +59,7 @@ func TestRingStructuredOutput(t *testing.T) {
 
 	layers, nEmbd := modelShape(t, stories260K)
 	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1), head, w1)
-	got, st, err := ringTokens(t, head, lp, rp, g, nil, nil)
+	got, st, err := ringTokens(t, head, lp, rp, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestRingStructuredOutput(t *testing.T) {
 		if _, err := head.sup.Generate(context.Background(), lp, b, func(Token) error { return nil }); !errors.As(err, &re) || re.Code != CodeBadRequest {
 			t.Errorf("%s, one device: %v, want a bad_request RequestError", name, err)
 		}
-		toks, _, err := ringTokens(t, head, lp, rp, b, nil, nil)
+		toks, _, err := ringTokens(t, head, lp, rp, b, nil)
 		if !errors.As(err, &re) || re.Code != CodeBadRequest || len(toks) != 0 {
 			t.Errorf("%s, ring: %d tokens, %v; want a bad_request RequestError", name, len(toks), err)
 		}

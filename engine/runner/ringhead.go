@@ -24,6 +24,8 @@ import (
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
+	"homering/halda"
+	"homering/halda/lpsolve"
 )
 
 // AppName goes into the transport Hello of ring links.
@@ -127,6 +129,13 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 		return rp, fmt.Errorf("runner: the plan cannot be installed: %w", err)
 	}
 	rp.Plan = &p
+	if rp.Problem != nil {
+		q, err := canonicalProblem(*rp.Problem, self)
+		if err != nil {
+			return rp, err
+		}
+		rp.Problem = &q
+	}
 	rp.Peers = slices.Clone(rp.Peers)
 	for i := range rp.Peers {
 		id, _, err := canonicalID(rp.Peers[i].ID)
@@ -141,6 +150,37 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 		}
 	}
 	return rp, nil
+}
+
+// canonicalProblem rewrites q's device names (and the links' keys)
+// canonically, as normalize does the plan's, so that a re-plan's devices
+// compare with the plan's and the peers'; its first device must be the
+// head.
+func canonicalProblem(q halda.Problem, self string) (halda.Problem, error) {
+	q.Devices = slices.Clone(q.Devices)
+	for i, d := range q.Devices {
+		id, _, err := canonicalID(d.Name)
+		if err != nil {
+			return q, err
+		}
+		d.Name = id
+		if d.LinkSec != nil {
+			links := make(map[string]float64, len(d.LinkSec))
+			for k, v := range d.LinkSec {
+				kid, _, err := canonicalID(k)
+				if err != nil {
+					return q, err
+				}
+				links[kid] = v
+			}
+			d.LinkSec = links
+		}
+		q.Devices[i] = d
+	}
+	if len(q.Devices) == 0 || q.Devices[0].Name != self {
+		return q, errors.New("runner: the ring's problem must start with this device, the head")
+	}
+	return q, nil
 }
 
 // headJob is one ring job on the head: its links, its driver, the
@@ -160,7 +200,12 @@ type headJob struct {
 	drv        *driver.Driver
 	slices     []*transport.Conn // slice connections, closed with the job
 	eng        *driver.GGML
-	plans      <-chan RingParams
+	// problem is the calibrated problem the plan was solved from, less the
+	// devices lost since (nil: a loss ends the request); lost those
+	// devices, replanned the plan last re-planned (ring.PlanWithout).
+	problem   *halda.Problem
+	lost      []string
+	replanned *halda.Plan
 
 	sent      atomic.Pointer[transferProgress] // the request's; slice connections outlive it when the job is kept
 	peers     map[string]RingPeer              // every worker known to this job
@@ -200,7 +245,7 @@ type headJob struct {
 	reqStats Stats // Passes, Rows, Replans, LossToTokenMS of the request
 }
 
-func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans <-chan RingParams) Event {
+func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event {
 	start := time.Now()
 	fail := func(code string, err error) Event {
 		return errorEvent(id, code, err)
@@ -233,7 +278,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, plans 
 		return fail(CodeBadRequest, err)
 	}
 	nCtx := head.ContextSize(req.Load.NCtx, c.rm.model.Info().NCtxTrain)
-	r := &ringRequest{c: c, id: id, rp: rp, lp: *req.Load, nCtx: nCtx, ident: ident, plans: plans}
+	r := &ringRequest{c: c, id: id, rp: rp, lp: *req.Load, nCtx: nCtx, ident: ident}
 	st, err := c.generation(ctx, id, r, c.rm.vocab, nCtx, g, start)
 	if r.h == nil {
 		if err != nil {
@@ -257,7 +302,6 @@ type ringRequest struct {
 	lp    LoadParams
 	nCtx  int // the context asked for, resolved
 	ident *identity.Identity
-	plans <-chan RingParams
 	h     *headJob // set by Begin
 }
 
@@ -267,7 +311,9 @@ func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (i
 	if h := c.rm.takeKept(); h != nil {
 		why := h.reusable(rp, r.lp, r.nCtx, len(toks), maxTokens)
 		if why == "" {
-			h.id, h.plans, h.keep = r.id, r.plans, keep
+			// The agent's problem of this turn: its calibration may
+			// have moved since the job's plan was made.
+			h.id, h.keep, h.problem, h.lost = r.id, keep, rp.Problem, nil
 			h.sent.Store(newTransferProgress(c, r.id))
 			r.h = h
 			return h.resume(toks, maxTokens), nil
@@ -276,7 +322,7 @@ func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (i
 		h.end()
 	}
 	h := &headJob{c: c, id: r.id, log: c.log.With("ring", "head"), rm: c.rm, self: r.ident.ID.String(), tick: defaultTick,
-		plans: r.plans, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: r.lp.Threads, noPrefetch: rp.NoPrefetch,
+		problem: rp.Problem, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: r.lp.Threads, noPrefetch: rp.NoPrefetch,
 		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep}
 	h.sent.Store(newTransferProgress(c, r.id))
 	if rp.TickMS > 0 {
@@ -318,7 +364,7 @@ func (h *headJob) ringErr(ctx context.Context, err error) error {
 
 // start sets up the request's passes over prompt toks (either job).
 func (h *headJob) start(toks []int32, maxTokens int) {
-	h.nPrompt, h.reqStats = len(toks), Stats{}
+	h.nPrompt, h.reqStats, h.replanned = len(toks), Stats{}, nil
 	h.inflight, h.decodeMS, h.decodeN, h.lossAt = 0, 0, 0, time.Time{}
 	// A fresh job's pass size, also on a kept job whose caches are bigger:
 	// a kept job must compute what a fresh one does.
@@ -465,11 +511,11 @@ func (h *headJob) await(ctx context.Context) error {
 			}
 		case ring.Replan:
 			h.up, h.inflight = false, 0
-			h.log.Warn("ring lost devices; asking for a new plan", "without", a.Without, "reason", a.Reason)
+			h.log.Warn("ring lost devices; re-planning without them", "without", a.Without, "reason", a.Reason)
 			if h.lossAt.IsZero() {
 				h.lossAt = time.Now()
 			}
-			rp, err := h.askPlan(ctx, a.Without)
+			rp, err := h.replan(h.plan, a.Without)
 			if err == nil {
 				h.reqStats.Replans++
 				debug.SetGCPercent(servingGC)
@@ -519,6 +565,12 @@ func (h *headJob) finish(st Stats, err error) Event {
 		return errorEvent(h.id, errorCode(err), err)
 	}
 	st.Devices, st.Replans, st.LossToTokenMS, st.Passes, st.Rows = devices, h.reqStats.Replans, h.reqStats.LossToTokenMS, h.reqStats.Passes, h.reqStats.Rows
+	if h.replanned != nil {
+		st.Lost, st.Plan = slices.Clone(h.lost), h.replanned
+	}
+	if h.plan != nil {
+		st.PlanID = h.plan.ID
+	}
 	return Event{ID: h.id, Type: EvDone, Stats: &st}
 }
 
@@ -529,18 +581,45 @@ func (h *headJob) finish(st Stats, err error) Event {
 // at the peak of shipping the bench model's slices to two workers).
 const servingGC = 25
 
-// askPlan asks the parent for a plan without the lost devices and waits for
-// it.
-func (h *headJob) askPlan(ctx context.Context, without []string) (RingParams, error) {
-	if err := h.c.send(Event{ID: h.id, Type: EvReplan, Without: without}); err != nil {
+// replan is the one re-plan after a loss, decided here: Halda over the
+// job's problem without every device lost so far (ring.PlanWithout), and
+// without the devices the agent gave no address: only it can ask a device
+// to serve, so the ring goes on with those it holds links or addresses
+// for. The survivors need no asking: their children serve any head of
+// their paired devices until the job ends, and install's JobStart finds
+// one that no longer does. prev is the plan it replaces.
+func (h *headJob) replan(prev *wire.Plan, without []string) (RingParams, error) {
+	for _, id := range without {
+		if !slices.Contains(h.lost, id) {
+			h.lost = append(h.lost, id)
+		}
+	}
+	if h.problem == nil {
+		return RingParams{}, fmt.Errorf("runner: the ring lost %v and has no problem to re-plan from", without)
+	}
+	gone := slices.Clone(h.lost)
+	for _, d := range h.problem.Devices[1:] {
+		if _, ok := h.peers[d.Name]; !ok {
+			gone = append(gone, d.Name)
+		}
+	}
+	start := time.Now()
+	q, plan, err := ring.PlanWithout(*h.problem, gone, lpsolve.Solver{})
+	if err != nil {
 		return RingParams{}, err
 	}
-	select {
-	case rp := <-h.plans:
-		return normalize(rp, h.self)
-	case <-ctx.Done():
-		return RingParams{}, ctx.Err()
+	wp, err := ring.FromHalda(prev.ID+1, plan, prev.NEmbd)
+	if err != nil {
+		return RingParams{}, err
 	}
+	h.problem, h.replanned = &q, &plan
+	rp := RingParams{Plan: wp}
+	for _, d := range wp.Devices[1:] {
+		rp.Peers = append(rp.Peers, h.peers[d.ID])
+	}
+	h.log.Info("ring re-planned without lost devices", "lost", h.lost, "devices", len(wp.Devices), "k", wp.K,
+		"took", time.Since(start).Round(time.Microsecond))
+	return rp, nil
 }
 
 // install connects the plan's workers and installs it. A worker that cannot
@@ -579,7 +658,7 @@ func (h *headJob) install(ctx context.Context, rp RingParams) error {
 			return nil
 		}
 		var err error
-		if rp, err = h.askPlan(ctx, lost); err != nil {
+		if rp, err = h.replan(rp.Plan, lost); err != nil {
 			return err
 		}
 		h.reqStats.Replans++

@@ -32,7 +32,7 @@ func ringReply(t testing.TB, d *device, lp LoadParams, rp RingParams, g Generate
 		ids = append(ids, tk.ID)
 		text.WriteString(tk.Text)
 		return nil
-	}, nil)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func BenchmarkRingKeep(b *testing.B) {
 				first = time.Since(start)
 			}
 			return nil
-		}, nil)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -35,8 +35,8 @@ func TestRingReprefillExact(t *testing.T) {
 	g := *greedy(48)
 	g.Prompt = "Once upon a time"
 	layers, nEmbd := modelShape(t, model)
-	rp := ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2)
-	want, _, err := ringTokens(t, head, lp, rp, g, nil, nil)
+	rp := withProblem(t, ringParams(evenPlan(1, layers, nEmbd, 1, head, w1, w2), head, w1, w2), model, head, w1, w2)
+	want, _, err := ringTokens(t, head, lp, rp, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestRingReprefillExact(t *testing.T) {
 			_ = syscall.Kill(victim, syscall.SIGSTOP)
 			_ = syscall.Kill(victim, syscall.SIGKILL)
 		}
-	}, replanWithout(t, layers, nEmbd, 1, head, w1, w2))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

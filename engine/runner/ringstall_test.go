@@ -31,7 +31,7 @@ func TestRingWorkerStopped(t *testing.T) {
 		if n == 3 {
 			_ = syscall.Kill(victim, syscall.SIGSTOP)
 		}
-	}, replanWithout(t, r.layers, r.nEmbd, 1, head, w1, w2))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
