@@ -72,10 +72,6 @@ var allowed = map[string][]string{
 		// by the model's template family and its reply's calls parsed back
 		// (tools.go); llama.cpp's template function takes no tools.
 		"engine/chat",
-		// Tool calling (issue 18 item 5): a request with tools is rendered
-		// by the model's template family and its reply's calls parsed back
-		// (tools.go); llama.cpp's template function takes no tools.
-		"engine/chat",
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
 		// translators, apitype and frontend. Today it maps services' errors to
 		// HTTP statuses itself (identity, transport, config), reads GGUFs for
