@@ -19,6 +19,7 @@ import (
 	"homering/app/api/ollama"
 	"homering/app/api/openai"
 	"homering/app/problem"
+	"homering/engine/chat"
 )
 
 // Chatter runs generations for the chat endpoints. The agent wires the
@@ -326,16 +327,18 @@ func newID(prefix string) string {
 // compatRequest decodes a compatible API's request body, translates it
 // with from and resolves its model (findModel: a model of another name runs
 // through ModelPath; an unknown name is the API's own 404), capping its
-// max_tokens at the context (capMaxTokens). When any of that fails it
-// answers in api's shape and ok is false. req.Model is then the name the
-// answer gives the model.
+// max_tokens at the context (capMaxTokens). A request with tools is
+// rendered by the model's template family (renderTools) and tp parses its
+// reply; tp is nil without tools. When any of that fails it answers in
+// api's shape and ok is false. req.Model is then the name the answer gives
+// the model.
 func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api compatAPI,
-	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, ok bool) {
+	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, tp *chat.ToolParser, ok bool) {
 	fail := compatFail(w, api)
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
 	if err := dec.Decode(&in); err != nil {
 		fail(http.StatusBadRequest, "The request body is not valid JSON: "+err.Error()+".")
-		return in, req, false
+		return in, req, nil, false
 	}
 	req, err := from(in)
 	if err == nil {
@@ -343,12 +346,12 @@ func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api
 	}
 	if err != nil {
 		fail(chatFailure(err))
-		return in, req, false
+		return in, req, nil, false
 	}
 	m, found := s.findModel(req.Model)
 	if !found {
 		modelNotFound(w, api, req.Model)
-		return in, req, false
+		return in, req, nil, false
 	}
 	if m.Name != "" {
 		req.Model = m.Name
@@ -356,8 +359,14 @@ func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api
 	if !m.selected && m.Path != "" {
 		req.ModelPath = m.Path
 	}
+	tp, err = renderTools(&req, m.Path, m.Name, time.Now())
+	if err != nil {
+		msg, _ := isToolsError(err)
+		fail(http.StatusBadRequest, msg)
+		return in, req, nil, false
+	}
 	s.capMaxTokens(w, &req)
-	return in, req, true
+	return in, req, tp, true
 }
 
 // run calls the Chatter, or reports why there is none.
@@ -416,29 +425,46 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 }
 
 func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	in, req, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
+	in, req, tp, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
 	if !ok {
 		return
 	}
 	id, created, model := newID("chatcmpl-"), time.Now().Unix(), req.Model
+	if !in.Stream {
+		var b strings.Builder
+		st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			compatChatFail(w, apiOpenAI, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, openai.NewChatCompletion(id, model, created, b.String(), calls, st))
+		return
+	}
+	ev := newSSE(w)
 	first := true
-	s.serveOpenAI(w, r, req, in.Stream, openaiReply{
-		whole: func(text string, st apitype.ChatStats) any {
-			return openai.NewChatCompletion(id, model, created, text, st)
-		},
-		piece: func(t string) any {
-			c := openai.NewChunk(id, model, created, t, first)
-			first = false
-			return c
-		},
-		final: func(st apitype.ChatStats) any {
-			return openai.NewFinalChunk(id, model, created, st, in.StreamOptions != nil && in.StreamOptions.IncludeUsage)
-		},
+	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error {
+		c := openai.NewChunk(id, model, created, t, first)
+		first = false
+		return ev.send("", c)
 	})
+	if err != nil {
+		if !ev.started {
+			compatChatFail(w, apiOpenAI, err)
+			return
+		}
+		_, msg := chatFailure(err)
+		_ = ev.send("", openai.NewError("server_error", msg))
+		return
+	}
+	if len(calls) > 0 {
+		_ = ev.send("", openai.NewToolCallsChunk(id, model, created, calls, first))
+	}
+	_ = ev.send("", openai.NewFinalChunk(id, model, created, st, calls, in.StreamOptions != nil && in.StreamOptions.IncludeUsage))
+	_ = ev.raw("[DONE]")
 }
 
 func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
-	in, req, ok := compatRequest(s, w, r, apiOpenAI, openai.FromCompletion)
+	in, req, _, ok := compatRequest(s, w, r, apiOpenAI, openai.FromCompletion)
 	if !ok {
 		return
 	}
@@ -453,15 +479,19 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	in, req, ok := compatRequest(s, w, r, apiAnthropic, anthropic.FromMessages)
+	in, req, tp, ok := compatRequest(s, w, r, apiAnthropic, anthropic.FromMessages)
 	if !ok {
 		return
 	}
 	id, model := newID("msg_"), req.Model
 	if !in.Stream {
-		if text, st, ok := s.runWhole(r.Context(), req, w, apiAnthropic); ok {
-			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, st, req.MaxTokens))
+		var b strings.Builder
+		st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			compatChatFail(w, apiAnthropic, err)
+			return
 		}
+		writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, b.String(), calls, st, req.MaxTokens))
 		return
 	}
 	ev := newSSE(w)
@@ -471,7 +501,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sendAll(anthropic.Start(id, model, 0))
-	st, err := s.run(r.Context(), req, func(t string) error {
+	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error {
 		d := anthropic.Delta(t)
 		return ev.send(d.Name, d.Data)
 	})
@@ -480,7 +510,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		_ = ev.send("error", anthropic.NewError("api_error", msg))
 		return
 	}
-	sendAll(anthropic.Stop(st, req.MaxTokens))
+	sendAll(anthropic.Stop(st, calls, req.MaxTokens))
 }
 
 // ndjson writes newline-delimited JSON objects and flushes each.
@@ -505,41 +535,57 @@ func ndjson(w http.ResponseWriter) func(v any) error {
 }
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	in, req, ok := compatRequest(s, w, r, apiOllama, ollama.FromChat)
+	in, req, tp, ok := compatRequest(s, w, r, apiOllama, ollama.FromChat)
 	if !ok {
 		return
 	}
 	// Ollama leaves out the oldest messages of a chat that outgrows the
 	// context (the system prompt and the last message kept) and answers:
 	// its clients expect that, not an error. OpenAI's and Anthropic's get
-	// their API's error, as those services answer.
+	// their API's error, as those services answer. (A request with tools
+	// is one rendered prompt: it is not trimmed.)
 	req.FitContext = true
-	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), req.Model,
-		func(m string, t string) any { return ollama.ChatPiece(m, time.Now(), t) },
-		func(m, t string, st apitype.ChatStats) any { return ollama.ChatDone(m, time.Now(), t, st) })
+	s.ollamaRun(w, r, req, tp, ollama.Streams(in.Stream), req.Model,
+		func(m string, t string, calls []apitype.ToolCall) any {
+			p := ollama.ChatPiece(m, time.Now(), t)
+			p.Message.ToolCalls = ollama.ToolCalls(calls)
+			return p
+		},
+		func(m, t string, calls []apitype.ToolCall, st apitype.ChatStats) any {
+			d := ollama.ChatDone(m, time.Now(), t, st)
+			d.Message.ToolCalls = ollama.ToolCalls(calls)
+			return d
+		})
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
-	in, req, ok := compatRequest(s, w, r, apiOllama, ollama.FromGenerate)
+	in, req, _, ok := compatRequest(s, w, r, apiOllama, ollama.FromGenerate)
 	if !ok {
 		return
 	}
-	s.ollamaRun(w, r, req, ollama.Streams(in.Stream), req.Model,
-		func(m string, t string) any { return ollama.GeneratePiece(m, time.Now(), t) },
-		func(m, t string, st apitype.ChatStats) any { return ollama.GenerateDone(m, time.Now(), t, st) })
+	s.ollamaRun(w, r, req, nil, ollama.Streams(in.Stream), req.Model,
+		func(m string, t string, _ []apitype.ToolCall) any { return ollama.GeneratePiece(m, time.Now(), t) },
+		func(m, t string, _ []apitype.ToolCall, st apitype.ChatStats) any { return ollama.GenerateDone(m, time.Now(), t, st) })
 }
 
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, model string,
-	piece func(string, string) any, done func(string, string, apitype.ChatStats) any) {
+// ollamaRun answers an Ollama request whole or as NDJSON: piece is a
+// streamed object (of text, or of the reply's calls, sent whole before
+// the last object, as Ollama sends them), done the last one.
+func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *chat.ToolParser, stream bool, model string,
+	piece func(string, string, []apitype.ToolCall) any, done func(string, string, []apitype.ToolCall, apitype.ChatStats) any) {
 	if !stream {
-		if text, st, ok := s.runWhole(r.Context(), req, w, apiOllama); ok {
-			writeJSON(w, http.StatusOK, done(model, text, st))
+		var b strings.Builder
+		st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { b.WriteString(t); return nil })
+		if err != nil {
+			compatChatFail(w, apiOllama, err)
+			return
 		}
+		writeJSON(w, http.StatusOK, done(model, b.String(), calls, st))
 		return
 	}
 	send := ndjson(w)
 	sent := false
-	st, err := s.run(r.Context(), req, func(t string) error { sent = true; return send(piece(model, t)) })
+	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { sent = true; return send(piece(model, t, nil)) })
 	if err != nil {
 		if !sent {
 			// Nothing streamed yet (a format the engine cannot follow, a
@@ -551,5 +597,8 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.C
 		_ = send(ollama.ErrorBody{Error: msg})
 		return
 	}
-	_ = send(done(model, "", st))
+	if len(calls) > 0 {
+		_ = send(piece(model, "", calls))
+	}
+	_ = send(done(model, "", nil, st))
 }

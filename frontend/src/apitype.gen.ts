@@ -179,8 +179,22 @@ export interface Event {
 
 // ChatMessage is one turn of a conversation.
 export interface ChatMessage {
-  role: string // system, user, assistant
+  role: string // system, user, assistant; "tool" on the compatible APIs
   content: string
+}
+
+// Tool is a function the model may call: Function is the OpenAI/Ollama
+// "function" object ({"name", "description", "parameters"}) as sent, JSON
+// text with its members in their order (the chat templates print it).
+export interface Tool {
+  function: string
+}
+
+// ToolCall is one call of a function; Arguments is a JSON object's text.
+export interface ToolCall {
+  id: string
+  name: string
+  arguments: string
 }
 
 // ChatRequest is POST /api/v1/chat, and what the OpenAI, Anthropic and Ollama

@@ -2,8 +2,27 @@ package apitype
 
 // ChatMessage is one turn of a conversation.
 type ChatMessage struct {
-	Role    string `json:"role"` // system, user, assistant
+	Role    string `json:"role"` // system, user, assistant; "tool" on the compatible APIs
 	Content string `json:"content"`
+	// ToolCalls are the calls of an assistant message and ToolCallID the
+	// call a "tool" message answers (the compatible APIs' tool calling;
+	// the control API has none).
+	ToolCalls  []ToolCall `json:"-"`
+	ToolCallID string     `json:"-"`
+}
+
+// Tool is a function the model may call: Function is the OpenAI/Ollama
+// "function" object ({"name", "description", "parameters"}) as sent, JSON
+// text with its members in their order (the chat templates print it).
+type Tool struct {
+	Function string `json:"function"`
+}
+
+// ToolCall is one call of a function; Arguments is a JSON object's text.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // ChatRequest is POST /api/v1/chat, and what the OpenAI, Anthropic and Ollama
@@ -40,6 +59,11 @@ type ChatRequest struct {
 	// engine turns it into a grammar. Only the compatible APIs set it: the
 	// control API and the web UI have no JSON mode.
 	JSONSchema string `json:"-"`
+	// Tools are the functions the model may call (the compatible APIs'
+	// tools); with them, or with tool calls or results in Messages, the
+	// prompt is rendered by the model's template family (engine/chat's
+	// ToolTemplate) and the reply's calls parsed back (app/api/tools.go).
+	Tools []Tool `json:"-"`
 	// Ring options (homering chat, tests, the bench; ring.go). ModelPath is
 	// a GGUF on the agent's machine used instead of the selected model.
 	ModelPath  string `json:"model_path,omitempty"`

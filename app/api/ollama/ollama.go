@@ -28,16 +28,41 @@ type Options struct {
 	Seed        *int64   `json:"seed,omitempty"`
 }
 
-// Message is a chat turn.
+// Message is a chat turn: an assistant's may carry ToolCalls, and a
+// "tool" message is a call's result (ToolName names the function, as
+// newer clients send it).
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	ToolName  string     `json:"tool_name,omitempty"`
+}
+
+// ToolCall is a call of a function; its arguments are a JSON object (not
+// a string, as OpenAI's are).
+type ToolCall struct {
+	Function ToolCallFunction `json:"function"`
+}
+
+// ToolCallFunction is a ToolCall's function. Index is the call's place in
+// the reply.
+type ToolCallFunction struct {
+	Index     int             `json:"index,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Tool is an entry of tools: {"type": "function", "function": {...}}.
+type Tool struct {
+	Type     string          `json:"type"`
+	Function json.RawMessage `json:"function"`
 }
 
 // ChatRequest is POST /api/chat.
 type ChatRequest struct {
 	Model    string          `json:"model"`
 	Messages []Message       `json:"messages"`
+	Tools    []Tool          `json:"tools,omitempty"`
 	Stream   *bool           `json:"stream,omitempty"` // nil: true
 	Format   json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema (schemaOf)
 	Options  Options         `json:"options"`
@@ -104,13 +129,42 @@ func FromChat(r ChatRequest) (apitype.ChatRequest, error) {
 		return apitype.ChatRequest{}, err
 	}
 	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema}
+	for i, t := range r.Tools {
+		var f struct {
+			Name string `json:"name"`
+		}
+		if t.Type != "function" || json.Unmarshal(t.Function, &f) != nil || f.Name == "" {
+			return apitype.ChatRequest{}, bad("tools[%d] is not a named function tool; send {\"type\": \"function\", \"function\": {\"name\": …, \"parameters\": …}}", i)
+		}
+		out.Tools = append(out.Tools, apitype.Tool{Function: string(t.Function)})
+	}
+	// Ollama's messages carry no call ids: each result answers the
+	// oldest call not yet answered, and ids are made up to pair them
+	// (Mistral's template writes them).
+	var pending []string
 	for i, m := range r.Messages {
 		switch m.Role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		default:
-			return apitype.ChatRequest{}, bad("message %d has role %q; use system, user or assistant", i, m.Role)
+			return apitype.ChatRequest{}, bad("message %d has role %q; use system, user, assistant or tool", i, m.Role)
 		}
-		out.Messages = append(out.Messages, apitype.ChatMessage{Role: m.Role, Content: m.Content})
+		msg := apitype.ChatMessage{Role: m.Role, Content: m.Content}
+		for j, c := range m.ToolCalls {
+			args := c.Function.Arguments
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			if strings.TrimSpace(string(args))[0] != '{' {
+				return apitype.ChatRequest{}, bad("message %d calls %s with arguments that are not a JSON object; send them as an object", i, c.Function.Name)
+			}
+			id := fmt.Sprintf("call_%d_%d", i, j)
+			pending = append(pending, id)
+			msg.ToolCalls = append(msg.ToolCalls, apitype.ToolCall{ID: id, Name: c.Function.Name, Arguments: string(args)})
+		}
+		if m.Role == "tool" && len(pending) > 0 {
+			msg.ToolCallID, pending = pending[0], pending[1:]
+		}
+		out.Messages = append(out.Messages, msg)
 	}
 	return out, apply(r.Options, &out)
 }
@@ -189,6 +243,15 @@ func ChatPiece(model string, at time.Time, text string) ChatResponse {
 // not streaming, "" when streaming.
 func ChatDone(model string, at time.Time, text string, st apitype.ChatStats) ChatResponse {
 	return ChatResponse{Model: model, CreatedAt: at.UTC(), Message: Message{Role: "assistant", Content: text}, Done: true, Final: final(st)}
+}
+
+// ToolCalls are calls in Ollama's shape.
+func ToolCalls(calls []apitype.ToolCall) []ToolCall {
+	var out []ToolCall
+	for i, c := range calls {
+		out = append(out, ToolCall{Function: ToolCallFunction{Index: i, Name: c.Name, Arguments: json.RawMessage(c.Arguments)}})
+	}
+	return out
 }
 
 // GeneratePiece is a streamed token of /api/generate.

@@ -13,10 +13,36 @@ import (
 // sentence for the caller.
 var ErrRequest = errors.New("openai: invalid request")
 
-// Message is a chat message. Content is a string or an array of parts.
+// Message is a chat message. Content is a string or an array of parts;
+// an assistant message may carry ToolCalls, and a "tool" message answers
+// the call ToolCallID.
 type Message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a call of a function: in a reply, and in an assistant
+// message sent back. Arguments is a JSON object written as a string.
+// Index is set in streamed deltas only.
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a ToolCall's function and arguments.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is an entry of tools: {"type": "function", "function": {...}}.
+type Tool struct {
+	Type     string          `json:"type"`
+	Function json.RawMessage `json:"function"`
 }
 
 // StreamOptions of a streamed request.
@@ -36,7 +62,8 @@ type ChatCompletionRequest struct {
 	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
 	Seed                *int64          `json:"seed,omitempty"`
 	N                   *int            `json:"n,omitempty"`
-	Tools               json.RawMessage `json:"tools,omitempty"`
+	Tools               []Tool          `json:"tools,omitempty"`
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
 	Logprobs            *bool           `json:"logprobs,omitempty"`
 	ResponseFormat      *ResponseFormat `json:"response_format,omitempty"`
 }
@@ -179,8 +206,9 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 	if err := checkCommon(r.N, r.Temperature, r.TopP, maxTok); err != nil {
 		return apitype.ChatRequest{}, err
 	}
-	if len(r.Tools) > 0 && string(r.Tools) != "null" && string(r.Tools) != "[]" {
-		return apitype.ChatRequest{}, bad("tools are not supported yet")
+	tools, err := toolsOf(r.Tools, r.ToolChoice)
+	if err != nil {
+		return apitype.ChatRequest{}, err
 	}
 	if r.Logprobs != nil && *r.Logprobs {
 		return apitype.ChatRequest{}, bad("logprobs are not supported")
@@ -192,7 +220,7 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 	if err != nil {
 		return apitype.ChatRequest{}, err
 	}
-	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed, JSONSchema: schema}
+	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed, JSONSchema: schema, Tools: tools}
 	if maxTok != nil {
 		out.MaxTokens = *maxTok
 	}
@@ -201,15 +229,62 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 		switch role {
 		case "developer":
 			role = "system" // OpenAI's newer name for the system role
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		default:
-			return apitype.ChatRequest{}, bad("message %d has role %q; use system, user or assistant", i, m.Role)
+			return apitype.ChatRequest{}, bad("message %d has role %q; use system, user, assistant or tool", i, m.Role)
 		}
 		c, err := content(m.Content)
 		if err != nil {
 			return apitype.ChatRequest{}, err
 		}
-		out.Messages = append(out.Messages, apitype.ChatMessage{Role: role, Content: c})
+		msg := apitype.ChatMessage{Role: role, Content: c, ToolCallID: m.ToolCallID}
+		if role == "tool" && m.ToolCallID == "" {
+			return apitype.ChatRequest{}, bad("message %d has role tool without tool_call_id; send the id of the call it answers", i)
+		}
+		for _, tc := range m.ToolCalls {
+			args := strings.TrimSpace(tc.Function.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			if !isObject(json.RawMessage(args)) {
+				return apitype.ChatRequest{}, bad("message %d calls %s with arguments that are not a JSON object; send them as a JSON object in a string", i, tc.Function.Name)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, apitype.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		}
+		out.Messages = append(out.Messages, msg)
+	}
+	return out, nil
+}
+
+// toolsOf reads tools and tool_choice: "auto" (the default) and "none"
+// (the tools are left out) are followed; a choice that forces a call is
+// refused, since nothing here forces one.
+func toolsOf(tools []Tool, choice json.RawMessage) ([]apitype.Tool, error) {
+	var c string
+	switch ch := strings.TrimSpace(string(choice)); ch {
+	case "", "null", `"auto"`:
+	case `"none"`:
+		return nil, nil
+	default:
+		_ = json.Unmarshal(choice, &c)
+		if c == "" {
+			c = "a named function"
+		}
+		return nil, bad("tool_choice %s is not supported; send auto or none (the model decides whether to call)", c)
+	}
+	var out []apitype.Tool
+	for i, t := range tools {
+		if t.Type != "function" || !isObject(t.Function) {
+			return nil, bad("tools[%d] is not a function tool; send {\"type\": \"function\", \"function\": {\"name\": …, \"parameters\": …}}", i)
+		}
+		var f struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(t.Function, &f)
+		if f.Name == "" {
+			return nil, bad("tools[%d].function has no name; name the function", i)
+		}
+		out = append(out, apitype.Tool{Function: string(t.Function)})
 	}
 	return out, nil
 }
@@ -247,6 +322,27 @@ func FinishReason(stopReason string) string {
 	return "stop"
 }
 
+// finishWith is the finish reason of a reply that made calls or not.
+func finishWith(st apitype.ChatStats, calls []apitype.ToolCall) string {
+	if len(calls) > 0 {
+		return "tool_calls"
+	}
+	return FinishReason(st.StopReason)
+}
+
+// ToolCalls are calls in OpenAI's shape; streamed, each has its index.
+func ToolCalls(calls []apitype.ToolCall, streamed bool) []ToolCall {
+	var out []ToolCall
+	for i, c := range calls {
+		tc := ToolCall{ID: c.ID, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+		if streamed {
+			tc.Index = &i
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
 // Usage counts tokens.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
@@ -259,10 +355,12 @@ func UsageOf(st apitype.ChatStats) Usage {
 	return Usage{PromptTokens: st.PromptTokens, CompletionTokens: st.CompletionTokens, TotalTokens: st.PromptTokens + st.CompletionTokens}
 }
 
-// ResponseMessage is the assistant's message.
+// ResponseMessage is the assistant's message. Content is null in a
+// reply that only calls tools, as OpenAI's is.
 type ResponseMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Choice is one answer.
@@ -283,19 +381,25 @@ type ChatCompletion struct {
 	Usage             Usage    `json:"usage"`
 }
 
-// NewChatCompletion builds a non-streamed answer.
-func NewChatCompletion(id, model string, created int64, text string, st apitype.ChatStats) ChatCompletion {
+// NewChatCompletion builds a non-streamed answer: text, and the calls
+// the reply made (finish_reason "tool_calls" when any).
+func NewChatCompletion(id, model string, created int64, text string, calls []apitype.ToolCall, st apitype.ChatStats) ChatCompletion {
+	msg := ResponseMessage{Role: "assistant", ToolCalls: ToolCalls(calls, false)}
+	if text != "" || len(calls) == 0 {
+		msg.Content = &text
+	}
 	return ChatCompletion{
 		ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: "homering",
-		Choices: []Choice{{Index: 0, Message: ResponseMessage{Role: "assistant", Content: text}, FinishReason: FinishReason(st.StopReason)}},
+		Choices: []Choice{{Index: 0, Message: msg, FinishReason: finishWith(st, calls)}},
 		Usage:   UsageOf(st),
 	}
 }
 
 // Delta is a streamed piece of the message.
 type Delta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string     `json:"role,omitempty"`
+	Content   string     `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChunkChoice is a choice in a chunk; FinishReason is null until the last.
@@ -327,9 +431,18 @@ func NewChunk(id, model string, created int64, text string, first bool) ChatComp
 		Choices: []ChunkChoice{{Index: 0, Delta: d}}}
 }
 
-// NewFinalChunk ends the stream: an empty delta with the finish reason.
-func NewFinalChunk(id, model string, created int64, st apitype.ChatStats, withUsage bool) ChatCompletionChunk {
-	fr := FinishReason(st.StopReason)
+// NewToolCallsChunk is the chunk of a streamed reply's calls, each whole
+// (a call is sent once it has been parsed); first as NewChunk's.
+func NewToolCallsChunk(id, model string, created int64, calls []apitype.ToolCall, first bool) ChatCompletionChunk {
+	c := NewChunk(id, model, created, "", first)
+	c.Choices[0].Delta.ToolCalls = ToolCalls(calls, true)
+	return c
+}
+
+// NewFinalChunk ends the stream: an empty delta with the finish reason
+// ("tool_calls" when calls is not empty).
+func NewFinalChunk(id, model string, created int64, st apitype.ChatStats, calls []apitype.ToolCall, withUsage bool) ChatCompletionChunk {
+	fr := finishWith(st, calls)
 	c := ChatCompletionChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: "homering",
 		Choices: []ChunkChoice{{Index: 0, Delta: Delta{}, FinishReason: &fr}}}
 	if withUsage {
