@@ -565,7 +565,9 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.ollamaRun(w, r, req, nil, ollama.Streams(in.Stream), req.Model,
 		func(m string, t string, _ []apitype.ToolCall) any { return ollama.GeneratePiece(m, time.Now(), t) },
-		func(m, t string, _ []apitype.ToolCall, st apitype.ChatStats) any { return ollama.GenerateDone(m, time.Now(), t, st) })
+		func(m, t string, _ []apitype.ToolCall, st apitype.ChatStats) any {
+			return ollama.GenerateDone(m, time.Now(), t, st)
+		})
 }
 
 // ollamaRun answers an Ollama request whole or as NDJSON: piece is a
