@@ -139,8 +139,8 @@ type Node struct {
 	Addr string // its IPv4 address
 	Home string // HOMERING_HOME
 	env  *Env
-	// environ is the agent's and the CLI's environment beyond the test's.
-	environ []string
+	// extraEnv is the agent's and the CLI's environment beyond the test's.
+	extraEnv []string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -162,7 +162,7 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	e.nextIP++
 	e.mu.Unlock()
 	n := &Node{Name: name, NS: e.Prefix + "-" + name, Home: filepath.Join(t.TempDir(), name), env: e}
-	n.environ = append(append(os.Environ(), o.environ...), "HOMERING_HOME="+n.Home)
+	n.extraEnv = o.environ
 	e.mu.Lock()
 	e.nodes = append(e.nodes, n)
 	e.mu.Unlock()
@@ -198,10 +198,16 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	return n
 }
 
+// environ is the environment of the node's agent and CLI calls: the test's
+// as it is now (a test may t.Setenv after NewNode), the node's own, its home.
+func (n *Node) environ() []string {
+	return append(append(os.Environ(), n.extraEnv...), "HOMERING_HOME="+n.Home)
+}
+
 // CLI runs homering with args in the node's namespace and home.
 func (n *Node) CLI(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.NS, n.env.Bin}, args...)...)
-	cmd.Env = n.environ
+	cmd.Env = n.environ()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -226,7 +232,7 @@ func (n *Node) Start(t *testing.T) {
 	t.Helper()
 	n.mu.Lock()
 	cmd := exec.Command("ip", "netns", "exec", n.NS, n.env.Bin, "headless")
-	cmd.Env = n.environ
+	cmd.Env = n.environ()
 	cmd.Stdout, cmd.Stderr = &lockedWriter{n}, &lockedWriter{n}
 	n.started = time.Now()
 	if err := cmd.Start(); err != nil {
