@@ -12,6 +12,7 @@
 // step saves a screenshot under OUT and appends to OUT/result.json. Exit
 // status 0 only when every check passed.
 import { start } from './harness.mjs'
+import { execFileSync } from 'node:child_process'
 
 const expectDevices = Number(process.env.EXPECT_DEVICES || '1')
 const prompt = process.env.PROMPT || 'Once upon a time'
@@ -231,6 +232,20 @@ try {
   await page.click('button[data-page=settings]')
   await page.waitForSelector('[data-testid=pairing]', { timeout: 10000 })
   check('settings show the device name', (await page.inputValue('#name')).length > 0)
+  // The compatible APIs' address, a copy button and a curl example that
+  // really answers (run here, in the head's network namespace).
+  const base = (await page.textContent('[data-testid=chat-api-base]').catch(() => '')) ?? ''
+  check('settings show the chat API base URL', /^http:\/\/127\.0\.0\.1:\d+\/v1$/.test(base), base)
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']).catch(() => {})
+  await page.click('[data-testid=copy-base]')
+  const clip = await page.evaluate(() => navigator.clipboard.readText()).catch((e) => `clipboard unreadable: ${e}`)
+  check('Copy puts the base URL on the clipboard', clip === base && (await page.textContent('[data-testid=copy-base]')) === 'Copied', clip)
+  const curl = (await page.textContent('[data-testid=curl-example]')) ?? ''
+  let curlOut = ''
+  try { curlOut = execFileSync('bash', ['-c', curl], { timeout: 60000 }).toString() } catch (e) { curlOut = String(e) }
+  let curlReply = ''
+  try { curlReply = JSON.parse(curlOut).choices[0].message.content } catch {}
+  check('the curl example answers a chat completion', curlReply.length > 0, `${curl} → ${curlOut.slice(0, 200)}`)
   await shot(page, 'settings.png')
   check('no script errors in the page (before the deliberate 400 below)', consoleErrors.length === 0, consoleErrors.join(' | '))
   // Saving goes through the agent's validation: a bad value is refused
