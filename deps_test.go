@@ -123,6 +123,7 @@ var allowed = map[string][]string{
 	"engine/runner": {
 		"engine/head", "engine/ggml", "engine/gguf", "engine/ring/transport",
 		"engine/ring", "engine/ring/wire", "engine/ring/driver", // the child owns the ring's data path (lesson 9)
+		"engine/ring/ggmlengine", // the driver's Engine over the mapped model or slices
 		"engine/slice",           // a worker fetches and caches its weight slice
 		"discovery/identity",     // the device IDs the ring links authenticate
 		"engine/profile/sysinfo", // memory pressure around ring jobs
@@ -160,10 +161,11 @@ var allowed = map[string][]string{
 	"engine/ring/driver": {
 		"engine/ring", "engine/ring/wire", "engine/ring/transport", // the event loop that steps a ring.Session
 		"engine/profile/sysinfo", // its precise clock times each window's compute (QueryPerformanceCounter on Windows)
-		// TODO(issue 15 item 3): ggml.go is the ggml adapter; it moves to
-		// engine/ggml (the slice adapter moved to engine/slice).
-		"engine/ggml",
 	},
+	// The driver's ggml adapter (issue 15 item 3): a package of its own,
+	// since engine/ggml may not import the ring (an L2 adapter of ggml's C,
+	// below the ring's wire) and the driver keeps only its event loop.
+	"engine/ring/ggmlengine": {"engine/ggml", "engine/ring", "engine/ring/wire"},
 	"engine/slice": {
 		"engine/gguf",                               // a slice is a valid GGUF of some layers' tensors
 		"engine/ring/transport", "engine/ring/wire", // serve.go: the head serves slices over a ring link of their own

@@ -21,6 +21,7 @@ import (
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/driver"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
@@ -199,7 +200,7 @@ type headJob struct {
 	noPrefetch bool
 	drv        *driver.Driver
 	slices     []*transport.Conn // slice connections, closed with the job
-	eng        *driver.GGML
+	eng        *ggmlengine.GGML
 	// problem is the calibrated problem the plan was solved from, less the
 	// devices lost since (nil: a loss ends the request); lost those
 	// devices, replanned the plan last re-planned (ring.PlanWithout).
@@ -392,7 +393,7 @@ func (h *headJob) begin(ctx context.Context, rp RingParams, toks []int32, maxTok
 	// The output window's logits go to the generation loop, which samples
 	// them (engine/head); a prefill pass that is not the last leaves
 	// logits that are never read.
-	h.eng = &driver.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads, Sample: func(logits []float32) int32 {
+	h.eng = &ggmlengine.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads, Sample: func(logits []float32) int32 {
 		h.logits = logits // read by the request's goroutine after the pass's EmitToken
 		return 0
 	}}

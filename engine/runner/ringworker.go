@@ -17,6 +17,7 @@ import (
 	"homering/engine/gguf"
 	"homering/engine/ring"
 	"homering/engine/ring/driver"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
@@ -211,7 +212,7 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	j := &workerJob{s: s, id: js.Job, head: head, model: js.Model, nCtx: js.NCtx, ctx: jctx, cancel: cancel,
 		done: make(chan struct{}), sliceConns: make(chan *transport.Conn, 1), peers: map[string]string{}, log: s.log.With("job", js.Job)}
 	j.setPeers(js.Peers)
-	j.eng = &workerEngine{j: j, g: &driver.GGML{NCtx: js.NCtx, Threads: s.sp.Threads}}
+	j.eng = &workerEngine{j: j, g: &ggmlengine.GGML{NCtx: js.NCtx, Threads: s.sp.Threads}}
 	// Tick as the head does, so both sides call the other lost after the
 	// same silence.
 	tick := time.Duration(js.TickMS) * time.Millisecond
@@ -390,7 +391,7 @@ loop:
 // windows over them, and links this device to its successor.
 type workerEngine struct {
 	j *workerJob
-	g *driver.GGML // g.Parts: the mapped slices and their layers
+	g *ggmlengine.GGML // g.Parts: the mapped slices and their layers
 
 	models map[string]*ggml.Model // mapped slices by path
 	src    *slice.ConnSource
@@ -542,7 +543,7 @@ func (e *openError) Unwrap() error { return e.err }
 // mapPieces maps the slices pieces name (keeping those mapped already,
 // unmapping the others) and returns the parts the windows run on. The
 // windows must be closed.
-func (e *workerEngine) mapPieces(pieces []slice.Piece) ([]driver.Part, error) {
+func (e *workerEngine) mapPieces(pieces []slice.Piece) ([]ggmlengine.Part, error) {
 	used := map[string]bool{}
 	for _, p := range pieces {
 		used[p.Path] = true
@@ -556,7 +557,7 @@ func (e *workerEngine) mapPieces(pieces []slice.Piece) ([]driver.Part, error) {
 	if e.models == nil {
 		e.models = map[string]*ggml.Model{}
 	}
-	parts := make([]driver.Part, 0, len(pieces))
+	parts := make([]ggmlengine.Part, 0, len(pieces))
 	for _, p := range pieces {
 		m := e.models[p.Path]
 		if m == nil {
@@ -566,7 +567,7 @@ func (e *workerEngine) mapPieces(pieces []slice.Piece) ([]driver.Part, error) {
 			}
 			e.models[p.Path] = m
 		}
-		parts = append(parts, driver.Part{First: p.Start, Last: p.End, M: m})
+		parts = append(parts, ggmlengine.Part{First: p.Start, Last: p.End, M: m})
 	}
 	return parts, nil
 }

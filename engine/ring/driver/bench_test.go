@@ -9,6 +9,7 @@ import (
 
 	"homering/engine/ggml"
 	"homering/engine/ring"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/wire"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkDecodeToken(b *testing.B) {
 			defer m.Close()
 			ms = append(ms, m)
 		}
-		ea, eb := &GGML{M: ms[0], NCtx: 4096, Threads: 1}, &GGML{M: ms[1], NCtx: 4096, Threads: 1}
+		ea, eb := &ggmlengine.GGML{M: ms[0], NCtx: 4096, Threads: 1}, &ggmlengine.GGML{M: ms[1], NCtx: 4096, Threads: 1}
 		defer ea.Close()
 		defer eb.Close()
 		da := New(ring.New("a", 250), ea, 250*time.Millisecond, log)

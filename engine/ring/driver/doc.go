@@ -40,31 +40,13 @@
 //
 // # Engine
 //
-// GGML is the Engine over engine/ggml: one Window per round for this
-// device's windows (the head's round-0 window with the token embedding), and
-// on the head an output-only window [L, L) that turns the last hidden state
-// into logits, sampled greedily (argmax, lowest id on ties) unless Sample is
-// set. Evaluations are split into batches of at most ggml.MaxBatch rows. Its
-// KV caches follow the positions the activations carry (KVTruncate when a pass starts
-// before the cache end, as after a re-prefill). A worker whose layers lie in
-// several slice files (GGML.Parts) runs each window as consecutive
-// sub-windows, one per file it spans, each with its own KV cache, passing
-// hidden states from one to the next in process: the same bits as one
-// window (engine/ggml proves splits exact). Prefetch and Release act on
-// every file a window spans.
-//
-// GPU layers: the plan's wire.Device.GPULayers (Halda's n_m) puts the first
-// n of each of this device's windows on its GPU (ggml.WindowParams.GPULayers,
-// split across sub-windows like the layers themselves); the rest of the
-// window and the head's output window stay on the CPU, where Halda charges
-// them. A plan with GPU layers on a process without a GPU backend loaded
-// fails Prepare (ggml.ErrNoGPU), so the device refuses the plan (PlanAck)
-// rather than run it slower than planned.
+// The Engine is an interface: engine/ring/ggmlengine implements it over
+// engine/ggml (the windows of a model file or of a worker's slices), and
+// the driver imports no engine.
 //
 // # Memory
 //
 // After Prepare (a worker's slice fetch) and when a job ends, the driver
 // gives the Go heap's free memory back to the OS (debug.FreeOSMemory):
 // memory pressure counts it, and the runtime would return it over minutes.
-// GGML.Memory reports the windows' KV caches and compute buffers.
 package driver

@@ -15,6 +15,7 @@ import (
 	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/ring"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/internal/testlog"
@@ -59,7 +60,7 @@ func reference(t *testing.T) []int32 {
 			t.Fatal(err)
 		}
 		pos += len(in)
-		tok := argmax(logits)
+		tok := ggmlengine.Greedy(logits)
 		out = append(out, tok)
 		in = []int32{tok}
 	}
@@ -180,7 +181,7 @@ func TestTwoDevicesEqualSingleDevice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ma, mb := openModel(t), openModel(t)
-			ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{M: mb, NCtx: 64, Threads: 1}
+			ea, eb := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}, &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}
 			defer ea.Close()
 			defer eb.Close()
 			got := twoDeviceTokens(t, tt.plan, ma.Info(), ea, eb)
@@ -199,7 +200,7 @@ func TestMalformedFrameMeansLost(t *testing.T) {
 	ma := openModel(t)
 	plan := &wire.Plan{ID: 1, K: 1, Layers: ma.Info().NLayer, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
 		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 5)}}}}
-	ea := &GGML{M: ma, NCtx: 64, Threads: 1}
+	ea := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}
 	defer ea.Close()
 	a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
 	client, bad := link(t, "a", "b")

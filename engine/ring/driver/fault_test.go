@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"homering/engine/ring"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/wire"
 	"homering/internal/testwait"
 )
@@ -36,8 +37,8 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 		return New(ring.New(id, 250), e, 250*time.Millisecond, logger(t).With("device", id))
 	}
 	ma, mb, mc := openModel(t), openModel(t), openModel(t)
-	ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{M: mb, NCtx: 64, Threads: 1}
-	ec := &gated{Engine: &GGML{M: mc, NCtx: 64, Threads: 1}, gate: make(chan struct{})}
+	ea, eb := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}, &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}
+	ec := &gated{Engine: &ggmlengine.GGML{M: mc, NCtx: 64, Threads: 1}, gate: make(chan struct{})}
 	close(ec.gate) // open until the fault
 	defer ea.Close()
 	defer eb.Close()

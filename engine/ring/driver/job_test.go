@@ -10,13 +10,14 @@ import (
 
 	"homering/engine/ggml"
 	"homering/engine/ring"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/wire"
 	"homering/internal/testwait"
 )
 
 // closing records that the driver closed it.
 type closing struct {
-	*GGML
+	*ggmlengine.GGML
 	closed atomic.Bool
 }
 
@@ -52,8 +53,8 @@ func TestEndJobClosesWindows(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ma, mb := openModel(t), openModel(t)
-	ea := &GGML{M: ma, NCtx: 64, Threads: 1}
-	eb := &closing{GGML: &GGML{M: mb, NCtx: 64, Threads: 1}}
+	ea := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}
+	eb := &closing{GGML: &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}}
 	defer ea.Close()
 	a, b := startPair(t, ctx, ea, eb, twoDevicePlan(ma), nil)
 	if eb.closed.Load() {
@@ -72,7 +73,7 @@ func TestWorkerStatsReachTheHead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ma, mb := openModel(t), openModel(t)
-	ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{M: mb, NCtx: 64, Threads: 1}
+	ea, eb := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}, &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}
 	defer ea.Close()
 	defer eb.Close()
 	a, b := startPair(t, ctx, ea, eb, twoDevicePlan(ma), func(_, b *Driver) {
@@ -132,7 +133,7 @@ func TestLongPassIsSplit(t *testing.T) {
 	}
 	pos := len(long)
 	for range 4 {
-		tok := argmax(logits)
+		tok := ggmlengine.Greedy(logits)
 		want = append(want, tok)
 		if logits, err = w.EvalTokens([]int32{tok}, pos); err != nil {
 			t.Fatal(err)
@@ -141,7 +142,7 @@ func TestLongPassIsSplit(t *testing.T) {
 	}
 
 	ma, mb := openModel(t), openModel(t)
-	ea, eb := &GGML{M: ma, NCtx: 1024, Threads: 1}, &GGML{M: mb, NCtx: 1024, Threads: 1}
+	ea, eb := &ggmlengine.GGML{M: ma, NCtx: 1024, Threads: 1}, &ggmlengine.GGML{M: mb, NCtx: 1024, Threads: 1}
 	defer ea.Close()
 	defer eb.Close()
 	a, b := startPair(t, ctx, ea, eb, twoDevicePlan(ma), nil)

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"homering/engine/ggml"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/wire"
 	"homering/engine/slice"
 )
@@ -46,7 +47,7 @@ func TestPartsEqualSingleDevice(t *testing.T) {
 		return m
 	}
 	a13, a35 := open(slice.Range{Start: 1, End: 3}), open(slice.Range{Start: 3, End: 5})
-	parts := []Part{{First: 1, Last: 3, M: a13}, {First: 3, Last: 5, M: a35}}
+	parts := []ggmlengine.Part{{First: 1, Last: 3, M: a13}, {First: 3, Last: 5, M: a35}}
 	for _, tt := range []struct {
 		name string
 		plan *wire.Plan
@@ -60,43 +61,12 @@ func TestPartsEqualSingleDevice(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ma := openModel(t)
-			ea, eb := &GGML{M: ma, NCtx: 64, Threads: 1}, &GGML{Parts: parts, NCtx: 64, Threads: 1}
+			ea, eb := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}, &ggmlengine.GGML{Parts: parts, NCtx: 64, Threads: 1}
 			defer ea.Close()
 			defer eb.Close()
 			got := twoDeviceTokens(t, tt.plan, ma.Info(), ea, eb)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tokens (-single device +ring over parts)\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestSplitAtParts(t *testing.T) {
-	var m1, m2 ggml.Model // split only compares and copies the pointers
-	g := &GGML{Parts: []Part{{First: 2, Last: 4, M: &m1}, {First: 4, Last: 9, M: &m2}}}
-	for _, tt := range []struct {
-		name string
-		w    wire.Range
-		want []Part
-		err  bool
-	}{
-		{"inside one part", rg(2, 4), []Part{{First: 2, Last: 4, M: &m1}}, false},
-		{"across two", rg(3, 6), []Part{{First: 3, Last: 4, M: &m1}, {First: 4, Last: 6, M: &m2}}, false},
-		{"a layer no part holds", rg(1, 3), nil, true},
-		{"past the last part", rg(8, 10), nil, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := g.split(tt.w)
-			if (err != nil) != tt.err {
-				t.Fatalf("split(%v) error %v, want error %v", tt.w, err, tt.err)
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("split(%v) = %d parts, want %d", tt.w, len(got), len(tt.want))
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Errorf("part %d: got [%d, %d) on %p, want [%d, %d) on %p", i, got[i].First, got[i].Last, got[i].M, tt.want[i].First, tt.want[i].Last, tt.want[i].M)
-				}
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"homering/engine/ring"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 )
@@ -24,7 +25,7 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ma := openModel(t)
-	ea := &GGML{M: ma, NCtx: 16, Threads: 1}
+	ea := &ggmlengine.GGML{M: ma, NCtx: 16, Threads: 1}
 	defer ea.Close()
 	a := New(ring.New("a", 20), ea, 20*time.Millisecond, logger(t).With("device", "a"))
 	client, frozen := link(t, "a", "b")

@@ -8,7 +8,7 @@ import (
 
 	"homering/engine/ggml"
 	"homering/engine/ring"
-	"homering/engine/ring/driver"
+	"homering/engine/ring/ggmlengine"
 	"homering/engine/ring/wire"
 	"homering/internal/testgpu"
 )
@@ -79,20 +79,14 @@ func TestRingWithGPULayers(t *testing.T) {
 func run(t *testing.T, m *ggml.Model, plan *wire.Plan) ([]int32, [][]float32) {
 	t.Helper()
 	var logits [][]float32
-	head := &driver.GGML{M: m, NCtx: 64, Threads: 2, Sample: func(l []float32) int32 {
+	head := &ggmlengine.GGML{M: m, NCtx: 64, Threads: 2, Sample: func(l []float32) int32 {
 		logits = append(logits, append([]float32(nil), l...))
-		best := 0
-		for i, x := range l {
-			if x > l[best] {
-				best = i
-			}
-		}
-		return int32(best)
+		return ggmlengine.Greedy(l)
 	}}
-	worker := &driver.GGML{M: m, NCtx: 64, Threads: 2}
+	worker := &ggmlengine.GGML{M: m, NCtx: 64, Threads: 2}
 	defer head.Close()
 	defer worker.Close()
-	for i, e := range []*driver.GGML{head, worker} {
+	for i, e := range []*ggmlengine.GGML{head, worker} {
 		if err := e.Prepare(plan, i); err != nil {
 			t.Fatalf("Prepare device %d with %d GPU layers: %v", i, plan.Devices[i].GPULayers, err)
 		}

@@ -1,4 +1,4 @@
-package driver
+package ggmlengine
 
 // Memory is the anonymous memory of the open windows: their KV caches and
 // ggml's compute buffers, which grow to the largest batch evaluated. It

@@ -1,4 +1,4 @@
-package driver
+package ggmlengine
 
 import (
 	"fmt"
@@ -9,8 +9,9 @@ import (
 	"homering/engine/ring/wire"
 )
 
-// GGML is the Engine over the engine/ggml model files this device has
-// mapped: the full file or its slice (M), or several slices (Parts).
+// GGML is the ring driver's Engine (driver.Engine) over the engine/ggml
+// model files this device has mapped: the full file or its slice (M), or
+// several slices (Parts).
 type GGML struct {
 	M *ggml.Model
 	// Parts, when set, replace M: mapped files and the layers each runs
@@ -66,7 +67,7 @@ func (g *GGML) split(w wire.Range) ([]Part, error) {
 		}
 	}
 	if at < w.End || w.Start == w.End {
-		return nil, fmt.Errorf("driver: no mapped file holds layer %d of window [%d, %d)", at, w.Start, w.End)
+		return nil, fmt.Errorf("ggmlengine: no mapped file holds layer %d of window [%d, %d)", at, w.Start, w.End)
 	}
 	return out, nil
 }
@@ -77,18 +78,18 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	defer g.mu.Unlock()
 	g.close()
 	if idx < 0 {
-		return fmt.Errorf("driver: this device is not in plan %d", plan.ID)
+		return fmt.Errorf("ggmlengine: this device is not in plan %d", plan.ID)
 	}
 	if g.M == nil && len(g.Parts) == 0 {
-		return fmt.Errorf("driver: no model mapped for plan %d", plan.ID)
+		return fmt.Errorf("ggmlengine: no model mapped for plan %d", plan.ID)
 	}
 	info := g.info()
 	n := info.NLayer
 	if plan.Layers != n || plan.NEmbd != info.NEmbd || plan.DType != wire.F32 {
-		return fmt.Errorf("driver: plan %d is for %d layers of %d (%s), the model has %d of %d", plan.ID, plan.Layers, plan.NEmbd, plan.DType, n, info.NEmbd)
+		return fmt.Errorf("ggmlengine: plan %d is for %d layers of %d (%s), the model has %d of %d", plan.ID, plan.Layers, plan.NEmbd, plan.DType, n, info.NEmbd)
 	}
 	if idx == 0 && g.M == nil {
-		return fmt.Errorf("driver: the head of plan %d needs its model file (M), not parts", plan.ID)
+		return fmt.Errorf("ggmlengine: the head of plan %d needs its model file (M), not parts", plan.ID)
 	}
 	nGPU := plan.Devices[idx].GPULayers
 	for r, w := range plan.Devices[idx].Windows {
@@ -167,12 +168,12 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 	subs := []*ggml.Window{g.out}
 	if !c.Output {
 		if c.Round >= len(g.wins) {
-			return done, fmt.Errorf("driver: no window for round %d", c.Round)
+			return done, fmt.Errorf("ggmlengine: no window for round %d", c.Round)
 		}
 		subs = g.wins[c.Round].subs
 	}
 	if subs[0] == nil {
-		return done, fmt.Errorf("driver: no output head on this device")
+		return done, fmt.Errorf("ggmlengine: no output head on this device")
 	}
 	nEmbd := g.info().NEmbd
 	tokens := c.Tokens
@@ -195,7 +196,7 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 		if g.Sample != nil {
 			done.Token = g.Sample(v)
 		} else {
-			done.Token = argmax(v)
+			done.Token = Greedy(v)
 		}
 		return done, nil
 	}
@@ -233,7 +234,9 @@ func evalChunked(win *ggml.Window, tokens []int32, hidden []float32, nEmbd, pos 
 	return out, nil
 }
 
-func argmax(v []float32) int32 {
+// Greedy is the head's default sampling: the token of the largest logit,
+// the lowest id on ties. Tests compare single-device runs with it.
+func Greedy(v []float32) int32 {
 	best := 0
 	for i, x := range v {
 		if x > v[best] {

@@ -1,4 +1,4 @@
-package driver
+package ggmlengine
 
 import (
 	"errors"
@@ -39,13 +39,18 @@ func TestGPULayers(t *testing.T) {
 
 // The plan's GPU layers reach the engine: this test process loads no GPU
 // backend, so a device given GPU layers fails Prepare with ggml.ErrNoGPU
-// (and refuses the plan) where the same plan without them prepares. The
-// GPU path itself runs in engine/ring/driver/gpudriver on lavapipe.
+// (and the driver refuses the plan) where the same plan without them
+// prepares. The GPU path itself runs in engine/ring/driver/gpudriver on
+// lavapipe.
 func TestPrepareGPULayersWithoutGPU(t *testing.T) {
 	if ggml.GPUCount() != 0 {
 		t.Fatalf("this package's tests must run without a GPU backend; ggml sees %d GPU(s)", ggml.GPUCount())
 	}
-	m := openModel(t)
+	m, err := ggml.Open(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	info := m.Info()
 	for _, tt := range []struct {
 		name string
@@ -66,3 +71,41 @@ func TestPrepareGPULayersWithoutGPU(t *testing.T) {
 		})
 	}
 }
+
+// A window is cut at the parts' boundaries; a layer no part holds is an
+// error.
+func TestSplitAtParts(t *testing.T) {
+	var m1, m2 ggml.Model // split only compares and copies the pointers
+	g := &GGML{Parts: []Part{{First: 2, Last: 4, M: &m1}, {First: 4, Last: 9, M: &m2}}}
+	for _, tt := range []struct {
+		name string
+		w    wire.Range
+		want []Part
+		err  bool
+	}{
+		{"inside one part", rg(2, 4), []Part{{First: 2, Last: 4, M: &m1}}, false},
+		{"across two", rg(3, 6), []Part{{First: 3, Last: 4, M: &m1}, {First: 4, Last: 6, M: &m2}}, false},
+		{"a layer no part holds", rg(1, 3), nil, true},
+		{"past the last part", rg(8, 10), nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := g.split(tt.w)
+			if (err != nil) != tt.err {
+				t.Fatalf("split(%v) error %v, want error %v", tt.w, err, tt.err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("split(%v) = %d parts, want %d", tt.w, len(got), len(tt.want))
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("part %d: got [%d, %d) on %p, want [%d, %d) on %p", i, got[i].First, got[i].Last, got[i].M, tt.want[i].First, tt.want[i].Last, tt.want[i].M)
+				}
+			}
+		})
+	}
+}
+
+// stories is a small trained llama (5 layers), as in the driver's tests.
+const stories = "../../../../shared/models/stories260K.gguf"
+
+func rg(a, b int) wire.Range { return wire.Range{Start: a, End: b} }
