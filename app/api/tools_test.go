@@ -73,7 +73,7 @@ func TestCompatToolCalls(t *testing.T) {
 			must(t, json.Unmarshal([]byte(body), &r))
 			c := r.Choices[0]
 			if c.FinishReason != "tool_calls" || c.Message.Content == nil || *c.Message.Content != "Let me check.\n" || len(c.Message.ToolCalls) != 1 ||
-				c.Message.ToolCalls[0].Function.Name != "get_weather" || c.Message.ToolCalls[0].Function.Arguments != `{"city": "Paris"}` ||
+				c.Message.ToolCalls[0].Function.Name != "get_weather" || c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` ||
 				c.Message.ToolCalls[0].Type != "function" || !strings.HasPrefix(c.Message.ToolCalls[0].ID, "call_") {
 				t.Errorf("reply %s", body)
 			}
@@ -110,7 +110,7 @@ func TestCompatToolCalls(t *testing.T) {
 					finish = *c.Choices[0].FinishReason
 				}
 			}
-			if content != "Let me check.\n" || finish != "tool_calls" || strings.Join(calls, ";") != `get_weather{"city": "Paris"}` {
+			if content != "Let me check.\n" || finish != "tool_calls" || strings.Join(calls, ";") != `get_weather{"city":"Paris"}` {
 				t.Errorf("stream: content %q, finish %q, calls %v:\n%s", content, finish, calls, body)
 			}
 		}},
@@ -143,7 +143,7 @@ func TestCompatToolCalls(t *testing.T) {
 			}
 		}},
 		{"anthropic stream", "/v1/messages", `{"stream":true,"max_tokens":50,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"Weather in Paris?"}]}`, func(t *testing.T, body string) {
-			if !strings.Contains(body, `"partial_json":"{\"city\": \"Paris\"}"`) || !strings.Contains(body, `"stop_reason":"tool_use"`) || strings.Contains(body, "<tool") {
+			if !strings.Contains(body, `"partial_json":"{\"city\":\"Paris\"}"`) || !strings.Contains(body, `"stop_reason":"tool_use"`) || strings.Contains(body, "<tool") {
 				t.Errorf("stream %s", body)
 			}
 		}},

@@ -142,10 +142,13 @@ func (c callJSON) call() (ToolCall, bool) {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	if c.Name == "" || args[0] != '{' || !json.Valid(args) {
+	var compact bytes.Buffer
+	if c.Name == "" || args[0] != '{' || json.Compact(&compact, args) != nil {
 		return ToolCall{}, false
 	}
-	return ToolCall{ID: c.ID, Name: c.Name, Arguments: args}, true
+	// As the APIs send arguments: compact JSON, whatever spacing the
+	// model (or its grammar) wrote.
+	return ToolCall{ID: c.ID, Name: c.Name, Arguments: compact.Bytes()}, true
 }
 
 // parseLlama reads one JSON call, or several separated by ";".

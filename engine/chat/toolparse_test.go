@@ -16,23 +16,23 @@ func TestToolParser(t *testing.T) {
 		wantCalls   []ToolCall
 	}{
 		{"qwen one call", Qwen25, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "",
-			[]ToolCall{call("get_weather", `{"city": "Paris"}`)}},
+			[]ToolCall{call("get_weather", `{"city":"Paris"}`)}},
 		{"qwen text then two calls", Qwen3, "Checking.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": \"{\\\"x\\\": 1}\"}\n</tool_call>", "Checking.\n",
-			[]ToolCall{call("a", `{}`), call("b", `{"x": 1}`)}},
+			[]ToolCall{call("a", `{}`), call("b", `{"x":1}`)}},
 		{"qwen call cut before its end tag", Qwen3, "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"k\": [1, 2]}}", "",
-			[]ToolCall{call("a", `{"k": [1, 2]}`)}},
+			[]ToolCall{call("a", `{"k":[1,2]}`)}},
 		{"qwen text with a lone <", Qwen25, "a < b and <tool but no call", "a < b and <tool but no call", nil},
 		{"qwen broken call is content", Qwen25, "<tool_call>\n{\"name\": \"a\", \"argu", "<tool_call>\n{\"name\": \"a\", \"argu", nil},
 		{"qwen3 thinking then call", Qwen3, "<think>\nNeed weather.\n</think>\n\n<tool_call>\n{\"name\": \"w\", \"arguments\": {\"c\": \"P\"}}\n</tool_call>", "<think>\nNeed weather.\n</think>\n\n",
-			[]ToolCall{call("w", `{"c": "P"}`)}},
+			[]ToolCall{call("w", `{"c":"P"}`)}},
 		{"llama call", Llama3, `{"name": "get_weather", "parameters": {"city": "Paris"}}`, "",
-			[]ToolCall{call("get_weather", `{"city": "Paris"}`)}},
+			[]ToolCall{call("get_weather", `{"city":"Paris"}`)}},
 		{"llama python tag and two calls", Llama3, "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"q\": \"x\"}}", "",
-			[]ToolCall{call("a", `{}`), call("b", `{"q": "x"}`)}},
+			[]ToolCall{call("a", `{}`), call("b", `{"q":"x"}`)}},
 		{"llama text", Llama3, "  The weather is {probably} fine.", "  The weather is {probably} fine.", nil},
 		{"llama JSON that is not a call", Llama3, `{"answer": 42}`, `{"answer": 42}`, nil},
 		{"mistral calls", Mistral, ` [TOOL_CALLS] [{"name": "a", "arguments": {"x": 1}, "id": "abcDEF123"}, {"name": "b", "arguments": {}}]`, " ",
-			[]ToolCall{{ID: "abcDEF123", Name: "a", Arguments: []byte(`{"x": 1}`)}, call("b", `{}`)}},
+			[]ToolCall{{ID: "abcDEF123", Name: "a", Arguments: []byte(`{"x":1}`)}, call("b", `{}`)}},
 		{"mistral text with brackets", Mistral, "[1] see [TOOL] docs", "[1] see [TOOL] docs", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestToolParser(t *testing.T) {
 
 // What a renderer writes for a call, its parser reads back.
 func TestToolParserReadsRenderedCalls(t *testing.T) {
-	calls := []ToolCall{{ID: "abcDEF123", Name: "get_weather", Arguments: []byte(`{"city": "Paris"}`)}}
+	calls := []ToolCall{{ID: "abcDEF123", Name: "get_weather", Arguments: []byte(`{"city":"Paris"}`)}}
 	for _, f := range []ToolFamily{Llama3, Qwen25, Qwen3, Mistral} {
 		tt := ToolTemplate{Family: f}
 		msgs := []ToolMessage{{Role: "user", Content: "Weather?"}, {Role: "assistant", ToolCalls: calls}}
@@ -97,7 +97,7 @@ func TestToolParserReadsRenderedCalls(t *testing.T) {
 		rest, got := p.Finish()
 		want := calls
 		if f != Mistral {
-			want = []ToolCall{{Name: "get_weather", Arguments: []byte(`{"city": "Paris"}`)}}
+			want = []ToolCall{{Name: "get_weather", Arguments: []byte(`{"city":"Paris"}`)}}
 		}
 		if content+rest != "" || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %q read as content %q and calls %+v", f, turn, content+rest, got)
