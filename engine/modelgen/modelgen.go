@@ -42,6 +42,10 @@ type Config struct {
 	// TiedOutput leaves out output.weight: the output head reuses
 	// token_embd.weight, as Llama 3.2 1B and Qwen2.5 0.5B do.
 	TiedOutput bool
+	// ChatTemplate, when not "", is the tokenizer.chat_template written
+	// instead of the architecture's (a template family's, for tests of
+	// what the compatible APIs do with it, such as tool calling).
+	ChatTemplate string
 }
 
 // GeneratorVersion is written to general.description with the seed; bump it
@@ -266,6 +270,9 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		kv["rope.freq_base"] = float32(1e6)
 		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
 		kv["tokenizer.chat_template"] = chatMLTemplate
+	}
+	if c.ChatTemplate != "" {
+		kv["tokenizer.chat_template"] = c.ChatTemplate
 	}
 	if c.Arch == "qwen3" {
 		kv["attention.key_length"] = uint32(c.HeadDim)
