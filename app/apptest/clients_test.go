@@ -20,14 +20,25 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/engine/modelgen"
 )
 
 // stories260K is the real (trained) test model.
 var stories260K, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 
+// llama3ToolTemplate is a chat template with the markers of Llama
+// 3.1-3.3's (engine/chat.ToolTemplateOf: <|start_header_id|>, the ipython
+// role, tool_calls), which llama.cpp reads as its llama3 template too.
+const llama3ToolTemplate = `{{- bos_token }}{%- set date_string = "26 Jul 2024" %}{%- for message in messages %}` +
+	`{%- if message.role == 'ipython' or message.role == 'tool' %}{{- '<|start_header_id|>ipython<|end_header_id|>\n\n' + message.content + '<|eot_id|>' }}` +
+	`{%- elif 'tool_calls' in message %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n{"name": "' + message.tool_calls[0].function.name + '", "parameters": ' + message.tool_calls[0].function.arguments | tojson + '}<|eot_id|>' }}` +
+	`{%- else %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}{%- endif %}{%- endfor %}` +
+	`{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}`
+
 // chatNode starts an agent whose settings select stories260K, with a copy
 // of it, second-story.gguf, in its model folder (a second model the
-// compatible APIs list and load when asked for by name).
+// compatible APIs list and load when asked for by name), and tool-llama.gguf,
+// a small generated model with llama3ToolTemplate (tool calling).
 func chatNode(t *testing.T, e *Env, name string) (*Node, apitype.Info) {
 	t.Helper()
 	n := e.NewNode(t, name)
@@ -36,10 +47,14 @@ func chatNode(t *testing.T, e *Env, name string) (*Node, apitype.Info) {
 	if err == nil {
 		err = os.WriteFile(filepath.Join(models, "second-story.gguf"), b, 0o644)
 	}
+	if err == nil {
+		err = modelgen.Generate(filepath.Join(models, "tool-llama.gguf"), modelgen.Config{Arch: "llama", Layers: 2, Embd: 64, FF: 128, Heads: 4,
+			Vocab: 4000, Ctx: 1024, Seed: 18, ChatTemplate: llama3ToolTemplate})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings := fmt.Sprintf(`{"model": %q, "model_dir": %q, "context_tokens": 512}`, stories260K, models)
+	settings := fmt.Sprintf(`{"model": %q, "model_dir": %q, "context_tokens": 1024}`, stories260K, models)
 	if err := os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +163,15 @@ func TestAPIClients(t *testing.T) {
 		t.Errorf("second model: retrieve %v, openai %v, ollama %v", got["openai.models.retrieve"], got["openai.other_model"], got["ollama.generate.other_model"])
 	}
 
-	// max_tokens beyond the 512-token context: run to the context, said so.
+	// max_tokens beyond the 1024-token context (room for a Llama 3 tool prompt): run to the context, said so.
 	for check, reasons := range map[string][]string{
 		"openai.capped":    {"length", "stop"},
 		"anthropic.capped": {"model_context_window_exceeded", "end_turn"},
 		"ollama.capped":    {"length", "stop"},
 	} {
 		reason := str(check, "finish") + str(check, "stop_reason") + str(check, "done_reason")
-		if str(check, "header") != "512" || !slices.Contains(reasons, reason) {
-			t.Errorf("%s: %v, want header x-homering-max-tokens-capped 512 and an end in %v", check, got[check], reasons)
+		if str(check, "header") != "1024" || !slices.Contains(reasons, reason) {
+			t.Errorf("%s: %v, want header x-homering-max-tokens-capped 1024 and an end in %v", check, got[check], reasons)
 		}
 	}
 
@@ -174,8 +189,8 @@ func TestAPIClients(t *testing.T) {
 		t.Errorf("ollama chat stream: %v, want 6 tokens then the final object", got["ollama.chat.stream"])
 	}
 	// ps: the model that answered last (the capped generate ran after ps).
-	if ms, _ := got["ollama.ps"]["models"].([]any); len(ms) != 1 || ms[0].(map[string]any)["name"] != "second-story" || ms[0].(map[string]any)["context_length"] != 512.0 {
-		t.Errorf("ollama ps: %v, want second-story at 512 tokens", got["ollama.ps"])
+	if ms, _ := got["ollama.ps"]["models"].([]any); len(ms) != 1 || ms[0].(map[string]any)["name"] != "second-story" || ms[0].(map[string]any)["context_length"] != 1024.0 {
+		t.Errorf("ollama ps: %v, want second-story at 1024 tokens", got["ollama.ps"])
 	}
 
 	// Structured output through each client: JSON of the schema, ended by
@@ -188,6 +203,37 @@ func TestAPIClients(t *testing.T) {
 	for check, name := range map[string]string{"openai.bad_schema": "BadRequestError", "ollama.bad_schema": "ResponseError"} {
 		if num(check, "status") != 400 || str(check, "name") != name || !strings.Contains(str(check, "message"), "The JSON schema cannot be turned into a grammar;") {
 			t.Errorf("%s: %v, want a 400 %s saying the schema cannot be turned into a grammar", check, got[check], name)
+		}
+	}
+
+	// Tool calling: the call forced by its schema comes back as each
+	// client's calls (whole and streamed), goes back with its result, and a
+	// model whose template has no tool calling is each API's 400.
+	for _, check := range []string{"openai.tools", "openai.tools.stream"} {
+		calls, _ := got[check]["calls"].([]any)
+		var c map[string]any
+		if len(calls) == 1 {
+			c, _ = calls[0].(map[string]any)
+		}
+		if str(check, "finish") != "tool_calls" || c["name"] != "get_weather" || !strings.HasPrefix(fmt.Sprint(c["id"]), "call_") ||
+			c["arguments"] != `{"city":"Paris"}` || str(check, "content") != "" {
+			t.Errorf("%s: %v; want one get_weather call for Paris, finish_reason tool_calls, no content", check, got[check])
+		}
+	}
+	for _, check := range []string{"ollama.tools", "ollama.tools.stream"} {
+		calls, _ := got[check]["calls"].([]any)
+		if len(calls) != 1 || fmt.Sprint(calls[0].(map[string]any)["name"]) != "get_weather" ||
+			fmt.Sprint(calls[0].(map[string]any)["arguments"]) != "map[city:Paris]" || str(check, "content") != "" {
+			t.Errorf("%s: %v; want one get_weather call with arguments {city: Paris}, no content", check, got[check])
+		}
+	}
+	if str("openai.tools.result", "object") != "chat.completion" || got["ollama.tools.result"]["done"] != true ||
+		str("anthropic.tools.result", "type") != "message" {
+		t.Errorf("a call's result sent back: openai %v, ollama %v, anthropic %v", got["openai.tools.result"], got["ollama.tools.result"], got["anthropic.tools.result"])
+	}
+	for check, name := range map[string]string{"openai.tools.no_template": "BadRequestError", "ollama.tools.no_template": "ResponseError", "anthropic.tools.no_template": "BadRequestError"} {
+		if num(check, "status") != 400 || str(check, "name") != name || !strings.Contains(str(check, "message"), "chat template has no tool calling") {
+			t.Errorf("%s: %v, want a 400 %s saying the chat template has no tool calling", check, got[check], name)
 		}
 	}
 

@@ -193,3 +193,111 @@ out({
   out({ check: "ollama.format_schema.stream", text, done_reason: last?.done_reason });
 }
 out({ check: "ollama.bad_schema", ...(await failure(() => ollama.chat({ model: "stories260K", messages: ask, format: { type: "thing" }, stream: true }))) });
+
+// Tool calling: tool-llama.gguf (a generated model with a Llama 3.1-style
+// chat template, beside stories260K) gets tools rendered by that family and
+// its reply parsed for calls. A random model writes no call by itself, so
+// the call's JSON schema (Llama 3's call is one JSON object) forces a
+// well-formed one through the structured output grammar: render, generate,
+// parse, and each client sees its own tool calls.
+const weather = {
+  name: "get_weather",
+  description: "Get the current weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+};
+const callSchema = {
+  type: "object",
+  properties: {
+    name: { enum: ["get_weather"] },
+    parameters: { type: "object", properties: { city: { enum: ["Paris"] } }, required: ["city"], additionalProperties: false },
+  },
+  required: ["name", "parameters"],
+  additionalProperties: false,
+};
+const askWeather = [{ role: "user", content: "What is the weather in Paris?" }];
+const asCall = { type: "json_schema", json_schema: { name: "call", strict: true, schema: callSchema } };
+{
+  const r = await openai.chat.completions.create({
+    model: "tool-llama", messages: askWeather, tools: [{ type: "function", function: weather }],
+    response_format: asCall, max_tokens: 200, temperature: 0,
+  });
+  const m = r.choices[0].message;
+  out({ check: "openai.tools", finish: r.choices[0].finish_reason, content: m.content, calls: (m.tool_calls ?? []).map((c) => ({ id: c.id, type: c.type, name: c.function.name, arguments: c.function.arguments })) });
+  // The call and its result go back as the next turn's messages.
+  const next = await openai.chat.completions.create({
+    model: "tool-llama", max_tokens: 8, temperature: 0, tools: [{ type: "function", function: weather }],
+    messages: [...askWeather, m, ...(m.tool_calls ?? []).map((c) => ({ role: "tool", tool_call_id: c.id, content: "22 degrees, clear" }))],
+  });
+  out({ check: "openai.tools.result", finish: next.choices[0].finish_reason, object: next.object });
+}
+{
+  const stream = await openai.chat.completions.create({
+    model: "tool-llama", messages: askWeather, tools: [{ type: "function", function: weather }],
+    response_format: asCall, max_tokens: 200, temperature: 0, stream: true,
+  });
+  let content = "", finish = null;
+  const calls = [];
+  for await (const chunk of stream) {
+    const d = chunk.choices[0]?.delta ?? {};
+    content += d.content ?? "";
+    for (const c of d.tool_calls ?? []) {
+      calls[c.index] ??= { id: c.id, name: "", arguments: "" };
+      calls[c.index].name += c.function?.name ?? "";
+      calls[c.index].arguments += c.function?.arguments ?? "";
+    }
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  out({ check: "openai.tools.stream", finish, content, calls });
+}
+out({
+  check: "openai.tools.no_template",
+  ...(await failure(() => openai.chat.completions.create({ model: "stories260K", messages: askWeather, tools: [{ type: "function", function: weather }], max_tokens: 8 }))),
+});
+{
+  const r = await ollama.chat({
+    model: "tool-llama", messages: askWeather, tools: [{ type: "function", function: weather }],
+    format: callSchema, stream: false, options: { num_predict: 200, temperature: 0 },
+  });
+  out({ check: "ollama.tools", done_reason: r.done_reason, content: r.message.content, calls: (r.message.tool_calls ?? []).map((c) => c.function) });
+  const next = await ollama.chat({
+    model: "tool-llama", stream: false, options: { num_predict: 8, temperature: 0 }, tools: [{ type: "function", function: weather }],
+    messages: [...askWeather, r.message, { role: "tool", content: "22 degrees, clear" }],
+  });
+  out({ check: "ollama.tools.result", done: next.done });
+}
+{
+  const stream = await ollama.chat({
+    model: "tool-llama", messages: askWeather, tools: [{ type: "function", function: weather }],
+    format: callSchema, stream: true, options: { num_predict: 200, temperature: 0 },
+  });
+  let content = "";
+  const calls = [];
+  for await (const p of stream) {
+    content += p.message.content;
+    calls.push(...(p.message.tool_calls ?? []).map((c) => c.function));
+  }
+  out({ check: "ollama.tools.stream", content, calls });
+}
+out({
+  check: "ollama.tools.no_template",
+  ...(await failure(() => ollama.chat({ model: "stories260K", messages: askWeather, tools: [{ type: "function", function: weather }], stream: false }))),
+});
+// The Messages API has no structured output to force a call with: its
+// client sends tools, a tool_use turn and its tool_result back, and gets a
+// reply; a model without tool calling gets its BadRequestError.
+{
+  const tools = [{ name: "get_weather", description: weather.description, input_schema: weather.parameters }];
+  const r = await anthropic.messages.create({
+    model: "tool-llama", max_tokens: 8, tools,
+    messages: [
+      ...askWeather,
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_01", name: "get_weather", input: { city: "Paris" } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_01", content: "22 degrees, clear" }] },
+    ],
+  });
+  out({ check: "anthropic.tools.result", type: r.type, stop_reason: r.stop_reason, blocks: r.content.map((b) => b.type) });
+  out({
+    check: "anthropic.tools.no_template",
+    ...(await failure(() => anthropic.messages.create({ model: "stories260K", max_tokens: 8, tools, messages: askWeather }))),
+  });
+}
