@@ -324,7 +324,9 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		compatError(w, apiOllama, http.StatusUnprocessableEntity, fmt.Sprintf("%s cannot be read as a model (%s); choose another.", m.Name, strings.TrimSuffix(sentence(err), ".")), "")
 		return
 	}
-	writeJSON(w, http.StatusOK, ollama.Show(m.ollama(), info))
+	o := m.ollama()
+	o.Tools = hasToolCalling(m.Path)
+	writeJSON(w, http.StatusOK, ollama.Show(o, info))
 }
 
 // keptUntil is /api/ps's expires_at: the engine keeps a model until

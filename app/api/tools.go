@@ -64,6 +64,16 @@ func (c *toolTemplates) chatTemplate(path string) (string, error) {
 	return tmpl, nil
 }
 
+// hasToolCalling says whether the GGUF at path has a chat template whose
+// tool calling renderTools renders (Ollama's "tools" capability).
+func hasToolCalling(path string) bool {
+	if path == "" {
+		return false
+	}
+	src, err := toolCache.chatTemplate(path)
+	return err == nil && chat.ToolTemplateOf(src, time.Now()).Family != chat.NoTools
+}
+
 // usesTools says whether req needs the tool renderer: tools, or tool calls
 // or results in its conversation.
 func usesTools(req apitype.ChatRequest) bool {

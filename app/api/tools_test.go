@@ -187,6 +187,22 @@ func TestCompatToolsNeedATemplateWithTools(t *testing.T) {
 	}
 }
 
+// /api/show lists the tools capability of a model whose template has tool
+// calling, as Ollama does.
+func TestOllamaShowToolsCapability(t *testing.T) {
+	for tmpl, want := range map[string]string{qwenMarkers: `"capabilities":["completion","tools"]`, `<|im_start|>{{ role }}`: `"capabilities":["completion"]`} {
+		chat := &modelChat{path: ggufWithTemplate(t, tmpl)}
+		srv, _, _ := newChatServer(t, chat, "")
+		resp, err := http.Post(srv.URL+"/api/show", "application/json", strings.NewReader(`{"model":"tiny"}`))
+		must(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if !strings.Contains(string(b), want) {
+			t.Errorf("template %q: /api/show %s, want %s", tmpl, b, want)
+		}
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -227,6 +227,9 @@ func TestAPIClients(t *testing.T) {
 			t.Errorf("%s: %v; want one get_weather call with arguments {city: Paris}, no content", check, got[check])
 		}
 	}
+	if caps := fmt.Sprint(got["ollama.tools.show"]["capabilities"]); caps != "[completion tools]" {
+		t.Errorf("ollama show tool-llama: capabilities %s, want [completion tools]", caps)
+	}
 	if str("openai.tools.result", "object") != "chat.completion" || got["ollama.tools.result"]["done"] != true ||
 		str("anthropic.tools.result", "type") != "message" {
 		t.Errorf("a call's result sent back: openai %v, ollama %v, anthropic %v", got["openai.tools.result"], got["ollama.tools.result"], got["anthropic.tools.result"])

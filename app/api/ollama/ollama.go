@@ -288,6 +288,7 @@ type Model struct {
 	Params        int64  // weights, 0 when unknown
 	Quant         string // the dominant weight type, as "q4_k"
 	ContextLength int    // the context it was trained for, 0 when unknown
+	Tools         bool   // its chat template has tool calling (app/api/tools.go)
 }
 
 // Details describe a model file (Ollama's api.ModelDetails).
@@ -392,9 +393,13 @@ func Show(m Model, info map[string]any) ShowResponse {
 		info["general.parameter_count"] = m.Params
 	}
 	lic, _ := info["general.license"].(string)
-	// Chat and completion are all this API does with a model (no tools,
-	// vision or embeddings yet).
-	return ShowResponse{License: lic, Details: m.details(), ModelInfo: info, Capabilities: []string{"completion"}, ModifiedAt: m.Modified.UTC()}
+	// Chat and completion, and tools where its template has tool calling,
+	// are what this API does with a model (no vision or embeddings yet).
+	caps := []string{"completion"}
+	if m.Tools {
+		caps = append(caps, "tools")
+	}
+	return ShowResponse{License: lic, Details: m.details(), ModelInfo: info, Capabilities: caps, ModifiedAt: m.Modified.UTC()}
 }
 
 // Running is an entry of /api/ps (Ollama's api.ProcessModelResponse).

@@ -278,6 +278,7 @@ out({
   }
   out({ check: "ollama.tools.stream", content, calls });
 }
+out({ check: "ollama.tools.show", capabilities: (await ollama.show({ model: "tool-llama" })).capabilities });
 out({
   check: "ollama.tools.no_template",
   ...(await failure(() => ollama.chat({ model: "stories260K", messages: askWeather, tools: [{ type: "function", function: weather }], stream: false }))),
