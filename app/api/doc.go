@@ -95,7 +95,26 @@
 // one device and on a ring, ending the reply once the JSON is complete
 // (or cut by max_tokens, finish_reason "length"). A schema the engine
 // cannot turn into a grammar is the API's own 400, streamed or not.
-// Anthropic's Messages API has no JSON mode. Tools are refused for now.
+// Anthropic's Messages API has no JSON mode.
+//
+// Tool calling (tools.go): OpenAI's and Ollama's tools, Anthropic's client
+// tools, assistant tool calls (tool_calls, tool_use) and results (the tool
+// role with tool_call_id, tool_result blocks) become ChatRequest.Tools and
+// ChatMessage.ToolCalls/ToolCallID. llama.cpp's template function takes
+// only roles and contents, so such a request is rendered here by the GGUF
+// template's family (engine/chat.ToolTemplate: Llama 3.1-3.3, Qwen 2.5/3,
+// Mistral v0.3, byte for byte as their Jinja templates) into a raw prompt
+// (not trimmed to fit the context). The reply streams through the family's
+// ToolParser, which holds back anything that may start a call, and its
+// calls end the answer in the API's shape: OpenAI message.tool_calls
+// (arguments a JSON string; streamed as one tool_calls delta) with
+// finish_reason "tool_calls"; Ollama message.tool_calls (arguments an
+// object; streamed in an object before the last); Anthropic tool_use
+// blocks (streamed as content_block_start, one input_json_delta and
+// content_block_stop each) with stop_reason "tool_use". tool_choice auto
+// and none are followed, others refused. A template of no such family is
+// the API's 400: "This model's chat template has no tool calling (…)".
+// Ollama's /api/show lists the "tools" capability of a model that has it.
 //
 // Every /api/v1 call also accepts the token cookie instead of the header;
 // the app's static files need no token (they hold no secrets).
