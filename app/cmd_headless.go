@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -79,12 +81,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		Log: log, Now: time.Now, Random: rand.Reader, Run: mdns.NewRun(runBytes),
 	})
 
-	ln, err := net.Listen("tcp", cfg.APIAddr)
+	ln, token, err := listenControl(dir, cfg.APIAddr)
 	if err != nil {
-		return fmt.Errorf("control API on %s: %w", cfg.APIAddr, err)
-	}
-	token := make([]byte, 32)
-	if _, err := rand.Read(token); err != nil {
 		return err
 	}
 	// The compatible APIs' fixed address (after the control API, so that a
@@ -97,7 +95,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	a := agent.New(agent.Options{Dir: dir, Model: model, Log: log, Node: n}) // chat, ring jobs, planner, background profile: app/agent
 	defer a.Close()
-	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: hex.EncodeToString(token), Chat: a, ChatListener: chat}
+	srv := &api.Server{Agent: a, Log: log.With("component", "api"), Token: token, Chat: a, ChatListener: chat}
 	info := apitype.Info{URL: "http://" + ln.Addr().String(), Token: srv.Token, PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(dir, apitype.InfoFile)
@@ -107,6 +105,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	defer os.Remove(infoPath)
+	// Kept after the agent stops (api.json is not): the next start listens
+	// there again with the same token (listenControl).
+	if err := config.WriteFile(filepath.Join(dir, lastControlFile), b); err != nil {
+		log.Warn("the control API's address cannot be kept for the next start", "err", err)
+	}
 	log.Info("agent started", "id", id.ID.String(), "config", dir, "api", info.URL, "chat_api", chatURL, "chat_api_shared", chat.expose, "contribute", cfg.Contribute)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -131,6 +134,42 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	wg.Wait()
 	log.Info("agent stopped")
 	return errors.Join(agentErr, apiErr)
+}
+
+// lastControlFile keeps the control API's address and token (apitype.Info)
+// across restarts, in the config directory with api.json's permissions: a
+// page of the UI left open reconnects by itself to the same address with the
+// cookie it holds, as a person expects after Quit and start or an update.
+const lastControlFile = "api-last.json"
+
+// listenControl opens the control API (and the UI) on addr, a loopback
+// address. With port 0 it first tries the address and token of the last
+// start (lastControlFile); when that port is taken, or there was none, a
+// free port and a new token.
+func listenControl(dir, addr string) (net.Listener, string, error) {
+	if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Port() == 0 {
+		if b, err := os.ReadFile(filepath.Join(dir, lastControlFile)); err == nil {
+			var last apitype.Info
+			if json.Unmarshal(b, &last) == nil && len(last.Token) == 64 {
+				host := strings.TrimPrefix(last.URL, "http://")
+				if lap, err := netip.ParseAddrPort(host); err == nil && lap.Addr() == ap.Addr() && lap.Port() != 0 {
+					if ln, err := net.Listen("tcp", host); err == nil {
+						return ln, last.Token, nil
+					}
+				}
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("control API on %s: %w", addr, err)
+	}
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		_ = ln.Close() // the error to report is the token's
+		return nil, "", err
+	}
+	return ln, hex.EncodeToString(token), nil
 }
 
 // chatAPIPort is the compatible APIs' port: the flag's (or

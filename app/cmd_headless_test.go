@@ -145,3 +145,77 @@ func TestStatusPrintsSharedChatAPI(t *testing.T) {
 		t.Errorf("status:\n%s\nwant a line with %q", out, want)
 	}
 }
+
+// The control API listens where it did last time, with the same token, so
+// an open page reconnects after a restart; a taken port or a damaged file
+// gets a free port and a new token.
+func TestListenControlKeepsTheAddress(t *testing.T) {
+	dir := t.TempDir()
+	closeLn := func(ln net.Listener) {
+		t.Helper()
+		if err := ln.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := func(ln net.Listener, token string) {
+		t.Helper()
+		b := []byte(`{"url":"http://` + ln.Addr().String() + `","token":"` + token + `","pid":1}`)
+		if err := config.WriteFile(filepath.Join(dir, lastControlFile), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, token, err := listenControl(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ln.Addr().String()
+	keep(ln, token)
+	closeLn(ln)
+
+	ln, again, err := listenControl(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln.Addr().String() != first || again != token {
+		t.Errorf("restart: %s token %s…, want the last start's %s token %s…", ln.Addr(), again[:8], first, token[:8])
+	}
+	// The port is taken now (ln still listens): another port, another token.
+	other, fresh, err := listenControl(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Addr().String() == first || fresh == token || len(fresh) != 64 {
+		t.Errorf("with the last port taken: %s token %s…, want another port and token", other.Addr(), fresh[:8])
+	}
+	closeLn(other)
+	closeLn(ln)
+
+	// A fixed port in the config wins over the last start's.
+	fixed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fixed.Addr().String()
+	closeLn(fixed)
+	ln, _, err = listenControl(dir, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln.Addr().String() != want {
+		t.Errorf("api_addr %s: listened on %s", want, ln.Addr())
+	}
+	closeLn(ln)
+
+	// A damaged file is not trusted.
+	if err := os.WriteFile(filepath.Join(dir, lastControlFile), []byte(`{"url":"http://10.0.0.1:80","token":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, tok, err := listenControl(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok) != 64 || !strings.HasPrefix(ln.Addr().String(), "127.0.0.1:") {
+		t.Errorf("damaged file: %s token %q", ln.Addr(), tok)
+	}
+	closeLn(ln)
+}
