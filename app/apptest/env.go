@@ -230,6 +230,13 @@ func (n *Node) MustCLI(t *testing.T, args ...string) string {
 // Start runs `homering headless` and waits until its API answers.
 func (n *Node) Start(t *testing.T) {
 	t.Helper()
+	if err := n.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start is Start for any goroutine: it returns what Start fails with.
+func (n *Node) start() error {
 	n.mu.Lock()
 	cmd := exec.Command("ip", "netns", "exec", n.NS, n.env.Bin, "headless")
 	cmd.Env = n.environ()
@@ -237,21 +244,28 @@ func (n *Node) Start(t *testing.T) {
 	n.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		n.mu.Unlock()
-		t.Fatal(err)
+		return err
 	}
 	n.cmd, n.done = cmd, make(chan struct{})
 	done := n.done
 	n.mu.Unlock()
 	go func() { _ = cmd.Wait(); close(done) }() // how it ended is read from its log
-	WaitFor(t, time.Minute, "agent "+n.Name+" API", func() error {
+	deadline := time.Now().Add(time.Minute)
+	for {
 		select {
 		case <-done:
-			return fmt.Errorf("agent exited:\n%s", n.Log())
+			return fmt.Errorf("agent %s exited:\n%s", n.Name, n.Log())
 		default:
 		}
 		_, err := n.CLI(context.Background(), "peers", "-json")
-		return err
-	})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agent %s API: not up after a minute: %v", n.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 type lockedWriter struct{ n *Node }
