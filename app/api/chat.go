@@ -378,75 +378,43 @@ func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(str
 	return c.Chat(ctx, req, emit)
 }
 
-// runWhole runs req to its end for an answer that is not streamed; when it
-// fails it answers in api's shape (compatChatFail) and ok is false.
-func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, w http.ResponseWriter, api compatAPI) (text string, st apitype.ChatStats, ok bool) {
+// runWhole runs req to its end for an answer that is not streamed (its
+// reply parsed by tp when not nil); when it fails it answers in api's shape
+// (compatChatFail) and ok is false.
+func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, tp *chat.ToolParser, w http.ResponseWriter, api compatAPI) (text string, calls []apitype.ToolCall, st apitype.ChatStats, ok bool) {
 	var b strings.Builder
-	st, err := s.run(ctx, req, func(t string) error { b.WriteString(t); return nil })
+	st, calls, err := s.runTools(ctx, req, tp, func(t string) error { b.WriteString(t); return nil })
 	if err != nil {
 		compatChatFail(w, api, err)
-		return "", st, false
+		return "", nil, st, false
 	}
-	return b.String(), st, true
+	return b.String(), calls, st, true
 }
 
 // openaiReply is what differs between /v1/chat/completions and
-// /v1/completions: the shape of the whole reply, of a streamed piece and of
-// the closing chunk that carries the usage.
+// /v1/completions: the shape of the whole reply, of a streamed piece, of
+// the calls a streamed reply made (chat only) and of the closing chunk
+// that carries the usage.
 type openaiReply struct {
-	whole func(text string, st apitype.ChatStats) any
+	whole func(text string, calls []apitype.ToolCall, st apitype.ChatStats) any
 	piece func(text string) any
-	final func(st apitype.ChatStats) any
+	calls func(calls []apitype.ToolCall) any
+	final func(st apitype.ChatStats, calls []apitype.ToolCall) any
 }
 
-// serveOpenAI runs one OpenAI-style request, whole or as SSE ending in [DONE].
-// An error after the stream started is sent as an error chunk, since the
-// status line is gone by then.
-func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, stream bool, reply openaiReply) {
+// serveOpenAI runs one OpenAI-style request, whole or as SSE ending in [DONE],
+// its reply parsed for tool calls by tp when not nil. An error after the
+// stream started is sent as an error chunk, since the status line is gone
+// by then.
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *chat.ToolParser, stream bool, reply openaiReply) {
 	if !stream {
-		if text, st, ok := s.runWhole(r.Context(), req, w, apiOpenAI); ok {
-			writeJSON(w, http.StatusOK, reply.whole(text, st))
+		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiOpenAI); ok {
+			writeJSON(w, http.StatusOK, reply.whole(text, calls, st))
 		}
 		return
 	}
 	ev := newSSE(w)
-	st, err := s.run(r.Context(), req, func(t string) error { return ev.send("", reply.piece(t)) })
-	if err != nil {
-		if !ev.started {
-			compatChatFail(w, apiOpenAI, err)
-			return
-		}
-		_, msg := chatFailure(err)
-		_ = ev.send("", openai.NewError("server_error", msg))
-		return
-	}
-	_ = ev.send("", reply.final(st))
-	_ = ev.raw("[DONE]")
-}
-
-func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	in, req, tp, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
-	if !ok {
-		return
-	}
-	id, created, model := newID("chatcmpl-"), time.Now().Unix(), req.Model
-	if !in.Stream {
-		var b strings.Builder
-		st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			compatChatFail(w, apiOpenAI, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, openai.NewChatCompletion(id, model, created, b.String(), calls, st))
-		return
-	}
-	ev := newSSE(w)
-	first := true
-	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error {
-		c := openai.NewChunk(id, model, created, t, first)
-		first = false
-		return ev.send("", c)
-	})
+	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { return ev.send("", reply.piece(t)) })
 	if err != nil {
 		if !ev.started {
 			compatChatFail(w, apiOpenAI, err)
@@ -457,10 +425,37 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(calls) > 0 {
-		_ = ev.send("", openai.NewToolCallsChunk(id, model, created, calls, first))
+		_ = ev.send("", reply.calls(calls))
 	}
-	_ = ev.send("", openai.NewFinalChunk(id, model, created, st, calls, in.StreamOptions != nil && in.StreamOptions.IncludeUsage))
+	_ = ev.send("", reply.final(st, calls))
 	_ = ev.raw("[DONE]")
+}
+
+func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
+	in, req, tp, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
+	if !ok {
+		return
+	}
+	id, created, model := newID("chatcmpl-"), time.Now().Unix(), req.Model
+	first := true
+	s.serveOpenAI(w, r, req, tp, in.Stream, openaiReply{
+		whole: func(text string, calls []apitype.ToolCall, st apitype.ChatStats) any {
+			return openai.NewChatCompletion(id, model, created, text, calls, st)
+		},
+		piece: func(t string) any {
+			c := openai.NewChunk(id, model, created, t, first)
+			first = false
+			return c
+		},
+		calls: func(calls []apitype.ToolCall) any {
+			c := openai.NewToolCallsChunk(id, model, created, calls, first)
+			first = false
+			return c
+		},
+		final: func(st apitype.ChatStats, calls []apitype.ToolCall) any {
+			return openai.NewFinalChunk(id, model, created, st, calls, in.StreamOptions != nil && in.StreamOptions.IncludeUsage)
+		},
+	})
 }
 
 func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
@@ -469,12 +464,14 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created, model := newID("cmpl-"), time.Now().Unix(), req.Model
-	s.serveOpenAI(w, r, req, in.Stream, openaiReply{
-		whole: func(text string, st apitype.ChatStats) any {
+	s.serveOpenAI(w, r, req, nil, in.Stream, openaiReply{
+		whole: func(text string, _ []apitype.ToolCall, st apitype.ChatStats) any {
 			return openai.NewCompletion(id, model, created, text, &st)
 		},
 		piece: func(t string) any { return openai.NewCompletion(id, model, created, t, nil) },
-		final: func(st apitype.ChatStats) any { return openai.NewCompletion(id, model, created, "", &st) },
+		final: func(st apitype.ChatStats, _ []apitype.ToolCall) any {
+			return openai.NewCompletion(id, model, created, "", &st)
+		},
 	})
 }
 
@@ -485,13 +482,9 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	id, model := newID("msg_"), req.Model
 	if !in.Stream {
-		var b strings.Builder
-		st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			compatChatFail(w, apiAnthropic, err)
-			return
+		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiAnthropic); ok {
+			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, calls, st, req.MaxTokens))
 		}
-		writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, b.String(), calls, st, req.MaxTokens))
 		return
 	}
 	ev := newSSE(w)
@@ -576,13 +569,9 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *chat.ToolParser, stream bool, model string,
 	piece func(string, string, []apitype.ToolCall) any, done func(string, string, []apitype.ToolCall, apitype.ChatStats) any) {
 	if !stream {
-		var b strings.Builder
-		st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { b.WriteString(t); return nil })
-		if err != nil {
-			compatChatFail(w, apiOllama, err)
-			return
+		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiOllama); ok {
+			writeJSON(w, http.StatusOK, done(model, text, calls, st))
 		}
-		writeJSON(w, http.StatusOK, done(model, b.String(), calls, st))
 		return
 	}
 	send := ndjson(w)

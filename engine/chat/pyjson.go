@@ -66,51 +66,45 @@ func writePy(b *strings.Builder, raw json.RawMessage, indent, level int) error {
 	if indent > 0 {
 		sep = ","
 	}
+	// container writes n items between open and close, as json.dumps does.
+	container := func(open, close string, n int, item func(i int) error) error {
+		if n == 0 {
+			b.WriteString(open + close)
+			return nil
+		}
+		b.WriteString(open)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			nl(level + 1)
+			if err := item(i); err != nil {
+				return err
+			}
+		}
+		nl(level)
+		b.WriteString(close)
+		return nil
+	}
 	switch raw[0] {
 	case '{':
 		fs, err := objectFields(raw)
 		if err != nil {
 			return err
 		}
-		if len(fs) == 0 {
-			b.WriteString("{}")
-			return nil
-		}
-		b.WriteString("{")
-		for i, f := range fs {
-			if i > 0 {
-				b.WriteString(sep)
-			}
-			nl(level + 1)
-			writePyString(b, f.Key)
+		return container("{", "}", len(fs), func(i int) error {
+			writePyString(b, fs[i].Key)
 			b.WriteString(": ")
-			if err := writePy(b, bytes.TrimSpace(f.Value), indent, level+1); err != nil {
-				return err
-			}
-		}
-		nl(level)
-		b.WriteString("}")
+			return writePy(b, bytes.TrimSpace(fs[i].Value), indent, level+1)
+		})
 	case '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
 			return err
 		}
-		if len(items) == 0 {
-			b.WriteString("[]")
-			return nil
-		}
-		b.WriteString("[")
-		for i, it := range items {
-			if i > 0 {
-				b.WriteString(sep)
-			}
-			nl(level + 1)
-			if err := writePy(b, bytes.TrimSpace(it), indent, level+1); err != nil {
-				return err
-			}
-		}
-		nl(level)
-		b.WriteString("]")
+		return container("[", "]", len(items), func(i int) error {
+			return writePy(b, bytes.TrimSpace(items[i]), indent, level+1)
+		})
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {

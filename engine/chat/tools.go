@@ -118,15 +118,6 @@ func ToolTemplateOf(tmpl string, now time.Time) ToolTemplate {
 	return ToolTemplate{}
 }
 
-// toolName is a tool's function name.
-func (t Tool) name() string {
-	var f struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(t.Function, &f)
-	return f.Name
-}
-
 // wholeTool is the tool as the templates see it: {"type": "function",
 // "function": {...}}.
 func (t Tool) whole() json.RawMessage {
@@ -266,11 +257,9 @@ func (t ToolTemplate) qwen(msgs []ToolMessage, tools []Tool) (string, error) {
 				b.WriteString("\n" + m.Content)
 			}
 			for _, c := range m.ToolCalls {
-				args, err := pyJSON(c.Arguments, 0)
-				if err != nil {
+				if err := qwenCall(&b, "\n", c); err != nil {
 					return "", err
 				}
-				b.WriteString("\n<tool_call>\n{\"name\": \"" + c.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
 			}
 			b.WriteString("<|im_end|>\n")
 		case m.Role == "assistant":
@@ -288,14 +277,13 @@ func (t ToolTemplate) qwen(msgs []ToolMessage, tools []Tool) (string, error) {
 				b.WriteString("<|im_start|>assistant\n" + content)
 			}
 			for j, c := range m.ToolCalls {
+				sep := ""
 				if j > 0 || content != "" {
-					b.WriteString("\n")
+					sep = "\n"
 				}
-				args, err := pyJSON(c.Arguments, 0)
-				if err != nil {
+				if err := qwenCall(&b, sep, c); err != nil {
 					return "", err
 				}
-				b.WriteString("<tool_call>\n{\"name\": \"" + c.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
 			}
 			b.WriteString("<|im_end|>\n")
 		case m.Role == "tool":
@@ -310,6 +298,16 @@ func (t ToolTemplate) qwen(msgs []ToolMessage, tools []Tool) (string, error) {
 	}
 	b.WriteString("<|im_start|>assistant\n")
 	return b.String(), nil
+}
+
+// qwenCall writes sep, then a call as Qwen's templates do.
+func qwenCall(b *strings.Builder, sep string, c ToolCall) error {
+	args, err := pyJSON(c.Arguments, 0)
+	if err != nil {
+		return err
+	}
+	b.WriteString(sep + "<tool_call>\n{\"name\": \"" + c.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
+	return nil
 }
 
 // MistralCallID is the id Mistral's template requires of a call: nine

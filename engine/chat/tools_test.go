@@ -149,9 +149,9 @@ func TestToolTemplateOf(t *testing.T) {
     {%- endif %}
     {{- "\n\n# Tools\n\n<tools>" }} <|im_start|> <tool_call>`, ToolTemplate{Family: Qwen25, System: "You are a helpful assistant."}},
 		{`{{- "[AVAILABLE_TOOLS] [" }} [TOOL_CALLS] [TOOL_RESULTS]`, ToolTemplate{Family: Mistral}},
-		{`{% for message in messages %}<|im_start|>{{ message.role }}{% endfor %}`, ToolTemplate{}},             // ChatML: no tools
-		{`<|start_header_id|>{{ message.role }}<|end_header_id|>`, ToolTemplate{}},                              // Llama 3.0: no tools
-		{`{{- "[AVAILABLE_TOOLS][" }}[TOOL_CALLS][TOOL_RESULTS]`, ToolTemplate{}},                               // Nemo's format
+		{`{% for message in messages %}<|im_start|>{{ message.role }}{% endfor %}`, ToolTemplate{}}, // ChatML: no tools
+		{`<|start_header_id|>{{ message.role }}<|end_header_id|>`, ToolTemplate{}},                  // Llama 3.0: no tools
+		{`{{- "[AVAILABLE_TOOLS][" }}[TOOL_CALLS][TOOL_RESULTS]`, ToolTemplate{}},                   // Nemo's format
 		{``, ToolTemplate{}},
 	} {
 		if got := ToolTemplateOf(c.tmpl, day); got != c.want {
