@@ -14,13 +14,16 @@
 #     same greedy text, and refuse a variant there is none of;
 #   - the zip holds the exe, lp_solve's DLL and its license, and the CPU
 #     variant DLLs (the installed exe's run loads the best of them);
+#     homering.exe is a console program and homering-app.exe the same
+#     linked for the GUI subsystem (their PE headers say so);
 #   - under Wine, in a copy of build/windows.sh's prefix: `setup.exe /S`
 #     exits 0, the installed homering.exe prints the version and the same
-#     64 tokens, the Run key, the Add/Remove Programs key and the Start menu
-#     shortcut exist; `uninstall.exe /S` removes files, shortcut and keys.
+#     64 tokens, the Run key (to homering-app.exe), the Add/Remove Programs
+#     key and the Start menu shortcut exist; `uninstall.exe /S` removes files, shortcut and keys.
 #     The firewall rule cannot be checked: Wine's netsh is a stub.
-#   - the zip's exe runs the tray agent under Wine and Xvfb and sets its
-#     icon (an ICO) without systray's "unable to set icon";
+#   - the zip's homering-app.exe runs the tray agent under Wine and Xvfb,
+#     logging to agent.log (a GUI program has no stderr), and sets its icon
+#     (an ICO) without systray's "unable to set icon";
 #   - build/macos-app.sh's dry run assembles Homering.app's tree.
 # Needs build/setup.sh and build/windows.sh (its DLL and Wine prefix).
 set -euo pipefail
@@ -144,10 +147,26 @@ fi
 
 # The zip.
 unzip -Z1 "$zip" | sort >"$tmp/zip"
-for f in homering.exe lpsolve55.dll lpsolve55-LICENSE.txt lpsolve55-SOURCE.txt \
+for f in homering.exe homering-app.exe lpsolve55.dll lpsolve55-LICENSE.txt lpsolve55-SOURCE.txt \
 	"lib/homering-cpu/$ggml_dir/"{libggml-base,ggml-cpu-x64,ggml-cpu-haswell,ggml-cpu-icelake}.dll; do
 	grep -qxF "homering-$version-windows-amd64/$f" "$tmp/zip" || fail "the zip lacks $f"
 done
+
+# pe_subsystem EXE: the Subsystem field of a PE32+ image (2 GUI, 3 console):
+# at the optional header's offset 68, after the 4-byte signature and the
+# 20-byte file header that e_lfanew (offset 0x3c) points at.
+pe_subsystem() {
+	local lfanew
+	lfanew=$(od -An -tu4 -j60 -N4 "$1" | tr -d ' ')
+	od -An -tu2 -j$((lfanew + 4 + 20 + 68)) -N2 "$1" | tr -d ' '
+}
+unzip -q "$zip" -d "$tmp/zipx"
+zdir=$tmp/zipx/homering-$version-windows-amd64
+if [ "$(pe_subsystem "$zdir/homering.exe")" != 3 ] || [ "$(pe_subsystem "$zdir/homering-app.exe")" != 2 ]; then
+	fail "PE subsystems: homering.exe $(pe_subsystem "$zdir/homering.exe"), homering-app.exe $(pe_subsystem "$zdir/homering-app.exe"); want 3 (console) and 2 (GUI)"
+else
+	say "homering.exe is a console program, homering-app.exe a GUI one (PE subsystems 3 and 2)"
+fi
 
 # The installer under Wine, in a throwaway copy of the test prefix.
 . build/windows.sh
@@ -165,7 +184,8 @@ else
 	fail "setup.exe /S exited non-zero"
 fi
 same "the installed homering.exe" wine "$dir/homering.exe"
-wine reg query "$run_key" /v Homering 2>/dev/null | grep -qF '"C:\Program Files\Homering\homering.exe"' ||
+[ -f "$dir/homering-app.exe" ] || fail "the installer did not install homering-app.exe"
+wine reg query "$run_key" /v Homering 2>/dev/null | grep -qF '"C:\Program Files\Homering\homering-app.exe"' ||
 	fail "no Run key for start at login"
 wine reg query "$arp_key" /v UninstallString >/dev/null 2>&1 || fail "no Add/Remove Programs entry"
 [ -f "$lnk" ] || fail "no Start menu shortcut"
@@ -181,10 +201,9 @@ say "installer: Run key, Add/Remove Programs entry and shortcut made, and remove
 # The tray under Wine and Xvfb: Windows' tray loads only ICO (app/tray wraps
 # the PNG); a bare PNG made systray log "unable to set icon".
 # A wineserver started without a display cannot make the tray's window.
-unzip -q "$zip" -d "$tmp/zipx"
 wineserver -k 2>/dev/null || true
 wineserver -w
-HOMERING_HOME=$tmp/trayhome xvfb-run -a timeout 12 wine "$tmp/zipx/homering-$version-windows-amd64/homering.exe" \
+HOMERING_HOME=$tmp/trayhome xvfb-run -a timeout 12 wine "$zdir/homering-app.exe" \
 	tray --model "$model" >"$tmp/tray.log" 2>&1 || true
 wineserver -k 2>/dev/null || true
 if ! grep -q "tray ready" "$tmp/trayhome/agent.log" 2>/dev/null; then

@@ -2,7 +2,9 @@
 # Builds the release artifacts into dist/ (git-ignored):
 #   homering-VERSION-linux-amd64.tar.gz   the binary, for a system with lp-solve
 #   homering_DEBVERSION_amd64.deb         /usr/bin/homering, desktop entry, icon, XDG autostart
-#   homering-VERSION-windows-amd64.zip    homering.exe + lpsolve55.dll (LGPL, with its license)
+#   homering-VERSION-windows-amd64.zip    homering.exe (CLI), homering-app.exe (the same
+#                                         linked -H windowsgui: tray, no console) +
+#                                         lpsolve55.dll (LGPL, with its license)
 #   homering-VERSION-windows-amd64-setup.exe  the NSIS installer (build/homering.nsi)
 # Usage: build/release.sh [all|linux|windows|version]   (default all; version
 # prints the version the artifacts are named by)
@@ -227,8 +229,15 @@ rel_windows() {
 		CGO_CPPFLAGS="$CGO_CPPFLAGS -ffile-prefix-map=$HOMERING_CINCLUDE=/homering-cinclude"
 		CGO_CPPFLAGS="$CGO_CPPFLAGS -ffile-prefix-map=$HOMERING_WIN_CINCLUDE=/homering-win-cinclude"
 		go build -trimpath -ldflags "$goldflags" -o "$out/homering.exe" .
+		# The same program linked for the GUI subsystem: what the Start menu
+		# and start at login run. Windows gives it no console window (a
+		# console exe started from a shortcut opens one for its whole life)
+		# and no standard handles, so the agent logs to agent.log in its
+		# config directory; the console exe stays the CLI on a terminal.
+		go build -trimpath -ldflags "$goldflags -H windowsgui" -o "$out/homering-app.exe" .
 	)
 	rel_no_build_paths "$out/homering.exe"
+	rel_no_build_paths "$out/homering-app.exe"
 	cp "$HOMERING_WIN_LPSOLVE/lib/lpsolve55.dll" "$out/"
 	# lp_solve is LGPL 2.1: its license and where the DLL's source is.
 	cp /usr/share/common-licenses/LGPL-2.1 "$out/lpsolve55-LICENSE.txt"
@@ -244,7 +253,7 @@ EOF
 	pkg=homering-$version-windows-amd64
 	rm -f "$dist/$pkg.zip"
 	mkdir -p "$work/zip/$pkg"
-	cp "$out"/homering.exe "$out"/lpsolve55.dll "$out"/lpsolve55-*.txt "$work/zip/$pkg/"
+	cp "$out"/homering.exe "$out"/homering-app.exe "$out"/lpsolve55.dll "$out"/lpsolve55-*.txt "$work/zip/$pkg/"
 	rel_cpu_libs cpu-windows "$out/lib/homering-cpu/$ggml_dir"
 	cp -r "$out/lib" "$work/zip/$pkg/"
 	find "$work/zip" -exec touch -d "@$epoch" {} +

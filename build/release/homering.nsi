@@ -44,6 +44,9 @@ FunctionEnd
 Section "Homering"
 	SetOutPath "$INSTDIR"
 	File "${SRCDIR}/homering.exe"
+	; The GUI-subsystem build of the same program (no console window): the
+	; tray agent the shortcut and the Run key start. homering.exe is the CLI.
+	File "${SRCDIR}/homering-app.exe"
 	File "${SRCDIR}/lpsolve55.dll"
 	File "${SRCDIR}/lpsolve55-LICENSE.txt"
 	File "${SRCDIR}/lpsolve55-SOURCE.txt"
@@ -53,12 +56,16 @@ Section "Homering"
 	File /r "${SRCDIR}/lib"
 	WriteUninstaller "$INSTDIR\uninstall.exe"
 
-	CreateShortcut "$SMPROGRAMS\Homering.lnk" "$INSTDIR\homering.exe" "" "$INSTDIR\homering.ico"
-	WriteRegStr HKLM "${RUNKEY}" "Homering" '"$INSTDIR\homering.exe"'
+	CreateShortcut "$SMPROGRAMS\Homering.lnk" "$INSTDIR\homering-app.exe" "" "$INSTDIR\homering.ico"
+	WriteRegStr HKLM "${RUNKEY}" "Homering" '"$INSTDIR\homering-app.exe"'
 
 	; Private networks only: the ring is a home's. Replaced, not doubled, on
 	; a reinstall. (Wine's netsh is a stub that accepts and does nothing.)
 	nsExec::ExecToLog 'netsh advfirewall firewall delete rule name="${RULE}"'
+	Pop $0
+	; One rule per program that listens: the tray agent, and `homering
+	; headless` run from a terminal. Both go with the name.
+	nsExec::ExecToLog 'netsh advfirewall firewall add rule name="${RULE}" dir=in action=allow protocol=TCP localport=${LINKPORT} profile=private program="$INSTDIR\homering-app.exe"'
 	Pop $0
 	nsExec::ExecToLog 'netsh advfirewall firewall add rule name="${RULE}" dir=in action=allow protocol=TCP localport=${LINKPORT} profile=private program="$INSTDIR\homering.exe"'
 	Pop $0
@@ -81,6 +88,7 @@ Section "Uninstall"
 	DeleteRegKey HKLM "${APPKEY}"
 	Delete "$SMPROGRAMS\Homering.lnk"
 	Delete "$INSTDIR\homering.exe"
+	Delete "$INSTDIR\homering-app.exe"
 	Delete "$INSTDIR\lpsolve55.dll"
 	Delete "$INSTDIR\lpsolve55-LICENSE.txt"
 	Delete "$INSTDIR\lpsolve55-SOURCE.txt"
