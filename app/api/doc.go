@@ -103,7 +103,7 @@
 // ChatMessage.ToolCalls/ToolCallID. llama.cpp's template function takes
 // only roles and contents, so such a request is rendered here by the GGUF
 // template's family (engine/chat.ToolTemplate: Llama 3.1-3.3, Qwen 2.5/3,
-// Mistral v0.3, byte for byte as their Jinja templates) into a raw prompt
+// Mistral v0.3 and Nemo, byte for byte as their Jinja templates) into a raw prompt
 // (not trimmed to fit the context). The reply streams through the family's
 // ToolParser, which holds back anything that may start a call, and its
 // calls end the answer in the API's shape: OpenAI message.tool_calls

@@ -19,7 +19,7 @@ import (
 // only roles and contents, so a request with tools (or with tool calls and
 // results in its conversation) is rendered here by the model's template
 // family (engine/chat.ToolTemplate: Llama 3.1-3.3, Qwen 2.5/3, Mistral
-// v0.3, recognised by the GGUF template's markers) and sent to the engine
+// v0.3 and Nemo, recognised by the GGUF template's markers) and sent to the engine
 // as a raw prompt; its reply goes through the family's ToolParser, which
 // streams the content and hands the calls to the API's own shape at the
 // end. A model whose template has none of these gets the API's 400.
@@ -106,7 +106,7 @@ func renderTools(req *apitype.ChatRequest, path, model string, now time.Time) (*
 	}
 	tt := chat.ToolTemplateOf(src, now)
 	if tt.Family == chat.NoTools {
-		return nil, &toolsError{fmt.Sprintf("This model's chat template has no tool calling (%s); choose a model whose template defines tools (Llama 3.1-3.3, Qwen 2.5/3, Mistral v0.3) or send the request without tools.", model)}
+		return nil, &toolsError{fmt.Sprintf("This model's chat template has no tool calling (%s); choose a model whose template defines tools (Llama 3.1-3.3, Qwen 2.5/3, Mistral v0.3 or Nemo) or send the request without tools.", model)}
 	}
 	var msgs []chat.ToolMessage
 	if req.System != "" && (len(req.Messages) == 0 || req.Messages[0].Role != "system") {

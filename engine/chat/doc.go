@@ -20,7 +20,7 @@
 // conversation with tools (OpenAI/Ollama function tools, tool calls, tool
 // results) is rendered here, in Go, by ToolTemplate: ToolTemplateOf
 // recognises the GGUF template's family by its markers (Llama 3.1-3.3, Qwen
-// 2.5, Qwen 3, Mistral v0.3) and Render writes what that family's official
+// 2.5, Qwen 3, Mistral v0.3 and Nemo) and Render writes what that family's official
 // Jinja template writes, byte for byte (tools_test.go holds each renderer to
 // the templates' own output, testdata/tool_golden.json). ToolParser reads
 // the family's calls back out of a streamed reply, holding back what may be

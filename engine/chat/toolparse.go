@@ -29,7 +29,7 @@ func (p *ToolParser) marker() string {
 	switch p.family {
 	case Qwen25, Qwen3:
 		return "<tool_call>"
-	case Mistral:
+	case Mistral, MistralNemo:
 		return "[TOOL_CALLS]"
 	}
 	return ""
@@ -108,7 +108,7 @@ func (p *ToolParser) Finish() (content string, calls []ToolCall) {
 		calls, ok = parseLlama(p.calls)
 	case Qwen25, Qwen3:
 		calls, rest, ok = parseQwen(p.calls)
-	case Mistral:
+	case Mistral, MistralNemo:
 		calls, ok = parseMistral(p.calls)
 	}
 	if !ok || len(calls) == 0 {

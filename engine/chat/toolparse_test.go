@@ -33,6 +33,8 @@ func TestToolParser(t *testing.T) {
 		{"llama JSON that is not a call", Llama3, `{"answer": 42}`, `{"answer": 42}`, nil},
 		{"mistral calls", Mistral, ` [TOOL_CALLS] [{"name": "a", "arguments": {"x": 1}, "id": "abcDEF123"}, {"name": "b", "arguments": {}}]`, " ",
 			[]ToolCall{{ID: "abcDEF123", Name: "a", Arguments: []byte(`{"x":1}`)}, call("b", `{}`)}},
+		{"mistral nemo call", MistralNemo, `[TOOL_CALLS][{"name": "a", "arguments": {"x": 1}, "id": "abcDEF123"}]`, "",
+			[]ToolCall{{ID: "abcDEF123", Name: "a", Arguments: []byte(`{"x":1}`)}}},
 		{"mistral text with brackets", Mistral, "[1] see [TOOL] docs", "[1] see [TOOL] docs", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,7 +68,7 @@ func TestToolParser(t *testing.T) {
 // What a renderer writes for a call, its parser reads back.
 func TestToolParserReadsRenderedCalls(t *testing.T) {
 	calls := []ToolCall{{ID: "abcDEF123", Name: "get_weather", Arguments: []byte(`{"city":"Paris"}`)}}
-	for _, f := range []ToolFamily{Llama3, Qwen25, Qwen3, Mistral} {
+	for _, f := range []ToolFamily{Llama3, Qwen25, Qwen3, Mistral, MistralNemo} {
 		tt := ToolTemplate{Family: f}
 		msgs := []ToolMessage{{Role: "user", Content: "Weather?"}, {Role: "assistant", ToolCalls: calls}}
 		prompt, err := tt.Render(msgs, nil)
@@ -96,7 +98,7 @@ func TestToolParserReadsRenderedCalls(t *testing.T) {
 		content := p.Feed(turn)
 		rest, got := p.Finish()
 		want := calls
-		if f != Mistral {
+		if f != Mistral && f != MistralNemo {
 			want = []ToolCall{{Name: "get_weather", Arguments: []byte(`{"city":"Paris"}`)}}
 		}
 		if content+rest != "" || !reflect.DeepEqual(got, want) {

@@ -47,15 +47,16 @@ type ToolFamily int
 
 // The families.
 const (
-	NoTools ToolFamily = iota
-	Llama3             // Llama 3.1, 3.2, 3.3: tools in the first user message, JSON {"name","parameters"} calls, ipython results
-	Qwen25             // Qwen 2.5: <tools> in the system prompt (a default one when none), <tool_call>, <tool_response>
-	Qwen3              // Qwen 3: as Qwen 2.5 without the default system prompt, with <think> in the current turn
-	Mistral            // Mistral v0.3: [AVAILABLE_TOOLS] [...], [TOOL_CALLS] [...], [TOOL_RESULTS]
+	NoTools     ToolFamily = iota
+	Llama3                 // Llama 3.1, 3.2, 3.3: tools in the first user message, JSON {"name","parameters"} calls, ipython results
+	Qwen25                 // Qwen 2.5: <tools> in the system prompt (a default one when none), <tool_call>, <tool_response>
+	Qwen3                  // Qwen 3: as Qwen 2.5 without the default system prompt, with <think> in the current turn
+	Mistral                // Mistral v0.3: [AVAILABLE_TOOLS] [...], [TOOL_CALLS] [...], [TOOL_RESULTS]
+	MistralNemo            // Mistral Nemo: as v0.3 without the spaces ([AVAILABLE_TOOLS][...], [INST]...)
 )
 
 func (f ToolFamily) String() string {
-	return [...]string{"none", "llama3", "qwen2.5", "qwen3", "mistral"}[f]
+	return [...]string{"none", "llama3", "qwen2.5", "qwen3", "mistral", "mistral-nemo"}[f]
 }
 
 // ToolTemplate renders conversations with tools for one GGUF chat template.
@@ -79,8 +80,9 @@ var (
 //   - Llama 3.x: <|start_header_id|> with an ipython role and tool_calls;
 //   - Qwen: <|im_start|> with <tools> and <tool_call>; Qwen 3 where it
 //     handles <think> (reasoning_content), Qwen 2.5 otherwise;
-//   - Mistral v0.3: "[AVAILABLE_TOOLS] [" and [TOOL_CALLS] (Nemo's and
-//     later formats, without the space, are not recognised).
+//   - Mistral: [AVAILABLE_TOOLS] and [TOOL_CALLS]; v0.3's writes
+//     "[AVAILABLE_TOOLS] [", Nemo's "[AVAILABLE_TOOLS][" (later formats,
+//     with [SYSTEM_PROMPT] or [ARGS], are not recognised).
 //
 // Any other template gives NoTools. now dates Llama 3's system header
 // where the template asks for today (strftime_now).
@@ -112,8 +114,12 @@ func ToolTemplateOf(tmpl string, now time.Time) ToolTemplate {
 			t.System = strings.ReplaceAll(m[1], `\'`, `'`)
 		}
 		return t
+	case has("[SYSTEM_PROMPT]") || has("[ARGS]"):
+		return ToolTemplate{} // Mistral Small 3 and later: another format
 	case has("[AVAILABLE_TOOLS] [", "[TOOL_CALLS]"):
 		return ToolTemplate{Family: Mistral}
+	case has("[AVAILABLE_TOOLS][", "[TOOL_CALLS]"):
+		return ToolTemplate{Family: MistralNemo}
 	}
 	return ToolTemplate{}
 }
@@ -143,8 +149,8 @@ func (t ToolTemplate) Render(msgs []ToolMessage, tools []Tool) (string, error) {
 		return t.llama3(msgs, tools)
 	case Qwen25, Qwen3:
 		return t.qwen(msgs, tools)
-	case Mistral:
-		return mistral(msgs, tools)
+	case Mistral, MistralNemo:
+		return mistral(msgs, tools, t.Family == MistralNemo)
 	}
 	return "", ErrNoToolCalling
 }
@@ -326,7 +332,13 @@ func MistralCallID(id string) string {
 	return string(out)
 }
 
-func mistral(msgs []ToolMessage, tools []Tool) (string, error) {
+// mistral renders v0.3's format, or Nemo's (the same without the spaces
+// after its markers, and assistant text as it is).
+func mistral(msgs []ToolMessage, tools []Tool, nemo bool) (string, error) {
+	sp := " "
+	if nemo {
+		sp = ""
+	}
 	var b strings.Builder
 	sys, hasSys := "", false
 	if msgs[0].Role == "system" {
@@ -343,7 +355,7 @@ func mistral(msgs []ToolMessage, tools []Tool) (string, error) {
 		switch {
 		case m.Role == "user":
 			if tools != nil && m.Content == msgs[lastUser].Content {
-				b.WriteString("[AVAILABLE_TOOLS] [")
+				b.WriteString("[AVAILABLE_TOOLS]" + sp + "[")
 				for j, tl := range tools {
 					fs, err := objectFields(tl.Function)
 					if err != nil {
@@ -380,12 +392,12 @@ func mistral(msgs []ToolMessage, tools []Tool) (string, error) {
 				b.WriteString("[/AVAILABLE_TOOLS]")
 			}
 			if i == len(msgs)-1 && hasSys {
-				b.WriteString("[INST] " + sys + "\n\n" + m.Content + "[/INST]")
+				b.WriteString("[INST]" + sp + sys + "\n\n" + m.Content + "[/INST]")
 			} else {
-				b.WriteString("[INST] " + m.Content + "[/INST]")
+				b.WriteString("[INST]" + sp + m.Content + "[/INST]")
 			}
 		case len(m.ToolCalls) > 0:
-			b.WriteString("[TOOL_CALLS] [")
+			b.WriteString("[TOOL_CALLS]" + sp + "[")
 			for j, c := range m.ToolCalls {
 				args, err := pyJSON(c.Arguments, 0)
 				if err != nil {
@@ -398,10 +410,12 @@ func mistral(msgs []ToolMessage, tools []Tool) (string, error) {
 					b.WriteString("]</s>")
 				}
 			}
+		case m.Role == "assistant" && nemo:
+			b.WriteString(m.Content + "</s>")
 		case m.Role == "assistant":
 			b.WriteString(" " + strings.TrimSpace(m.Content) + "</s>")
 		case m.Role == "tool":
-			b.WriteString(`[TOOL_RESULTS] {"content": ` + m.Content + `, "call_id": "` + MistralCallID(m.ToolCallID) + `"}[/TOOL_RESULTS]`)
+			b.WriteString(`[TOOL_RESULTS]` + sp + `{"content": ` + m.Content + `, "call_id": "` + MistralCallID(m.ToolCallID) + `"}[/TOOL_RESULTS]`)
 		default:
 			return "", fmt.Errorf("chat: Mistral's template takes one system message, first, then user and assistant messages; message %q cannot be written", m.Role)
 		}

@@ -75,10 +75,12 @@ func (c goldenConv) messages() []ToolMessage {
 }
 
 var goldenTemplates = map[string]ToolTemplate{
+	"llama3.1":     {Family: Llama3, Date: "26 Jul 2024"},
 	"llama3.2":     {Family: Llama3, Date: "26 Jul 2024"},
 	"qwen2.5":      {Family: Qwen25, System: "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."},
 	"qwen3":        {Family: Qwen3},
 	"mistral-v0.3": {Family: Mistral},
+	"mistral-nemo": {Family: MistralNemo},
 }
 
 func TestToolRenderMatchesTemplates(t *testing.T) {
@@ -151,7 +153,8 @@ func TestToolTemplateOf(t *testing.T) {
 		{`{{- "[AVAILABLE_TOOLS] [" }} [TOOL_CALLS] [TOOL_RESULTS]`, ToolTemplate{Family: Mistral}},
 		{`{% for message in messages %}<|im_start|>{{ message.role }}{% endfor %}`, ToolTemplate{}}, // ChatML: no tools
 		{`<|start_header_id|>{{ message.role }}<|end_header_id|>`, ToolTemplate{}},                  // Llama 3.0: no tools
-		{`{{- "[AVAILABLE_TOOLS][" }}[TOOL_CALLS][TOOL_RESULTS]`, ToolTemplate{}},                   // Nemo's format
+		{`{{- "[AVAILABLE_TOOLS][" }}[TOOL_CALLS][TOOL_RESULTS]`, ToolTemplate{Family: MistralNemo}},
+		{`[SYSTEM_PROMPT] [AVAILABLE_TOOLS] [TOOL_CALLS] [ARGS]`, ToolTemplate{}}, // Mistral Small 3's format
 		{``, ToolTemplate{}},
 	} {
 		if got := ToolTemplateOf(c.tmpl, day); got != c.want {
