@@ -56,6 +56,7 @@ var allowed = map[string][]string{
 		"app/api/openai", // run and chat refuse a temperature by the OpenAI API's rule and sentence
 		"app/problem",    // headless words a taken chat API port as the status does
 		"app/planner",    // homering run --gpu-layers auto: the agent's plan for this device alone
+		"app/autostart",  // the tray sets up start at login where no installer does (macOS)
 	},
 	"app/tray":   {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/window": {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
@@ -118,8 +119,9 @@ var allowed = map[string][]string{
 		"engine/profile/calib", "engine/profile/modelprof", "engine/profile/sysinfo", // calibration, the model's shape, free memory now
 		"engine/ring", // ring.Adopt: whether the kept ring job still fits the new plan
 	},
-	"app/config":  {},
-	"app/problem": {"app/api/apitype"}, // the one registry of user-facing problems (issue 15 item 4)
+	"app/config":    {},
+	"app/autostart": {},                  // start at login on macOS: a LaunchAgent plist, pure Go
+	"app/problem":   {"app/api/apitype"}, // the one registry of user-facing problems (issue 15 item 4)
 	"engine/runner": {
 		"engine/head", "engine/ggml", "engine/gguf", "engine/ring/transport",
 		"engine/ring", "engine/ring/wire", "engine/ring/driver", // the child owns the ring's data path (lesson 9)
@@ -245,6 +247,7 @@ var pure = map[string][]string{
 	"app/api/anthropic":  {"net", "os/exec"},
 	"app/api/ollama":     {"net", "os/exec"},
 	"app/config":         {"net", "os/exec"},
+	"app/autostart":      {"net", "os/exec"}, // writes a plist; starts nothing
 	"discovery/identity": {"net", "os/exec"},
 }
 

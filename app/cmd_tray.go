@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"homering/app/api/client"
+	"homering/app/autostart"
 	"homering/app/config"
 	"homering/app/tray"
 )
@@ -61,6 +62,15 @@ func cmdTray(ctx context.Context, e env) int {
 		return fail(e.stderr, lockErr)
 	}
 	defer unlock()
+	// Start at login where no installer sets it up (macOS), once.
+	if home, err := os.UserHomeDir(); err == nil {
+		exe, _ := os.Executable()
+		if wrote, err := autostart.Register(runtime.GOOS, home, dir, exe); err != nil {
+			log.Warn("start at login could not be set up", "err", err)
+		} else if wrote {
+			log.Info("start at login: LaunchAgent written", "label", autostart.Label)
+		}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

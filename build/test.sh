@@ -50,7 +50,7 @@ done
 # in app/mainthread.go and is checked on Linux by the desktop test.
 step "go vet the API packages for darwin and windows"
 for target in darwin/amd64 darwin/arm64 windows/amd64; do
-	CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet ./app/api/apitype/... ./app/api/client ./app/api/openai ./app/api/anthropic ./app/api/ollama ./app/config ./app/window
+	CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet ./app/api/apitype/... ./app/api/client ./app/api/openai ./app/api/anthropic ./app/api/ollama ./app/config ./app/window ./app/autostart
 done
 # <<< app
 
