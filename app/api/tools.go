@@ -88,7 +88,8 @@ func usesTools(req apitype.ChatRequest) bool {
 	return false
 }
 
-// errNoToolCalling is a problem of the request: the model cannot call.
+// toolsError is a request with tools that this model (its template) cannot
+// take; its text is the sentence the client gets with the API's 400.
 type toolsError struct{ msg string }
 
 func (e *toolsError) Error() string { return e.msg }
