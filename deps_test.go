@@ -57,6 +57,7 @@ var allowed = map[string][]string{
 		"app/problem",    // headless words a taken chat API port as the status does
 		"app/planner",    // homering run --gpu-layers auto: the agent's plan for this device alone
 		"app/autostart",  // the tray sets up start at login where no installer does (macOS)
+		"app/pull",       // homering pull without a running agent downloads in this process
 	},
 	"app/tray":   {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/window": {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
@@ -103,6 +104,7 @@ var allowed = map[string][]string{
 		"engine/profile/calib", "engine/profile/envelope", // calibration ratios learnt from runs, kept on disk
 		"halda",
 		"discovery/identity", // device IDs' short form in the log
+		"app/pull",           // model downloads, shown as Work items (issue 18 item 6)
 	},
 	"app/node": {
 		"discovery", "discovery/identity", "discovery/mdns", "halda", "app/config", "app/api/apitype",
@@ -120,8 +122,11 @@ var allowed = map[string][]string{
 		"engine/ring", // ring.Adopt: whether the kept ring job still fits the new plan
 	},
 	"app/config":    {},
-	"app/autostart": {},                  // start at login on macOS: a LaunchAgent plist, pure Go
-	"app/problem":   {"app/api/apitype"}, // the one registry of user-facing problems (issue 15 item 4)
+	"app/autostart": {}, // start at login on macOS: a LaunchAgent plist, pure Go
+	// Model downloads (issue 18 item 6): a file is renamed to NAME.gguf only
+	// once it parses as a GGUF.
+	"app/pull":    {"engine/gguf"},
+	"app/problem": {"app/api/apitype"}, // the one registry of user-facing problems (issue 15 item 4)
 	"engine/runner": {
 		"engine/head", "engine/ggml", "engine/gguf", "engine/ring/transport",
 		"engine/ring", "engine/ring/wire", "engine/ring/driver", // the child owns the ring's data path (lesson 9)
