@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"chat":       {"chat with the running agent's model across the ring: chat [-m FILE] PROMPT", cmdChat},
 		"status":     {"show the next chat's plan and the last ring: windows, predicted vs measured ms, memory pressure", cmdStatus},
 		"settings":   {"print this device's settings, or change them: settings KEY=VALUE ...", cmdSettings},
+		"pull":       {"download a GGUF by URL or Hugging Face reference into the model folder", cmdPull},
 	}
 }
 

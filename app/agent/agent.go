@@ -39,6 +39,8 @@ type Agent struct {
 	// work shows weight transfers as progress bars (the API's Work list);
 	// nil: not shown.
 	work *Work
+	// pulls are the model downloads (pull.go).
+	pulls pulls
 
 	// node asks peers for profiles and jobs; nil: this device alone.
 	node *node.Node

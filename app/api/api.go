@@ -146,6 +146,7 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("GET /api/v1/ring", s.ringStatus)
 	s.registerUI(m)                                   // web UI: app/api/ui.go
 	s.registerChat(m)                                 // chat: app/api/chat.go
+	s.registerPull(m)                                 // model downloads: app/api/pull.go
 	return s.registerCompat(s.auth(controlMisses(m))) // OpenAI, Anthropic, Ollama: app/api/compat.go
 }
 

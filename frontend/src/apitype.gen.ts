@@ -303,6 +303,46 @@ export interface ChatActive {
   models: ServedModel[] | null // what chat answers with
 }
 
+// PullRequest is POST /api/v1/pull: download a GGUF into the model folder.
+export interface PullRequest {
+  // Ref is the URL of a .gguf file or a Hugging Face reference
+  // (hf.co/OWNER/REPO/FILE.gguf, OWNER/REPO:FILE.gguf).
+  ref: string
+}
+
+// PullCancelRequest is POST /api/v1/pull/cancel.
+export interface PullCancelRequest {
+  id: string
+}
+
+// Pull is one download the agent runs or ran (GET /api/v1/pulls); while it
+// runs, its progress is the Work item with the same ID (kind "download").
+export interface Pull {
+  id: string // "download:NAME.gguf"
+  ref: string // as asked
+  name: string // NAME.gguf in the model folder
+  state: string
+  // Path is the model's file once done.
+  path?: string
+  // Done and Total count bytes (Total 0: unknown).
+  done: number
+  total: number
+  // Verified: the file matched the SHA-256 the server publishes; false
+  // when done means the server published none (Message says so).
+  verified: boolean
+  // Message is a sentence for the person: the error when failed, what
+  // was checked when done.
+  message?: string
+}
+
+export const PullRunning = "running"
+
+export const PullDone = "done"
+
+export const PullFailed = "failed"
+
+export const PullCancelled = "cancelled"
+
 // RingRun is one generation's ring: the plan it ran on last (after any
 // re-plan) and what each device measured.
 export interface RingRun {

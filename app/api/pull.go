@@ -1,0 +1,28 @@
+package api
+
+import (
+	"net/http"
+
+	"homering/app/api/apitype"
+)
+
+// registerPull adds the model downloads (the agent's Pull, app/pull):
+// POST /api/v1/pull starts one and returns at once, GET /api/v1/pulls says
+// how each goes (the Work item with the same ID draws its bar), POST
+// /api/v1/pull/cancel stops one, keeping its partial for a resume.
+func (s *Server) registerPull(m *http.ServeMux) {
+	m.HandleFunc("POST /api/v1/pull", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PullRequest
+		if decode(w, r, &req) {
+			p, err := s.Agent.Pull(req.Ref)
+			reply(w, p, err)
+		}
+	})
+	m.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) { reply(w, s.Agent.Pulls(), nil) })
+	m.HandleFunc("POST /api/v1/pull/cancel", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PullCancelRequest
+		if decode(w, r, &req) {
+			reply(w, struct{}{}, s.Agent.CancelPull(req.ID))
+		}
+	})
+}
