@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"syscall"
 	"time"
 
 	"homering/app/api/client"
@@ -74,6 +77,7 @@ func cmdTray(ctx context.Context, e env) int {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var windows windowProcs
 	agentErr := make(chan error, 1)
 	go func() {
 		agentErr <- runAgent(ctx, f)
@@ -109,8 +113,10 @@ func cmdTray(ctx context.Context, e env) int {
 				if err := cmd.Start(); err != nil {
 					return err
 				}
+				windows.add(cmd.Process)
 				go func() { // the window lives on its own; closing it leaves the agent running
 					err := cmd.Wait()
+					windows.remove(cmd.Process)
 					log.Info("window process ended", "pid", cmd.Process.Pid, "err", err)
 				}()
 				return nil
@@ -122,10 +128,50 @@ func cmdTray(ctx context.Context, e env) int {
 			log.Warn("the tray stopped; the agent keeps running headless", "err", err)
 		}
 	}
-	if err := <-agentErr; err != nil && !errors.Is(err, context.Canceled) {
+	err = <-agentErr
+	windows.close(log) // Quit, or the agent ended: its windows go with it
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return fail(e.stderr, err)
 	}
 	return 0
+}
+
+// windowProcs are the window processes the tray opened and that still run.
+type windowProcs struct {
+	mu    sync.Mutex
+	procs map[*os.Process]bool
+}
+
+func (w *windowProcs) add(p *os.Process) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.procs == nil {
+		w.procs = map[*os.Process]bool{}
+	}
+	w.procs[p] = true
+}
+
+func (w *windowProcs) remove(p *os.Process) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.procs, p)
+}
+
+// close ends every window still open: SIGTERM, which a window takes as its
+// close button; Windows has no SIGTERM for another process, so there it is
+// ended (its WebView2 processes end with it).
+func (w *windowProcs) close(log *slog.Logger) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p := range w.procs {
+		var err error
+		if runtime.GOOS == "windows" {
+			err = p.Kill()
+		} else {
+			err = p.Signal(syscall.SIGTERM)
+		}
+		log.Info("closing a window: the agent quits", "pid", p.Pid, "err", err)
+	}
 }
 
 // errAgentLocked is lockAgent's error when another process holds the lock.

@@ -471,7 +471,15 @@ wait $!
 		t.Errorf("after the second launch: %v, api.json of pid %d; want the first agent (pid %d) still running", err, n.Info(t).PID, d.agent)
 	}
 
-	// (7) Quit from the menu ends the agent cleanly.
+	// (7) Quit from the menu ends the agent cleanly, and the window the
+	// tray opened goes with it.
+	d.click(ids["Open chat"])
+	WaitFor(t, 60*time.Second, "a window open again", func() error {
+		if out, _ := d.run("pgrep", "-f", bin+" ui"); strings.TrimSpace(out) == "" {
+			return fmt.Errorf("no ui process")
+		}
+		return nil
+	})
 	d.clickQuit(ids["Quit Homering"])
 	select {
 	case err := <-sessDone:
@@ -481,6 +489,17 @@ wait $!
 	case <-time.After(20 * time.Second):
 		t.Fatal("the agent did not quit")
 	}
+	// The session's end would take the window down in this harness anyway:
+	// the tray's own word that it closed it is the proof.
+	if !strings.Contains(log.String(), "closing a window: the agent quits") {
+		t.Error("the tray did not close its window when the agent quit")
+	}
+	WaitFor(t, 10*time.Second, "the window gone with the agent", func() error {
+		if out, _ := d.run("pgrep", "-f", bin+" ui"); strings.TrimSpace(out) != "" {
+			return fmt.Errorf("ui still running after Quit: %s", out)
+		}
+		return nil
+	})
 	if s := log.String(); strings.Contains(s, "panic:") {
 		t.Errorf("panic:\n%s", s)
 	}
