@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"homering/app/api"
 	"homering/app/api/openai"
 	"homering/app/config"
 	"homering/app/planner"
@@ -22,7 +23,7 @@ import (
 	"homering/engine/sample"
 )
 
-const runUsage = `Usage: homering run -m FILE.gguf [flags] PROMPT
+const runUsage = `Usage: homering run -m FILE.gguf|NAME [flags] PROMPT
 
 Generates text from PROMPT with the model on this machine alone and streams it
 to stdout; prompt and generation speeds go to stderr. With --chat the prompt is
@@ -42,7 +43,7 @@ Flags:
 func cmdRun(ctx context.Context, e env) int {
 	fs := newFlags(e, "run", runUsage)
 	def := sample.Defaults()
-	model := fs.String("m", "", "the GGUF model `file` (required)")
+	model := fs.String("m", "", "the GGUF model `file`, or a name the model list shows (required)")
 	n := fs.Int("n", 128, "generate at most `N` tokens (0: until the model stops or the context is full)")
 	temp := fs.Float64("temp", shortest(def.Temperature), "sampling temperature (0: greedy)")
 	topK := fs.Int("top-k", def.TopK, "keep the K most likely tokens (0: off)")
@@ -97,6 +98,11 @@ func cmdRun(ctx context.Context, e env) int {
 
 	// Check the file in pure Go first: a cut or foreign file is a sentence,
 	// never a C abort.
+	if path, err := modelByName(*model); err != nil {
+		return fail(1, "%v", err)
+	} else if path != "" {
+		*model = path
+	}
 	f, err := gguf.Open(*model)
 	if err != nil {
 		return fail(1, "%v", err)
@@ -239,4 +245,26 @@ func perSecond(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// modelByName returns the file of the model named name in the model list
+// (the model folder, Ollama's and LM Studio's stores, the Hugging Face
+// cache: app/api.FindModel), or "" when name is a file or names none (the
+// GGUF check then says so about the file).
+func modelByName(name string) (string, error) {
+	if _, err := os.Stat(name); err == nil || strings.ContainsAny(name, `/\`) && !strings.Contains(name, ":") {
+		return "", nil
+	}
+	modelDir := ""
+	if dir, err := config.Dir(os.Getenv); err == nil {
+		if set, err := config.LoadSettings(dir); err == nil {
+			modelDir = set.ModelDir
+		}
+	}
+	home, _ := os.UserHomeDir()
+	path, ok := api.FindModel(home, modelDir, name)
+	if !ok && !strings.HasSuffix(strings.ToLower(name), ".gguf") {
+		return "", fmt.Errorf("no model file or model named %q; give a GGUF file or a name from the model list (the app's Models page)", name)
+	}
+	return path, nil
 }
