@@ -274,8 +274,11 @@ homering_win_test() {
 		rc=1
 	fi
 	# The Windows code's own tests: engine/ggml's file view, prefetch and
-	# release; engine/runner's protocol pipe and kill-on-close job.
-	if ! (homering_win_goenv && go test -exec wine -count=1 -run '^TestWindows' -v ./engine/ggml ./engine/runner); then
+	# release; engine/runner's protocol pipe and kill-on-close job. The
+	# runner re-plans a lost ring with halda's lp_solve: the DLL through
+	# WINEPATH (without it the test exe dies at load, status 53).
+	if ! (homering_win_goenv && export WINEPATH="$(winepath -w "$HOMERING_WIN_LPSOLVE/lib")" &&
+		go test -exec wine -count=1 -run '^TestWindows' -v ./engine/ggml ./engine/runner); then
 		winlog "FAIL: the Windows tests of engine/ggml and engine/runner under Wine"
 		rc=1
 	fi
