@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"homering/app/api/apitype"
+	"homering/app/config"
 )
 
 const settingsUsage = `Usage: homering settings [--json] [KEY=VALUE ...]
@@ -79,9 +80,9 @@ func setSetting(s *apitype.Settings, kv string) error {
 	case "name":
 		s.Name = v
 	case "model":
-		s.Model = v
+		s.Model = config.ExpandHome(v)
 	case "model_dir":
-		s.ModelDir = v
+		s.ModelDir = config.ExpandHome(v) // quoted ~ reaches here unexpanded
 	case "api_key":
 		s.APIKey = v
 	case "context_tokens", "ring_keep_seconds", "api_port":

@@ -1,9 +1,18 @@
 package api
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"homering/app/api/apitype"
+	"homering/internal/testwait"
 )
 
 // TestScanSkipsPartialDownloads: a download in progress (app/pull's
@@ -18,5 +27,73 @@ func TestScanSkipsPartialDownloads(t *testing.T) {
 	got := walkGGUF(dir)
 	if len(got) != 1 || got[0].name != "whole" {
 		t.Errorf("scan found %+v, want whole alone", got)
+	}
+}
+
+// TestPullEndpoint: POST /api/v1/pull downloads into the model folder in
+// the background, GET /api/v1/pulls tells how it ended, and the model
+// list shows the file; without a model folder the request is refused with
+// what to do.
+func TestPullEndpoint(t *testing.T) {
+	srv, _, home := uiServer(t)
+	body, err := os.ReadFile(storiesModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+		http.ServeContent(w, r, "x.gguf", time.Time{}, bytes.NewReader(body))
+	}))
+	defer host.Close()
+
+	var e apitype.Error
+	if code := do(t, srv, "POST", "/api/v1/pull", apitype.PullRequest{Ref: host.URL + "/stories.gguf"}, &e); code != 400 || e.Error == "" {
+		t.Errorf("pull without a model folder: %d %q, want 400 saying what to do", code, e.Error)
+	}
+	if code := do(t, srv, "POST", "/api/v1/pull", apitype.PullRequest{Ref: "llama3"}, &e); code != 400 {
+		t.Errorf("pull llama3: %d %q, want 400", code, e.Error)
+	}
+
+	// The model folder, given with ~ as a person types it.
+	if err := os.Mkdir(filepath.Join(home, "models"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st apitype.Settings
+	do(t, srv, "GET", "/api/v1/settings", nil, &st)
+	st.ModelDir = "~/models"
+	if code := do(t, srv, "POST", "/api/v1/settings", st, &st); code != 200 || st.ModelDir != filepath.Join(home, "models") {
+		t.Fatalf("settings with ~/models: %d, model_dir %q, want %s", code, st.ModelDir, filepath.Join(home, "models"))
+	}
+
+	var p apitype.Pull
+	if code := do(t, srv, "POST", "/api/v1/pull", apitype.PullRequest{Ref: host.URL + "/stories.gguf"}, &p); code != 200 || p.State != apitype.PullRunning {
+		t.Fatalf("pull: %d %+v", code, p)
+	}
+	testwait.True(t, 20*time.Second, "the download to end", func() bool {
+		var list []apitype.Pull
+		do(t, srv, "GET", "/api/v1/pulls", nil, &list)
+		for _, q := range list {
+			if q.ID == p.ID && q.State != apitype.PullRunning {
+				p = q
+				return true
+			}
+		}
+		return false
+	})
+	if p.State != apitype.PullDone || !p.Verified || p.Path != filepath.Join(home, "models", "stories.gguf") {
+		t.Errorf("pull ended %+v, want done and verified", p)
+	}
+	var ms apitype.Models
+	do(t, srv, "GET", "/api/v1/models", nil, &ms)
+	found := false
+	for _, m := range ms.Models {
+		found = found || m.Name == "stories"
+	}
+	if !found {
+		t.Errorf("the model list %+v lacks the download", ms.Models)
+	}
+	if code := do(t, srv, "POST", "/api/v1/pull/cancel", apitype.PullCancelRequest{ID: p.ID}, &e); code != 400 {
+		t.Errorf("cancel of an ended download: %d, want 400", code)
 	}
 }

@@ -95,7 +95,7 @@ func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
 		req.APIPort = old.APIPort
 	}
 	req.Name = strings.TrimSpace(req.Name)
-	req.ModelDir = strings.TrimSpace(req.ModelDir)
+	req.ModelDir = config.ExpandHome(strings.TrimSpace(req.ModelDir)) // ~/models, as a shell would
 	if err := validateSettings(req); err != nil {
 		writeJSON(w, http.StatusBadRequest, apitype.Error{Error: strings.TrimPrefix(err.Error(), config.ErrSettings.Error()+": ")})
 		return

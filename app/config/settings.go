@@ -87,6 +87,7 @@ func LoadSettings(dir string) (Settings, error) {
 	if err != nil {
 		return Settings{}, fmt.Errorf("%s cannot be read (%v); fix it or delete it to start from defaults", filepath.Join(dir, SettingsFile), err)
 	}
+	s.ModelDir, s.Model = ExpandHome(s.ModelDir), ExpandHome(s.Model) // a hand-edited ~/models
 	return s, nil
 }
 
