@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sync"
@@ -121,4 +122,27 @@ func (b *Agent) CancelPull(id string) error {
 		}
 	}
 	return problem.New(problem.BadRequest, fmt.Sprintf("No download %q is running, so there is nothing to cancel.", id))
+}
+
+// AddModel adds the GGUF read from r (size bytes, -1 unknown) to the model
+// folder as name, a file dropped on the window (app/pull.Save), with a
+// Work item while it arrives. It returns when the file is added or refused.
+func (b *Agent) AddModel(name string, r io.Reader, size int64) (apitype.Pull, error) {
+	set, err := config.LoadSettings(b.dir)
+	if err != nil {
+		return apitype.Pull{}, err
+	}
+	if set.ModelDir == "" {
+		return apitype.Pull{}, problem.New(problem.BadRequest, "No model folder is set, so there is nowhere to add the file; choose one in Settings and drop it again.")
+	}
+	id := "add:" + name
+	b.work.Begin(time.Now(), id, "download", "Adding "+name, "to "+set.ModelDir, 0)
+	defer b.work.End(id)
+	res, err := pull.Save(r, set.ModelDir, name, size, func(done, total int64) { b.work.Progress(time.Now(), id, done, total) })
+	if err != nil {
+		return apitype.Pull{}, problem.New(problem.BadRequest, problem.Sentence(err.Error()))
+	}
+	b.log.Info("pull: added a model file", "path", res.Path, "bytes", res.Size)
+	return apitype.Pull{ID: id, Name: name, State: apitype.PullDone, Path: res.Path, Done: res.Size, Total: res.Size,
+		Message: fmt.Sprintf("%s is in the model folder.", name)}, nil
 }

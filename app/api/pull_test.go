@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,26 @@ func TestPullEndpoint(t *testing.T) {
 	}
 	if code := do(t, srv, "POST", "/api/v1/pull/cancel", apitype.PullCancelRequest{ID: p.ID}, &e); code != 400 {
 		t.Errorf("cancel of an ended download: %d, want 400", code)
+	}
+
+	// A file dropped on the window: the body of POST /api/v1/models/file.
+	add := func(name string, b []byte, out any) int {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/models/file?name="+name, bytes.NewReader(b))
+		req.AddCookie(&http.Cookie{Name: TokenCookie, Value: "secret"})
+		return send(t, srv, req, out).StatusCode
+	}
+	var added apitype.Pull
+	if code := add("dropped.gguf", body, &added); code != 200 || added.Path != filepath.Join(home, "models", "dropped.gguf") {
+		t.Errorf("adding dropped.gguf: %d %+v", code, added)
+	}
+	if code := add("notes.gguf", []byte("not a model"), &e); code != 400 || !strings.Contains(e.Error, "not a usable GGUF") {
+		t.Errorf("adding a text file: %d %q, want 400 saying it is no GGUF", code, e.Error)
+	}
+	if code := add("dropped.gguf", body, &e); code != 400 || !strings.Contains(e.Error, "already has a file named dropped.gguf") {
+		t.Errorf("adding a taken name: %d %q", code, e.Error)
+	}
+	es, _ := os.ReadDir(filepath.Join(home, "models"))
+	if len(es) != 2 {
+		t.Errorf("the model folder holds %d files, want stories.gguf and dropped.gguf", len(es))
 	}
 }

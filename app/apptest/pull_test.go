@@ -16,9 +16,10 @@ import (
 // 6). A real `homering headless` with an empty model folder; in its
 // network namespace, frontend/tests/pull.mjs serves a GGUF on loopback with
 // Range and a SHA-256 ETag (once cut halfway, once with a wrong checksum)
-// and drives chromium through the Download field. This test then checks
-// the folder: the two good downloads whole and named, nothing of the bad
-// one, no partial left behind.
+// and drives chromium through the Download field, then drops a .gguf on
+// the window. This test then checks the folder: the two good downloads and
+// the dropped file whole and named, nothing of the bad one, no partial
+// left behind.
 func TestWebUIPull(t *testing.T) {
 	needFrontend(t)
 	src := filepath.Join(t.TempDir(), "served.gguf")
@@ -33,7 +34,7 @@ func TestWebUIPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Start(t)
-	runUIScript(t, n, "pull.mjs", 9, []string{"downloading.png", "downloaded.png", "refused.png"}, "GGUF_FILE="+src)
+	runUIScript(t, n, "pull.mjs", 14, []string{"downloading.png", "downloaded.png", "refused.png", "dropped.png"}, "GGUF_FILE="+src)
 
 	want, err := os.ReadFile(src)
 	if err != nil {
@@ -44,10 +45,10 @@ func TestWebUIPull(t *testing.T) {
 	for _, e := range es {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"cut.gguf", "tiny.gguf"}) {
-		t.Errorf("the model folder holds %v, want cut.gguf and tiny.gguf alone", names)
+	if !slices.Equal(names, []string{"cut.gguf", "dropped.gguf", "tiny.gguf"}) {
+		t.Errorf("the model folder holds %v, want cut.gguf, dropped.gguf and tiny.gguf alone", names)
 	}
-	for _, name := range []string{"cut.gguf", "tiny.gguf"} {
+	for _, name := range []string{"cut.gguf", "dropped.gguf", "tiny.gguf"} {
 		if got, err := os.ReadFile(filepath.Join(models, name)); err != nil || string(got) != string(want) {
 			t.Errorf("%s differs from the served file (%v)", name, err)
 		}

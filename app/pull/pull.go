@@ -355,7 +355,7 @@ func (d *download) finish(final string) (Result, error) {
 	sum := hex.EncodeToString(h.Sum(nil))
 	if d.total > 0 && n != d.total {
 		d.remove()
-		return Result{}, fmt.Errorf("the download of %s has %s where the server said %s, so it was deleted; pull again", d.src.Name, size(n), size(d.total))
+		return Result{}, fmt.Errorf("%s arrived with %s of the %s expected, so it was deleted; try again", d.src.Name, size(n), size(d.total))
 	}
 	if d.sha != "" && sum != d.sha {
 		d.remove()
@@ -494,4 +494,40 @@ func totalText(n int64) string {
 		return "an unknown size"
 	}
 	return size(n)
+}
+
+// Save adds a GGUF read from r (size bytes; -1 unknown) to dir as name, as
+// a download is added: through NAME.gguf.partial, checked to be whole and
+// to parse as GGUF, then renamed. It is how a file dropped on the window
+// reaches the model folder. A name already in the folder is refused: the
+// folder's file is not replaced.
+func Save(r io.Reader, dir, name string, size int64, progress func(done, total int64)) (Result, error) {
+	if !isGGUF(name) {
+		return Result{}, fmt.Errorf("%q is not a .gguf file; add a GGUF model file", name)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return Result{}, fmt.Errorf("the model folder %q does not exist; pick an existing folder in Settings (or homering settings model_dir=PATH)", dir)
+	}
+	final := filepath.Join(dir, name)
+	if _, err := os.Stat(final); err == nil {
+		return Result{}, fmt.Errorf("the model folder already has a file named %s; rename the file to add it as another model", name)
+	}
+	d := &download{src: Source{Name: name}, opt: Options{Progress: progress}, partial: final + PartialSuffix, total: max(size, 0)}
+	f, err := os.OpenFile(d.partial, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return Result{}, fmt.Errorf("cannot write %s: %v; check the model folder's permissions", d.partial, err)
+	}
+	_, err = io.Copy(fileWriter{f}, &progressReader{r: r, d: d})
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = &writeError{cerr}
+	}
+	if err != nil {
+		d.remove()
+		var werr *writeError
+		if errors.As(err, &werr) {
+			return Result{}, fmt.Errorf("cannot write %s: %v; check the model folder's free space", d.partial, werr.err)
+		}
+		return Result{}, fmt.Errorf("%s did not arrive whole (%v); add it again", name, err)
+	}
+	return d.finish(final)
 }

@@ -344,3 +344,30 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestSave: a file added from a reader (a drop on the window) is named
+// once whole and a GGUF; a short one, a non-GGUF and a name taken are
+// refused, leaving nothing half-written.
+func TestSave(t *testing.T) {
+	body := ggufBytes(t)
+	dir := t.TempDir()
+	res, err := Save(bytes.NewReader(body), dir, "dropped.gguf", int64(len(body)), nil)
+	if err != nil || res.Size != int64(len(body)) {
+		t.Fatalf("Save: %+v, %v", res, err)
+	}
+	if _, err := Save(bytes.NewReader(body), dir, "dropped.gguf", int64(len(body)), nil); err == nil || !strings.Contains(err.Error(), "already has a file named dropped.gguf") {
+		t.Errorf("a taken name: %v", err)
+	}
+	if _, err := Save(bytes.NewReader(body[:100]), dir, "short.gguf", int64(len(body)), nil); err == nil {
+		t.Error("a short file was added")
+	}
+	if _, err := Save(strings.NewReader("not a model"), dir, "text.gguf", -1, nil); err == nil || !strings.Contains(err.Error(), "not a usable GGUF") {
+		t.Errorf("a text file: %v", err)
+	}
+	if _, err := Save(strings.NewReader("x"), dir, "notes.txt", 1, nil); err == nil {
+		t.Error("a .txt was added")
+	}
+	if got := folderFiles(t, dir); len(got) != 1 || got[0] != "dropped.gguf" {
+		t.Errorf("folder holds %v, want dropped.gguf alone", got)
+	}
+}

@@ -11,7 +11,9 @@
 // halfway; the agent resumes with Range) and bad.gguf (the ETag is a wrong
 // SHA-256). Through the page it downloads each and checks: the progress
 // bar shows, tiny and cut end verified and are listed, bad is refused with
-// the checksum sentence and is not listed. Checks go to OUT/result.json;
+// the checksum sentence and is not listed. Then it drops a .gguf on the
+// window (a synthetic drop of a File) and sees it added and listed, and a
+// .txt refused. Checks go to OUT/result.json;
 // exit status 0 only when every check passed.
 import { createServer } from 'node:http'
 import { createHash } from 'node:crypto'
@@ -30,6 +32,11 @@ let cutDone = false
 const host = createServer(async (req, res) => {
   const name = req.url.slice(1)
   result.requests.push(`${name} ${req.headers.range ?? ''}`)
+  if (name === 'raw') { // the bytes for the page to drop, across origins
+    res.writeHead(200, { 'Access-Control-Allow-Origin': '*', 'Content-Length': body.length })
+    res.end(body)
+    return
+  }
   if (!['tiny.gguf', 'cut.gguf', 'bad.gguf'].includes(name)) { res.writeHead(404); res.end('not found'); return }
   const etag = name === 'bad.gguf' ? 'ab'.repeat(32) : sha
   let from = 0
@@ -100,6 +107,29 @@ try {
   await page.waitForSelector('button:has-text("Scan again"):not([disabled])')
   const names = await page.$$eval('[data-testid=model-row] td:first-child', (tds) => tds.map((td) => td.textContent))
   check('Models lists tiny and cut, not bad', names.includes('tiny') && names.includes('cut') && !names.includes('bad'), names.join(', '))
+
+  // Drag and drop: a .gguf dropped on the window is added; a .txt is not.
+  async function drop(name, src) {
+    await page.evaluate(async ({ name, src }) => {
+      const b = src ? await (await fetch(src)).arrayBuffer() : new TextEncoder().encode('notes')
+      const dt = new DataTransfer()
+      dt.items.add(new File([b], name))
+      for (const type of ['dragover', 'drop']) {
+        document.body.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }))
+      }
+    }, { name, src })
+    const r = await page.waitForSelector('[data-testid=drop-result]', { timeout: 30000 })
+    return { ok: await r.getAttribute('data-ok'), text: await r.textContent() }
+  }
+  await page.click('button[data-page=chat]')
+  const dropped = await drop('dropped.gguf', `${base}/raw`)
+  check('a dropped .gguf is added', dropped.ok === 'true' && /dropped\.gguf is in the model folder/.test(dropped.text), dropped.text)
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=model-row] td:first-child')].some((td) => td.textContent === 'dropped'), null, { timeout: 20000 }).then(
+    () => check('the drop opens Models and lists it', true), () => check('the drop opens Models and lists it', false))
+  await shot(page, 'dropped.png')
+  await page.click('[data-testid=drop-result] button')
+  const notes = await drop('notes.txt', '')
+  check('a dropped .txt is refused', notes.ok === 'false' && /not a \.gguf file/.test(notes.text), notes.text)
 } catch (e) {
   check('the script ran to its end', false, e.stack || e)
 }
