@@ -72,6 +72,9 @@
 // When it is not reachable it keeps its pin until it is unpaired there, but no
 // link can form: this device refuses it and never dials it.
 //
+// DeviceID and its text forms live in the leaf package discovery/deviceid
+// (DeviceID is an alias of deviceid.ID), which pure cores may import.
+//
 // The package is a leaf: stdlib only, no sockets, no goroutines. Randomness
 // comes in as an io.Reader and time as a time.Time.
 package identity

@@ -1,0 +1,79 @@
+package deviceid
+
+import (
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	id := ID(sha256.Sum256([]byte("some certificate bytes")))
+	s := id.String()
+	if len(s) != 63 || strings.Count(s, "-") != 7 {
+		t.Fatalf("String() = %q, want 8 groups of 7", s)
+	}
+	for _, in := range []string{s, strings.ToLower(s), strings.ReplaceAll(s, "-", ""), id.Compact(), " " + s + " "} {
+		got, err := Parse(in)
+		if err != nil || got != id {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, id)
+		}
+	}
+	if id.Short() != s[:7] {
+		t.Errorf("Short() = %q, want %q", id.Short(), s[:7])
+	}
+	var back ID
+	if b, _ := id.MarshalText(); back.UnmarshalText(b) != nil || back != id {
+		t.Errorf("text round trip of %v = %v", id, back)
+	}
+	var zero ID
+	if zero.String() != "" || zero.Short() != "" || !zero.IsZero() {
+		t.Errorf("zero ID: String %q Short %q", zero.String(), zero.Short())
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	id := ID(sha256.Sum256([]byte("x"))).String()
+	typo := []byte(id)
+	// Change one data character: the block's check character must catch it.
+	if typo[0] == 'A' {
+		typo[0] = 'B'
+	} else {
+		typo[0] = 'A'
+	}
+	tests := []struct {
+		name string
+		in   string
+		want error
+	}{
+		{"typo", string(typo), ErrCheck},
+		{"short", id[:20], ErrLength},
+		{"bad char", "1" + id[1:], ErrChars},
+		{"empty", "", ErrLength},
+		{"zero", ID{}.Compact(), ErrChars},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse(tt.in); !errors.Is(err, tt.want) {
+				t.Errorf("Parse(%q) error = %v, want %v", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLuhn32EverySingleCharacterError(t *testing.T) {
+	block := "MFZWI3DBONSGY"
+	check := luhn32(block)
+	for i := range len(block) {
+		for _, c := range luhnAlphabet {
+			if byte(c) == block[i] {
+				continue
+			}
+			b := []byte(block)
+			b[i] = byte(c)
+			if luhn32(string(b)) == check {
+				t.Fatalf("changing position %d to %c kept check %c", i, c, check)
+			}
+		}
+	}
+}
