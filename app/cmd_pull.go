@@ -153,21 +153,9 @@ func followPull(ctx context.Context, e env, c *client.Client, p apitype.Pull) in
 func progressLine(w io.Writer, name string) func(done, total int64) {
 	return func(done, total int64) {
 		if total > 0 {
-			fmt.Fprintf(w, "\rDownloading %s: %s of %s (%d%%)  ", name, byteSize(done), byteSize(total), done*100/total)
+			fmt.Fprintf(w, "\rDownloading %s: %s of %s (%d%%)  ", name, pull.SizeText(done), pull.SizeText(total), done*100/total)
 		} else {
-			fmt.Fprintf(w, "\rDownloading %s: %s  ", name, byteSize(done))
+			fmt.Fprintf(w, "\rDownloading %s: %s  ", name, pull.SizeText(done))
 		}
 	}
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

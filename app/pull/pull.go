@@ -475,6 +475,9 @@ func unwrapURL(err error) error {
 	return err
 }
 
+// SizeText is n bytes for a person: "7.0 MiB".
+func SizeText(n int64) string { return size(n) }
+
 func size(n int64) string {
 	switch {
 	case n < 0:
