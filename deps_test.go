@@ -181,7 +181,7 @@ var allowed = map[string][]string{
 
 	// L1 pure logic, L0 leaves.
 	"engine/ring":        {"engine/ring/wire", "halda"},
-	"engine/ring/wire":   {},
+	"engine/ring/wire":   {"discovery/deviceid"}, // job frames carry typed device IDs (issue 15 item 5)
 	"halda":              {},
 	"engine/gguf":        {},
 	"engine/sample":      {},

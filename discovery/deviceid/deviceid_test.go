@@ -77,3 +77,13 @@ func TestLuhn32EverySingleCharacterError(t *testing.T) {
 		}
 	}
 }
+
+func TestForName(t *testing.T) {
+	a, b := ForName("a"), ForName("b")
+	if a == b || a.IsZero() || a != ForName("a") {
+		t.Fatalf("ForName: a %v, b %v", a, b)
+	}
+	if got, err := Parse(a.String()); err != nil || got != a {
+		t.Errorf("Parse(ForName(a)) = %v, %v", got, err)
+	}
+}

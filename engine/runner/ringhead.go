@@ -737,7 +737,8 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 func (h *headJob) jobStart() *wire.JobStart {
 	js := &wire.JobStart{Job: h.job, Model: h.rm.srv.Model, NCtx: h.nCtx, NoPrefetch: h.noPrefetch, TickMS: int(h.tick / time.Millisecond)}
 	for _, id := range slices.Sorted(mapKeys(h.peers)) {
-		js.Peers = append(js.Peers, wire.Peer{ID: id, Addr: h.peers[id].Addr})
+		_, did, _ := canonicalID(id) // normalize made every peer's ID canonical
+		js.Peers = append(js.Peers, wire.Peer{ID: did, Addr: h.peers[id].Addr})
 	}
 	return js
 }

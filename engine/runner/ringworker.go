@@ -315,7 +315,7 @@ func (j *workerJob) setPeers(ps []wire.Peer) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, p := range ps {
-		j.peers[p.ID] = p.Addr
+		j.peers[p.ID.String()] = p.Addr // the plan's device IDs are its canonical text
 	}
 }
 

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+
+	"homering/discovery/deviceid"
 )
 
 var be = binary.BigEndian
@@ -62,6 +64,18 @@ func (d *decoder) u64(what string) uint64 {
 }
 
 func (d *decoder) str(what string) string { return string(d.take(int(d.u8(what)), what)) }
+
+// deviceID reads a device ID in its readable text form, the only spelling
+// the wire carries (one device, one byte string: what decodes re-encodes
+// to the same bytes).
+func (d *decoder) deviceID(what string) deviceid.ID {
+	s := d.str(what)
+	id, err := deviceid.Parse(s)
+	if err != nil || id.String() != s {
+		d.fail(ErrMalformed, "%s %q is not a device ID in its readable form", what, s)
+	}
+	return id
+}
 
 func (d *decoder) text() string {
 	n := int(d.u16("text length"))

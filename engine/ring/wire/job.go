@@ -1,6 +1,10 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+
+	"homering/discovery/deviceid"
+)
 
 // Job messages set up a ring job between runner processes; the ring session
 // never sees them (the runner and the driver handle them).
@@ -14,9 +18,11 @@ const (
 // MaxPeers bounds the peer list of a JobStart.
 const MaxPeers = MaxDevices
 
-// Peer is a worker of a job and the address its runner listens on.
+// Peer is a worker of a job and the address its runner listens on. On the
+// wire its ID is the readable text form (deviceid.ID.String, 63 bytes), the
+// bytes the string field carried before it was typed.
 type Peer struct {
-	ID   string
+	ID   deviceid.ID
 	Addr string
 }
 
@@ -89,7 +95,7 @@ func (j *JobStart) appendTo(b []byte) []byte {
 	b = be.AppendUint32(b, uint32(j.TickMS))
 	b = append(b, byte(len(j.Peers)))
 	for _, p := range j.Peers {
-		b = appendStr(appendStr(b, p.ID), p.Addr)
+		b = appendStr(appendStr(b, p.ID.String()), p.Addr)
 	}
 	return b
 }
@@ -110,7 +116,7 @@ func (j *JobStart) decode(d *decoder) {
 	}
 	j.Peers = make([]Peer, n)
 	for i := range j.Peers {
-		j.Peers[i].ID = d.str("peer id")
+		j.Peers[i].ID = d.deviceID("peer id")
 		j.Peers[i].Addr = d.str("peer addr")
 	}
 }
@@ -126,8 +132,8 @@ func (j *JobStart) validate() error {
 		return fmt.Errorf("job tick %d ms: %w", j.TickMS, ErrMalformed)
 	}
 	for _, p := range j.Peers {
-		if err := checkName(p.ID); err != nil {
-			return err
+		if p.ID.IsZero() {
+			return fmt.Errorf("job peer at %q without a device ID: %w", p.Addr, ErrMalformed)
 		}
 		if err := checkName(p.Addr); err != nil {
 			return err

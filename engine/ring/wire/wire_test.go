@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"homering/discovery/deviceid"
 )
 
 func plan2() *Plan {
@@ -40,7 +42,7 @@ func TestRoundTrip(t *testing.T) {
 		{"goodbye", &Goodbye{Code: CodeHeadGone, Text: "head went away"}},
 		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
 		{"slice chunk", &SliceChunk{Model: model, Name: "blk.3.attn_q.weight", Offset: 2, Total: 5, Data: []byte{9, 8, 7}}},
-		{"job start", &JobStart{Job: 3, Model: model, NCtx: 512, TickMS: 500, Peers: []Peer{{ID: "b", Addr: "127.0.0.1:4000"}, {ID: "c", Addr: "[::1]:5"}}}},
+		{"job start", &JobStart{Job: 3, Model: model, NCtx: 512, TickMS: 500, Peers: []Peer{{ID: deviceid.ForName("b"), Addr: "127.0.0.1:4000"}, {ID: deviceid.ForName("c"), Addr: "[::1]:5"}}}},
 		{"job start no peers", &JobStart{Job: 3, Model: model, NCtx: 1, TickMS: 1, NoPrefetch: true}},
 		{"job start idle", &JobStart{Job: 3, Model: model, NCtx: 64, TickMS: 500, NoPrefetch: true, Idle: true}},
 		{"job ack", &JobAck{Job: 3, Code: CodeBadPlan, Text: "serving another job"}},
@@ -139,6 +141,24 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// A JobStart's peer IDs travel as their readable text (the bytes the string
+// field carried before it was typed), and only that spelling decodes.
+func TestJobStartPeerIDText(t *testing.T) {
+	id := deviceid.ForName("b")
+	_, p, err := Encode(&JobStart{Job: 1, NCtx: 8, TickMS: 500, Peers: []Peer{{ID: id, Addr: "x:1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := append([]byte{byte(len(id.String()))}, id.String()...)
+	if !bytes.Contains(p, text) {
+		t.Fatalf("payload %x does not hold %q with its length byte", p, id.String())
+	}
+	compact := bytes.Replace(p, text, append([]byte{byte(len(id.Compact()))}, id.Compact()...), 1)
+	if _, err := Decode(TypeJobStart, compact); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a compact peer ID decoded: %v", err)
+	}
+}
+
 func TestEncodeRefusesBadMessages(t *testing.T) {
 	bad := plan2()
 	bad.Devices[1].Windows = bad.Devices[1].Windows[:1]
@@ -152,7 +172,8 @@ func TestEncodeRefusesBadMessages(t *testing.T) {
 		&SliceRequest{Name: ""},
 		&JobStart{Job: 1, NCtx: 0, TickMS: 1},
 		&JobStart{Job: 1, NCtx: 8, TickMS: 0},
-		&JobStart{Job: 1, NCtx: 8, TickMS: 1, Peers: []Peer{{ID: "b"}}},
+		&JobStart{Job: 1, NCtx: 8, TickMS: 1, Peers: []Peer{{ID: deviceid.ForName("b")}}},
+		&JobStart{Job: 1, NCtx: 8, TickMS: 1, Peers: []Peer{{Addr: "x:1"}}},
 		&DeviceStats{Pressure: 10001},
 	} {
 		if _, _, err := Encode(m); err == nil {
@@ -202,7 +223,7 @@ func TestF32Data(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	for _, m := range []Msg{plan2(), &PlanAck{Plan: 1, Text: "x"}, &Activation{Plan: 7, Layers: Range{0, 3}, Rows: 1, NEmbd: 1, DType: F32, Data: make([]byte, 4)},
 		&SliceList{Tensors: []SliceTensor{{Name: "t"}}}, &SliceChunk{Name: "t", Total: 1, Data: []byte{1}},
-		&JobStart{Job: 1, NCtx: 8, TickMS: 500, Peers: []Peer{{ID: "b", Addr: "x:1"}}}, &DeviceStats{Pressure: 5}} {
+		&JobStart{Job: 1, NCtx: 8, TickMS: 500, Peers: []Peer{{ID: deviceid.ForName("b"), Addr: "x:1"}}}, &DeviceStats{Pressure: 5}} {
 		typ, p, _ := Encode(m)
 		f.Add(byte(typ), p)
 	}
