@@ -147,6 +147,7 @@ func (s *Server) Handler() http.Handler {
 	s.registerUI(m)                                   // web UI: app/api/ui.go
 	s.registerChat(m)                                 // chat: app/api/chat.go
 	s.registerPull(m)                                 // model downloads: app/api/pull.go
+	s.registerFolders(m)                              // the model folder's Browse: app/api/folders.go
 	return s.registerCompat(s.auth(controlMisses(m))) // OpenAI, Anthropic, Ollama: app/api/compat.go
 }
 

@@ -119,3 +119,29 @@ func TestPullEndpoint(t *testing.T) {
 		t.Errorf("the model folder holds %d files, want stories.gguf and dropped.gguf", len(es))
 	}
 }
+
+// TestFolders: the model folder's Browse lists the folders inside a path
+// (~ is home; hidden ones left out) with its parent and GGUF count, and a
+// missing folder is one sentence.
+func TestFolders(t *testing.T) {
+	srv, _, home := uiServer(t)
+	for _, d := range []string{"models", "Music", ".cache"} {
+		if err := os.Mkdir(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, "models", "a.gguf"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var f apitype.Folders
+	if code := do(t, srv, "GET", "/api/v1/folders?path=~", nil, &f); code != 200 || f.Path != home || f.Parent != filepath.Dir(home) || strings.Join(f.Folders, ",") != "models,Music" {
+		t.Errorf("folders of ~: %d %+v, want models and Music in %s", code, f, home)
+	}
+	if do(t, srv, "GET", "/api/v1/folders?path="+filepath.Join(home, "models"), nil, &f); f.GGUFs != 1 || len(f.Folders) != 0 {
+		t.Errorf("folders of models: %+v, want one GGUF and no folders", f)
+	}
+	var e apitype.Error
+	if code := do(t, srv, "GET", "/api/v1/folders?path="+filepath.Join(home, "nope"), nil, &e); code != 400 || !strings.HasPrefix(e.Error, "Cannot open the folder") || !strings.HasSuffix(e.Error, "pick another folder.") {
+		t.Errorf("a missing folder: %d %q", code, e.Error)
+	}
+}

@@ -17,7 +17,8 @@ import (
 // network namespace, frontend/tests/pull.mjs serves a GGUF on loopback with
 // Range and a SHA-256 ETag (once cut halfway, once with a wrong checksum)
 // and drives chromium through the Download field, then drops a .gguf on
-// the window. This test then checks the folder: the two good downloads and
+// the window and picks the model folder with Settings' Browse. This test
+// then checks the folder: the two good downloads and
 // the dropped file whole and named, nothing of the bad one, no partial
 // left behind.
 func TestWebUIPull(t *testing.T) {
@@ -34,7 +35,7 @@ func TestWebUIPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Start(t)
-	runUIScript(t, n, "pull.mjs", 14, []string{"downloading.png", "downloaded.png", "refused.png", "dropped.png"}, "GGUF_FILE="+src)
+	runUIScript(t, n, "pull.mjs", 17, []string{"downloading.png", "downloaded.png", "refused.png", "dropped.png", "browse.png"}, "GGUF_FILE="+src, "MODEL_DIR="+models)
 
 	want, err := os.ReadFile(src)
 	if err != nil {

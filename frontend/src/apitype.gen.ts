@@ -303,6 +303,19 @@ export interface ChatActive {
   models: ServedModel[] | null // what chat answers with
 }
 
+// Folders is GET /api/v1/folders?path=P: the folders inside P, for the
+// model folder setting's Browse (the agent runs on this computer, so the
+// page can pick a folder the agent can read, in a browser as in the
+// window).
+export interface Folders {
+  path: string // P made absolute (~ and "" are the home folder)
+  parent: string // "" at the root
+  folders: string[] | null
+  // GGUFs counts the .gguf files right in Path, so the person sees
+  // which folder holds models.
+  ggufs: number
+}
+
 // PullRequest is POST /api/v1/pull: download a GGUF into the model folder.
 export interface PullRequest {
   // Ref is the URL of a .gguf file or a Hugging Face reference

@@ -13,7 +13,7 @@
 // bar shows, tiny and cut end verified and are listed, bad is refused with
 // the checksum sentence and is not listed. Then it drops a .gguf on the
 // window (a synthetic drop of a File) and sees it added and listed, and a
-// .txt refused. Checks go to OUT/result.json;
+// .txt refused; last, Settings' Browse picks MODEL_DIR. Checks go to OUT/result.json;
 // exit status 0 only when every check passed.
 import { createServer } from 'node:http'
 import { createHash } from 'node:crypto'
@@ -130,6 +130,24 @@ try {
   await page.click('[data-testid=drop-result] button')
   const notes = await drop('notes.txt', '')
   check('a dropped .txt is refused', notes.ok === 'false' && /not a \.gguf file/.test(notes.text), notes.text)
+
+  // Settings: the model folder's Browse opens where the setting points,
+  // goes up and back in, and Use this folder fills the field.
+  const dir = process.env.MODEL_DIR
+  if (dir) {
+    await page.click('button[data-page=settings]')
+    await page.click('[data-testid=browse]')
+    const at = await page.waitForSelector('[data-testid=picker-path]', { timeout: 10000 })
+    check('Browse opens at the model folder', (await at.textContent()) === dir, await at.textContent())
+    await page.click('[data-testid=picker-up]')
+    const base = dir.split('/').pop()
+    await page.waitForSelector(`[data-testid=picker-folder]:text-is("${base}")`, { timeout: 10000 })
+    await page.click(`[data-testid=picker-folder]:text-is("${base}")`)
+    await page.waitForFunction((d) => document.querySelector('[data-testid=picker-path]')?.textContent === d, dir, { timeout: 10000 })
+    await page.click('[data-testid=picker-use]')
+    await shot(page, 'browse.png')
+    check('Use this folder fills the model folder field', (await page.inputValue('#dir')) === dir, await page.inputValue('#dir'))
+  }
 } catch (e) {
   check('the script ran to its end', false, e.stack || e)
 }
