@@ -133,6 +133,7 @@ var allowed = map[string][]string{
 		"engine/ring/ggmlengine", // the driver's Engine over the mapped model or slices
 		"engine/slice",           // a worker fetches and caches its weight slice
 		"discovery/identity",     // the device IDs the ring links authenticate
+		"discovery/deviceid",     // the protocol's typed device IDs (issue 15 item 5)
 		"engine/profile/sysinfo", // memory pressure around ring jobs
 		// The protocol's generate parameters become engine/head's Request
 		// (messages, sampling), and the ring head's vocabulary goes to

@@ -165,7 +165,7 @@ func (b *Agent) cachedSelf() func() (halda.Device, bool) {
 }
 
 // ServeRing implements node.Worker: the runner child listens for the head.
-func (b *Agent) ServeRing(ctx context.Context, allowed []string) (string, error) {
+func (b *Agent) ServeRing(ctx context.Context, allowed []identity.DeviceID) (string, error) {
 	b.prof.Touch() // a job is coming: no background measurement now
 	cache, err := config.CacheDir(os.Getenv)
 	if err != nil {
@@ -252,7 +252,11 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 		job.pl = pl
 		job.params = runner.RingParams{Plan: wp, Problem: &pl.Problem, Identity: b.dir, NoPrefetch: req.NoPrefetch}
 		for _, a := range pl.Plan.Ring[1:] {
-			job.params.Peers = append(job.params.Peers, runner.RingPeer{ID: a.Device, Addr: job.addrs[a.Device]})
+			id, err := identity.ParseDeviceID(a.Device) // halda's plans name devices by text still
+			if err != nil {
+				return nil, err.Error()
+			}
+			job.params.Peers = append(job.params.Peers, runner.RingPeer{ID: id, Addr: job.addrs[a.Device]})
 		}
 		b.plans().Install(pl)
 		return job, ""

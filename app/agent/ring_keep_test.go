@@ -54,7 +54,7 @@ func TestKeptRingJobEnds(t *testing.T) {
 	headID, workerID := deviceID(t, headDir), deviceID(t, workerDir)
 	worker := runner.New(runner.Options{Command: child, Log: log})
 	t.Cleanup(func() { worker.Close() })
-	addr, err := worker.ServeRing(context.Background(), runner.ServeParams{Identity: workerDir, Allowed: []string{headID}, CacheDir: cache, Listen: "127.0.0.1:0", Threads: 1})
+	addr, err := worker.ServeRing(context.Background(), runner.ServeParams{Identity: workerDir, Allowed: []identity.DeviceID{mustID(t, headID)}, CacheDir: cache, Listen: "127.0.0.1:0", Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestKeptRingJobEnds(t *testing.T) {
 		t.Cleanup(func() { b.Close() })
 		g := runner.DefaultGenerate()
 		g.Temperature, g.MaxTokens, g.Prompt = 0, 4, "Once upon a time"
-		rp := runner.RingParams{Plan: plan, Peers: []runner.RingPeer{{ID: workerID, Addr: addr}}, Identity: headDir, TickMS: 1000, KeepMS: 600_000}
+		rp := runner.RingParams{Plan: plan, Peers: []runner.RingPeer{{ID: mustID(t, workerID), Addr: addr}}, Identity: headDir, TickMS: 1000, KeepMS: 600_000}
 		if _, err := b.sup.RingGenerate(context.Background(), runner.LoadParams{Model: model, NCtx: 256, Threads: 1}, rp, g, func(runner.Token) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -154,6 +154,15 @@ func TestKeptRingJobEnds(t *testing.T) {
 }
 
 // deviceID makes an identity in dir and returns its device ID.
+func mustID(t *testing.T, s string) identity.DeviceID {
+	t.Helper()
+	id, err := identity.ParseDeviceID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func deviceID(t *testing.T, dir string) string {
 	t.Helper()
 	id, err := identity.LoadOrCreate(dir, time.Now(), rand.Reader)

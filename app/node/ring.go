@@ -48,7 +48,7 @@ type Worker interface {
 	// ServeRing makes the engine serve ring jobs for the allowed devices
 	// until ctx ends, and returns the address it listens on (host:port; an
 	// unspecified host means every address of this device).
-	ServeRing(ctx context.Context, allowed []string) (addr string, err error)
+	ServeRing(ctx context.Context, allowed []identity.DeviceID) (addr string, err error)
 }
 
 // PeerProfile is a device's answer to MsgProfileAsk.
@@ -132,9 +132,9 @@ func (n *Node) serveRingControl(ctx context.Context, c *transport.Conn, f transp
 func (n *Node) acceptJob(ctx context.Context, c *transport.Conn, ask JobAsk) (string, error) {
 	n.mu.Lock()
 	contributing, paired, w := n.cfg.Contribute, n.paired.Has(c.Peer), n.worker
-	allowed := make([]string, 0, len(n.paired.Devices))
+	allowed := make([]identity.DeviceID, 0, len(n.paired.Devices))
 	for _, d := range n.paired.Devices {
-		allowed = append(allowed, d.ID.String())
+		allowed = append(allowed, d.ID)
 	}
 	n.mu.Unlock()
 	switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/discovery/identity"
 	"homering/engine/ring/transport"
 	"homering/halda"
 )
@@ -17,7 +18,7 @@ import (
 // (app/agent/chat.go with the runner child) is tested end to end in app/apptest.
 type fakeWorker struct {
 	mu      sync.Mutex
-	allowed [][]string
+	allowed [][]identity.DeviceID
 	err     error
 }
 
@@ -25,7 +26,7 @@ func (f *fakeWorker) RingProfile() (halda.Device, bool) {
 	return halda.Device{Name: "ignored", OS: halda.Linux, CPUFlops: map[string]float64{"f32": 1e9}, RAMAvailable: 1 << 30}, true
 }
 
-func (f *fakeWorker) ServeRing(_ context.Context, allowed []string) (string, error) {
+func (f *fakeWorker) ServeRing(_ context.Context, allowed []identity.DeviceID) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.allowed = append(f.allowed, allowed)
@@ -84,7 +85,7 @@ func TestRingControl(t *testing.T) {
 		}
 		fw.mu.Lock()
 		defer fw.mu.Unlock()
-		want := [][]string{{head.o.Identity.ID.String()}}
+		want := [][]identity.DeviceID{{head.o.Identity.ID}}
 		if diff := cmp.Diff(want, fw.allowed); diff != "" {
 			t.Errorf("allowed (-want +got):\n%s", diff)
 		}

@@ -6,15 +6,18 @@ import (
 	"reflect"
 	"time"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 	"homering/halda"
 )
 
 // RingPeer is one worker of a ring job: its device ID and the address its
 // runner child listens on (ServeRing's answer on that device).
+// Its ID travels as its readable text, as before it was typed: the JSON
+// of ring_generate is unchanged.
 type RingPeer struct {
-	ID   string `json:"id"`
-	Addr string `json:"addr"`
+	ID   deviceid.ID `json:"id"`
+	Addr string      `json:"addr"`
 }
 
 // RingParams say how to run a ring job from the head.
@@ -63,9 +66,9 @@ type DeviceStats struct {
 
 // ServeParams say how a worker's child serves ring jobs.
 type ServeParams struct {
-	Identity string   `json:"identity"` // config dir holding this device's certificate and key
-	Allowed  []string `json:"allowed"`  // device IDs that may connect: the head and the other workers
-	CacheDir string   `json:"cache_dir"`
+	Identity string        `json:"identity"` // config dir holding this device's certificate and key
+	Allowed  []deviceid.ID `json:"allowed"`  // devices that may connect: the head and the other workers (their readable text in the JSON)
+	CacheDir string        `json:"cache_dir"`
 	// CacheMax is what the slice cache may keep beyond twice the current
 	// job's slices (engine/slice Budget); 0: slice.DefaultCap (1 GiB).
 	CacheMax int64  `json:"cache_max,omitempty"`

@@ -42,6 +42,7 @@ const smallModel = "../../testdata/models/llama-Q8_0.gguf"
 type device struct {
 	dir   string // identity directory
 	id    string
+	did   identity.DeviceID // id, typed
 	cache string
 	sup   *Supervisor
 	addr  string // ring address, workers
@@ -61,7 +62,7 @@ func newDeviceWith(tb testing.TB, o Options) *device {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d.id = ident.ID.String()
+	d.id, d.did = ident.ID.String(), ident.ID
 	o.Command = childCommand
 	d.sup = New(o)
 	tb.Cleanup(func() { _ = d.sup.Close() })
@@ -71,9 +72,9 @@ func newDeviceWith(tb testing.TB, o Options) *device {
 // serveRing makes w serve the ring for the others.
 func serveRing(t testing.TB, w *device, others ...*device) {
 	t.Helper()
-	var allowed []string
+	var allowed []identity.DeviceID
 	for _, o := range others {
-		allowed = append(allowed, o.id)
+		allowed = append(allowed, o.did)
 	}
 	addr, err := w.sup.ServeRing(context.Background(), ServeParams{Identity: w.dir, Allowed: allowed, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1})
 	if err != nil {
@@ -112,7 +113,7 @@ func ringParams(plan *wire.Plan, head *device, workers ...*device) RingParams {
 	// killed process is noticed at once anyway (its links close).
 	rp := RingParams{Plan: plan, Identity: head.dir, TickMS: 1000}
 	for _, w := range workers {
-		rp.Peers = append(rp.Peers, RingPeer{ID: w.id, Addr: w.addr})
+		rp.Peers = append(rp.Peers, RingPeer{ID: w.did, Addr: w.addr})
 	}
 	return rp
 }
@@ -412,6 +413,7 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	head, w1 := newDevice(t), newDevice(t)
 	bad := &device{}
 	bad.id, bad.addr = fakeWorker(t, ctx, head.id)
+	bad.did, _ = identity.ParseDeviceID(bad.id)
 	serveRing(t, w1, head, bad)
 	lp := LoadParams{Model: stories260K, NCtx: 256, Threads: 1}
 	g := *greedy(16)
@@ -616,14 +618,14 @@ func TestServeRingWhileBusy(t *testing.T) {
 	if err := w.sup.lock(ctx); err != nil { // the chat of its own
 		t.Fatal(err)
 	}
-	same := ServeParams{Identity: w.dir, Allowed: []string{h.id}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1}
+	same := ServeParams{Identity: w.dir, Allowed: []identity.DeviceID{h.did}, CacheDir: w.cache, Listen: "127.0.0.1:0", Threads: 1}
 	start := time.Now()
 	addr, err := w.sup.ServeRing(ctx, same)
 	if err != nil || addr != w.addr {
 		t.Errorf("while busy, serving already: %q, %v; want %q at once", addr, err, w.addr)
 	}
 	other := same
-	other.Allowed = []string{h.id, h2.id}
+	other.Allowed = []identity.DeviceID{h.did, h2.did}
 	if _, err := w.sup.ServeRing(ctx, other); !errors.Is(err, ErrBusy) {
 		t.Errorf("while busy, not serving this: %v, want ErrBusy", err)
 	}

@@ -137,16 +137,8 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 		}
 		rp.Problem = &q
 	}
-	rp.Peers = slices.Clone(rp.Peers)
-	for i := range rp.Peers {
-		id, _, err := canonicalID(rp.Peers[i].ID)
-		if err != nil {
-			return rp, err
-		}
-		rp.Peers[i].ID = id
-	}
 	for _, d := range p.Devices[1:] {
-		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID == d.ID }) {
+		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID.String() == d.ID }) {
 			return rp, fmt.Errorf("runner: the plan has device %s but no address for it", d.ID)
 		}
 	}
@@ -629,10 +621,10 @@ func (h *headJob) install(ctx context.Context, rp RingParams) error {
 	for {
 		added := false
 		for _, p := range rp.Peers {
-			if old, ok := h.peers[p.ID]; !ok || old.Addr != p.Addr {
+			if old, ok := h.peers[p.ID.String()]; !ok || old.Addr != p.Addr {
 				added = true
 			}
-			h.peers[p.ID] = p
+			h.peers[p.ID.String()] = p
 		}
 		var lost []string
 		for _, d := range rp.Plan.Devices[1:] {
@@ -701,11 +693,7 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	if p.Addr == "" {
 		return fmt.Errorf("runner: no address for device %s", p.ID)
 	}
-	_, did, err := canonicalID(p.ID)
-	if err != nil {
-		return err
-	}
-	conn, err := h.ep.Dial(ctx, p.Addr, did, transport.PurposeLink)
+	conn, err := h.ep.Dial(ctx, p.Addr, p.ID, transport.PurposeLink)
 	if err != nil {
 		return err
 	}
@@ -718,27 +706,26 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 		_ = conn.Close()
 		return fmt.Errorf("runner: device %s refused the job: %s", p.ID, ring.MsgString(ack))
 	}
-	sc, err := h.ep.Dial(ctx, p.Addr, did, transport.PurposeSlice)
+	sc, err := h.ep.Dial(ctx, p.Addr, p.ID, transport.PurposeSlice)
 	if err != nil {
 		_ = conn.Close()
 		return err
 	}
 	h.slices = append(h.slices, sc)
 	go func() {
-		if err := h.rm.srv.ServeCounted(h.ctx, sc, func(n int64) { h.sent.Load().add(p.ID, n) }); err != nil {
+		if err := h.rm.srv.ServeCounted(h.ctx, sc, func(n int64) { h.sent.Load().add(p.ID.String(), n) }); err != nil {
 			h.log.Warn("slice connection ended", "device", p.ID, "err", err)
 		}
 	}()
-	h.drv.AddConn(h.ctx, p.ID, conn)
-	h.connected[p.ID] = true
+	h.drv.AddConn(h.ctx, p.ID.String(), conn) // the driver knows devices by the plan's text
+	h.connected[p.ID.String()] = true
 	return nil
 }
 
 func (h *headJob) jobStart() *wire.JobStart {
 	js := &wire.JobStart{Job: h.job, Model: h.rm.srv.Model, NCtx: h.nCtx, NoPrefetch: h.noPrefetch, TickMS: int(h.tick / time.Millisecond)}
 	for _, id := range slices.Sorted(mapKeys(h.peers)) {
-		_, did, _ := canonicalID(id) // normalize made every peer's ID canonical
-		js.Peers = append(js.Peers, wire.Peer{ID: did, Addr: h.peers[id].Addr})
+		js.Peers = append(js.Peers, wire.Peer{ID: h.peers[id].ID, Addr: h.peers[id].Addr})
 	}
 	return js
 }

@@ -114,7 +114,8 @@ func (h *headJob) reusable(rp RingParams, lp LoadParams, nCtx, prompt, maxTokens
 		return fmt.Sprintf("its KV cache of %d positions is too small for %d prompt tokens and %d more", h.nCtx, prompt, maxTokens)
 	}
 	for _, p := range rp.Peers {
-		if old, ok := h.peers[p.ID]; ok && old.Addr != p.Addr && h.plan.Index(p.ID) > 0 {
+		id := p.ID.String() // the plan and the peers map know devices by its text
+		if old, ok := h.peers[id]; ok && old.Addr != p.Addr && h.plan.Index(id) > 0 {
 			return "a worker's address changed"
 		}
 	}

@@ -31,7 +31,7 @@ type server struct {
 	ep    *transport.Endpoint
 	ln    net.Listener
 	log   *slog.Logger
-	allow map[string]bool
+	allow map[identity.DeviceID]bool
 	cache *slice.Cache // the slice cache, shared by the jobs (one at a time)
 	gaps  *gapBook     // the process's silence history, seeding each job's session
 
@@ -52,14 +52,10 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[string]bool{}, done: make(chan struct{}),
+	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[identity.DeviceID]bool{}, done: make(chan struct{}),
 		cache: &slice.Cache{Dir: sp.CacheDir}, gaps: gaps}
 	for _, a := range sp.Allowed {
-		id, _, err := canonicalID(a)
-		if err != nil {
-			return nil, err
-		}
-		s.allow[id] = true
+		s.allow[a] = true
 	}
 	s.ep = transport.New(transport.Config{
 		Identity: ident,
@@ -67,7 +63,7 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 			return transport.Hello{ProtoMin: transport.ProtoMin, ProtoMax: transport.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
 		Authorize: func(id identity.DeviceID) transport.Decision {
-			if s.allow[id.String()] || s.inJob(id.String()) {
+			if s.allow[id] || s.inJob(id.String()) {
 				return transport.AllowLink
 			}
 			return transport.Refuse
