@@ -14,6 +14,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/api/openai"
 	"homering/app/config"
+	"homering/discovery/identity"
 )
 
 // TestEveryCommandHelp: for every command, -h, --help and `homering help
@@ -113,7 +114,7 @@ func fakeAgent(t *testing.T, routes map[string]func() any) {
 // waits and until when; pairing a device paired before says so, on both
 // sides.
 func TestPairSaysItWaitsAndAlreadyPaired(t *testing.T) {
-	const id = "ABCDEFG-HIJKLMN"
+	id := identity.IDFromCert([]byte("desk's certificate"))
 	for _, paired := range []bool{false, true} {
 		var polls atomic.Int32
 		fakeAgent(t, map[string]func() any{
@@ -132,9 +133,9 @@ func TestPairSaysItWaitsAndAlreadyPaired(t *testing.T) {
 			},
 			"POST /api/v1/pair/enter": func() any { return apitype.Peer{ID: id, Name: "desk", Paired: true} },
 		})
-		wantDone := "Paired with desk (" + id + ")"
+		wantDone := "Paired with desk (" + id.String() + ")"
 		if paired {
-			wantDone = "Already paired with desk (" + id + ")"
+			wantDone = "Already paired with desk (" + id.String() + ")"
 		}
 		code, out, errs := runCmd(t, "pair")
 		if code != 0 {

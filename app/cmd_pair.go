@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"homering/discovery/identity"
 )
 
 const pairUsage = `Usage: homering pair [flags]             (on the device to trust: shows a code)
@@ -30,7 +32,7 @@ func cmdPair(ctx context.Context, e env) int {
 	}
 	// Pairing a device again is allowed (it renews the trust of a side that
 	// lost it) but said, so that nobody wonders whether it did anything.
-	wasPaired := map[string]bool{}
+	wasPaired := map[identity.DeviceID]bool{}
 	if ps, err := c.Peers(ctx); err == nil {
 		for _, p := range ps.Peers {
 			wasPaired[p.ID] = p.Paired
@@ -45,7 +47,7 @@ func cmdPair(ctx context.Context, e env) int {
 		if *asJSON {
 			return printJSON(e.stdout, p)
 		}
-		fmt.Fprintln(e.stdout, pairedLine(p.Name, p.ID, wasPaired[p.ID]))
+		fmt.Fprintln(e.stdout, pairedLine(p.Name, p.ID.String(), wasPaired[p.ID]))
 		return 0
 	case 0:
 	default:
@@ -90,7 +92,7 @@ func cmdPair(ctx context.Context, e env) int {
 		}
 		if ps.Last != nil && ps.Last.At.After(shown.Add(-time.Second)) {
 			if ps.Last.OK {
-				fmt.Fprintln(e.stdout, pairedLine(ps.Last.Name, ps.Last.Peer, wasPaired[ps.Last.Peer]))
+				fmt.Fprintln(e.stdout, pairedLine(ps.Last.Name, ps.Last.Peer.String(), wasPaired[ps.Last.Peer]))
 				return 0
 			}
 			return fail(e.stderr, fmt.Errorf("pairing failed: %s", ps.Last.Error))

@@ -29,7 +29,11 @@ const (
 // base units throughout: bytes, seconds, FLOP/s, bytes/s.
 type Device struct {
 	// Name identifies the device in the plan and in other devices' LinkSec.
-	// Non-empty and unique within a Problem.
+	// Non-empty and unique within a Problem. It is an opaque key, not a
+	// deviceid.ID: the agent's planner (app/planner) names devices by
+	// their device ID's text, while profile files (homering profile
+	// --json, homering plan) and halda's tables name them freely
+	// (hostnames, "D0"), and the solver needs only equality.
 	Name string `json:"name"`
 	OS   OS     `json:"os"`
 	GPU  GPU    `json:"gpu,omitempty"`

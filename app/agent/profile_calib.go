@@ -185,7 +185,7 @@ func (b *Agent) learnAlone(path string, nCtx int, st runner.Stats) {
 // "self" without a node.
 func (b *Agent) selfID() string {
 	if b.node != nil {
-		return b.node.Status().Device.ID
+		return b.node.Status().Device.ID.String() // halda names devices by text
 	}
 	return "self"
 }

@@ -157,7 +157,7 @@ func TestRingRunLearns(t *testing.T) {
 		}},
 		RawDevices: map[string]halda.Device{"self": {Name: "self"}, "peer": raw},
 		ModelPath:  "m.gguf", Raw: halda.Plan{PredictedMs: 50},
-	}, self: apitype.Device{ID: "self"}}
+	}, self: apitype.Device{Name: "this one"}}
 	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: "self", ComputeMS: 15}, {ID: "peer", ComputeMS: 90}}})
 	if run.UncalibratedMs != 50 {
 		t.Errorf("run uncalibrated %v ms, want the uncalibrated plan's 50", run.UncalibratedMs)

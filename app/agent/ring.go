@@ -222,7 +222,7 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 	b.plans().Refresh(ctx, preq)
 	job := &ringJob{names: map[string]apitype.Peer{}, addrs: map[string]string{}, self: b.node.Status().Device, model: filepath.Base(path)}
 	for _, c := range cands {
-		job.names[c.ID] = c
+		job.names[c.ID.String()] = c // by the name the plan gives it
 	}
 	for i := range len(cands) + 1 {
 		pl, err := b.plans().Next(preq)

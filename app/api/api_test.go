@@ -80,7 +80,7 @@ func TestAPI(t *testing.T) {
 	c := &client.Client{Info: apitype.Info{URL: srv.URL, Token: "secret"}, HTTP: srv.Client()}
 
 	st, err := c.Status(ctx)
-	if err != nil || st.Device.ID != id.ID.String() || st.Device.Name != "box" || st.Contribute {
+	if err != nil || st.Device.ID != id.ID || st.Device.Name != "box" || st.Contribute {
 		t.Fatalf("Status = %+v, %v", st, err)
 	}
 

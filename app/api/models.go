@@ -241,11 +241,11 @@ func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string
 // short ID.
 func (u *ui) deviceName(id string) string {
 	st := u.s.Agent.Status()
-	if id == st.Device.ID {
+	if id == st.Device.ID.String() { // id is a plan's device name: halda's text
 		return "this device"
 	}
 	for _, p := range u.s.Agent.Peers().Peers {
-		if p.ID == id {
+		if p.ID.String() == id {
 			if p.Name != "" {
 				return p.Name
 			}

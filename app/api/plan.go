@@ -28,12 +28,12 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	}
 	out := apitype.Plan{ModelPath: set.Model, Devices: []apitype.MapDevice{}, At: time.Now()}
 	st := u.s.Agent.Status()
-	self := apitype.MapDevice{ID: st.Device.ID, Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
+	self := apitype.MapDevice{ID: st.Device.ID.String(), Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
 		Visible: true, Contribute: st.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{},
 		Memory: u.mem.sample(time.Now())}
 	all := []apitype.MapDevice{self}
 	for _, p := range u.s.Agent.Peers().Peers {
-		all = append(all, apitype.MapDevice{ID: p.ID, Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
+		all = append(all, apitype.MapDevice{ID: p.ID.String(), Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
 			Contribute: p.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{}, Memory: []apitype.MemSample{}})
 	}
 	byID := map[string]int{}

@@ -578,7 +578,7 @@ func TestUIPlanCalibrated(t *testing.T) {
 			srv, _, _ := uiServerWith(t, func(o *agent.Options) { o.Ratios = c.CalibrationRatios }, func(s *Server) {
 				s.Chat = c
 				if tt.ratio != nil {
-					c.ratios[s.Agent.Status().Device.ID] = tt.ratio
+					c.ratios[s.Agent.Status().Device.ID.String()] = tt.ratio
 				}
 			})
 			do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", Model: storiesModel, ContextTokens: 256}, nil)

@@ -34,7 +34,7 @@ func maxTime(a, b time.Time) time.Time {
 
 func find(ps apitype.Peers, id string) (apitype.Peer, bool) {
 	for _, p := range ps.Peers {
-		if p.ID == id {
+		if p.ID.String() == id { // ids come from the CLI's output
 			return p, true
 		}
 	}
@@ -264,7 +264,7 @@ func TestDiscoveryAndPairing(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &p); err != nil {
 			t.Fatal(err)
 		}
-		if p.ID != ids[far] || !slices.Equal(p.Sources, []string{"manual"}) || p.Paired {
+		if p.ID.String() != ids[far] || !slices.Equal(p.Sources, []string{"manual"}) || p.Paired {
 			t.Fatalf("manual add: %+v, want far's ID, source manual, not paired", p)
 		}
 		// Unpaired: the link is refused, and far logs the refusal with a's address.

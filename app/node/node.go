@@ -449,7 +449,7 @@ func sortedKeys(m map[string]apitype.Problem) []string {
 
 func (n *Node) deviceLocked() apitype.Device {
 	id := n.o.Identity.ID
-	return apitype.Device{ID: id.String(), Short: id.Short(), Name: n.nameLocked(), App: n.o.App, ProtoMin: ProtoMin, ProtoMax: ProtoMax}
+	return apitype.Device{ID: id, Short: id.Short(), Name: n.nameLocked(), App: n.o.App, ProtoMin: ProtoMin, ProtoMax: ProtoMax}
 }
 
 // Peers lists every device seen, plus paired devices not seen now.
@@ -476,7 +476,7 @@ func (n *Node) Peers() apitype.Peers {
 func (n *Node) peerLocked(p discovery.Peer) apitype.Peer {
 	id := p.Record.ID
 	a := apitype.Peer{
-		ID: id.String(), Short: id.Short(), Name: p.Record.Name, App: p.Record.App,
+		ID: id, Short: id.Short(), Name: p.Record.Name, App: p.Record.App,
 		ProtoMin: p.Record.ProtoMin, ProtoMax: p.Record.ProtoMax, Contribute: p.Record.Contribute,
 		Visible: len(p.Sources) > 0, Sources: []string{}, Interfaces: p.Ifaces, Addrs: []string{}, Conflict: p.Conflict,
 	}
@@ -628,7 +628,7 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 			removed := n.paired.Remove(c.Peer)
 			err := identity.SavePaired(n.o.Dir, n.paired)
 			if removed {
-				n.publishLocked(apitype.Event{Kind: "unpaired", Peer: &apitype.Peer{ID: c.Peer.String(), Short: c.Peer.Short(), Name: c.Hello.Name}, Reason: "the other device unpaired"})
+				n.publishLocked(apitype.Event{Kind: "unpaired", Peer: &apitype.Peer{ID: c.Peer, Short: c.Peer.Short(), Name: c.Hello.Name}, Reason: "the other device unpaired"})
 			}
 			n.mu.Unlock()
 			if err != nil {

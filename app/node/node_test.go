@@ -94,7 +94,7 @@ func TestPairProbeUnpair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ID != worker.o.Identity.ID.String() || !p.Paired {
+	if p.ID != worker.o.Identity.ID || !p.Paired {
 		t.Errorf("EnterCode = %+v", p)
 	}
 	// The worker records its result just after sending the final PairOK.

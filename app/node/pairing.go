@@ -64,7 +64,7 @@ func (n *Node) servePairing(c *transport.Conn, log *slog.Logger) {
 	err := transport.PairWorker(c, n.o.Identity.ID, w.code, n.o.Random, func() error {
 		return n.pin(c.Peer, c.Hello.Name)
 	})
-	res := apitype.PairResult{Peer: c.Peer.String(), Name: c.Hello.Name, OK: err == nil, At: n.o.Now()}
+	res := apitype.PairResult{Peer: c.Peer, Name: c.Hello.Name, OK: err == nil, At: n.o.Now()}
 	if err != nil {
 		res.Error = err.Error()
 		log.Warn("pairing failed; the code is used up", "err", err)
@@ -122,7 +122,7 @@ func (n *Node) EnterCode(ctx context.Context, peer, codeText string) (apitype.Pe
 	if c.Peer == n.o.Identity.ID {
 		return apitype.Peer{}, ErrSelf
 	}
-	res := apitype.PairResult{Peer: c.Peer.String(), Name: c.Hello.Name, At: n.o.Now()}
+	res := apitype.PairResult{Peer: c.Peer, Name: c.Hello.Name, At: n.o.Now()}
 	err = transport.PairHead(c, n.o.Identity.ID, code, n.o.Random)
 	if err == nil {
 		err = n.pin(c.Peer, c.Hello.Name)
@@ -158,11 +158,11 @@ func (n *Node) EnterCode(ctx context.Context, peer, codeText string) (apitype.Pe
 
 func (n *Node) peerView(id identity.DeviceID) apitype.Peer {
 	for _, p := range n.Peers().Peers {
-		if p.ID == id.String() {
+		if p.ID == id {
 			return p
 		}
 	}
-	return apitype.Peer{ID: id.String(), Short: id.Short()}
+	return apitype.Peer{ID: id, Short: id.Short()}
 }
 
 // Unpair forgets peer here and, when it is reachable, tells it to forget us.

@@ -203,7 +203,7 @@ var ErrNoModel = errors.New("planner: no model is selected")
 // node.
 func (p *Planner) SelfID() string {
 	if p.o.Node != nil {
-		return p.o.Node.Status().Device.ID
+		return p.o.Node.Status().Device.ID.String() // halda names devices by text
 	}
 	return "self"
 }
@@ -227,7 +227,7 @@ func (p *Planner) Candidates() []apitype.Peer {
 			out = append(out, q)
 		}
 	}
-	slices.SortFunc(out, func(a, b apitype.Peer) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b apitype.Peer) int { return strings.Compare(a.ID.String(), b.ID.String()) }) // the order of their text, as in plans
 	return out
 }
 
@@ -239,7 +239,7 @@ func (p *Planner) Reachable() int {
 	defer p.mu.Unlock()
 	n := 1
 	for _, c := range cands {
-		if st := p.peers[c.ID]; st != nil && st.ok {
+		if st := p.peers[c.ID.String()]; st != nil && st.ok {
 			n++
 		}
 	}
@@ -349,8 +349,8 @@ func (p *Planner) Refresh(ctx context.Context, req Request) {
 	cands := p.Candidates()
 	p.mu.Lock()
 	for _, c := range cands {
-		if p.peers[c.ID] == nil {
-			stale = append(stale, c.ID)
+		if id := c.ID.String(); p.peers[id] == nil {
+			stale = append(stale, id)
 		}
 	}
 	p.mu.Unlock()
@@ -400,16 +400,17 @@ func (p *Planner) Run(ctx context.Context) {
 		hidden := -1 // read once per round, when a look is due
 		now := p.o.Now()
 		for _, c := range p.Candidates() {
+			id := c.ID.String() // the peer table and halda know devices by text
 			p.mu.Lock()
-			st := p.peers[c.ID]
+			st := p.peers[id]
 			due := st == nil || now.Sub(st.at) >= LookEvery
 			p.mu.Unlock()
 			mu.Lock()
-			if !due || busy[c.ID] {
+			if !due || busy[id] {
 				mu.Unlock()
 				continue
 			}
-			busy[c.ID] = true
+			busy[id] = true
 			mu.Unlock()
 			if hidden < 0 {
 				hidden = p.hiddenBytes(Request{})
@@ -417,11 +418,11 @@ func (p *Planner) Run(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := p.look(ctx, c.ID, hidden); err != nil && ctx.Err() == nil {
+				if _, err := p.look(ctx, id, hidden); err != nil && ctx.Err() == nil {
 					p.o.Log.Debug("planner: a look at a peer failed; plans leave it out until one answers", "peer", c.Short, "err", err)
 				}
 				mu.Lock()
-				delete(busy, c.ID)
+				delete(busy, id)
 				mu.Unlock()
 			}()
 		}
@@ -490,21 +491,22 @@ func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Membe
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range cands {
-		st := p.peers[c.ID]
-		if st == nil || !st.ok || slices.Contains(req.Exclude, c.ID) {
+		id := c.ID.String() // the planner's boundary: halda names devices by text
+		st := p.peers[id]
+		if st == nil || !st.ok || slices.Contains(req.Exclude, id) {
 			continue
 		}
 		d := withDefaults(st.device, def)
-		d.Name = c.ID // its own budget (MemoryBudget) stays: it set it
-		link := p.links.Apply(halda.Device{LinkSec: map[string]float64{c.ID: 0}}, halda.Assignment{}).LinkSec[c.ID]
+		d.Name = id // its own budget (MemoryBudget) stays: it set it
+		link := p.links.Apply(halda.Device{LinkSec: map[string]float64{id: 0}}, halda.Assignment{}).LinkSec[id]
 		if !(link > 0) {
 			link = 1e-3 // not timed yet: a hidden state over a home LAN
 		}
 		maxLink = max(maxLink, link)
-		self.LinkSec[c.ID] = link
+		self.LinkSec[id] = link
 		d.LinkSec = map[string]float64{selfID: link}
 		devs = append(devs, d)
-		peers[c.ID] = Member{ID: c.ID, Measured: st.measured, RTT: st.rtt}
+		peers[id] = Member{ID: id, Measured: st.measured, RTT: st.rtt}
 	}
 	return devs, Member{ID: selfID, Measured: measured}, peers, maxLink
 }

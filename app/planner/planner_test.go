@@ -17,6 +17,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/app/node"
+	"homering/discovery/deviceid"
 	"homering/engine/ring"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -42,7 +43,7 @@ type peerNode struct {
 }
 
 func (n *peerNode) Status() apitype.Status {
-	return apitype.Status{Device: apitype.Device{ID: n.self, Short: n.self}}
+	return apitype.Status{Device: apitype.Device{ID: idOf(n.self), Short: idOf(n.self).Short()}}
 }
 
 func (n *peerNode) Peers() apitype.Peers {
@@ -63,6 +64,24 @@ func (n *peerNode) AskProfileHidden(ctx context.Context, peer string, hidden int
 	return node.PeerProfile{Device: d, Measured: true, RTT: n.rtt[peer], HiddenRTT: 2 * n.rtt[peer]}, nil
 }
 
+// The rig's devices: valid device IDs made from names, as the planner's
+// plans (halda's) name them by their text.
+var (
+	nHEAD = deviceid.ForName("HEAD").String()
+	nB    = deviceid.ForName("B").String()
+	nC    = deviceid.ForName("C").String()
+	nD    = deviceid.ForName("D").String()
+	nE    = deviceid.ForName("E").String()
+)
+
+func idOf(name string) deviceid.ID {
+	id, err := deviceid.Parse(name)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
 // cpu is a measured desktop CPU with ram available.
 func cpu(ram int64) halda.Device {
 	return halda.Device{OS: halda.Linux, CPUFlops: map[string]float64{"q8_0": 50e9, "f32": 20e9}, CPUReadBytesPerSec: 10e9,
@@ -70,16 +89,16 @@ func cpu(ram int64) halda.Device {
 }
 
 func rig(selfRAM, budget, peerBudget int64) (*peerNode, *Planner) {
-	n := &peerNode{self: "HEAD", profiles: map[string]halda.Device{}, rtt: map[string]time.Duration{}, down: map[string]bool{}}
-	for _, id := range []string{"B", "C"} {
-		n.peers = append(n.peers, apitype.Peer{ID: id, Short: id, Paired: true, Contribute: true, Visible: true})
+	n := &peerNode{self: nHEAD, profiles: map[string]halda.Device{}, rtt: map[string]time.Duration{}, down: map[string]bool{}}
+	for _, id := range []string{nB, nC} {
+		n.peers = append(n.peers, apitype.Peer{ID: idOf(id), Short: idOf(id).Short(), Paired: true, Contribute: true, Visible: true})
 		d := cpu(8 * gib)
 		d.MemoryBudget = peerBudget
 		n.profiles[id], n.rtt[id] = d, 2*time.Millisecond
 	}
 	// A stranger and a paired device with contribute off are not planned.
-	n.peers = append(n.peers, apitype.Peer{ID: "D", Visible: true, Contribute: true},
-		apitype.Peer{ID: "E", Visible: true, Paired: true})
+	n.peers = append(n.peers, apitype.Peer{ID: idOf(nD), Visible: true, Contribute: true},
+		apitype.Peer{ID: idOf(nE), Visible: true, Paired: true})
 	model, _ := filepath.Abs(bigModel)
 	now := time.Unix(1000, 0)
 	p := New(Options{Node: n,
@@ -108,7 +127,7 @@ func layersOf(pl halda.Plan) map[string]int {
 func TestMapAndChatPlanAlike(t *testing.T) {
 	n, p := rig(600<<20, 0, 0)
 	ctx := context.Background()
-	for _, id := range []string{"B", "C"} { // the map's peer cache looks
+	for _, id := range []string{nB, nC} { // the map's peer cache looks
 		if _, err := p.Look(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -140,10 +159,10 @@ func TestMapAndChatPlanAlike(t *testing.T) {
 			t.Errorf("a look timed pings of %d bytes, want a hidden state's %d", h, 4*2048)
 		}
 	}
-	if _, ok := chat.Peers["D"]; ok {
+	if _, ok := chat.Peers[nD]; ok {
 		t.Errorf("an unpaired device is in the plan")
 	}
-	if _, ok := chat.Peers["E"]; ok {
+	if _, ok := chat.Peers[nE]; ok {
 		t.Errorf("a device with contribute off is in the plan")
 	}
 }
@@ -181,11 +200,11 @@ func TestLooksInBackground(t *testing.T) {
 		if asks() != 4 {
 			t.Errorf("after LookEvery: %d looks in all, want 4", asks())
 		}
-		if _, ok := p.LastLook("B"); !ok {
+		if _, ok := p.LastLook(nB); !ok {
 			t.Error("LastLook of a fresh look: none")
 		}
 		n.mu.Lock()
-		n.down["C"] = true
+		n.down[nC] = true
 		n.mu.Unlock()
 		time.Sleep(LookEvery + time.Second)
 		synctest.Wait()
@@ -193,10 +212,10 @@ func TestLooksInBackground(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := pl.Peers["C"]; ok || p.Reachable() != 2 {
+		if _, ok := pl.Peers[nC]; ok || p.Reachable() != 2 {
 			t.Errorf("C did not answer its last look, yet it is planned with (reachable %d)", p.Reachable())
 		}
-		if _, ok := pl.Peers["B"]; !ok {
+		if _, ok := pl.Peers[nB]; !ok {
 			t.Error("B answered, yet it is left out")
 		}
 		cancel()
@@ -224,17 +243,17 @@ func TestBudgetHonoured(t *testing.T) {
 	tight := plan(8*gib, budget, 0)
 	t.Logf("head budget 256 MiB: %v", layersOf(tight))
 	for _, a := range tight.Ring {
-		if a.Device == "HEAD" && a.RAMBytes > budget {
+		if a.Device == nHEAD && a.RAMBytes > budget {
 			t.Errorf("the head is planned %d MiB of RAM, over its 256 MiB budget", a.RAMBytes>>20)
 		}
 	}
-	if layersOf(tight)["HEAD"] >= layersOf(free)["HEAD"] {
-		t.Errorf("the head's budget did not take layers from it: %d with, %d without", layersOf(tight)["HEAD"], layersOf(free)["HEAD"])
+	if layersOf(tight)[nHEAD] >= layersOf(free)[nHEAD] {
+		t.Errorf("the head's budget did not take layers from it: %d with, %d without", layersOf(tight)[nHEAD], layersOf(free)[nHEAD])
 	}
 	peers := plan(600<<20, 0, budget)
 	t.Logf("peer budgets 256 MiB: %v", layersOf(peers))
 	for _, a := range peers.Ring {
-		if a.Device != "HEAD" && a.RAMBytes > budget {
+		if a.Device != nHEAD && a.RAMBytes > budget {
 			t.Errorf("peer %s is planned %d MiB of RAM, over the 256 MiB budget it set", a.Device, a.RAMBytes>>20)
 		}
 	}
@@ -253,11 +272,11 @@ func TestReplanFromProblemAndModelReadOnce(t *testing.T) {
 	if len(pl.Plan.Ring) != 3 {
 		t.Fatalf("every device was asked for: ring %+v", pl.Plan.Ring)
 	}
-	_, after, err := ring.PlanWithout(pl.Problem, []string{"B"}, lpsolve.Solver{})
+	_, after, err := ring.PlanWithout(pl.Problem, []string{nB}, lpsolve.Solver{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := layersOf(after); got["B"] != 0 || got["HEAD"]+got["C"] != 16 {
+	if got := layersOf(after); got[nB] != 0 || got[nHEAD]+got[nC] != 16 {
 		t.Errorf("without B: %v, want 16 layers on HEAD and C", got)
 	}
 	if c := p.Counters(); c.ModelReads != 1 {
@@ -313,16 +332,16 @@ func TestLinkMedian(t *testing.T) {
 	var got []float64
 	for _, rtt := range []time.Duration{2, 10, 3, 2, 4} {
 		n.mu.Lock()
-		n.rtt["B"] = rtt * time.Millisecond // HiddenRTT is twice it
+		n.rtt[nB] = rtt * time.Millisecond // HiddenRTT is twice it
 		n.mu.Unlock()
-		if _, err := p.Look(context.Background(), "B"); err != nil {
+		if _, err := p.Look(context.Background(), nB); err != nil {
 			t.Fatal(err)
 		}
 		pl, err := p.Next(Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, pl.RawDevices["HEAD"].LinkSec["B"])
+		got = append(got, pl.RawDevices[nHEAD].LinkSec[nB])
 	}
 	if diff := cmp.Diff([]float64{0.002, 0.006, 0.003, 0.0025, 0.003}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("rolling medians (-want +got):\n%s", diff)

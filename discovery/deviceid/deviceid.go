@@ -63,8 +63,14 @@ func (id ID) Short() string {
 // MarshalText writes the readable form.
 func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 
-// UnmarshalText accepts what Parse accepts.
+// UnmarshalText accepts what Parse accepts, and "" as the zero ID (what
+// MarshalText writes for it): JSON documents that may hold no device read
+// back as they were written. Code that needs a device checks IsZero.
 func (id *ID) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*id = ID{}
+		return nil
+	}
 	p, err := Parse(string(b))
 	if err != nil {
 		return err

@@ -30,6 +30,10 @@ func TestRoundTrip(t *testing.T) {
 	if zero.String() != "" || zero.Short() != "" || !zero.IsZero() {
 		t.Errorf("zero ID: String %q Short %q", zero.String(), zero.Short())
 	}
+	back = id
+	if err := back.UnmarshalText(nil); err != nil || !back.IsZero() {
+		t.Errorf("UnmarshalText(\"\") = %v, %v; want the zero ID", back, err)
+	}
 }
 
 func TestParseErrors(t *testing.T) {

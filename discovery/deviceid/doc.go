@@ -22,7 +22,10 @@
 // compact one, in any case, with or without dashes and spaces; it rejects
 // the zero ID and spellings whose unused trailing bits are set, so one
 // device has exactly one ID string, and Parse(id.String()) == id for every
-// non-zero id. Every wire, pipe and JSON document carries the readable form.
+// non-zero id. Every wire, pipe and JSON document carries the readable form;
+// in text (MarshalText, UnmarshalText) the zero ID is "", so a document that
+// names no device reads back as written, and code that needs a device
+// checks IsZero.
 //
 // The package is pure: standard library only, no I/O, no clock.
 package deviceid

@@ -137,6 +137,11 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 		}
 		rp.Problem = &q
 	}
+	for _, pr := range rp.Peers {
+		if pr.ID.IsZero() {
+			return rp, fmt.Errorf("runner: a peer at %q has no device ID", pr.Addr)
+		}
+	}
 	for _, d := range p.Devices[1:] {
 		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID.String() == d.ID }) {
 			return rp, fmt.Errorf("runner: the plan has device %s but no address for it", d.ID)

@@ -55,6 +55,9 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[identity.DeviceID]bool{}, done: make(chan struct{}),
 		cache: &slice.Cache{Dir: sp.CacheDir}, gaps: gaps}
 	for _, a := range sp.Allowed {
+		if a.IsZero() {
+			return nil, errors.New("runner: an allowed device without a device ID")
+		}
 		s.allow[a] = true
 	}
 	s.ep = transport.New(transport.Config{

@@ -1,15 +1,19 @@
 package apitype
 
-import "time"
+import (
+	"time"
+
+	"homering/discovery/deviceid"
+)
 
 // Device is this device as the API shows it.
 type Device struct {
-	ID       string `json:"id"`    // readable form with check characters
-	Short    string `json:"short"` // first group, for tight screens
-	Name     string `json:"name"`
-	App      string `json:"app"`
-	ProtoMin uint16 `json:"proto_min"`
-	ProtoMax uint16 `json:"proto_max"`
+	ID       deviceid.ID `json:"id"`    // readable form with check characters
+	Short    string      `json:"short"` // first group, for tight screens
+	Name     string      `json:"name"`
+	App      string      `json:"app"`
+	ProtoMin uint16      `json:"proto_min"`
+	ProtoMax uint16      `json:"proto_max"`
 }
 
 // Interface is a network interface and whether discovery uses it.
@@ -53,23 +57,23 @@ type Status struct {
 
 // Peer is one other device.
 type Peer struct {
-	ID         string     `json:"id"`
-	Short      string     `json:"short"`
-	Name       string     `json:"name"`
-	App        string     `json:"app,omitempty"`
-	ProtoMin   uint16     `json:"proto_min,omitempty"`
-	ProtoMax   uint16     `json:"proto_max,omitempty"`
-	Contribute bool       `json:"contribute"`
-	Visible    bool       `json:"visible"` // in the peer table now (mDNS or manual)
-	Sources    []string   `json:"sources"` // "mdns", "manual"
-	Interfaces []string   `json:"interfaces"`
-	Addrs      []string   `json:"addrs"`
-	FirstSeen  *time.Time `json:"first_seen,omitempty"`
-	LastSeen   *time.Time `json:"last_seen,omitempty"`
-	Expires    *time.Time `json:"expires,omitempty"` // nil: kept until removed (manual)
-	Paired     bool       `json:"paired"`
-	PairedAt   *time.Time `json:"paired_at,omitempty"`
-	Conflict   bool       `json:"conflict"` // two running devices claim this ID
+	ID         deviceid.ID `json:"id"`
+	Short      string      `json:"short"`
+	Name       string      `json:"name"`
+	App        string      `json:"app,omitempty"`
+	ProtoMin   uint16      `json:"proto_min,omitempty"`
+	ProtoMax   uint16      `json:"proto_max,omitempty"`
+	Contribute bool        `json:"contribute"`
+	Visible    bool        `json:"visible"` // in the peer table now (mDNS or manual)
+	Sources    []string    `json:"sources"` // "mdns", "manual"
+	Interfaces []string    `json:"interfaces"`
+	Addrs      []string    `json:"addrs"`
+	FirstSeen  *time.Time  `json:"first_seen,omitempty"`
+	LastSeen   *time.Time  `json:"last_seen,omitempty"`
+	Expires    *time.Time  `json:"expires,omitempty"` // nil: kept until removed (manual)
+	Paired     bool        `json:"paired"`
+	PairedAt   *time.Time  `json:"paired_at,omitempty"`
+	Conflict   bool        `json:"conflict"` // two running devices claim this ID
 }
 
 // Peers is GET /api/v1/peers.
@@ -103,11 +107,11 @@ type PairEnterRequest struct {
 
 // PairResult is the outcome of the last pairing attempt on this device.
 type PairResult struct {
-	Peer  string    `json:"peer,omitempty"`
-	Name  string    `json:"name,omitempty"`
-	OK    bool      `json:"ok"`
-	Error string    `json:"error,omitempty"`
-	At    time.Time `json:"at"`
+	Peer  deviceid.ID `json:"peer,omitzero"`
+	Name  string      `json:"name,omitempty"`
+	OK    bool        `json:"ok"`
+	Error string      `json:"error,omitempty"`
+	At    time.Time   `json:"at"`
 }
 
 // PairStatus is GET /api/v1/pair.

@@ -245,6 +245,8 @@ func tsType(e ast.Expr) (string, error) {
 			return "string", nil
 		case "time.Duration":
 			return "number", nil
+		case "deviceid.ID":
+			return "string", nil // its readable text (MarshalText)
 		}
 		return "", fmt.Errorf("type %s of another package is not translated", exprString(t))
 	case *ast.StarExpr:

@@ -42,6 +42,8 @@ func TestMapping(t *testing.T) {
 			want: "  p?: B\n  l?: B[]\n  s?: string"},
 		{name: "time", src: "import \"time\"\ntype A struct {\n T time.Time `json:\"t\"`\n D time.Duration `json:\"d\"`\n}",
 			want: "  t: string\n  d: number"},
+		{name: "device IDs are their text", src: "import \"homering/discovery/deviceid\"\ntype A struct {\n ID deviceid.ID `json:\"id\"`\n P deviceid.ID `json:\"p,omitzero\"`\n}",
+			want: "  id: string\n  p?: string"},
 		{name: "skipped and untagged fields", src: "type A struct {\n X int `json:\"-\"`\n y int\n Z int\n}",
 			want: "export interface A {\n  Z: number\n}"},
 		{name: "comments carried over", src: "// A is a thing.\ntype A struct {\n // N counts.\n N int `json:\"n\"` // at least 1\n}",
