@@ -10,6 +10,7 @@ import (
 	"html"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
@@ -39,6 +40,12 @@ func Run(ctx context.Context, o Options) error {
 		`<body style="font:14px sans-serif;background:#111;color:#ddd">Opening Homering…`+
 		`<script>location.replace(%q)</script><noscript><a href="%s">Open</a></noscript>`, target, html.EscapeString(target))
 	b := &Bridge{c: c}
+	// SIGTERM (the tray closing its windows when the agent quits, or a
+	// person's kill) cancels ctx: app.go's signal handler took SIGTERM's
+	// default action away, and Wails installs its own only once it runs, so
+	// a window told to close while it starts up would stay open.
+	stop := context.AfterFunc(ctx, b.quit)
+	defer stop()
 	// One window per agent: a second "Open chat" raises the first.
 	sum := sha256.Sum256([]byte(c.Info.URL))
 	return wails.Run(&options.App{
@@ -70,9 +77,30 @@ func Run(ctx context.Context, o Options) error {
 type Bridge struct {
 	c   *client.Client
 	ctx context.Context //nolint:containedctx // Wails hands its context to OnStartup; kept only here (STYLE lesson 7)
+
+	mu      sync.Mutex
+	started bool // Wails has called startup: b.ctx is set
+	closing bool // quit was asked before that
 }
 
-func (b *Bridge) startup(ctx context.Context) { b.ctx = ctx }
+func (b *Bridge) startup(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ctx, b.started = ctx, true
+	if b.closing {
+		wruntime.Quit(ctx)
+	}
+}
+
+// quit closes the window now, or as soon as Wails has started it.
+func (b *Bridge) quit() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closing = true
+	if b.started {
+		wruntime.Quit(b.ctx)
+	}
+}
 
 // Status is GET /api/v1/status.
 func (b *Bridge) Status() (apitype.Status, error) { return b.c.Status(b.ctx) }
