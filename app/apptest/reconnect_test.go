@@ -5,7 +5,10 @@ package apptest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,4 +61,35 @@ func restartWhen(n *Node, ready string) error {
 	}
 	time.Sleep(2 * time.Second)
 	return n.start()
+}
+
+// TestHeadlessPrintsTheUILink: `homering headless` prints, as Jupyter does, a
+// link that opens the UI already authorised: following it in the node's
+// namespace ends on the app with a cookie that opens the control API
+// (issue 18 item 3).
+func TestHeadlessPrintsTheUILink(t *testing.T) {
+	needFrontend(t)
+	e := NewEnv(t)
+	n := e.NewNode(t, "den")
+	n.Start(t)
+	m := regexp.MustCompile(`are at (http://127\.0\.0\.1:\d+)/\?token=[0-9a-f]{64} `).FindStringSubmatch(n.Log())
+	if m == nil {
+		t.Fatalf("headless printed no link with a token:\n%s", n.Log())
+	}
+	link := m[0][len("are at ") : len(m[0])-1]
+	jar := filepath.Join(t.TempDir(), "cookies")
+	curl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("ip", append([]string{"netns", "exec", n.NS, "curl", "-sS", "-b", jar, "-c", jar, "-o", "/dev/null", "-w", "%{http_code} %{url_effective}"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("curl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if got, want := curl("-L", link), "200 "+m[1]+"/"; got != want {
+		t.Errorf("following the printed link: %q, want %q (the token traded for a cookie, off the address bar)", got, want)
+	}
+	if got := curl(m[1] + "/api/v1/status"); !strings.HasPrefix(got, "200 ") {
+		t.Errorf("the control API with the link's cookie: %q, want 200", got)
+	}
 }
