@@ -35,6 +35,13 @@ try {
   check('scripts cannot read the token', !(await page.evaluate(() => document.cookie)).includes('homering_token'))
   await page.waitForSelector('nav .foot .dot', { timeout: 15000 })
   check('live stream connected', true)
+  // A first run (no conversation yet) greets with what Homering is, this
+  // device's name, and where models and more devices come from.
+  const name = await page.$eval('nav .foot > div', (e) => e.textContent.trim()).catch(() => '')
+  const welcome = await page.waitForSelector('[data-testid=welcome]', { timeout: 5000 }).then((e) => e.textContent(), () => '')
+  check('first run: a welcome naming this device, with links to Models and Devices',
+    name.length > 0 && welcome.includes(name) && !!(await page.$('[data-testid=welcome] a[href="#models"]')) && !!(await page.$('[data-testid=welcome] a[href="#devices"]')),
+    `${name}: ${welcome.replace(/\s+/g, ' ').slice(0, 160)}`)
 
   // 2. Chat: send, watch the reply grow token by token.
   await page.waitForSelector('[data-testid=model-picker] option[value$=".gguf"]', { state: 'attached', timeout: 20000 })

@@ -22,6 +22,9 @@ try {
   const resp = await page.goto(`${url}/?token=${token}`)
   check('token link opens the app', resp && resp.ok(), resp && resp.status())
   await page.click('button[data-page=devices]')
+  // Alone on its network: the map says how another device joins.
+  const alone = await page.waitForSelector('[data-testid=no-other-device]', { timeout: 15000 }).then((e) => e.textContent(), () => '')
+  check('a device alone is told how another joins', alone.includes('Install Homering on another computer'), alone)
 
   // Record every step the bar shows while it runs.
   await page.evaluate((sel) => {
