@@ -64,7 +64,7 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		path = req.ModelPath
 	}
 	if path == "" {
-		return apitype.ChatStats{}, problem.New(problem.NoModel, "No model is selected; choose one in Settings (or start the agent with --model FILE.gguf).")
+		return apitype.ChatStats{}, problem.New(problem.NoModel, "No model is selected; choose one in the chat's model menu or under Models (or start the agent with --model FILE.gguf).")
 	}
 	if req.NumCtx > 0 {
 		nCtx = req.NumCtx
@@ -286,7 +286,7 @@ func (b *Agent) problem(path string, err error) error {
 	case errors.As(err, &re) && re.Code == runner.CodeLoad:
 		b.report(problem.Make(problem.ModelLoad, fmt.Sprintf("%s: %s", filepath.Base(path), re.Text)))
 		return problem.New(problem.ModelLoad, fmt.Sprintf(
-			"Cannot load %s: %s. Choose another model in Settings.", filepath.Base(path), strings.TrimSuffix(re.Text, ".")))
+			"Cannot load %s: %s. Choose another model in the chat's model menu or under Models.", filepath.Base(path), strings.TrimSuffix(re.Text, ".")))
 	case errors.As(err, &re):
 		// The engine states facts in lower case ("the JSON schema cannot
 		// be turned into a grammar; …"); a person reads a sentence.

@@ -67,7 +67,7 @@ var registry = []Spec{
 	{ModelUnreadable, "The selected model cannot be read.", "Choose another model in Models.", SevError, KindUnusable},
 	{NoPlan, "No plan for this model on these devices.", "Pick a smaller model, pair and turn on more devices, or raise the memory budget.", SevError, KindUnusable},
 	{EngineDied, "The engine stopped unexpectedly.", "Your next message restarts it. If this keeps happening, the model file may be damaged or too big for this machine: choose another in Settings.", SevError, KindFailed},
-	{ModelLoad, "The selected model cannot be loaded.", "Choose another model in Settings.", SevError, KindUnusable},
+	{ModelLoad, "The selected model cannot be loaded.", "Choose another model in the chat's model menu or under Models.", SevError, KindUnusable},
 	{BadRequest, "The engine refused the request.", "Change the request as the message says and send it again.", SevError, KindRequest},
 	{EmptyConversation, "The conversation is empty.", "Send at least one message.", SevError, KindRequest},
 	{ContextFull, "The message does not fit in the context.", "Shorten it, or raise the context length.", SevError, KindRequest},
