@@ -168,6 +168,7 @@ var allowed = map[string][]string{
 	"engine/ring/transport": {"discovery/identity", "engine/ring/wire"}, // wire: the ring band and the protocol range of the one frame table (registry.go)
 	"engine/ring/driver": {
 		"engine/ring", "engine/ring/wire", "engine/ring/transport", // the event loop that steps a ring.Session
+		"discovery/deviceid",     // links and stats per device of the plan
 		"engine/profile/sysinfo", // its precise clock times each window's compute (QueryPerformanceCounter on Windows)
 	},
 	// The driver's ggml adapter (issue 15 item 3): a package of its own,
@@ -181,8 +182,8 @@ var allowed = map[string][]string{
 	"engine/modelgen": {"engine/gguf"}, // writes GGUF files for tests and benchmarks
 
 	// L1 pure logic, L0 leaves.
-	"engine/ring":        {"engine/ring/wire", "halda"},
-	"engine/ring/wire":   {"discovery/deviceid"}, // job frames carry typed device IDs (issue 15 item 5)
+	"engine/ring":        {"engine/ring/wire", "halda", "discovery/deviceid"}, // deviceid: the plan's devices (issue 15 item 5)
+	"engine/ring/wire":   {"discovery/deviceid"},                              // job frames carry typed device IDs (issue 15 item 5)
 	"halda":              {},
 	"engine/gguf":        {},
 	"engine/sample":      {},
@@ -196,7 +197,7 @@ var allowed = map[string][]string{
 
 	// Test and benchmark support.
 	"halda/haldatest":      {"halda"},
-	"engine/ring/ringtest": {"engine/ring", "engine/ring/wire"},
+	"engine/ring/ringtest": {"engine/ring", "engine/ring/wire", "discovery/deviceid"},
 	"engine/enginetest":    {}, // its tests import the engines
 	"engine/gputest":       {}, // its tests load a GPU backend into engine/ggml's process
 	"internal/testlog":     {},

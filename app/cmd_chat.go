@@ -149,15 +149,11 @@ func printRing(w io.Writer, r *apitype.RingRun) {
 	tw.Flush()
 }
 
-// shortIDs are device IDs in their short form (identity.DeviceID.Short);
-// a string that is no device ID stays as it is.
-func shortIDs(ids []string) []string {
+// shortIDs are device IDs in their short form (identity.DeviceID.Short).
+func shortIDs(ids []identity.DeviceID) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = id
-		if d, err := identity.ParseDeviceID(id); err == nil {
-			out[i] = d.Short()
-		}
+		out[i] = id.Short()
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"homering/app/api/apitype"
+	"homering/discovery/identity"
 )
 
 func TestChatArgs(t *testing.T) {
@@ -30,8 +31,9 @@ func TestChatArgs(t *testing.T) {
 }
 
 func TestPrintRing(t *testing.T) {
+	gone := identity.IDFromCert([]byte("gone"))
 	rtt := 0.25
-	r := &apitype.RingRun{K: 2, Layers: 6, PredictedMs: 2.5, MeasuredMs: 6.25, Replans: 1, Lost: []string{"gone"}, LossToTokenMs: 40,
+	r := &apitype.RingRun{K: 2, Layers: 6, PredictedMs: 2.5, MeasuredMs: 6.25, Replans: 1, Lost: []identity.DeviceID{gone}, LossToTokenMs: 40,
 		Devices: []apitype.RingDevice{
 			{Short: "AAAAAAA", Name: "desk", Case: "M4", Windows: []apitype.Window{{Start: 0, End: 1}, {Start: 3, End: 4}}, PredictedMs: 1, MeasuredMs: 1.5, MemPressure: 0.02, Profile: "measured"},
 			{Short: "BBBBBBB", Name: "attic", Case: "M3", Windows: []apitype.Window{{Start: 1, End: 3, GPU: 1}, {Start: 4, End: 6, GPU: 1}}, PredictedMs: 1.5, MeasuredMs: 2, MemPressure: 0.5, RTTMs: &rtt, Profile: "default",
@@ -39,7 +41,7 @@ func TestPrintRing(t *testing.T) {
 		}}
 	var b bytes.Buffer
 	printRing(&b, r)
-	for _, want := range []string{"ring: 2 devices, k=2, 6 layers, predicted 2.5 ms/token, measured 6.2 ms/token; 1 re-plan(s) after losing gone, loss to next token 40.0 ms",
+	for _, want := range []string{"ring: 2 devices, k=2, 6 layers, predicted 2.5 ms/token, measured 6.2 ms/token; 1 re-plan(s) after losing " + gone.Short() + ", loss to next token 40.0 ms",
 		"AAAAAAA (head)", "0 3", "1-2 4-5", "50.0%", "0.250", "measured", "default",
 		"CPU/GPU", "VRAM", "2/0      -", "2/2      1.50 GiB of 8.00 GiB free"} {
 		if !strings.Contains(b.String(), want) {

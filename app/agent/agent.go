@@ -44,6 +44,9 @@ type Agent struct {
 
 	// node asks peers for profiles and jobs; nil: this device alone.
 	node *node.Node
+	// selfName names this device in plans without a node (tests): "" is
+	// "self".
+	selfName string
 	// prof measures this device in the background; a chat stops it
 	// (profile_bg.go). nil: no background measurement.
 	prof *bgProfile

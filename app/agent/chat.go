@@ -438,14 +438,14 @@ func (b *Agent) transferProgress(job *ringJob) (report func(runner.Progress), en
 	var mu sync.Mutex
 	shown := map[string]bool{}
 	report = func(p runner.Progress) {
-		id := "transfer:" + p.Device
+		id := "transfer:" + p.Device.String()
 		mu.Lock()
 		defer mu.Unlock()
 		now := time.Now()
 		if !shown[id] {
-			name := job.names[p.Device].Name
+			name := job.names[p.Device.String()].Name // by halda's name for it
 			if name == "" {
-				name = p.Device[:min(7, len(p.Device))]
+				name = p.Device.Short()
 			}
 			b.work.Begin(now, id, "transfer", "Sending weights to "+name,
 				"The first reply on this plan waits for them; the device keeps them for later replies.", 0)

@@ -181,11 +181,14 @@ func (b *Agent) learnAlone(path string, nCtx int, st runner.Stats) {
 	b.ring.mu.Unlock()
 }
 
-// selfID names this device in plans and calibration: its device ID, or
-// "self" without a node.
+// selfID names this device in plans and calibration: its device ID's text
+// (halda's names), or selfName ("self") without a node.
 func (b *Agent) selfID() string {
-	if b.node != nil {
-		return b.node.Status().Device.ID.String() // halda names devices by text
+	switch {
+	case b.node != nil:
+		return b.node.Status().Device.ID.String()
+	case b.selfName != "":
+		return b.selfName
 	}
 	return "self"
 }

@@ -16,6 +16,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/app/planner"
+	"homering/discovery/deviceid"
 	"homering/engine/profile/calib"
 	"homering/engine/runner"
 	"homering/halda"
@@ -145,20 +146,22 @@ func TestAgentCalibratesAloneRuns(t *testing.T) {
 // its uncalibrated share (a calibrated device's share scaled back) and
 // reports the uncalibrated prediction beside the calibrated one.
 func TestRingRunLearns(t *testing.T) {
-	b := &Agent{dir: t.TempDir(), threads: 1, log: slog.New(slog.DiscardHandler)}
-	raw := halda.Device{Name: "peer", CPUReadBytesPerSec: 1e9, DiskSeqBytesPerSec: 1e9}
+	// Plans name devices by their ID's text; the runner's stats by the ID.
+	selfN, peerN := deviceid.ForName("self").String(), deviceid.ForName("peer").String()
+	b := &Agent{dir: t.TempDir(), threads: 1, log: slog.New(slog.DiscardHandler), selfName: selfN}
+	raw := halda.Device{Name: peerN, CPUReadBytesPerSec: 1e9, DiskSeqBytesPerSec: 1e9}
 	cal := raw
 	cal.CPUReadBytesPerSec = 2e9 // calibrated twice as fast as profiled
 	job := &ringJob{pl: planner.Plan{
-		Problem: halda.Problem{Devices: []halda.Device{{Name: "self"}, cal}},
+		Problem: halda.Problem{Devices: []halda.Device{{Name: selfN}, cal}},
 		Plan: halda.Plan{Ring: []halda.Assignment{
-			{Device: "self", ComputeMs: 10, PredictedMs: 12},
-			{Device: "peer", ComputeMs: 20, DiskMs: 5, PredictedMs: 27},
+			{Device: selfN, ComputeMs: 10, PredictedMs: 12},
+			{Device: peerN, ComputeMs: 20, DiskMs: 5, PredictedMs: 27},
 		}},
-		RawDevices: map[string]halda.Device{"self": {Name: "self"}, "peer": raw},
+		RawDevices: map[string]halda.Device{selfN: {Name: selfN}, peerN: raw},
 		ModelPath:  "m.gguf", Raw: halda.Plan{PredictedMs: 50},
 	}, self: apitype.Device{Name: "this one"}}
-	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: "self", ComputeMS: 15}, {ID: "peer", ComputeMS: 90}}})
+	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: deviceid.ForName("self"), ComputeMS: 15}, {ID: deviceid.ForName("peer"), ComputeMS: 90}}})
 	if run.UncalibratedMs != 50 {
 		t.Errorf("run uncalibrated %v ms, want the uncalibrated plan's 50", run.UncalibratedMs)
 	}
@@ -167,14 +170,14 @@ func TestRingRunLearns(t *testing.T) {
 		got[d.ID] = d.UncalibratedMs
 	}
 	// peer: compute 20 ms calibrated is 40 ms as profiled, + 5 disk + 2 network.
-	if diff := cmp.Diff(map[string]float64{"self": 12, "peer": 47}, got); diff != "" {
+	if diff := cmp.Diff(map[string]float64{selfN: 12, peerN: 47}, got); diff != "" {
 		t.Errorf("uncalibrated shares (-want +got):\n%s", diff)
 	}
 	st := b.calibration()
-	if diff := cmp.Diff([]float64{1.5}, st.ratios(calibKey("self", "m.gguf", 1))); diff != "" {
+	if diff := cmp.Diff([]float64{1.5}, st.ratios(calibKey(selfN, "m.gguf", 1))); diff != "" {
 		t.Errorf("this device's ratios (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]float64{2}, st.ratios(calibKey("peer", "m.gguf", 0))); diff != "" {
+	if diff := cmp.Diff([]float64{2}, st.ratios(calibKey(peerN, "m.gguf", 0))); diff != "" {
 		t.Errorf("the peer's ratios (-want +got):\n%s", diff)
 	}
 }

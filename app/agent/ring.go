@@ -200,7 +200,7 @@ type ringJob struct {
 	addrs  map[string]string // worker ID → ring address
 	names  map[string]apitype.Peer
 	self   apitype.Device
-	lost   []string
+	lost   []identity.DeviceID
 	model  string
 }
 
@@ -318,14 +318,14 @@ func (b *Agent) replanned(job *ringJob, st runner.Stats) {
 func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 	pl := job.pl
 	r := &apitype.RingRun{K: pl.Plan.K, Layers: pl.Model.Layers, PredictedMs: pl.Plan.PredictedMs, UncalibratedMs: pl.Raw.PredictedMs,
-		Replans: st.Replans, Lost: append([]string{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
+		Replans: st.Replans, Lost: append([]identity.DeviceID{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
 	r.PlanID = st.PlanID
 	if st.DecodeTokens > 0 {
 		r.MeasuredMs = st.DecodeMS / float64(st.DecodeTokens)
 	}
 	measured := map[string]runner.DeviceStats{}
 	for _, d := range st.Devices {
-		measured[d.ID] = d
+		measured[d.ID.String()] = d // by halda's name for it
 	}
 	for i, a := range pl.Plan.Ring {
 		d := apitype.RingDevice{ID: a.Device, Short: shortID(a.Device), Case: string(a.Case), PredictedMs: a.PredictedMs,
@@ -402,10 +402,10 @@ func shortID(id string) string {
 	return id
 }
 
-func shortIDs(ids []string) []string {
+func shortIDs(ids []identity.DeviceID) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = shortID(id)
+		out[i] = id.Short()
 	}
 	return out
 }

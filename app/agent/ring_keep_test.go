@@ -59,8 +59,8 @@ func TestKeptRingJobEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := &wire.Plan{ID: 1, K: 1, Layers: layers, NEmbd: nEmbd, DType: wire.F32, Devices: []wire.Device{
-		{ID: headID, Windows: []wire.Range{{Start: 0, End: layers / 2}}},
-		{ID: workerID, Windows: []wire.Range{{Start: layers / 2, End: layers}}},
+		{ID: mustID(t, headID), Windows: []wire.Range{{Start: 0, End: layers / 2}}},
+		{ID: mustID(t, workerID), Windows: []wire.Range{{Start: layers / 2, End: layers}}},
 	}}
 	workerMaps := func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", worker.PID()))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/discovery/deviceid"
 	"homering/engine/runner"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -27,10 +28,11 @@ func TestQuickProfileSolves(t *testing.T) {
 // after the device, gone once all its weights arrived or the reply ended.
 func TestTransferProgress(t *testing.T) {
 	b := &Agent{work: NewWork()}
-	job := &ringJob{names: map[string]apitype.Peer{"KITCHEN-ID": {Name: "kitchen"}}}
+	kitchen, garage := deviceid.ForName("kitchen"), deviceid.ForName("garage pc")
+	job := &ringJob{names: map[string]apitype.Peer{kitchen.String(): {Name: "kitchen"}}}
 	report, end := b.transferProgress(job)
-	report(runner.Progress{Device: "KITCHEN-ID", Done: 40, Total: 100})
-	report(runner.Progress{Device: "GARAGEPC-ID", Done: 5, Total: 50})
+	report(runner.Progress{Device: kitchen, Done: 40, Total: 100})
+	report(runner.Progress{Device: garage, Done: 5, Total: 50})
 	got := b.work.List(time.Now())
 	if len(got) != 2 {
 		t.Fatalf("tasks %+v, want two transfers", got)
@@ -39,14 +41,14 @@ func TestTransferProgress(t *testing.T) {
 	for _, task := range got {
 		byID[task.ID] = task
 	}
-	if k := byID["transfer:KITCHEN-ID"]; k.Title != "Sending weights to kitchen" || k.Kind != "transfer" || k.Done != 40 || k.Total != 100 {
+	if k := byID["transfer:"+kitchen.String()]; k.Title != "Sending weights to kitchen" || k.Kind != "transfer" || k.Done != 40 || k.Total != 100 {
 		t.Errorf("kitchen's bar: %+v", k)
 	}
-	if g := byID["transfer:GARAGEPC-ID"]; g.Title != "Sending weights to GARAGEP" {
+	if g := byID["transfer:"+garage.String()]; g.Title != "Sending weights to "+garage.Short() {
 		t.Errorf("an unnamed device's bar: %+v", g)
 	}
-	report(runner.Progress{Device: "KITCHEN-ID", Done: 100, Total: 100})
-	if got := b.work.List(time.Now()); len(got) != 1 || got[0].ID != "transfer:GARAGEPC-ID" {
+	report(runner.Progress{Device: kitchen, Done: 100, Total: 100})
+	if got := b.work.List(time.Now()); len(got) != 1 || got[0].ID != "transfer:"+garage.String() {
 		t.Errorf("after kitchen got everything: %+v", got)
 	}
 	end()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"homering/discovery/deviceid"
 )
 
 func TestTiming(t *testing.T) {
@@ -42,9 +44,10 @@ func TestTiming(t *testing.T) {
 }
 
 func TestParseChat(t *testing.T) {
+	lost := deviceid.ForName("lost")
 	warm := `{"completion_tokens":2,"ttft_ms":900,"tpot_ms":50,"stop_reason":"length","model":"m"}`
 	measured := `{"completion_tokens":16,"ttft_ms":1200.5,"tpot_ms":310.25,"stop_reason":"length","model":"m",` +
-		`"ring":{"k":2,"layers":60,"predicted_ms":280,"measured_ms":310,"replans":1,"lost":["ABCDEFGHIJ-KLM"],` +
+		`"ring":{"k":2,"layers":60,"predicted_ms":280,"measured_ms":310,"replans":1,"lost":["` + lost.String() + `"],` +
 		`"devices":[{"short":"AAA","case":"M1","windows":[{"start":0,"end":10},{"start":30,"end":40}],"measured_ms":100,"mem_pressure":0.031}]}}`
 	tests := []struct {
 		name      string
@@ -55,7 +58,7 @@ func TestParseChat(t *testing.T) {
 	}{
 		{name: "the last stats line counts", lines: []string{warm, "some reply text", measured},
 			want:     Timing{TTFTMs: 1200.5, TPOTMs: 310.25, Tokens: 16},
-			wantNote: []string{"k=2", "AAA[M1] 0-9 30-39", "3.1%", "re-planned 1 time(s) after losing ABCDEFG"}},
+			wantNote: []string{"k=2", "AAA[M1] 0-9 30-39", "3.1%", "re-planned 1 time(s) after losing " + lost.Short()}},
 		{name: "no ring", lines: []string{warm}, want: Timing{TTFTMs: 900, TPOTMs: 50, Tokens: 2}, wantNote: []string{"head alone"}},
 		{name: "no stats", lines: []string{"homering: the agent is not running", "{}"}, wantError: true},
 	}

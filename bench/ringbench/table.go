@@ -204,7 +204,7 @@ func parseChat(lines []timedLine) (Timing, string, error) {
 	if r.Replans > 0 {
 		var lost []string
 		for _, id := range r.Lost {
-			lost = append(lost, id[:min(7, len(id))])
+			lost = append(lost, id.Short())
 		}
 		note += fmt.Sprintf("; re-planned %d time(s) after losing %s", r.Replans, strings.Join(lost, ", "))
 	}

@@ -1,6 +1,7 @@
 package deviceid
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
@@ -24,6 +25,10 @@ var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // IsZero reports whether id is the zero value.
 func (id ID) IsZero() bool { return id == ID{} }
+
+// Compare orders IDs by their bytes (-1, 0 or +1), for sorted maps and
+// stable outputs; the order has no meaning beyond being total.
+func (id ID) Compare(o ID) int { return bytes.Compare(id[:], o[:]) }
 
 // Compact is the 52-character base32 form without check characters or dashes:
 // the form used inside TXT records and file names.

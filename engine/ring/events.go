@@ -3,6 +3,7 @@ package ring
 import (
 	"fmt"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 )
 
@@ -11,7 +12,7 @@ type Event interface{ isEvent() }
 
 // FrameIn is a decoded message from a peer.
 type FrameIn struct {
-	From string
+	From deviceid.ID
 	Msg  wire.Msg
 }
 
@@ -24,13 +25,13 @@ type Tick struct{ GapMs int }
 
 // Heard says a peer answered a ping; RTTMs is the measured round trip.
 type Heard struct {
-	From  string
+	From  deviceid.ID
 	RTTMs int
 }
 
 // PeerLost says the link to a peer closed.
 type PeerLost struct {
-	ID     string
+	ID     deviceid.ID
 	Reason string
 }
 
@@ -80,7 +81,7 @@ type Action interface {
 
 // Send a message to a peer.
 type Send struct {
-	To  string
+	To  deviceid.ID
 	Msg wire.Msg
 }
 
@@ -109,7 +110,7 @@ type EmitToken struct {
 
 // Replan asks the node for a new plan without or with some devices.
 type Replan struct {
-	Without []string
+	Without []deviceid.ID
 	Reason  string
 }
 
@@ -127,14 +128,14 @@ type EndJob struct{ Reason string }
 
 // Disconnect closes the link to a peer that broke the protocol.
 type Disconnect struct {
-	ID     string
+	ID     deviceid.ID
 	Reason string
 }
 
 // Dropped reports a frame ignored on purpose (duplicate, stale, early), for
 // debug logs and the scripts.
 type Dropped struct {
-	From   string
+	From   deviceid.ID
 	Reason string
 }
 
@@ -150,7 +151,7 @@ func (EndJob) isAction()     {}
 func (Disconnect) isAction() {}
 func (Dropped) isAction()    {}
 
-func (a Send) String() string { return "Send " + a.To + " " + MsgString(a.Msg) }
+func (a Send) String() string { return "Send " + a.To.String() + " " + MsgString(a.Msg) }
 func (a Prepare) String() string {
 	return fmt.Sprintf("Prepare plan=%d", a.Plan.ID)
 }
@@ -184,7 +185,7 @@ func MsgString(m wire.Msg) string {
 	case *wire.Plan:
 		s := fmt.Sprintf("PlanInstall plan=%d k=%d", m.ID, m.K)
 		for _, d := range m.Devices {
-			s += " " + d.ID + "="
+			s += " " + d.ID.String() + "="
 			for i, w := range d.Windows {
 				if i > 0 {
 					s += ","

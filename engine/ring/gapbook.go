@@ -3,6 +3,8 @@ package ring
 import (
 	"slices"
 	"time"
+
+	"homering/discovery/deviceid"
 )
 
 // Silence history across jobs (see Silence in the package doc): a job's
@@ -23,7 +25,7 @@ const (
 // GapBook is a memory of peers' silences across jobs. The zero value is
 // empty. Not safe for concurrent use: the runner guards it.
 type GapBook struct {
-	gaps map[string][]pastGap // per peer, oldest first
+	gaps map[deviceid.ID][]pastGap // per peer, oldest first
 }
 
 // pastGap is a silence a peer ended: when, and how long it lasted.
@@ -34,9 +36,9 @@ type pastGap struct {
 
 // Record adds what a job's session saw (Session.Gaps, in ticks of tick) as
 // of now, when the job ended.
-func (b *GapBook) Record(now time.Time, tick time.Duration, gaps map[string][]Gap) {
+func (b *GapBook) Record(now time.Time, tick time.Duration, gaps map[deviceid.ID][]Gap) {
 	if b.gaps == nil {
-		b.gaps = map[string][]pastGap{}
+		b.gaps = map[deviceid.ID][]pastGap{}
 	}
 	for id, gs := range gaps {
 		for _, g := range gs {
@@ -67,13 +69,13 @@ func (b *GapBook) prune(now time.Time) {
 // Seed gives s, a new job's session ticking every tick, the silences its
 // peers ended within GapMemory of now, in whole ticks (rounded up), and
 // returns the largest per peer (for the log).
-func (b *GapBook) Seed(s *Session, now time.Time, tick time.Duration) map[string]int {
+func (b *GapBook) Seed(s *Session, now time.Time, tick time.Duration) map[deviceid.ID]int {
 	b.prune(now)
 	tickMs := int(tick / time.Millisecond)
 	if tickMs <= 0 {
 		return nil
 	}
-	out := map[string]int{}
+	out := map[deviceid.ID]int{}
 	for id, gs := range b.gaps {
 		for _, g := range gs {
 			n := (g.ms + tickMs - 1) / tickMs

@@ -46,10 +46,10 @@ func TestGapBook(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var b GapBook
 			for _, j := range tt.jobs {
-				b.Record(j.at, j.tick, j.gaps)
+				b.Record(j.at, j.tick, byID(j.gaps))
 			}
-			s := New("h", int(tt.tick/time.Millisecond))
-			got := b.Seed(s, tt.at, tt.tick)
+			s := New(tid("h"), int(tt.tick/time.Millisecond))
+			got := byName(b.Seed(s, tt.at, tt.tick))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("seeds (-want +got)\n%s", diff)
 			}
@@ -69,14 +69,14 @@ func TestGapBook(t *testing.T) {
 func silenceLimit(t *testing.T, s *Session, w string) int {
 	t.Helper()
 	p := &wire.Plan{ID: 1, K: 1, Layers: 2, NEmbd: 2, DType: wire.F32, Devices: []wire.Device{
-		{ID: "h", Windows: []wire.Range{{Start: 0, End: 1}}}, {ID: w, Windows: []wire.Range{{Start: 1, End: 2}}}}}
+		{ID: tid("h"), Windows: []wire.Range{{Start: 0, End: 1}}}, {ID: tid(w), Windows: []wire.Range{{Start: 1, End: 2}}}}}
 	s.Step(PlanInstalled{Plan: p})
 	s.Step(Prepared{Plan: 1})
-	s.Step(FrameIn{From: w, Msg: &wire.PlanAck{Plan: 1}})
+	s.Step(FrameIn{From: tid(w), Msg: &wire.PlanAck{Plan: 1}})
 	if s.State() != Up {
 		t.Fatalf("plan not up: %s", s.State())
 	}
-	_, limit, ok := s.SilenceOf(w)
+	_, limit, ok := s.SilenceOf(tid(w))
 	if !ok {
 		t.Fatalf("the head does not watch %s", w)
 	}

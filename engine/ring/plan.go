@@ -3,6 +3,7 @@ package ring
 import (
 	"fmt"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 	"homering/halda"
 )
@@ -13,11 +14,17 @@ import (
 // under M4 everything stays. Halda's n_m (Assignment.N: the first n of each
 // window on the GPU) becomes the device's GPULayers. The result is checked
 // as the wire checks it: the windows must tile [0, L) round by round, and
-// no device may have more GPU layers than a window of its holds.
+// no device may have more GPU layers than a window of its holds. Halda
+// names devices by their device ID's text (app/planner does): a name that
+// is not a device ID is an error.
 func FromHalda(id uint64, p halda.Plan, nEmbd int) (*wire.Plan, error) {
 	w := &wire.Plan{ID: id, K: p.K, NEmbd: nEmbd, DType: wire.F32}
 	for _, a := range p.Ring {
-		d := wire.Device{ID: a.Device, Release: a.Case != halda.M4, GPULayers: a.N}
+		id, err := deviceid.Parse(a.Device)
+		if err != nil {
+			return nil, fmt.Errorf("ring: halda plan device %q: %w", a.Device, err)
+		}
+		d := wire.Device{ID: id, Release: a.Case != halda.M4, GPULayers: a.N}
 		for _, r := range a.Layers {
 			d.Windows = append(d.Windows, wire.Range{Start: r.Start, End: r.End})
 			w.Layers = max(w.Layers, r.End)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 )
 
@@ -33,31 +34,31 @@ func (a key) less(b key) bool { return a.seq < b.seq || a.seq == b.seq && a.roun
 // Session is one device's state. It is not safe for concurrent use; the
 // driver steps it from one goroutine.
 type Session struct {
-	self   string
+	self   deviceid.ID
 	tickMs int // length of a Tick, for the RTT part of the silence limit
 
 	state State
-	plan  *wire.Plan // nil when Down
-	idx   int        // this device's position in plan.Devices
-	head  string     // plan.Devices[0].ID
+	plan  *wire.Plan  // nil when Down
+	idx   int         // this device's position in plan.Devices
+	head  deviceid.ID // plan.Devices[0].ID
 
-	now     int                 // ticks since the session began
-	watched map[string]*silence // per watched peer: its silence so far
-	rtt     map[string]int      // ms, per peer; 0 until measured
-	gaps    map[string][]gap    // per peer, silences it ended lately (longer than a tick)
-	seeds   map[string]int      // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
-	upTicks int                 // ticks with a plan Up: seeds count for the first GapWindow
+	now     int                      // ticks since the session began
+	watched map[deviceid.ID]*silence // per watched peer: its silence so far
+	rtt     map[deviceid.ID]int      // ms, per peer; 0 until measured
+	gaps    map[deviceid.ID][]gap    // per peer, silences it ended lately (longer than a tick)
+	seeds   map[deviceid.ID]int      // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
+	upTicks int                      // ticks with a plan Up: seeds count for the first GapWindow
 
 	expect key  // the next input this device accepts
 	busy   bool // a Compute is out
 	pos    int  // sequence position of row 0 of the pass being computed
 
 	// head only
-	acks     map[string]bool
+	acks     map[deviceid.ID]bool
 	nextSeq  uint64
-	inflight bool            // a forward pass is in the ring
-	without  []string        // devices lost since the last installed plan
-	lost     map[string]bool // devices already reported lost under this plan
+	inflight bool                 // a forward pass is in the ring
+	without  []deviceid.ID        // devices lost since the last installed plan
+	lost     map[deviceid.ID]bool // devices already reported lost under this plan
 }
 
 // silence is a watched peer's silence since its last sign of life.
@@ -70,8 +71,8 @@ type silence struct {
 type gap struct{ at, ticks int }
 
 // New returns a session for device self, Down; tickMs is the period of Tick.
-func New(self string, tickMs int) *Session {
-	return &Session{self: self, tickMs: tickMs, watched: map[string]*silence{}, rtt: map[string]int{}, gaps: map[string][]gap{}, seeds: map[string]int{}}
+func New(self deviceid.ID, tickMs int) *Session {
+	return &Session{self: self, tickMs: tickMs, watched: map[deviceid.ID]*silence{}, rtt: map[deviceid.ID]int{}, gaps: map[deviceid.ID][]gap{}, seeds: map[deviceid.ID]int{}}
 }
 
 // Gap is a silence a peer ended (doc.go, "Silence"): how many ticks it
@@ -87,7 +88,7 @@ type Gap struct {
 // the largest as one of its own gaps. So a new job does not start with no
 // history and take a peer that is often quiet (starved, paging) for lost
 // at its first silence. Non-positive ticks are ignored.
-func (s *Session) Seed(peer string, ticks ...int) {
+func (s *Session) Seed(peer deviceid.ID, ticks ...int) {
 	for _, t := range ticks {
 		s.seeds[peer] = max(s.seeds[peer], t)
 	}
@@ -96,8 +97,8 @@ func (s *Session) Seed(peer string, ticks ...int) {
 // Gaps returns, per peer, the silences this session saw it end in the last
 // GapWindow ticks, oldest first: what the next job's session may be seeded
 // with. Seeds are not among them (they came from elsewhere).
-func (s *Session) Gaps() map[string][]Gap {
-	out := map[string][]Gap{}
+func (s *Session) Gaps() map[deviceid.ID][]Gap {
+	out := map[deviceid.ID][]Gap{}
 	for id, gs := range s.gaps {
 		for _, g := range gs {
 			if age := s.now - g.at; age <= GapWindow {
@@ -112,7 +113,7 @@ func (s *Session) Gaps() map[string][]Gap {
 func (s *Session) Busy() bool { return s.busy }
 
 // Self returns this device's ID.
-func (s *Session) Self() string { return s.self }
+func (s *Session) Self() deviceid.ID { return s.self }
 
 // State returns the lifecycle state.
 func (s *Session) State() State { return s.state }
@@ -197,7 +198,7 @@ func (s *Session) tick(t Tick) []Action {
 	late := s.tickMs > 0 && t.GapMs > LateTicks*s.tickMs
 	var out []Action
 	// Sorted, so that the actions do not depend on map order.
-	for _, id := range slices.Sorted(maps.Keys(s.watched)) {
+	for _, id := range slices.SortedFunc(maps.Keys(s.watched), deviceid.ID.Compare) {
 		w, watched := s.watched[id]
 		if !watched {
 			continue // a loss earlier in this tick dropped the plan and stopped watching
@@ -217,7 +218,7 @@ func (s *Session) tick(t Tick) []Action {
 // heard notes a sign of life of peer id: its silence ends, and is
 // remembered when it was longer than a tick (a silence while preparing
 // too: a peer that went quiet under load may well do so again).
-func (s *Session) heard(id string) {
+func (s *Session) heard(id deviceid.ID) {
 	w, ok := s.watched[id]
 	if !ok {
 		return
@@ -230,7 +231,7 @@ func (s *Session) heard(id string) {
 }
 
 // silenceLimit is how many silent ticks make watched peer id lost now.
-func (s *Session) silenceLimit(id string) int {
+func (s *Session) silenceLimit(id deviceid.ID) int {
 	if s.preparing(id) {
 		return SilenceCap
 	}
@@ -248,7 +249,7 @@ func (s *Session) silenceLimit(id string) int {
 
 // SilenceOf returns how many ticks peer id has been silent and how many
 // make it lost now; ok is false when this device does not watch id.
-func (s *Session) SilenceOf(id string) (ticks, limit int, ok bool) {
+func (s *Session) SilenceOf(id deviceid.ID) (ticks, limit int, ok bool) {
 	w, ok := s.watched[id]
 	if !ok {
 		return 0, 0, false
@@ -261,7 +262,7 @@ func (s *Session) SilenceOf(id string) (ticks, limit int, ok bool) {
 // hashing its slice, opening windows); on a worker, the head until the plan
 // is up (it serves the slices). Both are at their heaviest CPU and disk
 // work of a job then, so they get the longest limit.
-func (s *Session) preparing(id string) bool {
+func (s *Session) preparing(id deviceid.ID) bool {
 	if s.plan == nil || s.state != Preparing && s.state != Committing {
 		return false
 	}
@@ -293,8 +294,8 @@ func (s *Session) installHead(p *wire.Plan) []Action {
 		return []Action{Dropped{From: s.self, Reason: "plan installed on a device that is not its head"}}
 	}
 	s.install(p, 0)
-	s.acks = map[string]bool{}
-	s.lost = map[string]bool{}
+	s.acks = map[deviceid.ID]bool{}
+	s.lost = map[deviceid.ID]bool{}
 	s.without = nil
 	s.nextSeq, s.inflight = 0, false
 	out := make([]Action, 0, len(p.Devices))
@@ -403,7 +404,7 @@ func (s *Session) afterRound(a *wire.Activation) []Action {
 	return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a}}
 }
 
-func (s *Session) frameIn(from string, m wire.Msg) []Action {
+func (s *Session) frameIn(from deviceid.ID, m wire.Msg) []Action {
 	switch m := m.(type) {
 	case *wire.Plan:
 		if s.plan != nil && s.isHead() {
@@ -441,7 +442,7 @@ func (s *Session) frameIn(from string, m wire.Msg) []Action {
 	return []Action{Dropped{From: from, Reason: fmt.Sprintf("unexpected %T", m)}}
 }
 
-func (s *Session) activation(from string, a *wire.Activation) []Action {
+func (s *Session) activation(from deviceid.ID, a *wire.Activation) []Action {
 	// The head sends activations of a plan only once every device has
 	// acknowledged it, so on a worker that waits for the Commit an
 	// activation of the plan is that commit: it came on the link from the
@@ -482,11 +483,11 @@ func (s *Session) activation(from string, a *wire.Activation) []Action {
 }
 
 // disconnect drops a peer that broke the protocol and treats it as lost.
-func (s *Session) disconnect(id, reason string) []Action {
+func (s *Session) disconnect(id deviceid.ID, reason string) []Action {
 	return append([]Action{Disconnect{ID: id, Reason: reason}}, s.peerLost(id, "broke the protocol: "+reason)...)
 }
 
-func (s *Session) peerLost(id, reason string) []Action {
+func (s *Session) peerLost(id deviceid.ID, reason string) []Action {
 	if s.plan == nil || s.plan.Index(id) < 0 {
 		return nil
 	}
@@ -496,14 +497,14 @@ func (s *Session) peerLost(id, reason string) []Action {
 		}
 		s.plan, s.state, s.busy = nil, Down, false
 		clear(s.watched)
-		return []Action{EndJob{Reason: "head " + id + " lost: " + reason}}
+		return []Action{EndJob{Reason: "head " + id.String() + " lost: " + reason}}
 	}
 	if s.lost[id] {
 		return nil
 	}
 	s.lost[id] = true
 	s.without = append(s.without, id)
-	why := "peer " + id + " lost"
+	why := "peer " + id.String() + " lost"
 	if s.inflight {
 		why += " mid-token"
 	}

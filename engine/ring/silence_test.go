@@ -68,31 +68,31 @@ func ticks(n int, heard string) []step {
 func late(n int) []step { return slices.Repeat([]step{{gapMs: 3 * testTickMs}}, n) }
 
 var testPlan = &wire.Plan{ID: 1, K: 1, Layers: 3, NEmbd: 2, DType: wire.F32, Devices: []wire.Device{
-	{ID: "a", Windows: []wire.Range{{Start: 0, End: 1}}},
-	{ID: "b", Windows: []wire.Range{{Start: 1, End: 2}}},
-	{ID: "c", Windows: []wire.Range{{Start: 2, End: 3}}},
+	{ID: tid("a"), Windows: []wire.Range{{Start: 0, End: 1}}},
+	{ID: tid("b"), Windows: []wire.Range{{Start: 1, End: 2}}},
+	{ID: tid("c"), Windows: []wire.Range{{Start: 2, End: 3}}},
 }}
 
 // head returns the head a of testPlan; up: every device acknowledged it
 // (else c has, b has not yet).
 func head(up bool) *Session {
-	s := New("a", testTickMs)
+	s := New(tid("a"), testTickMs)
 	s.Step(PlanInstalled{Plan: testPlan})
 	s.Step(Prepared{Plan: 1})
-	s.Step(FrameIn{From: "c", Msg: &wire.PlanAck{Plan: 1}})
+	s.Step(FrameIn{From: tid("c"), Msg: &wire.PlanAck{Plan: 1}})
 	if up {
-		s.Step(FrameIn{From: "b", Msg: &wire.PlanAck{Plan: 1}})
+		s.Step(FrameIn{From: tid("b"), Msg: &wire.PlanAck{Plan: 1}})
 	}
 	return s
 }
 
 // worker returns worker b of testPlan, preparing it or (up) serving it.
 func worker(up bool) *Session {
-	s := New("b", testTickMs)
-	s.Step(FrameIn{From: "a", Msg: testPlan})
+	s := New(tid("b"), testTickMs)
+	s.Step(FrameIn{From: tid("a"), Msg: testPlan})
 	if up {
 		s.Step(Prepared{Plan: 1})
-		s.Step(FrameIn{From: "a", Msg: &wire.Commit{Plan: 1}})
+		s.Step(FrameIn{From: tid("a"), Msg: &wire.Commit{Plan: 1}})
 	}
 	return s
 }
@@ -160,18 +160,18 @@ func runSteps(s *Session, steps []step) (lostAt int, reason string) {
 	for i, st := range steps {
 		var out []Action
 		for _, p := range strings.Split(st.heard, "") {
-			out = append(out, s.Step(Heard{From: p, RTTMs: st.rtt})...)
+			out = append(out, s.Step(Heard{From: tid(p), RTTMs: st.rtt})...)
 		}
 		if st.ack {
-			out = append(out, s.Step(FrameIn{From: "b", Msg: &wire.PlanAck{Plan: 1}})...)
+			out = append(out, s.Step(FrameIn{From: tid("b"), Msg: &wire.PlanAck{Plan: 1}})...)
 		}
 		out = append(out, s.Step(Tick{GapMs: st.gapMs})...)
 		for _, a := range out {
 			switch a := a.(type) {
 			case Replan:
-				return i + 1, a.Reason
+				return i + 1, named(a.Reason)
 			case EndJob:
-				return i + 1, a.Reason
+				return i + 1, named(a.Reason)
 			}
 		}
 	}
@@ -180,7 +180,7 @@ func runSteps(s *Session, steps []step) (lostAt int, reason string) {
 
 // seeded seeds s with silences peer ended in earlier jobs.
 func seeded(s *Session, peer string, ticks ...int) *Session {
-	s.Seed(peer, ticks...)
+	s.Seed(tid(peer), ticks...)
 	return s
 }
 
@@ -222,7 +222,7 @@ func TestGaps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			runSteps(tt.s, tt.steps)
-			if diff := cmp.Diff(tt.want, tt.s.Gaps()); diff != "" {
+			if diff := cmp.Diff(tt.want, byName(tt.s.Gaps())); diff != "" {
 				t.Errorf("Gaps (-want +got):\n%s", diff)
 			}
 		})

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 
+	"homering/discovery/deviceid"
 	"homering/engine/chat"
 	"homering/engine/sample"
 	"homering/halda"
@@ -171,8 +172,8 @@ type Stats struct {
 	// Lost are the workers the ring lost, in the order it lost them, and
 	// Plan the plan the child re-planned without them last (nil when it
 	// did not re-plan): the agent learns of a loss only here.
-	Lost []string    `json:"lost,omitempty"`
-	Plan *halda.Plan `json:"plan,omitempty"`
+	Lost []deviceid.ID `json:"lost,omitempty"`
+	Plan *halda.Plan   `json:"plan,omitempty"`
 	// PlanID is the ring plan that finished the reply (wire.Plan.ID).
 	PlanID uint64 `json:"plan_id,omitempty"`
 	// LossToTokenMS is the time from noticing the last lost worker to the
@@ -206,7 +207,7 @@ type Event struct {
 // windows: Done of at most Total tensor bytes (a worker whose cache already
 // holds layers fetches less, and the transfer ends below Total).
 type Progress struct {
-	Device string `json:"device"`
-	Done   int64  `json:"done"`
-	Total  int64  `json:"total"`
+	Device deviceid.ID `json:"device"`
+	Done   int64       `json:"done"`
+	Total  int64       `json:"total"`
 }

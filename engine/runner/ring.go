@@ -46,7 +46,7 @@ type RingParams struct {
 
 // DeviceStats is one device's part of a ring generation, as measured.
 type DeviceStats struct {
-	ID      string       `json:"id"`
+	ID      deviceid.ID  `json:"id"`
 	Windows []wire.Range `json:"windows"`
 	// ComputeMS is the device's measured compute time per token, all its
 	// windows together (decode tokens only).

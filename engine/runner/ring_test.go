@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/discovery/deviceid"
 	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/profile"
@@ -97,7 +98,7 @@ func modelShape(t testing.TB, path string) (layers, nEmbd int) {
 func evenPlan(id uint64, layers, nEmbd, k int, devs ...*device) *wire.Plan {
 	p := &wire.Plan{ID: id, K: k, Layers: layers, NEmbd: nEmbd, DType: wire.F32, Devices: make([]wire.Device, len(devs))}
 	for i, d := range devs {
-		p.Devices[i].ID = d.id
+		p.Devices[i].ID = d.did
 	}
 	n, start := len(devs)*k, 0
 	for w := range n {
@@ -201,7 +202,7 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 			layers, nEmbd := modelShape(t, tt.model)
 			devs := append([]*device{head}, tt.workers...)
 			rp := ringParams(evenPlan(1, layers, nEmbd, tt.k, devs...), head, tt.workers...)
-			sent := map[string]Progress{}
+			sent := map[deviceid.ID]Progress{}
 			rp.OnProgress = func(p Progress) {
 				if p.Done > p.Total || p.Done < sent[p.Device].Done {
 					t.Errorf("progress %+v after %+v", p, sent[p.Device])
@@ -219,7 +220,7 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 				// The first job ships every worker all of its windows' weights,
 				// and the head reports it to the end.
 				for _, w := range tt.workers {
-					if p := sent[w.id]; p.Total == 0 || p.Done != p.Total {
+					if p := sent[w.did]; p.Total == 0 || p.Done != p.Total {
 						t.Errorf("weights sent to %s: %+v, want all of them", w.id, p)
 					}
 				}
@@ -229,7 +230,7 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 				t.Fatalf("stats %+v: want %d devices and no replan", st, len(devs))
 			}
 			for i, d := range st.Devices {
-				if d.ID != devs[i].id || d.ComputeMS <= 0 {
+				if d.ID != devs[i].did || d.ComputeMS <= 0 {
 					t.Errorf("device %d stats %+v: want %s with its compute time", i, d, devs[i].id)
 				}
 				if i > 0 && d.SliceBytes == 0 {
@@ -313,7 +314,7 @@ func TestRingWorkerKilled(t *testing.T) {
 		t.Fatalf("stats %+v: want one replan, a loss-to-token time and two devices", st)
 	}
 	// w2 keeps its layers (2-4) in the new plan: its slice is reused.
-	if d := st.Devices[1]; d.ID != w2.id || d.Fetched != 0 || d.SliceBytes == 0 {
+	if d := st.Devices[1]; d.ID != w2.did || d.Fetched != 0 || d.SliceBytes == 0 {
 		t.Errorf("survivor stats %+v: want w2 with its cached slice, nothing fetched", d)
 	}
 	t.Logf("kill to next token: %v (head: loss noticed to next token %.1f ms)", resumed.Sub(killed).Round(time.Millisecond), st.LossToTokenMS)
@@ -458,7 +459,7 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
 	}
-	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.id {
+	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w1.did {
 		t.Fatalf("stats %+v: want one replan, the bad worker gone", st)
 	}
 	// w1 went from layer s to layers s..e: layer s stays in its cached

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring"
 )
 
@@ -18,7 +19,7 @@ type gapBook struct {
 }
 
 // record adds what a job's session saw as of now, when the job ended.
-func (b *gapBook) record(now time.Time, tick time.Duration, gaps map[string][]ring.Gap) {
+func (b *gapBook) record(now time.Time, tick time.Duration, gaps map[deviceid.ID][]ring.Gap) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.book.Record(now, tick, gaps)
@@ -26,7 +27,7 @@ func (b *gapBook) record(now time.Time, tick time.Duration, gaps map[string][]ri
 
 // session is a new job's ring session for device self ticking every tick,
 // its silence limits seeded with what earlier jobs of this process saw.
-func (b *gapBook) session(self string, tick time.Duration, log *slog.Logger) *ring.Session {
+func (b *gapBook) session(self deviceid.ID, tick time.Duration, log *slog.Logger) *ring.Session {
 	s := ring.New(self, int(tick/time.Millisecond))
 	b.mu.Lock()
 	seeds := b.book.Seed(s, time.Now(), tick)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"homering/discovery/deviceid"
 	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/head"
@@ -106,20 +108,13 @@ func canonicalID(s string) (string, identity.DeviceID, error) {
 	return id.String(), id, nil
 }
 
-// normalize checks rp and rewrites its device IDs canonically.
-func normalize(rp RingParams, self string) (RingParams, error) {
+// normalize checks rp and rewrites its problem's device names canonically
+// (the plan's and the peers' IDs are typed).
+func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 	if rp.Plan == nil || len(rp.Plan.Devices) == 0 {
 		return rp, errors.New("runner: the ring needs a plan with at least the head")
 	}
 	p := *rp.Plan
-	p.Devices = slices.Clone(p.Devices)
-	for i := range p.Devices {
-		id, _, err := canonicalID(p.Devices[i].ID)
-		if err != nil {
-			return rp, err
-		}
-		p.Devices[i].ID = id
-	}
 	if rp.TickMS < 0 || rp.TickMS > 60000 {
 		return rp, fmt.Errorf("runner: a ring tick of %d ms is out of range; give 1-60000 ms, or 0 for the default", rp.TickMS)
 	}
@@ -143,7 +138,7 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 		}
 	}
 	for _, d := range p.Devices[1:] {
-		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID.String() == d.ID }) {
+		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID == d.ID }) {
 			return rp, fmt.Errorf("runner: the plan has device %s but no address for it", d.ID)
 		}
 	}
@@ -154,7 +149,7 @@ func normalize(rp RingParams, self string) (RingParams, error) {
 // canonically, as normalize does the plan's, so that a re-plan's devices
 // compare with the plan's and the peers'; its first device must be the
 // head.
-func canonicalProblem(q halda.Problem, self string) (halda.Problem, error) {
+func canonicalProblem(q halda.Problem, self deviceid.ID) (halda.Problem, error) {
 	q.Devices = slices.Clone(q.Devices)
 	for i, d := range q.Devices {
 		id, _, err := canonicalID(d.Name)
@@ -175,7 +170,7 @@ func canonicalProblem(q halda.Problem, self string) (halda.Problem, error) {
 		}
 		q.Devices[i] = d
 	}
-	if len(q.Devices) == 0 || q.Devices[0].Name != self {
+	if len(q.Devices) == 0 || q.Devices[0].Name != self.String() {
 		return q, errors.New("runner: the ring's problem must start with this device, the head")
 	}
 	return q, nil
@@ -189,7 +184,7 @@ type headJob struct {
 	log        *slog.Logger
 	rm         *ringModel
 	ep         *transport.Endpoint
-	self       string
+	self       deviceid.ID
 	job        uint64
 	nCtx       int
 	tick       time.Duration
@@ -202,12 +197,12 @@ type headJob struct {
 	// devices lost since (nil: a loss ends the request); lost those
 	// devices, replanned the plan last re-planned (ring.PlanWithout).
 	problem   *halda.Problem
-	lost      []string
+	lost      []deviceid.ID
 	replanned *halda.Plan
 
 	sent      atomic.Pointer[transferProgress] // the request's; slice connections outlive it when the job is kept
-	peers     map[string]RingPeer              // every worker known to this job
-	connected map[string]bool
+	peers     map[deviceid.ID]RingPeer         // every worker known to this job
+	connected map[deviceid.ID]bool
 	ctx       context.Context // the job's links and slice servers
 
 	// A job outlives its request when kept (ringkeep.go).
@@ -271,7 +266,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	if err != nil {
 		return fail(CodeRing, err)
 	}
-	rp, err := normalize(*req.Ring, ident.ID.String())
+	rp, err := normalize(*req.Ring, ident.ID)
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
@@ -319,8 +314,8 @@ func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (i
 		h.log.Info("the kept ring job cannot serve this request; starting afresh", "why", why)
 		h.end()
 	}
-	h := &headJob{c: c, id: r.id, log: c.log.With("ring", "head"), rm: c.rm, self: r.ident.ID.String(), tick: defaultTick,
-		problem: rp.Problem, peers: map[string]RingPeer{}, connected: map[string]bool{}, job: rand.Uint64(), threads: r.lp.Threads, noPrefetch: rp.NoPrefetch,
+	h := &headJob{c: c, id: r.id, log: c.log.With("ring", "head"), rm: c.rm, self: r.ident.ID, tick: defaultTick,
+		problem: rp.Problem, peers: map[deviceid.ID]RingPeer{}, connected: map[deviceid.ID]bool{}, job: rand.Uint64(), threads: r.lp.Threads, noPrefetch: rp.NoPrefetch,
 		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep}
 	h.sent.Store(newTransferProgress(c, r.id))
 	if rp.TickMS > 0 {
@@ -332,7 +327,7 @@ func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (i
 			return transport.Hello{ProtoMin: transport.ProtoMin, ProtoMax: transport.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
 		Authorize: func(id identity.DeviceID) transport.Decision {
-			if _, ok := h.peers[id.String()]; ok {
+			if _, ok := h.peers[id]; ok {
 				return transport.AllowLink
 			}
 			return transport.Refuse
@@ -586,7 +581,7 @@ const servingGC = 25
 // for. The survivors need no asking: their children serve any head of
 // their paired devices until the job ends, and install's JobStart finds
 // one that no longer does. prev is the plan it replaces.
-func (h *headJob) replan(prev *wire.Plan, without []string) (RingParams, error) {
+func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (RingParams, error) {
 	for _, id := range without {
 		if !slices.Contains(h.lost, id) {
 			h.lost = append(h.lost, id)
@@ -595,9 +590,15 @@ func (h *headJob) replan(prev *wire.Plan, without []string) (RingParams, error) 
 	if h.problem == nil {
 		return RingParams{}, fmt.Errorf("runner: the ring lost %v and has no problem to re-plan from", without)
 	}
-	gone := slices.Clone(h.lost)
+	// Halda names devices by their ID's text (canonicalProblem made it
+	// canonical): the problem's boundary.
+	var gone []string
+	for _, id := range h.lost {
+		gone = append(gone, id.String())
+	}
 	for _, d := range h.problem.Devices[1:] {
-		if _, ok := h.peers[d.Name]; !ok {
+		id, err := deviceid.Parse(d.Name)
+		if _, ok := h.peers[id]; err != nil || !ok {
 			gone = append(gone, d.Name)
 		}
 	}
@@ -626,12 +627,12 @@ func (h *headJob) install(ctx context.Context, rp RingParams) error {
 	for {
 		added := false
 		for _, p := range rp.Peers {
-			if old, ok := h.peers[p.ID.String()]; !ok || old.Addr != p.Addr {
+			if old, ok := h.peers[p.ID]; !ok || old.Addr != p.Addr {
 				added = true
 			}
-			h.peers[p.ID.String()] = p
+			h.peers[p.ID] = p
 		}
-		var lost []string
+		var lost []deviceid.ID
 		for _, d := range rp.Plan.Devices[1:] {
 			if h.connected[d.ID] && h.drv.HasLink(d.ID) {
 				continue
@@ -718,18 +719,18 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	}
 	h.slices = append(h.slices, sc)
 	go func() {
-		if err := h.rm.srv.ServeCounted(h.ctx, sc, func(n int64) { h.sent.Load().add(p.ID.String(), n) }); err != nil {
+		if err := h.rm.srv.ServeCounted(h.ctx, sc, func(n int64) { h.sent.Load().add(p.ID, n) }); err != nil {
 			h.log.Warn("slice connection ended", "device", p.ID, "err", err)
 		}
 	}()
-	h.drv.AddConn(h.ctx, p.ID.String(), conn) // the driver knows devices by the plan's text
-	h.connected[p.ID.String()] = true
+	h.drv.AddConn(h.ctx, p.ID, conn)
+	h.connected[p.ID] = true
 	return nil
 }
 
 func (h *headJob) jobStart() *wire.JobStart {
 	js := &wire.JobStart{Job: h.job, Model: h.rm.srv.Model, NCtx: h.nCtx, NoPrefetch: h.noPrefetch, TickMS: int(h.tick / time.Millisecond)}
-	for _, id := range slices.Sorted(mapKeys(h.peers)) {
+	for _, id := range slices.SortedFunc(maps.Keys(h.peers), deviceid.ID.Compare) {
 		js.Peers = append(js.Peers, wire.Peer{ID: h.peers[id].ID, Addr: h.peers[id].Addr})
 	}
 	return js
@@ -741,16 +742,6 @@ func (h *headJob) updatePeers(plan *wire.Plan) {
 	js := h.jobStart()
 	for _, d := range plan.Devices[1:] {
 		_ = h.drv.SendTo(d.ID, js)
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
@@ -848,24 +839,24 @@ type transferProgress struct {
 	id uint64 // the ring_generate request
 
 	mu    sync.Mutex
-	done  map[string]int64
-	total map[string]int64
-	last  map[string]time.Time
+	done  map[deviceid.ID]int64
+	total map[deviceid.ID]int64
+	last  map[deviceid.ID]time.Time
 }
 
 const progressEvery = 200 * time.Millisecond
 
 func newTransferProgress(c *child, id uint64) *transferProgress {
-	return &transferProgress{c: c, id: id, done: map[string]int64{}, total: map[string]int64{}, last: map[string]time.Time{}}
+	return &transferProgress{c: c, id: id, done: map[deviceid.ID]int64{}, total: map[deviceid.ID]int64{}, last: map[deviceid.ID]time.Time{}}
 }
 
-func (t *transferProgress) setTotal(dev string, n int64) {
+func (t *transferProgress) setTotal(dev deviceid.ID, n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.total[dev] = n
 }
 
-func (t *transferProgress) add(dev string, n int64) {
+func (t *transferProgress) add(dev deviceid.ID, n int64) {
 	t.mu.Lock()
 	t.done[dev] += n
 	done, total := t.done[dev], t.total[dev]

@@ -114,8 +114,7 @@ func (h *headJob) reusable(rp RingParams, lp LoadParams, nCtx, prompt, maxTokens
 		return fmt.Sprintf("its KV cache of %d positions is too small for %d prompt tokens and %d more", h.nCtx, prompt, maxTokens)
 	}
 	for _, p := range rp.Peers {
-		id := p.ID.String() // the plan and the peers map know devices by its text
-		if old, ok := h.peers[id]; ok && old.Addr != p.Addr && h.plan.Index(id) > 0 {
+		if old, ok := h.peers[p.ID]; ok && old.Addr != p.Addr && h.plan.Index(p.ID) > 0 {
 			return "a worker's address changed"
 		}
 	}
@@ -123,7 +122,7 @@ func (h *headJob) reusable(rp RingParams, lp LoadParams, nCtx, prompt, maxTokens
 	// closed its link; the idle hold may not have seen it yet.
 	for _, d := range h.plan.Devices[1:] {
 		if !h.drv.HasLink(d.ID) {
-			return "worker " + d.ID + " left it"
+			return "worker " + d.ID.String() + " left it"
 		}
 	}
 	return ""

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/discovery/deviceid"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring/wire"
 )
@@ -223,7 +224,7 @@ func TestIdleMemoryBounds(t *testing.T) {
 func TestSamePlan(t *testing.T) {
 	base := func() *wire.Plan {
 		return &wire.Plan{ID: 1, K: 1, Layers: 4, NEmbd: 8, DType: wire.F32, Devices: []wire.Device{
-			{ID: "h", Windows: []wire.Range{{Start: 0, End: 2}}}, {ID: "w", Windows: []wire.Range{{Start: 2, End: 4}}}}}
+			{ID: deviceid.ForName("h"), Windows: []wire.Range{{Start: 0, End: 2}}}, {ID: deviceid.ForName("w"), Windows: []wire.Range{{Start: 2, End: 4}}}}}
 	}
 	for _, tt := range []struct {
 		name   string
@@ -232,7 +233,7 @@ func TestSamePlan(t *testing.T) {
 	}{
 		{"another ID only", func(p *wire.Plan) { p.ID = 9 }, true},
 		{"other windows", func(p *wire.Plan) { p.Devices[0].Windows[0].End, p.Devices[1].Windows[0].Start = 1, 1 }, false},
-		{"another device", func(p *wire.Plan) { p.Devices[1].ID = "x" }, false},
+		{"another device", func(p *wire.Plan) { p.Devices[1].ID = deviceid.ForName("x") }, false},
 		{"release set", func(p *wire.Plan) { p.Devices[1].Release = true }, false},
 		{"GPU layers moved", func(p *wire.Plan) { p.Devices[1].GPULayers = 1 }, false},
 		{"another k", func(p *wire.Plan) { p.K = 2 }, false},

@@ -38,7 +38,7 @@ func TestRingWorkerStopped(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reply (-unfaulted +faulted)\n%s", diff)
 	}
-	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w2.id {
+	if st.Replans != 1 || len(st.Devices) != 2 || st.Devices[1].ID != w2.did {
 		t.Fatalf("stats %+v: want one replan, the stopped worker gone", st)
 	}
 	var stall time.Duration // the silence, the re-plan and the re-prefill

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/discovery/deviceid"
 	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/gguf"
@@ -27,7 +28,7 @@ import (
 // device's identity that runs the jobs heads start, one at a time.
 type server struct {
 	sp    ServeParams
-	self  string
+	self  deviceid.ID
 	ep    *transport.Endpoint
 	ln    net.Listener
 	log   *slog.Logger
@@ -52,7 +53,7 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	s := &server{sp: sp, self: ident.ID.String(), log: log.With("ring", "worker"), allow: map[identity.DeviceID]bool{}, done: make(chan struct{}),
+	s := &server{sp: sp, self: ident.ID, log: log.With("ring", "worker"), allow: map[identity.DeviceID]bool{}, done: make(chan struct{}),
 		cache: &slice.Cache{Dir: sp.CacheDir}, gaps: gaps}
 	for _, a := range sp.Allowed {
 		if a.IsZero() {
@@ -66,7 +67,7 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 			return transport.Hello{ProtoMin: transport.ProtoMin, ProtoMax: transport.ProtoMax, Purpose: transport.PurposeLink, App: AppName}
 		},
 		Authorize: func(id identity.DeviceID) transport.Decision {
-			if s.allow[id] || s.inJob(id.String()) {
+			if s.allow[id] || s.inJob(id) {
 				return transport.AllowLink
 			}
 			return transport.Refuse
@@ -113,7 +114,7 @@ func (s *server) stop() {
 // each worker with the head, not the workers with each other; the head
 // (paired, so trusted) names the job's devices by certificate hash, which
 // is enough to admit the predecessor's activation link for this job only.
-func (s *server) inJob(id string) bool {
+func (s *server) inJob(id deviceid.ID) bool {
 	s.mu.Lock()
 	j := s.job
 	s.mu.Unlock()
@@ -131,7 +132,7 @@ func (s *server) endJob() {
 }
 
 func (s *server) handle(ctx context.Context, c *transport.Conn) {
-	peer := c.Peer.String()
+	peer := c.Peer
 	if c.Hello.Purpose == transport.PurposeSlice {
 		s.mu.Lock()
 		j := s.job
@@ -172,7 +173,7 @@ func (s *server) handle(ctx context.Context, c *transport.Conn) {
 	}
 }
 
-func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, js *wire.JobStart) {
+func (s *server) startJob(ctx context.Context, head deviceid.ID, c *transport.Conn, js *wire.JobStart) {
 	refuse := func(text string) {
 		if typ, p, err := wire.Encode(&wire.JobAck{Job: js.Job, Code: wire.CodeBadPlan, Text: text}); err == nil {
 			_ = c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
@@ -209,7 +210,7 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	j := &workerJob{s: s, id: js.Job, head: head, model: js.Model, nCtx: js.NCtx, ctx: jctx, cancel: cancel,
-		done: make(chan struct{}), sliceConns: make(chan *transport.Conn, 1), peers: map[string]string{}, log: s.log.With("job", js.Job)}
+		done: make(chan struct{}), sliceConns: make(chan *transport.Conn, 1), peers: map[deviceid.ID]string{}, log: s.log.With("job", js.Job)}
 	j.setPeers(js.Peers)
 	j.eng = &workerEngine{j: j, g: &ggmlengine.GGML{NCtx: js.NCtx, Threads: s.sp.Threads}}
 	// Tick as the head does, so both sides call the other lost after the
@@ -220,7 +221,7 @@ func (s *server) startJob(ctx context.Context, head string, c *transport.Conn, j
 	j.drv = driver.New(j.sess, j.eng, tick, j.log)
 	j.drv.NoPrefetch = js.NoPrefetch
 	j.drv.Measure = j.eng.measures
-	j.drv.OnJobMsg = func(from string, m wire.Msg) {
+	j.drv.OnJobMsg = func(from deviceid.ID, m wire.Msg) {
 		if u, ok := m.(*wire.JobStart); ok && from == head && u.Job == j.id {
 			j.setPeers(u.Peers)
 			j.setIdle(u.Idle)
@@ -256,7 +257,7 @@ const endingWait = time.Second
 type workerJob struct {
 	s      *server
 	id     uint64
-	head   string
+	head   deviceid.ID
 	model  [32]byte
 	nCtx   int
 	ctx    context.Context
@@ -271,8 +272,8 @@ type workerJob struct {
 	sliceConns chan *transport.Conn
 
 	mu        sync.Mutex
-	peers     map[string]string // device → ring address; guarded by mu
-	idleSince time.Time         // when the head said the job is idle; zero while it works; guarded by mu
+	peers     map[deviceid.ID]string // device → ring address; guarded by mu
+	idleSince time.Time              // when the head said the job is idle; zero while it works; guarded by mu
 }
 
 // setIdle records whether the head holds the job idle (wire.JobStart.Idle).
@@ -314,18 +315,18 @@ func (j *workerJob) setPeers(ps []wire.Peer) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, p := range ps {
-		j.peers[p.ID.String()] = p.Addr // the plan's device IDs are its canonical text
+		j.peers[p.ID] = p.Addr
 	}
 }
 
-func (j *workerJob) knows(id string) bool {
+func (j *workerJob) knows(id deviceid.ID) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	_, ok := j.peers[id]
 	return ok
 }
 
-func (j *workerJob) addr(id string) string {
+func (j *workerJob) addr(id deviceid.ID) string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.peers[id]
@@ -595,11 +596,7 @@ func (e *workerEngine) linkSuccessor(plan *wire.Plan, idx int) error {
 	if addr == "" {
 		return fmt.Errorf("runner: no address for the next device %s", next)
 	}
-	_, did, err := canonicalID(next)
-	if err != nil {
-		return err
-	}
-	c, err := e.j.s.ep.Dial(e.j.ctx, addr, did, transport.PurposeLink)
+	c, err := e.j.s.ep.Dial(e.j.ctx, addr, next, transport.PurposeLink)
 	if err != nil {
 		return fmt.Errorf("runner: link to the next device %s: %w", next, err)
 	}

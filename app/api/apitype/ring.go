@@ -1,6 +1,10 @@
 package apitype
 
-import "time"
+import (
+	"time"
+
+	"homering/discovery/deviceid"
+)
 
 // RingRun is one generation's ring: the plan it ran on last (after any
 // re-plan) and what each device measured.
@@ -12,9 +16,9 @@ type RingRun struct {
 	MeasuredMs  float64 `json:"measured_ms"`  // decode ms per token, whole ring
 	// UncalibratedMs is Halda's prediction with the profiles as measured,
 	// before calibration by earlier runs.
-	UncalibratedMs float64  `json:"uncalibrated_ms,omitempty"`
-	Replans        int      `json:"replans"`
-	Lost           []string `json:"lost"` // device IDs lost mid-generation
+	UncalibratedMs float64       `json:"uncalibrated_ms,omitempty"`
+	Replans        int           `json:"replans"`
+	Lost           []deviceid.ID `json:"lost"` // device IDs lost mid-generation
 	// LossToTokenMs is the time from noticing the last loss to the next
 	// token (re-plan, re-prefill, one token); 0 without a loss.
 	LossToTokenMs float64      `json:"loss_to_token_ms"`

@@ -60,8 +60,8 @@ func BenchmarkDecodeToken(b *testing.B) {
 		ea, eb := &ggmlengine.GGML{M: ms[0], NCtx: 4096, Threads: 1}, &ggmlengine.GGML{M: ms[1], NCtx: 4096, Threads: 1}
 		defer ea.Close()
 		defer eb.Close()
-		da := New(ring.New("a", 250), ea, 250*time.Millisecond, log)
-		db := New(ring.New("b", 250), eb, 250*time.Millisecond, log)
+		da := New(ring.New(tid("a"), 250), ea, 250*time.Millisecond, log)
+		db := New(ring.New(tid("b"), 250), eb, 250*time.Millisecond, log)
 		pipe(b, ctx, da, "a", db, "b")
 		go func() { _ = da.Run(ctx) }()
 		go func() { _ = db.Run(ctx) }()
@@ -71,7 +71,7 @@ func BenchmarkDecodeToken(b *testing.B) {
 		}()
 		n := ms[0].Info().NLayer
 		plan := &wire.Plan{ID: 1, K: 1, Layers: n, NEmbd: ms[0].Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
-			{ID: "a", Windows: []wire.Range{rg(0, n/2)}}, {ID: "b", Windows: []wire.Range{rg(n/2, n)}}}}
+			{ID: tid("a"), Windows: []wire.Range{rg(0, n/2)}}, {ID: tid("b"), Windows: []wire.Range{rg(n/2, n)}}}}
 		_ = da.Post(ctx, ring.PlanInstalled{Plan: plan})
 		next := func() ring.Action {
 			select {

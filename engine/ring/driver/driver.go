@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/discovery/deviceid"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/transport"
@@ -65,31 +66,31 @@ type Driver struct {
 	// OnJobMsg, when set, receives the job messages (wire.JobStart,
 	// JobAck, JobLink) that arrive on a link; they never reach the session.
 	// It runs on the link's reader goroutine. Set before AddConn.
-	OnJobMsg func(from string, m wire.Msg)
+	OnJobMsg func(from deviceid.ID, m wire.Msg)
 	// NoPrefetch drops the session's Prefetch hints (to measure what
 	// prefetching gains). Set before Run.
 	NoPrefetch bool
 
 	mu    sync.Mutex
-	links map[string]Link // guarded by mu
+	links map[deviceid.ID]Link // guarded by mu
 
 	statsMu sync.Mutex
-	stats   map[string]wire.DeviceStats // per device of the current plan, self included; guarded by statsMu
+	stats   map[deviceid.ID]wire.DeviceStats // per device of the current plan, self included; guarded by statsMu
 }
 
 // New returns a driver for session s; Out delivers the caller's actions.
 func New(s *ring.Session, e Engine, tick time.Duration, log *slog.Logger) *Driver {
 	return &Driver{s: s, engine: e, log: log, tick: tick, start: time.Now(), in: make(chan ring.Event, 64), out: make(chan ring.Action, 64),
-		links: map[string]Link{}, stats: map[string]wire.DeviceStats{}}
+		links: map[deviceid.ID]Link{}, stats: map[deviceid.ID]wire.DeviceStats{}}
 }
 
 // Stats returns what each device of the current plan measured: this
 // device's own compute (and Measure's numbers), and the last DeviceStats
 // each worker sent. Safe for concurrent use.
-func (d *Driver) Stats() map[string]wire.DeviceStats {
+func (d *Driver) Stats() map[deviceid.ID]wire.DeviceStats {
 	d.statsMu.Lock()
 	defer d.statsMu.Unlock()
-	out := make(map[string]wire.DeviceStats, len(d.stats))
+	out := make(map[deviceid.ID]wire.DeviceStats, len(d.stats))
 	for id, st := range d.stats {
 		out[id] = st
 	}
@@ -97,7 +98,7 @@ func (d *Driver) Stats() map[string]wire.DeviceStats {
 }
 
 // HasLink reports whether a link to peer id is open.
-func (d *Driver) HasLink(id string) bool {
+func (d *Driver) HasLink(id deviceid.ID) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.links[id] != nil
@@ -114,7 +115,7 @@ func (d *Driver) CloseLinks() {
 }
 
 // SendTo sends m to peer id on its link.
-func (d *Driver) SendTo(id string, m wire.Msg) error {
+func (d *Driver) SendTo(id deviceid.ID, m wire.Msg) error {
 	typ, p, err := wire.Encode(m)
 	if err != nil {
 		return err
@@ -236,7 +237,7 @@ func (l *queued) run() {
 
 // AddConn makes c the link to peer id and reads its frames until it fails
 // or ctx ends.
-func (d *Driver) AddConn(ctx context.Context, id string, c *transport.Conn) {
+func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn) {
 	l := newQueued(c)
 	go l.run()
 	d.mu.Lock()
@@ -555,4 +556,4 @@ func (d *Driver) forward(ctx context.Context, a ring.Action) {
 	}
 }
 
-func (d *Driver) selfID() string { return d.s.Self() }
+func (d *Driver) selfID() deviceid.ID { return d.s.Self() }

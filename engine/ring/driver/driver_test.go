@@ -95,8 +95,8 @@ func link(t testing.TB, from, to string) (fromEnd, toEnd *transport.Conn) {
 func pipe(t testing.TB, ctx context.Context, a *Driver, aID string, b *Driver, bID string) {
 	t.Helper()
 	ac, bc := link(t, aID, bID)
-	a.AddConn(ctx, bID, ac)
-	b.AddConn(ctx, aID, bc)
+	a.AddConn(ctx, tid(bID), ac)
+	b.AddConn(ctx, tid(aID), bc)
 }
 
 func await[T ring.Action](t *testing.T, d *Driver) T {
@@ -127,8 +127,8 @@ func twoDeviceTokens(t *testing.T, plan *wire.Plan, info ggml.ModelInfo, ea, eb 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	plan.Layers, plan.NEmbd, plan.DType = info.NLayer, info.NEmbd, wire.F32
-	a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
-	b := New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
+	a := New(ring.New(tid("a"), 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
+	b := New(ring.New(tid("b"), 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
 	pipe(t, ctx, a, "a", b, "b")
 	done := make(chan error, 2)
 	go func() { done <- a.Run(ctx) }()
@@ -172,11 +172,11 @@ func TestTwoDevicesEqualSingleDevice(t *testing.T) {
 		plan *wire.Plan
 	}{
 		{"k=1", &wire.Plan{ID: 1, K: 1, Devices: []wire.Device{
-			{ID: "a", Windows: []wire.Range{rg(0, 2)}},
-			{ID: "b", Windows: []wire.Range{rg(2, 5)}}}}},
+			{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}},
+			{ID: tid("b"), Windows: []wire.Range{rg(2, 5)}}}}},
 		{"k=2", &wire.Plan{ID: 2, K: 2, Devices: []wire.Device{
-			{ID: "a", Windows: []wire.Range{rg(0, 1), rg(2, 4)}},
-			{ID: "b", Release: true, Windows: []wire.Range{rg(1, 2), rg(4, 5)}}}}},
+			{ID: tid("a"), Windows: []wire.Range{rg(0, 1), rg(2, 4)}},
+			{ID: tid("b"), Release: true, Windows: []wire.Range{rg(1, 2), rg(4, 5)}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,12 +199,12 @@ func TestMalformedFrameMeansLost(t *testing.T) {
 	defer cancel()
 	ma := openModel(t)
 	plan := &wire.Plan{ID: 1, K: 1, Layers: ma.Info().NLayer, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
-		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 5)}}}}
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}}, {ID: tid("b"), Windows: []wire.Range{rg(2, 5)}}}}
 	ea := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}
 	defer ea.Close()
-	a := New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
+	a := New(ring.New(tid("a"), 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
 	client, bad := link(t, "a", "b")
-	a.AddConn(ctx, "b", client)
+	a.AddConn(ctx, tid("b"), client)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	// b reads what a sends (so a never blocks), and answers with garbage.
@@ -222,7 +222,7 @@ func TestMalformedFrameMeansLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := await[ring.Replan](t, a)
-	if diff := cmp.Diff([]string{"b"}, r.Without); diff != "" {
+	if diff := cmp.Diff([]string{"b"}, names(r.Without)); diff != "" {
 		t.Errorf("Replan.Without (-want +got)\n%s", diff)
 	}
 	cancel()

@@ -34,7 +34,7 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 	cctx, killC := context.WithCancel(ctx)
 
 	mk := func(id string, e Engine) *Driver {
-		return New(ring.New(id, 250), e, 250*time.Millisecond, logger(t).With("device", id))
+		return New(ring.New(tid(id), 250), e, 250*time.Millisecond, logger(t).With("device", id))
 	}
 	ma, mb, mc := openModel(t), openModel(t), openModel(t)
 	ea, eb := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}, &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}
@@ -59,7 +59,7 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 
 	n := ma.Info().NLayer
 	plan1 := &wire.Plan{ID: 1, K: 1, Layers: n, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
-		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 4)}}, {ID: "c", Windows: []wire.Range{rg(4, 5)}}}}
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}}, {ID: tid("b"), Windows: []wire.Range{rg(2, 4)}}, {ID: tid("c"), Windows: []wire.Range{rg(4, 5)}}}}
 	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan1}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +94,13 @@ func TestWorkerLostMidTokenReplyKept(t *testing.T) {
 	if err := <-cDone; err != nil {
 		t.Logf("c's driver ended: %v", err)
 	}
-	if diff := cmp.Diff([]string{"c"}, r.Without); diff != "" {
+	if diff := cmp.Diff([]string{"c"}, names(r.Without)); diff != "" {
 		t.Errorf("Replan.Without (-want +got)\n%s", diff)
 	}
 
 	// The node's part: Halda's new plan without c.
 	plan2 := &wire.Plan{ID: 2, K: 1, Layers: n, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
-		{ID: "a", Windows: []wire.Range{rg(0, 3)}}, {ID: "b", Windows: []wire.Range{rg(3, 5)}}}}
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 3)}}, {ID: tid("b"), Windows: []wire.Range{rg(3, 5)}}}}
 	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan2}); err != nil {
 		t.Fatal(err)
 	}

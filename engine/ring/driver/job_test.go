@@ -27,8 +27,8 @@ func (c *closing) Close() { c.closed.Store(true); c.GGML.Close() }
 // the plan is up.
 func startPair(t *testing.T, ctx context.Context, ea, eb Engine, plan *wire.Plan, setup func(a, b *Driver)) (a, b *Driver) {
 	t.Helper()
-	a = New(ring.New("a", 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
-	b = New(ring.New("b", 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
+	a = New(ring.New(tid("a"), 250), ea, 250*time.Millisecond, logger(t).With("device", "a"))
+	b = New(ring.New(tid("b"), 250), eb, 250*time.Millisecond, logger(t).With("device", "b"))
 	if setup != nil {
 		setup(a, b)
 	}
@@ -44,7 +44,7 @@ func startPair(t *testing.T, ctx context.Context, ea, eb Engine, plan *wire.Plan
 
 func twoDevicePlan(m *ggml.Model) *wire.Plan {
 	return &wire.Plan{ID: 1, K: 1, Layers: m.Info().NLayer, NEmbd: m.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
-		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 5)}}}}
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}}, {ID: tid("b"), Windows: []wire.Range{rg(2, 5)}}}}
 }
 
 // A worker whose head goes away ends the job and the driver closes its
@@ -94,14 +94,14 @@ func TestWorkerStatsReachTheHead(t *testing.T) {
 		in = []int32{tok}
 	}
 	// The report of the last pass may still be on its way.
-	testwait.True(t, 30*time.Second, "the ring's state", func() bool { return a.Stats()["b"].Tokens == n-1 })
+	testwait.True(t, 30*time.Second, "the ring's state", func() bool { return a.Stats()[tid("b")].Tokens == n-1 })
 	got := a.Stats()
-	wb := got["b"]
+	wb := got[tid("b")]
 	if wb.ComputeUS == 0 || wb.Plan != 1 || wb.Pressure != 2500 || wb.Fetched != 7 || wb.SliceBytes != 9 {
 		t.Errorf("worker stats at the head: %+v", wb)
 	}
 	// The prompt pass is not a token's cost: n-1 decode passes.
-	if wa := got["a"]; wa.Tokens != n-1 || wa.ComputeUS == 0 {
+	if wa := got[tid("a")]; wa.Tokens != n-1 || wa.ComputeUS == 0 {
 		t.Errorf("head's own stats: %+v", wa)
 	}
 }

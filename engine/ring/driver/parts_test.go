@@ -53,11 +53,11 @@ func TestPartsEqualSingleDevice(t *testing.T) {
 		plan *wire.Plan
 	}{
 		{"k=1 window across two files", &wire.Plan{ID: 1, K: 1, Devices: []wire.Device{
-			{ID: "a", Windows: []wire.Range{rg(0, 2)}},
-			{ID: "b", Windows: []wire.Range{rg(2, 5)}}}}},
+			{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}},
+			{ID: tid("b"), Windows: []wire.Range{rg(2, 5)}}}}},
 		{"k=2 a window in each file", &wire.Plan{ID: 2, K: 2, Devices: []wire.Device{
-			{ID: "a", Windows: []wire.Range{rg(0, 1), rg(2, 4)}},
-			{ID: "b", Release: true, Windows: []wire.Range{rg(1, 2), rg(4, 5)}}}}},
+			{ID: tid("a"), Windows: []wire.Range{rg(0, 1), rg(2, 4)}},
+			{ID: tid("b"), Release: true, Windows: []wire.Range{rg(1, 2), rg(4, 5)}}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ma := openModel(t)

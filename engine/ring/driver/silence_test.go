@@ -27,9 +27,9 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	ma := openModel(t)
 	ea := &ggmlengine.GGML{M: ma, NCtx: 16, Threads: 1}
 	defer ea.Close()
-	a := New(ring.New("a", 20), ea, 20*time.Millisecond, logger(t).With("device", "a"))
+	a := New(ring.New(tid("a"), 20), ea, 20*time.Millisecond, logger(t).With("device", "a"))
 	client, frozen := link(t, "a", "b")
-	a.AddConn(ctx, "b", client)
+	a.AddConn(ctx, tid("b"), client)
 	froze := make(chan time.Time, 1)
 	go func() {
 		up := true
@@ -62,13 +62,13 @@ func TestFrozenWorkerLostBySilence(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	plan := &wire.Plan{ID: 1, K: 1, Layers: ma.Info().NLayer, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
-		{ID: "a", Windows: []wire.Range{rg(0, 2)}}, {ID: "b", Windows: []wire.Range{rg(2, 5)}}}}
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}}, {ID: tid("b"), Windows: []wire.Range{rg(2, 5)}}}}
 	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan}); err != nil {
 		t.Fatal(err)
 	}
 	await[ring.Ready](t, a)
 	r := await[ring.Replan](t, a)
-	if !strings.Contains(r.Reason, "silent") || len(r.Without) != 1 || r.Without[0] != "b" {
+	if !strings.Contains(r.Reason, "silent") || len(r.Without) != 1 || r.Without[0] != tid("b") {
 		t.Errorf("Replan = %+v, want b lost by silence", r)
 	}
 	t.Logf("frozen worker lost %v after it froze", time.Since(<-froze))

@@ -56,13 +56,13 @@ const handTick = 100 * time.Millisecond
 // recorded link), stepped by hand: no Run, no ticker, no goroutines.
 func upHead(t *testing.T, ctx context.Context) (*Driver, *recordLink) {
 	t.Helper()
-	d := New(ring.New("a", int(handTick/time.Millisecond)), idleEngine{}, handTick, logger(t))
+	d := New(ring.New(tid("a"), int(handTick/time.Millisecond)), idleEngine{}, handTick, logger(t))
 	b := &recordLink{}
-	d.links["b"] = b
+	d.links[tid("b")] = b
 	plan := &wire.Plan{ID: 1, K: 1, Layers: 2, NEmbd: 2, DType: wire.F32, Devices: []wire.Device{
-		{ID: "a", Windows: []wire.Range{rg(0, 1)}}, {ID: "b", Windows: []wire.Range{rg(1, 2)}}}}
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 1)}}, {ID: tid("b"), Windows: []wire.Range{rg(1, 2)}}}}
 	d.mu.Lock()
-	for _, ev := range []ring.Event{ring.PlanInstalled{Plan: plan}, ring.Prepared{Plan: 1}, ring.FrameIn{From: "b", Msg: &wire.PlanAck{Plan: 1}}} {
+	for _, ev := range []ring.Event{ring.PlanInstalled{Plan: plan}, ring.Prepared{Plan: 1}, ring.FrameIn{From: tid("b"), Msg: &wire.PlanAck{Plan: 1}}} {
 		d.step(ctx, ev, nil)
 	}
 	d.mu.Unlock()
@@ -95,7 +95,7 @@ func TestTickStepsQueuedEventsFirst(t *testing.T) {
 	at := func(n int) time.Time { return t0.Add(time.Duration(n) * handTick) }
 	var pending []engineOp
 	for n := 1; n <= 10; n++ {
-		d.in <- ring.Heard{From: "b", RTTMs: 1} // b's pong, read as the tick fires
+		d.in <- ring.Heard{From: tid("b"), RTTMs: 1} // b's pong, read as the tick fires
 		pending = d.onTick(ctx, at(n), nil, pending)
 	}
 	if r, ok := lost(d); ok {

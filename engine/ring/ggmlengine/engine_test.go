@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ggml"
 	"homering/engine/ring/wire"
 )
@@ -62,7 +63,7 @@ func TestPrepareGPULayersWithoutGPU(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			plan := &wire.Plan{ID: 1, K: 1, Layers: info.NLayer, NEmbd: info.NEmbd, DType: wire.F32, Devices: []wire.Device{
-				{ID: "head", GPULayers: tt.gpu, Windows: []wire.Range{rg(0, info.NLayer)}}}}
+				{ID: deviceid.ForName("head"), GPULayers: tt.gpu, Windows: []wire.Range{rg(0, info.NLayer)}}}}
 			g := &GGML{M: m, NCtx: 16, Threads: 1}
 			defer g.Close()
 			if err := g.Prepare(plan, 0); !errors.Is(err, tt.want) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring"
 	"homering/engine/ring/wire"
 )
@@ -68,12 +69,12 @@ func NewEnv() *Env {
 func (e *Env) Handle(c Cmd) string {
 	e.out.Reset()
 	if err := e.handle(c); err != nil {
-		return "error: " + err.Error()
+		return "error: " + e.names().Replace(err.Error())
 	}
 	if e.out.Len() == 0 {
 		return "ok"
 	}
-	return e.out.String()
+	return e.names().Replace(e.out.String())
 }
 
 func (e *Env) handle(c Cmd) error {
@@ -132,12 +133,12 @@ func (e *Env) handle(c Cmd) error {
 		}
 		for _, a := range c.Args[1:] {
 			id, v, _ := strings.Cut(a, "=")
-			d.s.Seed(id, atoi(v))
+			d.s.Seed(ID(id), atoi(v))
 		}
 	case "gaps":
 		for _, id := range e.ids() {
 			gs := e.devs[id].s.Gaps()
-			for _, o := range slices.Sorted(maps.Keys(gs)) {
+			for _, o := range slices.SortedFunc(maps.Keys(gs), deviceid.ID.Compare) {
 				for _, g := range gs[o] {
 					fmt.Fprintf(&e.out, "%s: %s ended a silence of %d ticks %d ticks ago\n", id, o, g.Ticks, g.Age)
 				}
@@ -156,7 +157,7 @@ func (e *Env) handle(c Cmd) error {
 		d.pending = nil
 		if slices.Contains(c.Args[1:], "close") {
 			for _, o := range e.live() {
-				e.queue = append(e.queue, delivery{o, ring.PeerLost{ID: d.id, Reason: "connection reset"}})
+				e.queue = append(e.queue, delivery{o, ring.PeerLost{ID: ID(d.id), Reason: "connection reset"}})
 			}
 		}
 		e.run()
@@ -176,7 +177,7 @@ func (e *Env) handle(c Cmd) error {
 		for _, id := range e.ids() {
 			d := e.devs[id]
 			for _, o := range e.ids() {
-				if n, limit, ok := d.s.SilenceOf(o); ok {
+				if n, limit, ok := d.s.SilenceOf(ID(o)); ok {
 					fmt.Fprintf(&e.out, "%s: %s silent %d of %d ticks\n", id, o, n, limit)
 				}
 			}
@@ -200,9 +201,38 @@ func (e *Env) handle(c Cmd) error {
 	return nil
 }
 
+// ID is the device ID a script's device name stands for: the name's bytes,
+// so that IDs sort as their names do (the session sorts peers by ID).
+func ID(name string) deviceid.ID {
+	var id deviceid.ID
+	copy(id[:], name)
+	return id
+}
+
+// name is the script's name of a device ID (its text when no device has
+// it).
+func (e *Env) name(id deviceid.ID) string {
+	for n := range e.devs {
+		if ID(n) == id {
+			return n
+		}
+	}
+	return id.String()
+}
+
+// names writes device IDs in the output (actions print them) as the
+// script's names.
+func (e *Env) names() *strings.Replacer {
+	var r []string
+	for _, n := range e.ids() {
+		r = append(r, ID(n).String(), n)
+	}
+	return strings.NewReplacer(r...)
+}
+
 func (e *Env) addDevice(id string) {
 	if _, ok := e.devs[id]; !ok {
-		e.devs[id] = &dev{id: id, s: ring.New(id, e.TickMs)}
+		e.devs[id] = &dev{id: id, s: ring.New(ID(id), e.TickMs)}
 	}
 }
 
@@ -224,7 +254,7 @@ func (e *Env) plan(c Cmd) error {
 		if _, ok := e.devs[id]; !ok {
 			continue
 		}
-		d := wire.Device{ID: id, Release: slices.Contains(strings.Split(release, ","), id)}
+		d := wire.Device{ID: ID(id), Release: slices.Contains(strings.Split(release, ","), id)}
 		for _, w := range strings.Split(v, ",") {
 			s, t, _ := strings.Cut(w, "-")
 			d.Windows = append(d.Windows, wire.Range{Start: atoi(s), End: atoi(t)})
@@ -241,7 +271,7 @@ func (e *Env) plan(c Cmd) error {
 	if err != nil {
 		return err
 	}
-	e.head, e.layers, e.nEmbd = p.Devices[0].ID, p.Layers, p.NEmbd
+	e.head, e.layers, e.nEmbd = e.name(p.Devices[0].ID), p.Layers, p.NEmbd
 	e.step(e.head, ring.PlanInstalled{Plan: m.(*wire.Plan)})
 	return nil
 }
@@ -254,7 +284,7 @@ func (e *Env) inject(c Cmd) error {
 		return fmt.Errorf("%s has no plan", l[1])
 	}
 	a := &wire.Activation{Plan: p.ID, Seq: uint64(atoi(must(c.Arg("seq")))), Round: atoi(must(c.Arg("r"))), Rows: 1, NEmbd: p.NEmbd, DType: p.DType}
-	if i := p.Index(l[0]); i >= 0 {
+	if i := p.Index(ID(l[0])); i >= 0 {
 		a.Layers = p.Devices[i].Windows[a.Round]
 	}
 	if v, ok := c.Arg("layers"); ok {
@@ -269,7 +299,7 @@ func (e *Env) inject(c Cmd) error {
 	}
 	a.Data = make([]byte, a.Rows*a.NEmbd*a.DType.Size())
 	fmt.Fprintf(&e.out, "%s->%s %s (injected)\n", l[0], l[1], ring.MsgString(a))
-	e.queue = append(e.queue, delivery{l[1], ring.FrameIn{From: l[0], Msg: a}})
+	e.queue = append(e.queue, delivery{l[1], ring.FrameIn{From: ID(l[0]), Msg: a}})
 	e.run()
 	return nil
 }
@@ -334,7 +364,7 @@ func (e *Env) tick(late []string) {
 		d.backlog = nil
 		for _, o := range live {
 			if o != id && awake(o) && !slices.Contains(late, id) {
-				e.queue = append(e.queue, delivery{id, ring.Heard{From: o, RTTMs: e.devs[o].rttMs}})
+				e.queue = append(e.queue, delivery{id, ring.Heard{From: ID(o), RTTMs: e.devs[o].rttMs}})
 			}
 		}
 		gap := e.TickMs
@@ -370,7 +400,8 @@ func (e *Env) tick(late []string) {
 func (e *Env) do(d *dev, a ring.Action) {
 	switch a := a.(type) {
 	case ring.Send:
-		fmt.Fprintf(&e.out, "%s->%s %s\n", d.id, a.To, ring.MsgString(a.Msg))
+		to := e.name(a.To)
+		fmt.Fprintf(&e.out, "%s->%s %s\n", d.id, to, ring.MsgString(a.Msg))
 		// Through the codec, as on a real link.
 		typ, p, err := wire.Encode(a.Msg)
 		if err != nil {
@@ -379,13 +410,13 @@ func (e *Env) do(d *dev, a ring.Action) {
 		}
 		m, err := wire.Decode(typ, p)
 		if err != nil {
-			fmt.Fprintf(&e.out, "%s: decode error: %v\n", a.To, err)
+			fmt.Fprintf(&e.out, "%s: decode error: %v\n", to, err)
 			return
 		}
-		l := [2]string{d.id, a.To}
-		in := delivery{a.To, ring.FrameIn{From: d.id, Msg: m}}
-		if e.devs[a.To] == nil || e.devs[a.To].gone {
-			fmt.Fprintf(&e.out, "  (%s is gone: frame lost)\n", a.To)
+		l := [2]string{d.id, to}
+		in := delivery{to, ring.FrameIn{From: ID(d.id), Msg: m}}
+		if e.devs[to] == nil || e.devs[to].gone {
+			fmt.Fprintf(&e.out, "  (%s is gone: frame lost)\n", to)
 			return
 		}
 		if kind, ok := e.hold[l]; ok && strings.HasPrefix(ring.MsgString(m), kind) {

@@ -124,7 +124,7 @@ func (p *Plan) appendTo(b []byte) []byte {
 	b = be.AppendUint32(b, uint32(p.NEmbd))
 	b = append(b, byte(p.DType), byte(len(p.Devices)))
 	for _, d := range p.Devices {
-		b = appendStr(b, d.ID)
+		b = appendStr(b, d.ID.String())
 		var flags byte
 		if d.Release {
 			flags |= 1
@@ -154,7 +154,7 @@ func (p *Plan) decode(d *decoder) {
 	p.Devices = make([]Device, n)
 	for i := range p.Devices {
 		dev := &p.Devices[i]
-		dev.ID = d.str("device id")
+		dev.ID = d.deviceID("device id")
 		flags := d.u8("flags")
 		if flags&^1 != 0 {
 			d.fail(ErrMalformed, "device flags %#x", flags)

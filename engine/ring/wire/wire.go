@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"homering/discovery/deviceid"
 )
 
 // The protocol range of a link (every frame type: engine/ring/transport's
@@ -117,8 +119,8 @@ type Msg interface {
 
 // Device is one device's part of a plan.
 type Device struct {
-	ID      string `json:"id"`
-	Release bool   `json:"release,omitempty"` // release each window after running it (memory short)
+	ID      deviceid.ID `json:"id"`                // its readable text on the wire and in JSON
+	Release bool        `json:"release,omitempty"` // release each window after running it (memory short)
 	// GPULayers is Halda's n: the first GPULayers layers of each of its
 	// windows run on its GPU, the rest on its CPU. 0 ≤ GPULayers ≤ the
 	// length of its shortest window.
@@ -343,12 +345,12 @@ func (p *Plan) validate() error {
 	}
 	// The windows tile [0, L): round by round, device by device, contiguous.
 	next := 0
-	seen := map[string]bool{}
+	seen := map[deviceid.ID]bool{}
 	for r := range p.K {
 		for _, d := range p.Devices {
 			if r == 0 {
-				if d.ID == "" || seen[d.ID] || len(d.ID) > 255 {
-					return fmt.Errorf("plan device id %q empty, repeated or too long: %w", d.ID, ErrMalformed)
+				if d.ID.IsZero() || seen[d.ID] {
+					return fmt.Errorf("plan device id %q empty or repeated: %w", d.ID, ErrMalformed)
 				}
 				seen[d.ID] = true
 				if len(d.Windows) != p.K {
@@ -372,7 +374,7 @@ func (p *Plan) validate() error {
 }
 
 // Index returns the position of id in the ring, or -1.
-func (p *Plan) Index(id string) int {
+func (p *Plan) Index(id deviceid.ID) int {
 	for i, d := range p.Devices {
 		if d.ID == id {
 			return i

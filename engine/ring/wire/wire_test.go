@@ -17,8 +17,8 @@ import (
 
 func plan2() *Plan {
 	return &Plan{ID: 7, K: 2, Layers: 8, NEmbd: 4, DType: F32, Devices: []Device{
-		{ID: "a", GPULayers: 2, Windows: []Range{{0, 3}, {4, 7}}},
-		{ID: "b", Release: true, Windows: []Range{{3, 4}, {7, 8}}},
+		{ID: deviceid.ForName("a"), GPULayers: 2, Windows: []Range{{0, 3}, {4, 7}}},
+		{ID: deviceid.ForName("b"), Release: true, Windows: []Range{{3, 4}, {7, 8}}},
 	}}
 }
 
@@ -30,9 +30,9 @@ func TestRoundTrip(t *testing.T) {
 		msg  Msg
 	}{
 		{"plan", plan2()},
-		{"plan one device", &Plan{ID: 1, K: 1, Layers: 2, NEmbd: 8, DType: F16, Devices: []Device{{ID: "solo", Windows: []Range{{0, 2}}}}}},
+		{"plan one device", &Plan{ID: 1, K: 1, Layers: 2, NEmbd: 8, DType: F16, Devices: []Device{{ID: deviceid.ForName("solo"), Windows: []Range{{0, 2}}}}}},
 		{"plan every layer on the GPU", &Plan{ID: 1, K: 1, Layers: 3, NEmbd: 8, DType: F32, Devices: []Device{
-			{ID: "gpu", GPULayers: 2, Windows: []Range{{0, 2}}}, {ID: "cpu", Release: true, Windows: []Range{{2, 3}}}}}},
+			{ID: deviceid.ForName("gpu"), GPULayers: 2, Windows: []Range{{0, 2}}}, {ID: deviceid.ForName("cpu"), Release: true, Windows: []Range{{2, 3}}}}}},
 		{"ack", &PlanAck{Plan: 7, Code: CodeNoSpace, Text: "disk full"}},
 		{"ack ok", &PlanAck{Plan: 7}},
 		{"commit", &Commit{Plan: 9}},
@@ -101,11 +101,11 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	_, good, _ := Encode(plan2())
 	gap := *plan2()
-	gap.Devices = []Device{gap.Devices[0], {ID: "b", Windows: []Range{{4, 5}, {7, 8}}}}
+	gap.Devices = []Device{gap.Devices[0], {ID: deviceid.ForName("b"), Windows: []Range{{4, 5}, {7, 8}}}}
 	// Device a's windows are 3 layers long: 4 GPU layers cannot be its first.
 	gpu := func(n uint32) []byte {
 		p := slices.Clone(good)
-		be.PutUint32(p[19+1+2+1:], n) // header, device count, id "a", flags
+		be.PutUint32(p[19+1+1+len(plan2().Devices[0].ID.String())+1:], n) // header, device count, id a (length and text), flags
 		return p
 	}
 	tests := []struct {
@@ -138,6 +138,26 @@ func TestDecodeErrors(t *testing.T) {
 				t.Fatalf("Decode = %v, %v; want %v", m, err, tt.want)
 			}
 		})
+	}
+}
+
+// A plan's device IDs travel as their readable text too.
+func TestPlanDeviceIDText(t *testing.T) {
+	p := plan2()
+	_, b, err := Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range p.Devices {
+		text := append([]byte{byte(len(d.ID.String()))}, d.ID.String()...)
+		if !bytes.Contains(b, text) {
+			t.Errorf("plan payload does not hold %q with its length byte", d.ID.String())
+		}
+	}
+	zero := plan2()
+	zero.Devices[1].ID = deviceid.ID{}
+	if _, _, err := Encode(zero); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a plan device without an ID encoded: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ggml"
 	"homering/engine/ring"
 	"homering/engine/ring/ggmlengine"
@@ -46,8 +47,8 @@ func TestRingWithGPULayers(t *testing.T) {
 	info := m.Info()
 	plan := func(headGPU, workerGPU int) *wire.Plan {
 		return &wire.Plan{ID: 1, K: 1, Layers: info.NLayer, NEmbd: info.NEmbd, DType: wire.F32, Devices: []wire.Device{
-			{ID: "head", GPULayers: headGPU, Windows: []wire.Range{{Start: 0, End: 2}}},
-			{ID: "worker", GPULayers: workerGPU, Windows: []wire.Range{{Start: 2, End: info.NLayer}}},
+			{ID: deviceid.ForName("head"), GPULayers: headGPU, Windows: []wire.Range{{Start: 0, End: 2}}},
+			{ID: deviceid.ForName("worker"), GPULayers: workerGPU, Windows: []wire.Range{{Start: 2, End: info.NLayer}}},
 		}}
 	}
 	cpuTok, cpuLogits := run(t, m, plan(0, 0))
