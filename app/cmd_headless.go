@@ -113,7 +113,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	// As Jupyter does: a link that opens the UI already authorised (the
 	// token becomes an HttpOnly cookie and leaves the address bar).
 	fmt.Fprintf(f.stderr, "homering: the chat and the device map are at %s/?token=%s (a link with this device's key: keep it to yourself)\n", info.URL, info.Token)
-	log.Info("agent started", "id", id.ID.String(), "config", dir, "api", info.URL, "chat_api", chatURL, "chat_api_shared", chat.expose, "contribute", cfg.Contribute)
+	log.Info("agent started", "id", id.ID, "config", dir, "api", info.URL, "chat_api", chatURL, "chat_api_shared", chat.expose, "contribute", cfg.Contribute)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

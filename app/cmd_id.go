@@ -25,6 +25,6 @@ func cmdID(_ context.Context, e env) int {
 	if err != nil {
 		return fail(e.stderr, err)
 	}
-	fmt.Fprintln(e.stdout, id.ID.String())
+	fmt.Fprintln(e.stdout, id.ID)
 	return 0
 }

@@ -47,7 +47,7 @@ func cmdPair(ctx context.Context, e env) int {
 		if *asJSON {
 			return printJSON(e.stdout, p)
 		}
-		fmt.Fprintln(e.stdout, pairedLine(p.Name, p.ID.String(), wasPaired[p.ID]))
+		fmt.Fprintln(e.stdout, pairedLine(p.Name, p.ID, wasPaired[p.ID]))
 		return 0
 	case 0:
 	default:
@@ -92,7 +92,7 @@ func cmdPair(ctx context.Context, e env) int {
 		}
 		if ps.Last != nil && ps.Last.At.After(shown.Add(-time.Second)) {
 			if ps.Last.OK {
-				fmt.Fprintln(e.stdout, pairedLine(ps.Last.Name, ps.Last.Peer.String(), wasPaired[ps.Last.Peer]))
+				fmt.Fprintln(e.stdout, pairedLine(ps.Last.Name, ps.Last.Peer, wasPaired[ps.Last.Peer]))
 				return 0
 			}
 			return fail(e.stderr, fmt.Errorf("pairing failed: %s", ps.Last.Error))
@@ -119,7 +119,7 @@ func waitLeft(expires, now time.Time) time.Duration {
 
 // pairedLine is what `homering pair` prints once pairing with name (id)
 // succeeded; again says the device was paired before.
-func pairedLine(name, id string, again bool) string {
+func pairedLine(name string, id identity.DeviceID, again bool) string {
 	if again {
 		return fmt.Sprintf("Already paired with %s (%s); the code renewed the trust on both devices.", orDash(name), id)
 	}

@@ -350,7 +350,7 @@ func (n *Node) logEvents(evs []discovery.Event) {
 		view := n.peerLocked(p)
 		n.publishLocked(apitype.Event{Kind: eventKind(e), Peer: &view, Reason: e.Reason})
 		n.mu.Unlock()
-		attrs := []any{"peer", p.Record.ID.String(), "name", p.Record.Name, "addrs", fmt.Sprint(p.Addrs), "ifaces", p.Ifaces, "reason", e.Reason}
+		attrs := []any{"peer", p.Record.ID, "name", p.Record.Name, "addrs", fmt.Sprint(p.Addrs), "ifaces", p.Ifaces, "reason", e.Reason}
 		switch {
 		case e.Kind == discovery.Conflict && e.Self:
 			n.setProblem(problem.Make(problem.SelfCopy,
@@ -608,7 +608,7 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
-	log := n.log.With("peer", c.Peer.String(), "addr", c.Remote)
+	log := n.log.With("peer", c.Peer, "addr", c.Remote)
 	if c.Hello.Purpose == transport.PurposePair {
 		n.servePairing(c, log)
 		return

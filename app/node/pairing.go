@@ -138,7 +138,7 @@ func (n *Node) EnterCode(ctx context.Context, peer, codeText string) (apitype.Pe
 	if err != nil {
 		return apitype.Peer{}, err
 	}
-	n.log.Info("paired", "peer", c.Peer.String(), "name", c.Hello.Name, "addr", c.Remote)
+	n.log.Info("paired", "peer", c.Peer, "name", c.Hello.Name, "addr", c.Remote)
 	// A device added by address (no mDNS record) was seen without its name
 	// or its contributing, which AddPeer learns only over a link of a paired
 	// device: without this sighting it would stay out of every ring until
@@ -184,7 +184,7 @@ func (n *Node) Unpair(ctx context.Context, peer string) (apitype.Peer, error) {
 		_, _ = c.Recv()
 		_ = c.Close()
 	} else {
-		n.log.Info("could not tell the other device about unpairing; it will be refused from now on", "peer", id.String(), "err", err)
+		n.log.Info("could not tell the other device about unpairing; it will be refused from now on", "peer", id, "err", err)
 	}
 	n.closeControl(id)
 	n.mu.Lock()
@@ -198,6 +198,6 @@ func (n *Node) Unpair(ctx context.Context, peer string) (apitype.Peer, error) {
 	n.paired = p
 	view.Paired, view.PairedAt = false, nil
 	n.publishLocked(apitype.Event{Kind: "unpaired", Peer: &view})
-	n.log.Info("unpaired", "peer", id.String())
+	n.log.Info("unpaired", "peer", id)
 	return view, nil
 }

@@ -116,7 +116,7 @@ func (n *Node) serveRingControl(ctx context.Context, c *transport.Conn, f transp
 		}
 		addr, err := n.acceptJob(ctx, c, ask)
 		if err != nil {
-			n.log.Info("refused a ring job", "peer", c.Peer.String(), "err", err)
+			n.log.Info("refused a ring job", "peer", c.Peer, "err", err)
 			_ = c.SendError(CodeRingRefused, err.Error())
 			return true
 		}
@@ -149,7 +149,7 @@ func (n *Node) acceptJob(ctx context.Context, c *transport.Conn, ask JobAsk) (st
 	if err != nil {
 		return "", fmt.Errorf("its engine cannot serve: %v", err)
 	}
-	n.log.Info("serving a ring job", "peer", c.Peer.String(), "model", ask.Model, "ring_addr", addr)
+	n.log.Info("serving a ring job", "peer", c.Peer, "model", ask.Model, "ring_addr", addr)
 	return addr, nil
 }
 

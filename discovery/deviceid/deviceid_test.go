@@ -3,6 +3,7 @@ package deviceid
 import (
 	"crypto/sha256"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,29 @@ func TestForName(t *testing.T) {
 	}
 	if got, err := Parse(a.String()); err != nil || got != a {
 		t.Errorf("Parse(ForName(a)) = %v, %v", got, err)
+	}
+}
+
+// Logs take the ID as it is: slog writes its readable text, as it wrote
+// the string before (the text handler through MarshalText, the JSON one too).
+func TestSlogWritesText(t *testing.T) {
+	id := ForName("a")
+	for _, tt := range []struct {
+		name string
+		h    func(w *strings.Builder) slog.Handler
+		want string
+	}{
+		{"text", func(w *strings.Builder) slog.Handler { return slog.NewTextHandler(w, nil) }, "peer=" + id.String()},
+		{"json", func(w *strings.Builder) slog.Handler { return slog.NewJSONHandler(w, nil) }, `"peer":"` + id.String() + `"`},
+	} {
+		var typed, text strings.Builder
+		slog.New(tt.h(&typed)).Info("m", "peer", id)
+		slog.New(tt.h(&text)).Info("m", "peer", id.String())
+		if !strings.Contains(typed.String(), tt.want) {
+			t.Errorf("%s: %q lacks %q", tt.name, typed.String(), tt.want)
+		}
+		if strings.Contains(text.String(), tt.want) != strings.Contains(typed.String(), tt.want) {
+			t.Errorf("%s: typed %q, text %q", tt.name, typed.String(), text.String())
+		}
 	}
 }

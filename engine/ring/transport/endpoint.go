@@ -76,7 +76,7 @@ func (e *Endpoint) serverTLS(hi *tls.ClientHelloInfo) (*tls.Config, error) {
 			}
 			id := identity.IDFromCert(raw[0])
 			if e.cfg.Authorize(id) == Refuse {
-				e.cfg.Log.Warn("refused connection from an unpaired device", "addr", remote, "peer", id.String())
+				e.cfg.Log.Warn("refused connection from an unpaired device", "addr", remote, "peer", id)
 				return fmt.Errorf("%w: %s", ErrNotAllowed, id)
 			}
 			return nil
@@ -106,7 +106,7 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 		_ = ws.SetReadDeadline(time.Now().Add(e.cfg.Timeout))
 		c, err := e.serverHandshake(&wsStream{ws: ws}, peer, r.RemoteAddr)
 		if err != nil {
-			e.cfg.Log.Info("link setup failed", "addr", r.RemoteAddr, "peer", peer.String(), "err", err)
+			e.cfg.Log.Info("link setup failed", "addr", r.RemoteAddr, "peer", peer, "err", err)
 			_ = ws.Close()
 			return
 		}
