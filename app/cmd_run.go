@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,11 +24,14 @@ import (
 	"homering/engine/sample"
 )
 
-const runUsage = `Usage: homering run -m FILE.gguf|NAME [flags] PROMPT
+const runUsage = `Usage: homering run -m FILE.gguf|NAME [flags] [PROMPT]
 
 Generates text from PROMPT with the model on this machine alone and streams it
 to stdout; prompt and generation speeds go to stderr. With --chat the prompt is
 one user message in the model's chat template (ChatML if the file has none).
+Without PROMPT it is a chat, as ollama run is: each line read from stdin is a
+message in the model's chat template, answered with the conversation so far
+(/clear forgets it, /bye or the end of input ends the chat).
 
 GPU: the first --gpu-layers layers run on this machine's GPU. auto (the
 default) takes the agent's plan for this device alone (Halda's n, from its
@@ -72,9 +76,6 @@ func cmdRun(ctx context.Context, e env) int {
 	case *model == "":
 		fs.Usage()
 		return fail(2, "give a model with -m FILE.gguf.")
-	case prompt == "":
-		fs.Usage()
-		return fail(2, "give a prompt after the flags.")
 	case *threads < 1:
 		return fail(2, "--threads must be at least 1, not %d.", *threads)
 	case *n < 0:
@@ -122,38 +123,113 @@ func cmdRun(ctx context.Context, e env) int {
 	defer h.Close()
 
 	req := head.Request{MaxTokens: *n, Sampling: params, Seed: uint64(*seed)}
+	// generate streams one reply to stdout and its speeds to stderr.
+	generate := func(req head.Request) (string, error) {
+		out := bufio.NewWriter(e.stdout)
+		var last head.Token
+		var text strings.Builder
+		generated := 0
+		start := time.Now()
+		err := h.Generate(ctx, req, func(t head.Token) error {
+			last = t
+			if !t.EOG {
+				generated++
+			}
+			text.WriteString(t.Text)
+			if _, err := out.WriteString(t.Text); err != nil {
+				return err
+			}
+			return out.Flush() // stream: a token is visible as soon as it exists
+		})
+		fmt.Fprintln(out)
+		_ = out.Flush() // the terminal, as fmt.Fprint
+		if err != nil {
+			return text.String(), err
+		}
+		s := last.Stats
+		fmt.Fprintf(e.stderr, "homering run: prompt %d tokens (%d cached) in %s, %.1f tok/s; generated %d tokens, decode %.1f tok/s; total %s; seed %d; %s\n",
+			s.PromptTokens, s.CachedTokens, s.PromptTime.Round(time.Millisecond), perSecond(s.PromptTokens-s.CachedTokens, s.PromptTime),
+			generated, perSecond(s.DecodeTokens, s.DecodeTime), time.Since(start).Round(time.Millisecond), *seed, gpu)
+		return text.String(), nil
+	}
+	if prompt == "" {
+		return runChat(ctx, e, filepath.Base(*model), req, generate)
+	}
 	if *asChat {
 		req.Messages = []chat.Message{{Role: "user", Content: prompt}}
 	} else {
 		req.Prompt = prompt
 	}
-	out := bufio.NewWriter(e.stdout)
-	var last head.Token
-	generated := 0
-	start := time.Now()
-	err = h.Generate(ctx, req, func(t head.Token) error {
-		last = t
-		if !t.EOG {
-			generated++
-		}
-		if _, err := out.WriteString(t.Text); err != nil {
-			return err
-		}
-		return out.Flush() // stream: a token is visible as soon as it exists
-	})
-	fmt.Fprintln(out)
-	_ = out.Flush() // the terminal, as fmt.Fprint
-	if err != nil {
+	if _, err := generate(req); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fail(130, "interrupted.")
 		}
 		return fail(1, "%v", err)
 	}
-	s := last.Stats
-	fmt.Fprintf(e.stderr, "homering run: prompt %d tokens (%d cached) in %s, %.1f tok/s; generated %d tokens, decode %.1f tok/s; total %s; seed %d; %s\n",
-		s.PromptTokens, s.CachedTokens, s.PromptTime.Round(time.Millisecond), perSecond(s.PromptTokens-s.CachedTokens, s.PromptTime),
-		generated, perSecond(s.DecodeTokens, s.DecodeTime), time.Since(start).Round(time.Millisecond), *seed, gpu)
 	return 0
+}
+
+// runChat is `homering run` without a prompt: a conversation on stdin, one
+// message per line, each answered with the conversation so far in the
+// model's chat template (the head keeps the shared prefix's KV, so a turn
+// computes only its new tokens). A failed turn is said and dropped; the
+// conversation goes on.
+func runChat(ctx context.Context, e env, model string, req head.Request, generate func(head.Request) (string, error)) int {
+	interactive := isTerminal(e.stdin)
+	if interactive {
+		fmt.Fprintf(e.stderr, "Chat with %s: type a message and press Enter; /clear forgets the conversation, /bye or Ctrl-D ends it.\n", model)
+	}
+	var history []chat.Message
+	in := bufio.NewScanner(e.stdin)
+	in.Buffer(make([]byte, 64<<10), 1<<20)
+	for {
+		if interactive {
+			fmt.Fprint(e.stderr, ">>> ")
+		}
+		if !in.Scan() {
+			break
+		}
+		line := strings.TrimSpace(in.Text())
+		switch line {
+		case "":
+			continue
+		case "/bye":
+			return 0
+		case "/clear":
+			history = nil
+			continue
+		}
+		history = append(history, chat.Message{Role: "user", Content: line})
+		turn := req
+		turn.Messages = history
+		reply, err := generate(turn)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintln(e.stderr, "homering run: interrupted.")
+				return 130
+			}
+			fmt.Fprintf(e.stderr, "homering run: %v (the message is dropped; the conversation goes on)\n", err)
+			history = history[:len(history)-1]
+			continue
+		}
+		history = append(history, chat.Message{Role: "assistant", Content: reply})
+	}
+	if err := in.Err(); err != nil {
+		fmt.Fprintf(e.stderr, "homering run: reading the chat: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// isTerminal reports whether r is a terminal (a person typing), not a pipe
+// or a file: only then is the chat's prompt shown.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // runPlacement is where `homering run` runs the layers.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,7 +80,6 @@ func TestRunBadInput(t *testing.T) {
 		{"not a GGUF", []string{"-m", notGGUF, "hi"}, 1, "is not a GGUF model"},
 		{"truncated GGUF", []string{"-m", truncated, "hi"}, 1, "is incomplete"},
 		{"no model", []string{"hi"}, 2, "give a model"},
-		{"no prompt", []string{"-m", storiesModel}, 2, "give a prompt"},
 		{"bad temperature", []string{"-m", storiesModel, "--temp", "-1", "hi"}, 2, "temperature -1"},
 		{"bad threads", []string{"-m", storiesModel, "--threads", "0", "hi"}, 2, "--threads"},
 		{"prompt longer than the context", []string{"-m", storiesModel, "--ctx", "8", strings.Repeat("story ", 20)}, 1, "does not fit in the context"},
@@ -143,6 +144,12 @@ func TestHelperMain(t *testing.T) {
 // helperMain runs `homering ARGS` in a child with extra environment.
 func helperMain(t *testing.T, extraEnv []string, args ...string) (int, string, string) {
 	t.Helper()
+	return helperMainStdin(t, extraEnv, "", args...)
+}
+
+// helperMainStdin is helperMain with stdin.
+func helperMainStdin(t *testing.T, extraEnv []string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	b, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +157,7 @@ func helperMain(t *testing.T, extraEnv []string, args ...string) (int, string, s
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$")
 	cmd.Env = append(append(os.Environ(), helperMainEnv+"="+string(b)), extraEnv...)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
 	err = cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -188,5 +195,38 @@ func TestRunGPULayers(t *testing.T) {
 				t.Errorf("greedy text with %s GPU layers:\n%q\nthe CPU's:\n%q", tt.layers, gpu, cpu)
 			}
 		})
+	}
+}
+
+// `homering run` without a prompt is a chat on stdin, as ollama run is: each
+// line a message answered with the conversation so far (the second turn
+// reuses the first's KV: cached tokens), /clear forgets it (the same first
+// reply again, greedy), a failed turn is said and the chat goes on, /bye
+// ends it. No prompt is printed to a pipe.
+func TestRunChatOnStdin(t *testing.T) {
+	home := []string{config.EnvHome + "=" + t.TempDir()}
+	args := []string{"run", "-m", storiesModel, "-n", "12", "--temp", "0", "--ctx", "256"}
+	long := strings.Repeat("once upon a time ", 200) // more than the 256-token context
+	code, out, errs := helperMainStdin(t, home, "Tell me a story\nAnd then?\n"+long+"\n/clear\nTell me a story\n/bye\nnot read\n", args...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	replies := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	turns := regexp.MustCompile(`prompt (\d+) tokens \((\d+) cached\)`).FindAllStringSubmatch(errs, -1)
+	if len(turns) != 3 || len(replies) < 3 {
+		t.Fatalf("want 3 answered turns, got %d stats lines and stdout %q\nstderr %q", len(turns), out, errs)
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	if num(turns[1][2]) == 0 || num(turns[1][1]) <= num(turns[0][1]) {
+		t.Errorf("the second turn: prompt %s tokens, %s cached; want the first turn's conversation in it and its KV reused", turns[1][1], turns[1][2])
+	}
+	if !strings.Contains(errs, "the conversation goes on") {
+		t.Errorf("the too-long message was not refused with a sentence: %q", errs)
+	}
+	if turns[2][1] != turns[0][1] || replies[0] == "" || replies[len(replies)-1] != replies[0] {
+		t.Errorf("after /clear the same message should give the first reply again:\n first %q\n last  %q\n(prompt tokens %s vs %s)", replies[0], replies[len(replies)-1], turns[0][1], turns[2][1])
+	}
+	if strings.Contains(errs, ">>> ") || strings.Contains(out, "not read") {
+		t.Errorf("a pipe got the terminal's prompt, or a line after /bye was read: stderr %q", errs)
 	}
 }
