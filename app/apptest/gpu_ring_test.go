@@ -4,7 +4,6 @@ package apptest
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,15 +105,7 @@ func TestRingGPU(t *testing.T) {
 	})
 
 	t.Run("the GPU device killed mid-reply: re-planned onto the other two", func(t *testing.T) {
-		run := startChat(t, a, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
-		WaitFor(t, 30*time.Second, "the first tokens", func() error {
-			if len(run.reply()) < 8 {
-				return fmt.Errorf("%d bytes so far", len(run.reply()))
-			}
-			return nil
-		})
-		killed := time.Now()
-		g.Kill(t)
+		run, killed := killMidReply(t, a, g, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
 		got, st := run.wait(t, 60*time.Second)
 		if st.Ring == nil || st.Ring.Replans < 1 || len(st.Ring.Devices) != 2 {
 			t.Fatalf("ring after the loss: %+v, want a re-plan onto 2 devices", st.Ring)

@@ -155,6 +155,23 @@ func pairWorkers(t *testing.T, head *Node, workers ...*Node) {
 	})
 }
 
+// killMidReply starts `homering chat ARGS` on head and kills victim's agent
+// (SIGKILL) once the reply's first bytes are out; it returns the chat and
+// when victim died.
+func killMidReply(t *testing.T, head, victim *Node, args ...string) (*chatRun, time.Time) {
+	t.Helper()
+	run := startChat(t, head, args...)
+	WaitFor(t, 30*time.Second, "the first tokens", func() error {
+		if len(run.reply()) < 8 {
+			return fmt.Errorf("%d bytes so far", len(run.reply()))
+		}
+		return nil
+	})
+	killed := time.Now()
+	victim.Kill(t)
+	return run, killed
+}
+
 // children lists the child processes of pid (every thread's).
 func children(pid int) []int {
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
@@ -392,15 +409,7 @@ func TestRing(t *testing.T) {
 		// stories260K: a trained model's logits are far from ties, so the
 		// re-prefill's batched arithmetic picks the same tokens as the
 		// unfaulted run's one-token steps.
-		run := startChat(t, a, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
-		WaitFor(t, 30*time.Second, "the first tokens", func() error {
-			if len(run.reply()) < 8 {
-				return fmt.Errorf("%d bytes so far", len(run.reply()))
-			}
-			return nil
-		})
-		killed := time.Now()
-		c.Kill(t)
+		run, killed := killMidReply(t, a, c, "-m", stories260K, "-n", "160", "--devices", "all", "--rounds", "1", prompt)
 		got, st := run.wait(t, 60*time.Second)
 		if got != longRef {
 			t.Errorf("reply after losing c differs from the unfaulted one:\n got:  %q\n want: %q", got, longRef)

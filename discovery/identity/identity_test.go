@@ -32,33 +32,8 @@ func TestDeviceIDRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseDeviceIDErrors(t *testing.T) {
-	id := IDFromCert([]byte("x")).String()
-	typo := []byte(id)
-	// Change one data character: the block's check character must catch it.
-	if typo[0] == 'A' {
-		typo[0] = 'B'
-	} else {
-		typo[0] = 'A'
-	}
-	tests := []struct {
-		name string
-		in   string
-		want error
-	}{
-		{"typo", string(typo), ErrIDCheck},
-		{"short", id[:20], ErrIDLength},
-		{"bad char", "1" + id[1:], ErrIDChars},
-		{"empty", "", ErrIDLength},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := ParseDeviceID(tt.in); !errors.Is(err, tt.want) {
-				t.Errorf("ParseDeviceID(%q) error = %v, want %v", tt.in, err, tt.want)
-			}
-		})
-	}
-}
+// Parsing and its errors are deviceid's (deviceid_test.go): ParseDeviceID
+// and the ErrID* values forward to it.
 
 func TestCode(t *testing.T) {
 	c, err := NewCode(rand.Reader)
