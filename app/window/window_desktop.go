@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 
@@ -43,7 +44,7 @@ func Run(ctx context.Context, o Options) error {
 	// SIGTERM (the tray closing its windows when the agent quits, or a
 	// person's kill) cancels ctx: app.go's signal handler took SIGTERM's
 	// default action away, and Wails installs its own only once it runs, so
-	// a window told to close while it starts up would stay open.
+	// a window told to close while it starts up stayed open.
 	stop := context.AfterFunc(ctx, b.quit)
 	defer stop()
 	// One window per agent: a second "Open chat" raises the first.
@@ -68,8 +69,9 @@ func Run(ctx context.Context, o Options) error {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			_, _ = w.Write([]byte(page)) // the webview went away: nobody to tell
 		})},
-		OnStartup: b.startup,
-		Bind:      []any{b},
+		OnStartup:  b.startup,
+		OnDomReady: b.domReady,
+		Bind:       []any{b},
 	})
 }
 
@@ -78,28 +80,29 @@ type Bridge struct {
 	c   *client.Client
 	ctx context.Context //nolint:containedctx // Wails hands its context to OnStartup; kept only here (STYLE lesson 7)
 
-	mu      sync.Mutex
-	started bool // Wails has called startup: b.ctx is set
-	closing bool // quit was asked before that
+	mu    sync.Mutex
+	ready bool // the page is up: GTK's (or WebView2's) loop runs and takes a quit
 }
 
-func (b *Bridge) startup(ctx context.Context) {
+func (b *Bridge) startup(ctx context.Context) { b.ctx = ctx }
+
+func (b *Bridge) domReady(context.Context) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.ctx, b.started = ctx, true
-	if b.closing {
-		wruntime.Quit(ctx)
-	}
+	b.ready = true
 }
 
-// quit closes the window now, or as soon as Wails has started it.
+// quit closes the window. Before its page is up a quit asked of Wails can
+// be lost (its loop may not run yet: a CI run kept such a window 20 s and
+// more), and a window holds nothing to save, so the process just ends.
 func (b *Bridge) quit() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.closing = true
-	if b.started {
+	if b.ready {
 		wruntime.Quit(b.ctx)
+		return
 	}
+	os.Exit(0)
 }
 
 // Status is GET /api/v1/status.
