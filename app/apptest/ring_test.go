@@ -461,6 +461,7 @@ func TestRing(t *testing.T) {
 
 	// b's agent serves again with a new engine, c's agent is new.
 	t.Run("devices that come back are used from the next request", func(t *testing.T) {
+		back := time.Now()
 		c.Start(t)
 		WaitFor(t, time.Minute, "a sees c again", func() error {
 			ps, err := a.Peers(context.Background())
@@ -469,6 +470,15 @@ func TestRing(t *testing.T) {
 			}
 			if p, ok := find(ps, ids[c]); !ok || !p.Visible || !p.Contribute {
 				return fmt.Errorf("a's view of c: %+v", p)
+			}
+			return nil
+		})
+		// The planner takes peers with a control link (never dialled on the
+		// request path): on a loaded machine mDNS shows c before the link
+		// is up (a CI run planned without c 0.6 s before it).
+		WaitFor(t, time.Minute, "a's control link to c", func() error {
+			if _, ok := a.Event("link up", ids[c], back); !ok {
+				return fmt.Errorf("no link up to c logged yet")
 			}
 			return nil
 		})
