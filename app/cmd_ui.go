@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 
 	"homering/app/api/client"
 	"homering/app/config"
@@ -56,6 +58,17 @@ func showWindow(ctx context.Context, e env, dir, route string, again bool) int {
 		return fail(e.stderr, err)
 	}
 	err = window.Run(ctx, window.Options{Client: find, Route: route})
+	if err != nil && ctx.Err() == nil && runtime.GOOS == "windows" {
+		// No window on this PC (the WebView2 runtime missing): the chat
+		// opens in the default browser, as a person clicking "Open chat"
+		// expects something to open. (Elsewhere the desktop build has its
+		// webview; a build without one says where to open the chat.)
+		url := window.EntryURL(c.Info, route)
+		if berr := openBrowser(url); berr == nil {
+			fmt.Fprintf(e.stderr, "homering: no window here (%v); opened the chat in the default browser.\n", err)
+			return 0
+		}
+	}
 	if errors.Is(err, window.ErrNoWindow) {
 		if again {
 			fmt.Fprintf(e.stderr, "homering: Homering already runs for this user (pid %d); this build has no window: open %s\n", c.Info.PID, window.EntryURL(c.Info, route))
@@ -68,4 +81,15 @@ func showWindow(ctx context.Context, e env, dir, route string, again bool) int {
 		return fail(e.stderr, err)
 	}
 	return 0
+}
+
+// openBrowser opens url in Windows' default browser and returns once the
+// opener has started.
+func openBrowser(url string) error {
+	cmd := exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }() // the opener's own exit says nothing more
+	return nil
 }

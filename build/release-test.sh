@@ -15,7 +15,8 @@
 #   - the zip holds the exe, lp_solve's DLL and its license, and the CPU
 #     variant DLLs (the installed exe's run loads the best of them);
 #     homering.exe is a console program and homering-app.exe the same
-#     linked for the GUI subsystem (their PE headers say so);
+#     linked for the GUI subsystem with the Wails window (their PE headers
+#     and strings say so);
 #   - under Wine, in a copy of build/windows.sh's prefix: `setup.exe /S`
 #     exits 0, the installed homering.exe prints the version and the same
 #     64 tokens, the Run key (to homering-app.exe), the Add/Remove Programs
@@ -166,6 +167,13 @@ if [ "$(pe_subsystem "$zdir/homering.exe")" != 3 ] || [ "$(pe_subsystem "$zdir/h
 	fail "PE subsystems: homering.exe $(pe_subsystem "$zdir/homering.exe"), homering-app.exe $(pe_subsystem "$zdir/homering-app.exe"); want 3 (console) and 2 (GUI)"
 else
 	say "homering.exe is a console program, homering-app.exe a GUI one (PE subsystems 3 and 2)"
+fi
+# The app exe has the Wails window (WebView2), the CLI none.
+# (grep -c reads all: grep -q would end the pipe early, and pipefail fail it)
+if [ "$(strings -a "$zdir/homering-app.exe" | grep -c WebView2)" = 0 ] || [ "$(strings -a "$zdir/homering.exe" | grep -c WebView2)" != 0 ]; then
+	fail "homering-app.exe should carry the WebView2 window and homering.exe not"
+else
+	say "homering-app.exe carries the WebView2 window"
 fi
 
 # The installer under Wine, in a throwaway copy of the test prefix.

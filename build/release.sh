@@ -229,12 +229,14 @@ rel_windows() {
 		CGO_CPPFLAGS="$CGO_CPPFLAGS -ffile-prefix-map=$HOMERING_CINCLUDE=/homering-cinclude"
 		CGO_CPPFLAGS="$CGO_CPPFLAGS -ffile-prefix-map=$HOMERING_WIN_CINCLUDE=/homering-win-cinclude"
 		go build -trimpath -ldflags "$goldflags" -o "$out/homering.exe" .
-		# The same program linked for the GUI subsystem: what the Start menu
-		# and start at login run. Windows gives it no console window (a
-		# console exe started from a shortcut opens one for its whole life)
-		# and no standard handles, so the agent logs to agent.log in its
-		# config directory; the console exe stays the CLI on a terminal.
-		go build -trimpath -ldflags "$goldflags -H windowsgui" -o "$out/homering-app.exe" .
+		# The same program linked for the GUI subsystem, with its Wails
+		# window (WebView2; Wails' own tags): what the Start menu and start
+		# at login run. Windows gives it no console window (a console exe
+		# started from a shortcut opens one for its whole life) and no
+		# standard handles, so the agent logs to agent.log in its config
+		# directory; without the WebView2 runtime "Open chat" opens the
+		# browser. The console exe stays the CLI on a terminal.
+		go build -trimpath -tags desktop,production -ldflags "$goldflags -H windowsgui" -o "$out/homering-app.exe" .
 	)
 	rel_no_build_paths "$out/homering.exe"
 	rel_no_build_paths "$out/homering-app.exe"
