@@ -80,7 +80,10 @@ func TestRingGPU(t *testing.T) {
 	}
 
 	t.Run("Halda gives the GPU device layers and the reply is the single device's", func(t *testing.T) {
-		got, st := chat(t, a, "-m", stories260K, "-n", "48", "--devices", "all", "--rounds", "1", prompt)
+		// Minutes, not chat's one: on a fresh machine Mesa compiles g's
+		// pipelines on first use (~40 s per type cold on lavapipe; the
+		// shader cache keeps them for later runs).
+		got, st := startChat(t, a, "-m", stories260K, "-n", "48", "--devices", "all", "--rounds", "1", prompt).wait(t, 5*time.Minute)
 		if st.Ring == nil || len(st.Ring.Devices) != 3 {
 			t.Fatalf("ring %+v, want the three devices", st.Ring)
 		}
