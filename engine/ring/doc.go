@@ -17,6 +17,17 @@
 //	back; then the head runs output norm + output + sampling (Compute with
 //	Output) and emits the token. The head driver feeds the next token.
 //
+// A prefill pass is pipelined (StartToken.Batch; prima.cpp, appendix
+// A.11): the head cuts it into micro-batches, one seq each, and starts the
+// next as soon as it has sent one, so device m+1 computes micro-batch i
+// while device m computes i+1. A device queues the inputs that come while
+// it computes and takes them in (seq, round) order; it accepts round r's
+// activations in seq order (one counter per round), so every window sees
+// the rows in order and its KV is what passes of Batch rows one after the
+// other would leave. Only the last micro-batch runs the output head, and
+// its token is the pass's (EmitToken). The devices share no more than the
+// links: how many run at once is up to their CPUs.
+//
 // After running window r, a device hints Prefetch of its next window
 // (r+1 mod k) when k > 1, and Release of window r when its plan entry says
 // memory is short (Halda cases M1-M3, M5).

@@ -48,10 +48,15 @@ type Prepared struct {
 }
 
 // StartToken asks the head for one forward pass over Tokens at Pos (a
-// prefill batch or one generated token).
+// prefill batch or one generated token). Batch > 0 pipelines it: the
+// tokens go round the ring as micro-batches of Batch rows (the last may be
+// shorter), each device computing one while the next computes the one
+// before; the KV and the last micro-batch's logits are those of passes of
+// Batch rows one after the other. 0: one batch of all the tokens.
 type StartToken struct {
 	Tokens []int32
 	Pos    int
+	Batch  int
 }
 
 // ComputeDone is the result of a Compute action: Hidden after the window,

@@ -38,6 +38,34 @@ func PassRows(maxRows int, s Shape, nCtx int, limit int64) int {
 	return rows
 }
 
+// MinMicroRows is the smallest micro-batch of a pipelined prefill: the
+// prompt kernels lose little below a full pass down to 32 rows and much
+// below (one device, 1 thread, the quick ring bench model, 64 rows over 10
+// layers: 174-199 ms in one batch, 213 in batches of 32, 257 of 16, 299 of
+// 8), so smaller micro-batches would cost more compute than the overlap
+// gains.
+const MinMicroRows = 32
+
+// MicroRows is the micro-batch of the pipelined prefill passes of rows on
+// a ring of devices (prima.cpp, appendix A.11; StartToken.Batch): about
+// two per device in a pass, so that every device has the next one waiting
+// while it computes one, rounded down to a power of two and at least
+// MinMicroRows. It depends on neither the prompt nor the position, so a
+// kept job's later turns cut their prompts as its first did (KeptPrefix).
+// A ring that releases its windows' pages after each round (release with
+// k > 1) is not pipelined: every micro-batch would read the weights again.
+// rows itself means one batch per pass.
+func MicroRows(rows, devices int, release bool) int {
+	if devices < 2 || release {
+		return rows
+	}
+	b := MinMicroRows
+	for 2*b <= rows/(2*devices) {
+		b *= 2
+	}
+	return min(b, rows)
+}
+
 // ExactReprefill is the most generated tokens a re-prefill after a re-plan
 // evaluates one per pass, as they were decoded, and ExactReprefillTime the
 // most time that may take (at the measured time per token): batched passes

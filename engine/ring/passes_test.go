@@ -130,3 +130,26 @@ func TestKeptPrefix(t *testing.T) {
 		})
 	}
 }
+
+func TestMicroRows(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		rows, devices int
+		release       bool
+		want          int
+	}{
+		{"one device is not pipelined", 512, 1, false, 512},
+		{"three devices: about two micro-batches each", 512, 3, false, 64},
+		{"two devices", 512, 2, false, 128},
+		{"a pass shortened for memory: never below 32", 64, 3, false, 32},
+		{"the smallest pass", 32, 3, false, 32},
+		{"eight devices", 512, 8, false, 32},
+		{"windows released after each round: one batch", 512, 3, true, 512},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MicroRows(tt.rows, tt.devices, tt.release); got != tt.want {
+				t.Errorf("MicroRows(%d, %d, %v) = %d, want %d", tt.rows, tt.devices, tt.release, got, tt.want)
+			}
+		})
+	}
+}

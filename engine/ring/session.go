@@ -31,6 +31,29 @@ type key struct {
 
 func (a key) less(b key) bool { return a.seq < b.seq || a.seq == b.seq && a.round < b.round }
 
+// pass is the head's forward pass in flight: tokens at pos, cut into
+// micro-batches of batch rows (the last may be shorter), seqs first,
+// first+1, …; started of them have had their first window computed.
+// Pipelining (prima.cpp, appendix A.11): the head starts micro-batch i+1 as
+// soon as it has sent i, so the next device computes i while the head
+// computes i+1; only the last micro-batch runs the output head.
+type pass struct {
+	tokens  []int32
+	pos     int
+	batch   int
+	first   uint64
+	n       int // micro-batches
+	started int
+}
+
+// micro returns micro-batch i's tokens and position.
+func (p *pass) micro(i int) ([]int32, int) {
+	lo := i * p.batch
+	return p.tokens[lo:min(lo+p.batch, len(p.tokens))], p.pos + lo
+}
+
+func (p *pass) last() uint64 { return p.first + uint64(p.n) - 1 }
+
 // Session is one device's state. It is not safe for concurrent use; the
 // driver steps it from one goroutine.
 type Session struct {
@@ -49,14 +72,22 @@ type Session struct {
 	seeds   map[deviceid.ID]int      // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
 	upTicks int                      // ticks with a plan Up: seeds count for the first GapWindow
 
-	expect key  // the next input this device accepts
-	busy   bool // a Compute is out
-	pos    int  // sequence position of row 0 of the pass being computed
+	// next[r] is the seq of the next activation of round r this device
+	// accepts (on the head: the next one back from the last device). Every
+	// seq goes through every round on every device, and each window sees
+	// its seqs in order, so one counter per round orders the inputs even
+	// when micro-batches of a pipelined prompt interleave rounds.
+	next  []uint64
+	busy  bool               // a Compute is out
+	cur   key                // the Compute out
+	pos   int                // sequence position of row 0 of the Compute out
+	ready []*wire.Activation // accepted inputs waiting for the engine, by (seq, round)
 
 	// head only
 	acks     map[deviceid.ID]bool
 	nextSeq  uint64
-	inflight bool                 // a forward pass is in the ring
+	inflight bool                 // a forward pass (all its micro-batches) is in the ring
+	pass     pass                 // the pass in flight
 	without  []deviceid.ID        // devices lost since the last installed plan
 	lost     map[deviceid.ID]bool // devices already reported lost under this plan
 }
@@ -285,7 +316,7 @@ func (s *Session) watch() {
 func (s *Session) install(p *wire.Plan, idx int) {
 	s.plan, s.idx, s.head = p, idx, p.Devices[0].ID
 	s.state = Preparing
-	s.expect, s.busy = key{}, false
+	s.next, s.busy, s.ready = make([]uint64, p.K), false, nil
 	s.watch()
 }
 
@@ -341,18 +372,66 @@ func (s *Session) maybeCommit() []Action {
 }
 
 func (s *Session) startToken(ev StartToken) []Action {
-	if !s.isHead() || s.state != Up || s.inflight || len(ev.Tokens) == 0 {
+	if !s.isHead() || s.state != Up || s.inflight || len(ev.Tokens) == 0 || ev.Batch < 0 {
 		return []Action{Dropped{From: s.self, Reason: fmt.Sprintf("start token while %s (in flight %v)", s.state, s.inflight)}}
 	}
-	seq := s.nextSeq
-	s.nextSeq++
-	s.inflight, s.busy = true, true
-	s.expect, s.pos = key{seq, 0}, ev.Pos
-	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: ev.Tokens, Pos: ev.Pos}}
+	batch := ev.Batch
+	if batch == 0 || batch > len(ev.Tokens) {
+		batch = len(ev.Tokens)
+	}
+	n := (len(ev.Tokens) + batch - 1) / batch
+	s.pass = pass{tokens: ev.Tokens, pos: ev.Pos, batch: batch, first: s.nextSeq, n: n}
+	s.nextSeq += uint64(n)
+	s.inflight = true
+	return s.schedule()
+}
+
+// schedule gives the engine its next work when it is idle: the first
+// accepted input by (seq, round), else (on the head) the first window of
+// the next micro-batch of the pass. Inputs go first: an older micro-batch
+// further round the ring is nearer to done, and it frees the devices
+// after this one sooner. On the head, a micro-batch back from its last
+// round runs the output head only when it is the pass's last; the others'
+// logits would never be read.
+func (s *Session) schedule() []Action {
+	for !s.busy && len(s.ready) > 0 {
+		a := s.ready[0]
+		s.ready = s.ready[1:]
+		round := a.Round
+		if s.isHead() {
+			round++ // back from the last device: the head's next round
+			if round == s.plan.K && a.Seq != s.pass.last() {
+				continue // a micro-batch of the prompt is through every window
+			}
+		}
+		s.busy, s.cur, s.pos = true, key{a.Seq, a.Round}, a.Pos
+		if round == s.plan.K {
+			return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a}}
+		}
+		s.cur.round = round
+		return []Action{Compute{Seq: a.Seq, Round: round, Window: s.plan.Devices[s.idx].Windows[round], Pos: a.Pos, Hidden: a}}
+	}
+	if s.busy || !s.isHead() || !s.inflight || s.pass.started == s.pass.n {
+		return nil
+	}
+	toks, pos := s.pass.micro(s.pass.started)
+	seq := s.pass.first + uint64(s.pass.started)
+	s.pass.started++
+	s.busy, s.cur, s.pos = true, key{seq, 0}, pos
+	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: toks, Pos: pos}}
+}
+
+// accept queues an accepted input in (seq, round) order.
+func (s *Session) accept(a *wire.Activation) {
+	at := len(s.ready)
+	for at > 0 && (key{a.Seq, a.Round}).less(key{s.ready[at-1].Seq, s.ready[at-1].Round}) {
+		at--
+	}
+	s.ready = slices.Insert(s.ready, at, a)
 }
 
 func (s *Session) computeDone(ev ComputeDone) []Action {
-	if s.plan == nil || s.state != Up || !s.busy || ev.Seq != s.expect.seq || ev.Round != s.expect.round {
+	if s.plan == nil || s.state != Up || !s.busy || ev.Seq != s.cur.seq || ev.Round != s.cur.round {
 		return []Action{Dropped{From: s.self, Reason: fmt.Sprintf("result of seq=%d r=%d not awaited", ev.Seq, ev.Round)}}
 	}
 	s.busy = false
@@ -374,34 +453,14 @@ func (s *Session) computeDone(ev ComputeDone) []Action {
 	if me.Release && s.plan.K > 1 {
 		out = append(out, Release{Window: win})
 	}
-	// The next input this device accepts is the next round's.
-	s.expect = next(s.expect, s.plan.K)
-	if s.isHead() {
-		s.expect = key{ev.Seq, ev.Round} // the head awaits this round back from the last device
-	}
 	if len(s.plan.Devices) == 1 {
-		return append(out, s.afterRound(&a)...)
+		s.next[a.Round]++
+		s.accept(&a) // the head is also the last device
+	} else {
+		to := s.plan.Devices[(s.idx+1)%len(s.plan.Devices)].ID
+		out = append(out, Send{To: to, Msg: &a})
 	}
-	to := s.plan.Devices[(s.idx+1)%len(s.plan.Devices)].ID
-	return append(out, Send{To: to, Msg: &a})
-}
-
-func next(k key, rounds int) key {
-	if k.round+1 < rounds {
-		return key{k.seq, k.round + 1}
-	}
-	return key{k.seq + 1, 0}
-}
-
-// afterRound runs on the head when round a.Round has gone round the ring.
-func (s *Session) afterRound(a *wire.Activation) []Action {
-	s.busy = true
-	if a.Round+1 < s.plan.K {
-		s.expect = key{a.Seq, a.Round + 1}
-		return []Action{Compute{Seq: a.Seq, Round: a.Round + 1, Window: s.plan.Devices[0].Windows[a.Round+1], Pos: a.Pos, Hidden: a}}
-	}
-	s.expect = key{a.Seq, a.Round}
-	return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a}}
+	return append(out, s.schedule()...)
 }
 
 func (s *Session) frameIn(from deviceid.ID, m wire.Msg) []Action {
@@ -467,19 +526,17 @@ func (s *Session) activation(from deviceid.ID, a *wire.Activation) []Action {
 		out := []Action{Ready{Plan: a.Plan}, Prefetch{Window: s.plan.Devices[s.idx].Windows[0]}}
 		return append(out, s.activation(from, a)...)
 	}
-	got := key{a.Seq, a.Round}
-	if s.busy || got != s.expect || (s.isHead() && !s.inflight) {
+	want := s.next[a.Round]
+	if a.Seq != want || s.isHead() && (!s.inflight || a.Seq < s.pass.first || a.Seq > s.pass.last()) {
 		why := "out of order"
-		if got.less(s.expect) || s.busy {
+		if a.Seq < want {
 			why = "duplicate"
 		}
-		return []Action{Dropped{From: from, Reason: fmt.Sprintf("%s activation seq=%d r=%d, expecting seq=%d r=%d", why, a.Seq, a.Round, s.expect.seq, s.expect.round)}}
+		return []Action{Dropped{From: from, Reason: fmt.Sprintf("%s activation seq=%d r=%d, expecting seq=%d r=%d", why, a.Seq, a.Round, want, a.Round)}}
 	}
-	if s.isHead() {
-		return s.afterRound(a)
-	}
-	s.busy, s.pos = true, a.Pos
-	return []Action{Compute{Seq: a.Seq, Round: a.Round, Window: s.plan.Devices[s.idx].Windows[a.Round], Pos: a.Pos, Hidden: a}}
+	s.next[a.Round]++
+	s.accept(a)
+	return s.schedule()
 }
 
 // disconnect drops a peer that broke the protocol and treats it as lost.
@@ -495,7 +552,7 @@ func (s *Session) peerLost(id deviceid.ID, reason string) []Action {
 		if id != s.head {
 			return nil // the head watches everyone and re-plans
 		}
-		s.plan, s.state, s.busy = nil, Down, false
+		s.plan, s.state, s.busy, s.ready = nil, Down, false, nil
 		clear(s.watched)
 		return []Action{EndJob{Reason: "head " + id.String() + " lost: " + reason}}
 	}
@@ -515,7 +572,7 @@ func (s *Session) peerLost(id deviceid.ID, reason string) []Action {
 // resumed by a re-prefill once the next plan is Up (the runner's head job
 // knows it is mid-request).
 func (s *Session) dropPlan(out []Action) []Action {
-	s.state, s.inflight, s.busy = Down, false, false
+	s.state, s.inflight, s.busy, s.ready = Down, false, false, nil
 	// Keep plan and lost so that later losses add to Without; only the
 	// next PlanInstalled clears them. Stop watching: a re-plan is coming.
 	clear(s.watched)

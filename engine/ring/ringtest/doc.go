@@ -12,7 +12,8 @@
 // "b: Compute …"), so a script's expected output is the protocol trace.
 //
 // Commands: devices IDS [tick=MS]; plan id=N k=K DEV=a-b,c-d … [release=IDS]
-// [nembd=N] (first device is the head); token IDS [pos=N]; tick [N];
+// [nembd=N] (first device is the head); token IDS [pos=N] [batch=N] (a
+// pipelined pass of micro-batches of N rows); tick [N];
 // slow DEV=TICKS; rtt DEV=MS; fail-prepare DEV TEXT; drop DEV [close];
 // stall DEV=TICKS (stopped: answers, hears and ticks nothing, frames to
 // it wait; then its first tick is late); tick [N] late=DEVS (those read no

@@ -96,16 +96,20 @@ func (e *Env) handle(c Cmd) error {
 			return fmt.Errorf("token needs at least one token id")
 		}
 		var toks []int32
-		pos := 0
+		pos, batch := 0, 0
 		for _, a := range c.Args {
 			if v, ok := strings.CutPrefix(a, "pos="); ok {
 				pos = atoi(v)
 				continue
 			}
+			if v, ok := strings.CutPrefix(a, "batch="); ok {
+				batch = atoi(v)
+				continue
+			}
 			toks = append(toks, int32(atoi(a)))
 		}
 		e.tokens = toks
-		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos})
+		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos, Batch: batch})
 	case "tick":
 		n := 1
 		if len(c.Args) > 0 && !strings.Contains(c.Args[0], "=") {
