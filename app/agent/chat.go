@@ -97,6 +97,9 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 	g.Prompt = req.Prompt
 	if req.JSONSchema != "" {
 		g.JSONSchema = json.RawMessage(req.JSONSchema) // the engine child builds its grammar
+		if req.ForceCall {
+			g.Call = &runner.CallGrammar{Before: req.SchemaBefore, After: req.SchemaAfter}
+		}
 	}
 	if len(g.Messages) == 0 && g.Prompt == "" {
 		return apitype.ChatStats{}, problem.New(problem.EmptyConversation, "The conversation is empty; send at least one message.")

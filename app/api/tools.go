@@ -125,6 +125,12 @@ func renderTools(req *apitype.ChatRequest, path, model string, now time.Time) (*
 		tools = append(tools, chat.Tool{Function: json.RawMessage(t.Function)})
 	}
 	prompt, err := tt.Render(msgs, tools)
+	if err == nil && req.ForceCall {
+		// The reply is a call in the family's format, by grammar.
+		var fc chat.ForcedCall
+		fc, err = tt.ForceCall(tools, req.ForceName)
+		req.JSONSchema, req.SchemaBefore, req.SchemaAfter = string(fc.Schema), fc.Before, fc.After
+	}
 	if err != nil {
 		s := strings.TrimPrefix(err.Error(), "chat: ")
 		return nil, &toolsError{strings.ToUpper(s[:1]) + s[1:] + "."}

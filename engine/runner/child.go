@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -313,10 +314,59 @@ func newGrammar(v *llama.Vocab, g GenerateParams) (*llama.Grammar, error) {
 		if gbnf, err = llama.SchemaGrammar(g.JSONSchema); err != nil {
 			return nil, err
 		}
+		if g.Call != nil {
+			gbnf = asCall(gbnf, g.Call.Before, g.Call.After)
+		}
 	case gbnf == "":
 		return nil, nil
 	}
 	return llama.NewGrammar(v, gbnf)
+}
+
+// schemaRoot and schemaSpace are the root rule's and the whitespace
+// rule's definitions in json-schema-to-grammar's GBNF.
+var (
+	schemaRoot  = regexp.MustCompile(`(?m)^root ::=`)
+	schemaSpace = regexp.MustCompile(`(?m)^space ::=.*$`)
+)
+
+// asCall makes gbnf's reply the literal before, then gbnf's, then the
+// literal after: its root rule is renamed and a new root wraps it. The
+// JSON is written on one line, as the templates write calls: the schema's
+// whitespace (up to two newlines and 20 blanks between tokens) lets a
+// model that is unsure spend its tokens on blanks. (A schema that refers
+// to itself, "$ref": "#", would now refer to the wrapper; the forced
+// calls' schemas are tools' parameters, not whole-document references.)
+func asCall(gbnf, before, after string) string {
+	body := schemaRoot.ReplaceAllString(gbnf, "schema-root ::=")
+	body = schemaSpace.ReplaceAllString(body, `space ::= | " "`)
+	return "root ::= " + gbnfLiteral(before) + "schema-root " + gbnfLiteral(after) + "\n" + body
+}
+
+// gbnfLiteral is s as a GBNF string literal and a space, "" for an empty s.
+func gbnfLiteral(s string) string {
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(`" `)
+	return b.String()
 }
 
 // errParentGone is an event that could not be sent.

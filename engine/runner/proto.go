@@ -12,7 +12,9 @@ import (
 // Proto is the protocol version the child announces in its hello. 2: a
 // generate carries a grammar (GenerateParams.Grammar, JSONSchema), which a
 // child of version 1 would drop without a word and answer unconstrained.
-const Proto = 2
+// 3: the JSON schema may be a forced tool call's (GenerateParams.Call),
+// which a child of version 2 would drop.
+const Proto = 3
 
 // MaxLine is the longest protocol line either side accepts; a longer line is
 // a protocol error, not an allocation.
@@ -108,6 +110,15 @@ type GenerateParams struct {
 	// a JSON schema the child turns into one; at most one of the two.
 	Grammar    string          `json:"grammar,omitempty"`
 	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
+	// Call, with JSONSchema, makes the reply a tool call in the template's
+	// own format (engine/chat.ForcedCall): the JSON between literal text.
+	Call *CallGrammar `json:"call,omitempty"`
+}
+
+// CallGrammar is the text around a forced tool call's JSON.
+type CallGrammar struct {
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
 }
 
 // DefaultGenerate is llama.cpp's sampling (engine/sample.Defaults) with no

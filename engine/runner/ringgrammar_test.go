@@ -91,3 +91,37 @@ func TestRingStructuredOutput(t *testing.T) {
 		t.Error("a bad grammar restarted the child")
 	}
 }
+
+// A forced tool call (here in Qwen's format): the literal text around the
+// schema's JSON is written by the model, the JSON on one line, and the
+// model stops once the last of it is written.
+func TestGrammarForcedCall(t *testing.T) {
+	d := newDevice(t)
+	lp := LoadParams{Model: stories260K, NCtx: 256, Threads: 1}
+	g := *greedy(200)
+	g.Messages = []Message{{Role: "user", Content: "Who is sad?"}}
+	g.JSONSchema = json.RawMessage(moodSchema)
+	g.Call = &CallGrammar{Before: "<tool_call>\n\"x\\", After: "\n</tool_call>"}
+	var text strings.Builder
+	st, err := d.sup.Generate(context.Background(), lp, g, func(tk Token) error {
+		text.WriteString(tk.Text)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, ok := strings.CutPrefix(text.String(), g.Call.Before)
+	body, ok2 := strings.CutSuffix(body, g.Call.After)
+	if !ok || !ok2 || st.Reason != ReasonStop || strings.ContainsAny(body, "\n\t") || strings.Contains(body, "  ") {
+		t.Fatalf("reply %q (reason %q), want %q, moodSchema's JSON on one line, %q, then the model's stop", text.String(), st.Reason, g.Call.Before, g.Call.After)
+	}
+	checkMood(t, body)
+}
+
+func TestAsCallKeepsTheSchemaWhole(t *testing.T) {
+	gbnf := "root ::= \"{\" space item \"}\"\nitem ::= \"root\"\nspace ::= | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\n"
+	want := "root ::= \"[\\\"a\\\\\\n\" schema-root \n" + "schema-root ::= \"{\" space item \"}\"\nitem ::= \"root\"\nspace ::= | \" \"\n"
+	if got := asCall(gbnf, "[\"a\\\n", ""); got != want {
+		t.Errorf("asCall:\n%s\nwant:\n%s", got, want)
+	}
+}

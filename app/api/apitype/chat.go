@@ -64,6 +64,15 @@ type ChatRequest struct {
 	// prompt is rendered by the model's template family (engine/chat's
 	// ToolTemplate) and the reply's calls parsed back (app/api/tools.go).
 	Tools []Tool `json:"-"`
+	// ForceCall makes the reply a call of one of Tools (OpenAI's
+	// tool_choice "required", Anthropic's "any"), of the function named
+	// ForceName when it is not "" (a named tool_choice): a grammar in the
+	// template's call format, as JSONSchema is one. JSONSchema, SchemaBefore
+	// and SchemaAfter are what app/api turns it into for the engine.
+	ForceCall    bool   `json:"-"`
+	ForceName    string `json:"-"`
+	SchemaBefore string `json:"-"`
+	SchemaAfter  string `json:"-"`
 	// Ring options (homering chat, tests, the bench; ring.go). ModelPath is
 	// a GGUF on the agent's machine used instead of the selected model.
 	ModelPath  string `json:"model_path,omitempty"`

@@ -25,9 +25,7 @@ type Message struct {
 
 // ToolCall is a call of a function: in a reply, and in an assistant
 // message sent back. Arguments is a JSON object written as a string.
-// Index is set in streamed deltas only.
 type ToolCall struct {
-	Index    *int         `json:"index,omitempty"`
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function FunctionCall `json:"function"`
@@ -206,7 +204,7 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 	if err := checkCommon(r.N, r.Temperature, r.TopP, maxTok); err != nil {
 		return apitype.ChatRequest{}, err
 	}
-	tools, err := toolsOf(r.Tools, r.ToolChoice)
+	tools, force, forceName, err := toolsOf(r.Tools, r.ToolChoice)
 	if err != nil {
 		return apitype.ChatRequest{}, err
 	}
@@ -220,7 +218,11 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 	if err != nil {
 		return apitype.ChatRequest{}, err
 	}
-	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed, JSONSchema: schema, Tools: tools}
+	if force && schema != "" {
+		return apitype.ChatRequest{}, bad("tool_choice %s and a JSON response_format cannot both shape the reply; send one of them", strings.TrimSpace(string(r.ToolChoice)))
+	}
+	out := apitype.ChatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed, JSONSchema: schema, Tools: tools,
+		ForceCall: force, ForceName: forceName}
 	if maxTok != nil {
 		out.MaxTokens = *maxTok
 	}
@@ -256,37 +258,51 @@ func FromChat(r ChatCompletionRequest) (apitype.ChatRequest, error) {
 	return out, nil
 }
 
-// toolsOf reads tools and tool_choice: "auto" (the default) and "none"
-// (the tools are left out) are followed; a choice that forces a call is
-// refused, since nothing here forces one.
-func toolsOf(tools []Tool, choice json.RawMessage) ([]apitype.Tool, error) {
-	var c string
+// toolsOf reads tools and tool_choice: "auto" (the default: the model
+// decides), "none" (the tools are left out), "required" (the reply is a
+// call of one of them) and {"type": "function", "function": {"name": …}}
+// (the reply is a call of that one).
+func toolsOf(tools []Tool, choice json.RawMessage) (out []apitype.Tool, force bool, name string, err error) {
 	switch ch := strings.TrimSpace(string(choice)); ch {
 	case "", "null", `"auto"`:
 	case `"none"`:
-		return nil, nil
+		return nil, false, "", nil
+	case `"required"`:
+		force = true
 	default:
-		_ = json.Unmarshal(choice, &c)
-		if c == "" {
-			c = "a named function"
+		var named struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
 		}
-		return nil, bad("tool_choice %s is not supported; send auto or none (the model decides whether to call)", c)
+		if json.Unmarshal(choice, &named) != nil || named.Type != "function" || named.Function.Name == "" {
+			return nil, false, "", bad("tool_choice %s is not supported; send auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}", ch)
+		}
+		force, name = true, named.Function.Name
 	}
-	var out []apitype.Tool
+	found := name == ""
 	for i, t := range tools {
 		if t.Type != "function" || !isObject(t.Function) {
-			return nil, bad("tools[%d] is not a function tool; send {\"type\": \"function\", \"function\": {\"name\": …, \"parameters\": …}}", i)
+			return nil, false, "", bad("tools[%d] is not a function tool; send {\"type\": \"function\", \"function\": {\"name\": …, \"parameters\": …}}", i)
 		}
 		var f struct {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(t.Function, &f)
 		if f.Name == "" {
-			return nil, bad("tools[%d].function has no name; name the function", i)
+			return nil, false, "", bad("tools[%d].function has no name; name the function", i)
 		}
+		found = found || f.Name == name
 		out = append(out, apitype.Tool{Function: string(t.Function)})
 	}
-	return out, nil
+	switch {
+	case force && len(out) == 0:
+		return nil, false, "", bad("tool_choice asks for a tool call but tools is empty; send the tools the model may call")
+	case !found:
+		return nil, false, "", bad("tool_choice names the function %s, which is not among the tools; name one of them", name)
+	}
+	return out, force, name, nil
 }
 
 // FromCompletion translates a text completion request.
@@ -330,15 +346,11 @@ func finishWith(st apitype.ChatStats, calls []apitype.ToolCall) string {
 	return FinishReason(st.StopReason)
 }
 
-// ToolCalls are calls in OpenAI's shape; streamed, each has its index.
-func ToolCalls(calls []apitype.ToolCall, streamed bool) []ToolCall {
+// ToolCalls are calls in OpenAI's shape.
+func ToolCalls(calls []apitype.ToolCall) []ToolCall {
 	var out []ToolCall
-	for i, c := range calls {
-		tc := ToolCall{ID: c.ID, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: c.Arguments}}
-		if streamed {
-			tc.Index = &i
-		}
-		out = append(out, tc)
+	for _, c := range calls {
+		out = append(out, ToolCall{ID: c.ID, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 	}
 	return out
 }
@@ -384,7 +396,7 @@ type ChatCompletion struct {
 // NewChatCompletion builds a non-streamed answer: text, and the calls
 // the reply made (finish_reason "tool_calls" when any).
 func NewChatCompletion(id, model string, created int64, text string, calls []apitype.ToolCall, st apitype.ChatStats) ChatCompletion {
-	msg := ResponseMessage{Role: "assistant", ToolCalls: ToolCalls(calls, false)}
+	msg := ResponseMessage{Role: "assistant", ToolCalls: ToolCalls(calls)}
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
@@ -397,9 +409,27 @@ func NewChatCompletion(id, model string, created int64, text string, calls []api
 
 // Delta is a streamed piece of the message.
 type Delta struct {
-	Role      string     `json:"role,omitempty"`
-	Content   string     `json:"content,omitempty"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	ToolCalls []DeltaToolCall `json:"tool_calls,omitempty"`
+}
+
+// DeltaToolCall is a piece of a streamed call, as OpenAI streams them: the
+// first piece of a call has its index, id, type, name and empty
+// arguments; each later one its index and a fragment of the arguments,
+// which clients append.
+type DeltaToolCall struct {
+	Index    int           `json:"index"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function DeltaFunction `json:"function"`
+}
+
+// DeltaFunction is a DeltaToolCall's function: the name in the first
+// piece, then fragments of the arguments.
+type DeltaFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // ChunkChoice is a choice in a chunk; FinishReason is null until the last.
@@ -431,12 +461,42 @@ func NewChunk(id, model string, created int64, text string, first bool) ChatComp
 		Choices: []ChunkChoice{{Index: 0, Delta: d}}}
 }
 
-// NewToolCallsChunk is the chunk of a streamed reply's calls, each whole
-// (a call is sent once it has been parsed); first as NewChunk's.
-func NewToolCallsChunk(id, model string, created int64, calls []apitype.ToolCall, first bool) ChatCompletionChunk {
-	c := NewChunk(id, model, created, "", first)
-	c.Choices[0].Delta.ToolCalls = ToolCalls(calls, true)
-	return c
+// NewToolCallsChunks are the chunks of a streamed reply's calls, sent
+// once the calls have been parsed: for each call, one that opens it (id,
+// type, name) and then its arguments in fragments, as OpenAI streams
+// them; first as NewChunk's.
+func NewToolCallsChunks(id, model string, created int64, calls []apitype.ToolCall, first bool) []ChatCompletionChunk {
+	var out []ChatCompletionChunk
+	add := func(d DeltaToolCall) {
+		c := NewChunk(id, model, created, "", first && len(out) == 0)
+		c.Choices[0].Delta.ToolCalls = []DeltaToolCall{d}
+		out = append(out, c)
+	}
+	for i, call := range calls {
+		add(DeltaToolCall{Index: i, ID: call.ID, Type: "function", Function: DeltaFunction{Name: call.Name}})
+		for _, f := range fragments(call.Arguments) {
+			add(DeltaToolCall{Index: i, Function: DeltaFunction{Arguments: f}})
+		}
+	}
+	return out
+}
+
+// fragments cuts JSON text into pieces about as a tokenizer would: after
+// each structural character and at each string's end.
+func fragments(s string) []string {
+	var out []string
+	start := 0
+	for i, r := range s {
+		switch {
+		case strings.ContainsRune("{}[],:", r), r == '"' && i > start:
+			out = append(out, s[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
 }
 
 // NewFinalChunk ends the stream: an empty delta with the finish reason
