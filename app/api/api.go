@@ -80,10 +80,18 @@ func (s *Server) status() apitype.Status {
 
 // ChatAPIHandler serves the compatible APIs alone, for their fixed port
 // (config.DefaultAPIPort): the control API, the UI and their token stay on
-// the agent's own address. Any other path is 404 (compatRouter answers
-// those under /v1 and /api in the shape of their API).
+// the agent's own address. GET / answers "Ollama is running", as Ollama
+// does: Ollama's clients and the apps built on them probe it before they
+// use the API (it tells nothing, so it needs no key). Any other path is
+// 404 (compatRouter answers those under /v1 and /api in the shape of
+// their API).
 func (s *Server) ChatAPIHandler() http.Handler {
 	return s.registerCompat(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "Ollama is running")
+			return
+		}
 		writeJSON(w, http.StatusNotFound, apitype.Error{Error: "Not found: this port serves the OpenAI (/v1/...), Anthropic (/v1/messages) and Ollama (/api/...) compatible APIs."})
 	}))
 }

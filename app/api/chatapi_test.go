@@ -1,7 +1,10 @@
 package api
 
 import (
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -27,10 +30,27 @@ func TestChatAPIListener(t *testing.T) {
 		t.Errorf("GET /v1/models on the chat API's port = %d %+v, want 200 and a list", code, models)
 	}
 	var e apitype.Error
-	for _, path := range []string{"/api/v1/status", "/", "/api/v1/settings"} {
+	for _, path := range []string{"/api/v1/status", "/index.html", "/api/v1/settings"} {
 		if code := do(t, chatAPI, "GET", path, nil, &e); code != 404 {
 			t.Errorf("GET %s on the chat API's port = %d, want 404 (the control API is not there)", path, code)
 		}
+	}
+	// Ollama's probe, as Ollama answers it; the UI stays on the agent's
+	// address.
+	for _, method := range []string{"GET", "HEAD"} {
+		req, _ := http.NewRequest(method, chatAPI.URL+"/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if want := map[string]string{"GET": "Ollama is running", "HEAD": ""}[method]; resp.StatusCode != 200 || string(b) != want {
+			t.Errorf("%s / on the chat API's port = %d %q, want 200 %q", method, resp.StatusCode, b, want)
+		}
+	}
+	if resp, err := http.Get(srv.URL + "/"); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET / on the agent's address: %v %v, want the UI's page", resp, err)
+	} else {
+		_ = resp.Body.Close()
 	}
 	var st apitype.Status
 	if do(t, srv, "GET", "/api/v1/status", nil, &st) != 200 || st.ChatAPI != "http://127.0.0.1:47471" {
