@@ -398,7 +398,7 @@ func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, tp *chat
 type openaiReply struct {
 	whole func(text string, calls []apitype.ToolCall, st apitype.ChatStats) any
 	piece func(text string) any
-	calls func(calls []apitype.ToolCall) any
+	calls func(calls []apitype.ToolCall) []any
 	final func(st apitype.ChatStats, calls []apitype.ToolCall) any
 }
 
@@ -425,7 +425,9 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 		return
 	}
 	if len(calls) > 0 {
-		_ = ev.send("", reply.calls(calls))
+		for _, c := range reply.calls(calls) {
+			_ = ev.send("", c)
+		}
 	}
 	_ = ev.send("", reply.final(st, calls))
 	_ = ev.raw("[DONE]")
@@ -447,10 +449,13 @@ func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
 			first = false
 			return c
 		},
-		calls: func(calls []apitype.ToolCall) any {
-			c := openai.NewToolCallsChunk(id, model, created, calls, first)
-			first = false
-			return c
+		calls: func(calls []apitype.ToolCall) []any {
+			var out []any
+			for _, c := range openai.NewToolCallsChunks(id, model, created, calls, first) {
+				out = append(out, c)
+			}
+			first = first && len(out) == 0
+			return out
 		},
 		final: func(st apitype.ChatStats, calls []apitype.ToolCall) any {
 			return openai.NewFinalChunk(id, model, created, st, calls, in.StreamOptions != nil && in.StreamOptions.IncludeUsage)

@@ -220,6 +220,24 @@ func TestAPIClients(t *testing.T) {
 			t.Errorf("%s: %v; want one get_weather call for Paris, finish_reason tool_calls, no content", check, got[check])
 		}
 	}
+	// tool_choice: "required" and a named function force a call with no
+	// response_format; the SDK's stream helper puts a streamed call
+	// together from its fragments.
+	for check, want := range map[string]string{"openai.tools.required": "", "openai.tools.named": "get_time", "openai.tools.stream_helper": "get_weather"} {
+		calls, _ := got[check]["calls"].([]any)
+		var c map[string]any
+		if len(calls) == 1 {
+			c, _ = calls[0].(map[string]any)
+		}
+		name := fmt.Sprint(c["name"])
+		if str(check, "finish") != "tool_calls" || (want != "" && name != want) || (want == "" && name != "get_weather" && name != "get_time") ||
+			!strings.HasPrefix(fmt.Sprint(c["id"]), "call_") || c["arguments"] != `{"city":"Paris"}` {
+			t.Errorf("%s: %v; want one call (of %q) for Paris, finish_reason tool_calls", check, got[check], want)
+		}
+	}
+	if n := num("openai.tools.stream_helper", "fragments"); n < 3 {
+		t.Errorf("the streamed call's arguments came in %v fragments, want them in pieces as OpenAI streams them", n)
+	}
 	for _, check := range []string{"ollama.tools", "ollama.tools.stream"} {
 		calls, _ := got[check]["calls"].([]any)
 		if len(calls) != 1 || fmt.Sprint(calls[0].(map[string]any)["name"]) != "get_weather" ||
@@ -238,6 +256,15 @@ func TestAPIClients(t *testing.T) {
 		if num(check, "status") != 400 || str(check, "name") != name || !strings.Contains(str(check, "message"), "chat template has no tool calling") {
 			t.Errorf("%s: %v, want a 400 %s saying the chat template has no tool calling", check, got[check], name)
 		}
+	}
+
+	// Ollama's probe on the API port answers as Ollama does; the UI is
+	// still served on the agent's own address.
+	if out, _ := n.inNS(ctx, "curl", "-s", "-w", " %{http_code}", api+"/").Output(); string(out) != "Ollama is running 200" {
+		t.Errorf("GET / on the API port: %q, want \"Ollama is running\" 200", out)
+	}
+	if out, _ := n.inNS(ctx, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{content_type}", info.URL+"/").Output(); !strings.HasPrefix(string(out), "200 text/html") {
+		t.Errorf("GET / on the agent's address: %q, want the UI's page (200 text/html)", out)
 	}
 
 	// On the agent's own address too, an unknown compatible path is that

@@ -249,6 +249,28 @@ const asCall = { type: "json_schema", json_schema: { name: "call", strict: true,
   }
   out({ check: "openai.tools.stream", finish, content, calls });
 }
+// tool_choice forces a call without any response_format: "required" (of
+// either tool) and a named function (of that one). Their parameters pin
+// the arguments, which a random model would otherwise fill at random.
+const pinned = (name) => ({ name, parameters: { type: "object", properties: { city: { enum: ["Paris"] } }, required: ["city"] } });
+const twoTools = [{ type: "function", function: pinned("get_weather") }, { type: "function", function: pinned("get_time") }];
+for (const [check, tool_choice] of [["openai.tools.required", "required"], ["openai.tools.named", { type: "function", function: { name: "get_time" } }]]) {
+  const r = await openai.chat.completions.create({ model: "tool-llama", messages: askWeather, tools: twoTools, tool_choice, max_tokens: 200, temperature: 0 });
+  const m = r.choices[0].message;
+  out({ check, finish: r.choices[0].finish_reason, usage: r.usage, content: m.content, calls: (m.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) });
+}
+// The SDK's stream helper accumulates the streamed call from its deltas
+// (id and name first, then the arguments in fragments).
+{
+  const stream = openai.chat.completions.stream({
+    model: "tool-llama", messages: askWeather, tools: twoTools, tool_choice: { type: "function", function: { name: "get_weather" } }, max_tokens: 200, temperature: 0,
+  });
+  let fragments = 0;
+  stream.on("tool_calls.function.arguments.delta", () => { fragments++; });
+  const final = await stream.finalChatCompletion();
+  const m = final.choices[0].message;
+  out({ check: "openai.tools.stream_helper", finish: final.choices[0].finish_reason, fragments, calls: (m.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) });
+}
 out({
   check: "openai.tools.no_template",
   ...(await failure(() => openai.chat.completions.create({ model: "stories260K", messages: askWeather, tools: [{ type: "function", function: weather }], max_tokens: 8 }))),
