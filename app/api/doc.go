@@ -107,12 +107,15 @@
 // (not trimmed to fit the context). The reply streams through the family's
 // ToolParser, which holds back anything that may start a call, and its
 // calls end the answer in the API's shape: OpenAI message.tool_calls
-// (arguments a JSON string; streamed as one tool_calls delta) with
-// finish_reason "tool_calls"; Ollama message.tool_calls (arguments an
-// object; streamed in an object before the last); Anthropic tool_use
-// blocks (streamed as content_block_start, one input_json_delta and
-// content_block_stop each) with stop_reason "tool_use". tool_choice auto
-// and none are followed, others refused. A template of no such family is
+// (arguments a JSON string; streamed as a delta with id, type and name,
+// then deltas with fragments of the arguments) with finish_reason
+// "tool_calls"; Ollama message.tool_calls (arguments an object; streamed
+// in an object before the last); Anthropic tool_use blocks (streamed as
+// content_block_start, one input_json_delta and content_block_stop each)
+// with stop_reason "tool_use". tool_choice auto and none are followed;
+// OpenAI's required and named function force a call by grammar
+// (engine/chat.ForceCall, as JSONSchema is one); Anthropic's any and tool
+// are refused. A template of no such family is
 // the API's 400: "This model's chat template has no tool calling (…)".
 // Ollama's /api/show lists the "tools" capability of a model that has it.
 //
