@@ -83,6 +83,7 @@ var allowed = map[string][]string{
 		"app/config", "discovery/identity", "engine/ring/transport",
 		"engine/gguf", "engine/profile/modelprof", "halda",
 		"engine/profile/sysinfo", // this device's memory for the map's gauge: the one cross-OS reader
+		"internal/bytesize",      // sizes in messages, as app/pull writes them
 	},
 	"app/api/client":        {"app/api/apitype"},
 	"app/api/openai":        {"app/api/apitype"},
@@ -125,7 +126,7 @@ var allowed = map[string][]string{
 	"app/autostart": {}, // start at login on macOS: a LaunchAgent plist, pure Go
 	// Model downloads (issue 18 item 6): a file is renamed to NAME.gguf only
 	// once it parses as a GGUF.
-	"app/pull":    {"engine/gguf"},
+	"app/pull":    {"engine/gguf", "internal/bytesize"},
 	"app/problem": {"app/api/apitype"}, // the one registry of user-facing problems (issue 15 item 4)
 	"engine/runner": {
 		"engine/head", "engine/ggml", "engine/gguf", "engine/ring/transport",
@@ -201,6 +202,7 @@ var allowed = map[string][]string{
 	"engine/enginetest":    {}, // its tests import the engines
 	"engine/gputest":       {}, // its tests load a GPU backend into engine/ggml's process
 	"internal/testlog":     {},
+	"internal/bytesize":    {}, // a byte count for people: the one formatter of messages and progress
 	"internal/testwait":    {},                                                                  // the tests' one wait helper
 	"internal/testdir":     {},                                                                  // tests: a scratch directory that Wine can remove
 	"internal/jsontags":    {},                                                                  // tests: every JSON protocol field spells its name

@@ -12,6 +12,7 @@ import (
 
 	"homering/app/agent"
 	"homering/app/api/apitype"
+	"homering/internal/bytesize"
 )
 
 // measuredChat wraps the agent's Chatter for everything the UI shows about
@@ -119,7 +120,7 @@ func (m *measuredChat) waitTask(model apitype.ServedModel, queued bool) (kind, t
 	}
 	detail = "Reading the weights from disk; the reply starts when they are in memory."
 	if model.Size > 0 {
-		detail = fmt.Sprintf("Reading %s of weights from disk; the reply starts when they are in memory.", humanBytes(model.Size))
+		detail = fmt.Sprintf("Reading %s of weights from disk; the reply starts when they are in memory.", bytesize.Text(model.Size))
 	}
 	return "load", "Loading " + name, detail, m.loadTook[model.Path]
 }

@@ -15,6 +15,7 @@ import (
 	"homering/engine/gguf"
 	"homering/engine/profile/modelprof"
 	"homering/halda"
+	"homering/internal/bytesize"
 )
 
 // modelSource is one place GGUFs are found.
@@ -228,7 +229,7 @@ func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string
 		}
 	}
 	if float64(use) > 0.8*float64(avail) {
-		return "tight", fmt.Sprintf("It needs %s of the %s free on the devices that can take part.", humanBytes(use), humanBytes(avail))
+		return "tight", fmt.Sprintf("It needs %s of the %s free on the devices that can take part.", bytesize.Text(use), bytesize.Text(avail))
 	}
 	on := "on this device alone"
 	if len(pl.Plan.Ring) > 1 {
@@ -261,18 +262,6 @@ func usable(d halda.Device) int64 {
 		a = d.MemoryBudget
 	}
 	return a + d.VRAMAvailable
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func (u *ui) models(w http.ResponseWriter, r *http.Request) {

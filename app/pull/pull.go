@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"homering/engine/gguf"
+	"homering/internal/bytesize"
 )
 
 // HuggingFace is where Hugging Face references resolve.
@@ -464,17 +465,10 @@ func unwrapURL(err error) error {
 func SizeText(n int64) string { return size(n) }
 
 func size(n int64) string {
-	switch {
-	case n < 0:
+	if n < 0 {
 		return "an unknown size"
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
-	return fmt.Sprintf("%d B", n)
+	return bytesize.Text(n)
 }
 
 func totalText(n int64) string {
