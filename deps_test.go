@@ -202,7 +202,7 @@ var allowed = map[string][]string{
 	"engine/enginetest":    {}, // its tests import the engines
 	"engine/gputest":       {}, // its tests load a GPU backend into engine/ggml's process
 	"internal/testlog":     {},
-	"internal/bytesize":    {}, // a byte count for people: the one formatter of messages and progress
+	"internal/bytesize":    {},                                                                  // a byte count for people: the one formatter of messages and progress
 	"internal/testwait":    {},                                                                  // the tests' one wait helper
 	"internal/testdir":     {},                                                                  // tests: a scratch directory that Wine can remove
 	"internal/jsontags":    {},                                                                  // tests: every JSON protocol field spells its name
