@@ -186,6 +186,15 @@ func TestDiscoveryAndPairing(t *testing.T) {
 		if out, _ := a.CLI(context.Background(), "doctor"); !strings.Contains(out, "interface docker0: skipped: container or VM bridge") {
 			t.Errorf("doctor on a does not explain skipping docker0:\n%s", out)
 		}
+		// Without a default route the kernel has no route to the mDNS
+		// group, yet a sees b and c over mDNS: the doctor says so instead
+		// of reporting the failure its own peer list contradicts.
+		env.ip("-n", a.NS, "route", "del", "default")
+		out, _ := a.CLI(context.Background(), "doctor")
+		env.ip("-n", a.NS, "route", "add", "default", "via", "10.77.1.254")
+		if !strings.Contains(out, "[ok] multicast route: the kernel has no general route to 224.0.0.251") || !strings.Contains(out, "but mDNS works on this device's interfaces: it has seen") {
+			t.Errorf("doctor on a, without a multicast route but seeing b and c over mDNS:\n%s", out)
+		}
 	})
 
 	t.Run("contribute is a listener on the LAN only while on", func(t *testing.T) {

@@ -229,18 +229,6 @@ func (n *Node) Doctor() apitype.Doctor {
 		}
 	}
 	add("interfaces", len(used) > 0, "used for mDNS: %s", orNone(used))
-	if len(used) == 0 {
-		add("multicast", false, "no interface can carry multicast: other devices cannot be found and cannot find this one; add them by address")
-	} else if err := multicastRoute(); err != nil {
-		add("multicast route", false, "no route to 224.0.0.251 (%v): mDNS cannot leave this machine; add devices by address", err)
-	} else {
-		add("multicast route", true, "224.0.0.251 is routable")
-	}
-	if st.Contribute {
-		add("contribute", st.Listening != "", "on: listening on %s for paired devices; advertising %v. A firewall must allow TCP %s and UDP 5353.", orNone(nonEmpty(st.Listening)), st.Advertising, portOf(st.Listening))
-	} else {
-		add("contribute", true, "off: nothing listens beyond loopback, this device does not advertise; others cannot see it (it still sees them)")
-	}
 	ps := n.Peers()
 	var mdnsSeen, manual, pairedHidden []string
 	for _, p := range ps.Peers {
@@ -252,6 +240,17 @@ func (n *Node) Doctor() apitype.Doctor {
 		case p.Paired:
 			pairedHidden = append(pairedHidden, p.Name+" "+p.Short)
 		}
+	}
+	if len(used) == 0 {
+		add("multicast", false, "no interface can carry multicast: other devices cannot be found and cannot find this one; add them by address")
+	} else {
+		name, ok, detail := multicastCheck(multicastRoute(), mdnsSeen)
+		add(name, ok, "%s", detail)
+	}
+	if st.Contribute {
+		add("contribute", st.Listening != "", "on: listening on %s for paired devices; advertising %v. A firewall must allow TCP %s and UDP 5353.", orNone(nonEmpty(st.Listening)), st.Advertising, portOf(st.Listening))
+	} else {
+		add("contribute", true, "off: nothing listens beyond loopback, this device does not advertise; others cannot see it (it still sees them)")
 	}
 	add("seen by mDNS", true, "%s", orNone(mdnsSeen))
 	add("added by address", true, "%s", orNone(manual))
@@ -265,6 +264,21 @@ func (n *Node) Doctor() apitype.Doctor {
 		add("problem", false, "%s %s %s", p.Title, p.Text, p.Fix)
 	}
 	return d
+}
+
+// multicastCheck is the doctor's multicast line from the kernel's answer
+// for a route to the mDNS group and the devices mDNS has seen. The route
+// is only a hint: mDNS sends on each interface by itself, so a device
+// seen over mDNS proves it works, and the doctor does not report a failure
+// it has just seen contradicted.
+func multicastCheck(routeErr error, mdnsSeen []string) (name string, ok bool, detail string) {
+	switch {
+	case routeErr == nil:
+		return "multicast route", true, "224.0.0.251 is routable"
+	case len(mdnsSeen) > 0:
+		return "multicast route", true, fmt.Sprintf("the kernel has no general route to 224.0.0.251 (%v), but mDNS works on this device's interfaces: it has seen %s", routeErr, strings.Join(mdnsSeen, ", "))
+	}
+	return "multicast route", false, fmt.Sprintf("no route to 224.0.0.251 (%v) and no device seen over mDNS: mDNS may not leave this machine; add devices by address", routeErr)
 }
 
 // multicastRoute asks the kernel for a route to the mDNS group.
