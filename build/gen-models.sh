@@ -14,6 +14,9 @@
 #                              rope base 1e6 (NEOX), ChatML template
 #   qwen3-<T>.gguf    qwen3    ff 512, 8 heads / 2 KV heads, head_dim 64 (q proj 256->512,
 #                              so n_head*head_dim != n_embd), q/k norms, ChatML template
+#   qwen3moe-<T>.gguf qwen3moe as qwen3, but each layer's FFN is 8 routed experts of ff 256,
+#                              2 used per token (softmax top-2, weights normalised), router
+#                              F32 with skewed logit scales (expert 0 picked most)
 #   (F32 ~13 MB, Q4_K ~2 MB each)
 # Rope variants (llama, F32, otherwise as llama-F32):
 #   llama-rope-freqs-F32.gguf   rope_freqs.weight [32] (Llama 3.1 factors), base 500000
@@ -51,6 +54,7 @@ for t in F32 F16 Q8_0 Q4_0 Q4_K Q6_K; do
 	gen "mistral-$t.gguf" --arch mistral --layers 4 --embd 256 --ff 768 --heads 8 --kv-heads 2 --vocab 1000 --type "$t"
 	gen "qwen2-$t.gguf" --arch qwen2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t"
 	gen "qwen3-$t.gguf" --arch qwen3 --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t"
+	gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256
 done
 gen llama-rope-freqs-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-freqs
 gen llama-rope-linear-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-scale-linear 4

@@ -6,7 +6,8 @@
 // What the tests hold the engine to:
 //
 //   - Logits: on stories260K (a real trained llama) and on every generated
-//     random-weight model in testdata/models (llama, mistral, qwen2, qwen3 in
+//     random-weight model in testdata/models (llama, mistral, qwen2, qwen3,
+//     qwen3moe (8 routed experts, top-2) in
 //     F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, plus llama with rope_freqs and with
 //     linear rope scaling), the logits of every token of a 32-token prompt and
 //     of 16 greedy decode steps agree with llama.cpp's to

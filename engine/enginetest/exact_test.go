@@ -27,7 +27,7 @@ const (
 func models(t *testing.T) []string {
 	t.Helper()
 	paths := []string{stories260K}
-	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe"} {
 		for _, typ := range []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} {
 			paths = append(paths, filepath.Join(modelDir, arch+"-"+typ+".gguf"))
 		}

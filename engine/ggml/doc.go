@@ -12,9 +12,10 @@
 // only then maps it read-only and shared (mmap PROT_READ, MAP_SHARED) and
 // hands the tensor table to C. A malformed file is a Go error
 // (ErrNotGGUF, ErrTruncated, ErrCorrupt, ErrBadModel); an architecture other
-// than llama (incl. Mistral, which GGUF calls llama), qwen2 and qwen3 is an
-// *UnsupportedError ("architecture X is not supported yet"), never wrong
-// numbers.
+// than llama (incl. Mistral, which GGUF calls llama), qwen2, qwen3 and
+// qwen3moe is an *UnsupportedError ("architecture X is not supported yet"),
+// never wrong numbers, and so is an expert_count on any architecture but
+// qwen3moe (Mixtral says llama).
 //
 // A file may be a weight slice (engine/slice): a GGUF holding only some
 // layers, the input (token_embd) and/or the output (output_norm, output),
@@ -41,9 +42,13 @@
 //
 // # Exactness
 //
-// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3}.cpp and
-// build_attn/build_ffn/build_norm in src/llama-graph.cpp at the pinned
-// version): F16 KV cache written with set_rows, the non-flash attention path
+// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3,qwen3moe}.cpp
+// and build_attn/build_ffn/build_moe_ffn/build_norm in src/llama-graph.cpp at
+// the pinned version; a qwen3moe layer's FFN is the router's softmax, the
+// top-k experts by argsort, their probabilities divided by their clamped sum,
+// each expert's SwiGLU through ggml_mul_mat_id on the 3-D expert stacks, and
+// the weighted outputs added in slot order; the stacks are only ever ggml's,
+// never gemm.c's, whose kernels take 2-D weights): F16 KV cache written with set_rows, the non-flash attention path
 // (mul_mat, soft_max_ext with an F32 causal mask, mul_mat with the transposed
 // V), the cache size rounded up to 256 as llama.cpp does (the span attended
 // over is padded to 32 cells, not llama.cpp's 256: masked cells add exact

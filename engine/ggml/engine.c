@@ -49,6 +49,10 @@ typedef struct {
 	struct ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;
 	struct ggml_tensor *q_norm, *k_norm;
 	struct ggml_tensor *ffn_norm, *gate, *up, *down, *gate_b, *up_b, *down_b;
+	// Mixture of experts (qwen3moe): the router [n_embd, n_expert] and the
+	// experts' stacked weights, 3-D [.., .., n_expert]. Only ggml's
+	// ggml_mul_mat_id reads the stacks; gemm.c's kernels take 2-D weights.
+	struct ggml_tensor *gate_inp, *gate_exps, *up_exps, *down_exps;
 	struct ggml_tensor *rope_freqs;
 	struct ggml_tensor *k, *v; // KV cache: K [n_embd_gqa, n_ctx], V the same, read transposed
 	int gpu;
@@ -387,21 +391,29 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		L->bk = get(m, "blk.%d.attn_k.bias", il);
 		L->bv = get(m, "blk.%d.attn_v.bias", il);
 		L->bo = get(m, "blk.%d.attn_output.bias", il);
-		if (hp->arch == HR_ARCH_QWEN3) {
+		const int qwen3 = hp->arch == HR_ARCH_QWEN3 || hp->arch == HR_ARCH_QWEN3MOE;
+		if (qwen3) {
 			L->q_norm = get(m, "blk.%d.attn_q_norm.weight", il);
 			L->k_norm = get(m, "blk.%d.attn_k_norm.weight", il);
 		}
 		L->ffn_norm = get(m, "blk.%d.ffn_norm.weight", il);
-		L->gate = get(m, "blk.%d.ffn_gate.weight", il);
-		L->up = get(m, "blk.%d.ffn_up.weight", il);
-		L->down = get(m, "blk.%d.ffn_down.weight", il);
+		if (hp->arch == HR_ARCH_QWEN3MOE) {
+			L->gate_inp = get(m, "blk.%d.ffn_gate_inp.weight", il);
+			L->gate_exps = get(m, "blk.%d.ffn_gate_exps.weight", il);
+			L->up_exps = get(m, "blk.%d.ffn_up_exps.weight", il);
+			L->down_exps = get(m, "blk.%d.ffn_down_exps.weight", il);
+		} else {
+			L->gate = get(m, "blk.%d.ffn_gate.weight", il);
+			L->up = get(m, "blk.%d.ffn_up.weight", il);
+			L->down = get(m, "blk.%d.ffn_down.weight", il);
+		}
 		if (hp->arch == HR_ARCH_LLAMA) {
 			L->gate_b = get(m, "blk.%d.ffn_gate.bias", il);
 			L->up_b = get(m, "blk.%d.ffn_up.bias", il);
 			L->down_b = get(m, "blk.%d.ffn_down.bias", il);
 			L->rope_freqs = ggml_get_tensor(m->ctx, "rope_freqs.weight");
 		}
-		if (hp->arch == HR_ARCH_QWEN3) {
+		if (qwen3) {
 			L->bq = L->bk = L->bv = L->bo = NULL;
 		}
 	}
@@ -434,7 +446,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			hr_window_free(w);
 			return NULL;
 		}
-		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 24 + 4), NULL, true};
+		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 28 + 4), NULL, true};
 		w->w_ctx_gpu = ggml_init(ip);
 		// GPU layers get copies of their weights; the mapping stays the source.
 		hr_layer *srcs = calloc(w->n_layers, sizeof(hr_layer));
@@ -460,7 +472,8 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			}
 			struct ggml_tensor **f[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
 						    &L->bo, &L->q_norm, &L->k_norm, &L->ffn_norm, &L->gate, &L->up,
-						    &L->down, &L->gate_b, &L->up_b, &L->down_b, &L->rope_freqs};
+						    &L->down, &L->gate_b, &L->up_b, &L->down_b, &L->rope_freqs,
+						    &L->gate_inp, &L->gate_exps, &L->up_exps, &L->down_exps};
 			for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
 				*f[j] = gpu_dup(w, *f[j]);
 			}
@@ -500,10 +513,12 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			}
 			struct ggml_tensor *dst[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv,
 						     L->bo, L->q_norm, L->k_norm, L->ffn_norm, L->gate, L->up,
-						     L->down, L->gate_b, L->up_b, L->down_b, L->rope_freqs};
+						     L->down, L->gate_b, L->up_b, L->down_b, L->rope_freqs,
+						     L->gate_inp, L->gate_exps, L->up_exps, L->down_exps};
 			struct ggml_tensor *src[] = {S->attn_norm, S->wq, S->wk, S->wv, S->wo, S->bq, S->bk, S->bv,
 						     S->bo, S->q_norm, S->k_norm, S->ffn_norm, S->gate, S->up,
-						     S->down, S->gate_b, S->up_b, S->down_b, S->rope_freqs};
+						     S->down, S->gate_b, S->up_b, S->down_b, S->rope_freqs,
+						     S->gate_inp, S->gate_exps, S->up_exps, S->down_exps};
 			for (size_t j = 0; j < sizeof(dst) / sizeof(dst[0]); j++) {
 				if (dst[j]) {
 					place(w, dst[j], src[j]);
@@ -571,7 +586,10 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		hr_cpu_set_threadpool(w->cpu, m->tp);
 	}
 
-	w->graph_size = (size_t)(w->n_layers * 96 + 256);
+	// Nodes per layer: 96 covers a dense layer; a MoE layer adds its
+	// routing (~16 nodes) and a view and an add per expert used.
+	const int per_layer = 96 + (hp->n_expert > 0 ? 32 + 2 * hp->n_expert_used : 0);
+	w->graph_size = (size_t)(w->n_layers * per_layer + 256);
 	w->meta_size = ggml_tensor_overhead() * w->graph_size + ggml_graph_overhead_custom(w->graph_size, false);
 	w->meta = malloc(w->meta_size);
 	if (!w->meta) {
@@ -637,6 +655,51 @@ static struct ggml_tensor *rms(struct ggml_context *ctx, struct ggml_tensor *x, 
 
 static struct ggml_tensor *add_opt(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *b) {
 	return b ? ggml_add(ctx, x, b) : x;
+}
+
+// moe_ffn is llm_graph_context::build_moe_ffn as qwen3moe calls it (SILU,
+// softmax gating, weights normalised, not scaled, no expert groups, no
+// biases), given the router's logits [n_expert, n]: softmax over the
+// experts, the top n_expert_used by argsort, their probabilities divided by
+// their (clamped) sum, each chosen expert's SwiGLU through ggml_mul_mat_id,
+// and the weighted outputs added in expert-slot order.
+static struct ggml_tensor *moe_ffn(struct ggml_context *ctx, struct ggml_cgraph *gf, hr_window *w, hr_layer *L,
+				   struct ggml_tensor *cur, struct ggml_tensor *logits) {
+	const hr_hparams *hp = &w->m->hp;
+	const int64_t n_embd = cur->ne[0], n = cur->ne[1];
+	const int64_t n_used = hp->n_expert_used;
+	struct ggml_tensor *probs = ggml_soft_max(ctx, logits); // [n_expert, n]
+	struct ggml_tensor *selected = ggml_argsort_top_k(ctx, probs, (int)n_used); // [n_used, n]
+	probs = ggml_reshape_3d(ctx, probs, 1, hp->n_expert, n);
+	struct ggml_tensor *weights = ggml_get_rows(ctx, probs, selected); // [1, n_used, n]
+	weights = ggml_reshape_2d(ctx, weights, n_used, n);
+	struct ggml_tensor *sum = ggml_sum_rows(ctx, weights); // [1, n]
+	// llama.cpp clamps to F16's smallest normal, against a division by 0.
+	sum = ggml_clamp(ctx, sum, 6.103515625e-5f, INFINITY);
+	weights = ggml_div(ctx, weights, sum);
+	weights = ggml_reshape_3d(ctx, weights, 1, n_used, n);
+	ggml_build_forward_expand(gf, weights);
+
+	cur = ggml_reshape_3d(ctx, cur, n_embd, 1, n);
+	struct ggml_tensor *up = ggml_mul_mat_id(ctx, L->up_exps, cur, selected); // [n_ff_exp, n_used, n]
+	struct ggml_tensor *gate = ggml_mul_mat_id(ctx, L->gate_exps, cur, selected);
+	cur = ggml_swiglu_split(ctx, gate, up);
+	struct ggml_tensor *experts = ggml_mul_mat_id(ctx, L->down_exps, cur, selected); // [n_embd, n_used, n]
+	experts = ggml_mul(ctx, experts, weights);
+	// The views first, then the adds: the order llama.cpp expands them in.
+	struct ggml_tensor *views[HR_MAX_EXPERTS_USED];
+	for (int64_t i = 0; i < n_used; i++) {
+		views[i] = ggml_view_2d(ctx, experts, n_embd, n, experts->nb[2], (size_t)i * experts->nb[1]);
+		ggml_build_forward_expand(gf, views[i]);
+	}
+	struct ggml_tensor *out = views[0];
+	for (int64_t i = 1; i < n_used; i++) {
+		out = ggml_add(ctx, out, views[i]);
+	}
+	if (n_used == 1) {
+		out = ggml_cont(ctx, out); // a view is not contiguous
+	}
+	return out;
 }
 
 // build_graph builds the window's graph for n inputs attending over n_kv
@@ -775,15 +838,19 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		}
 		struct ggml_tensor *ffn_inp = ggml_add(ctx, cur, inpSA);
 		cur = rms(ctx, ffn_inp, L->ffn_norm, hp->norm_eps);
-		// build_ffn(SILU, PAR)
-		struct ggml_tensor *tmp = add_opt(ctx, mm(L->up, cur), L->up_b);
-		cur = mm(L->gate, cur);
-		if (L->gate_b) {
-			cur = ggml_add(ctx, cur, L->gate_b);
-			ggml_mul_mat_set_prec(cur, GGML_PREC_F32);
+		if (L->gate_inp) {
+			cur = moe_ffn(ctx, gf, w, L, cur, mm(L->gate_inp, cur));
+		} else {
+			// build_ffn(SILU, PAR)
+			struct ggml_tensor *tmp = add_opt(ctx, mm(L->up, cur), L->up_b);
+			cur = mm(L->gate, cur);
+			if (L->gate_b) {
+				cur = ggml_add(ctx, cur, L->gate_b);
+				ggml_mul_mat_set_prec(cur, GGML_PREC_F32);
+			}
+			cur = ggml_swiglu_split(ctx, cur, tmp);
+			cur = add_opt(ctx, mm(L->down, cur), L->down_b);
 		}
-		cur = ggml_swiglu_split(ctx, cur, tmp);
-		cur = add_opt(ctx, mm(L->down, cur), L->down_b);
 		cur = ggml_add(ctx, cur, ffn_inp);
 		inpL = cur;
 	}

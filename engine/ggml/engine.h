@@ -1,6 +1,6 @@
 // The C half of the window engine: a transformer forward pass over layers
 // [first, last) built on ggml's C API, op for op as llama.cpp builds it
-// (src/models/{llama,qwen2,qwen3}.cpp, src/llama-graph.cpp), so that the same
+// (src/models/{llama,qwen2,qwen3,qwen3moe}.cpp, src/llama-graph.cpp), so that the same
 // kernels run on the same inputs in the same order and the logits are the same
 // bits. The Go side validates every argument before calling in here: nothing
 // in this file checks file contents, and a failed ggml assertion aborts.
@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-enum hr_arch { HR_ARCH_LLAMA = 0, HR_ARCH_QWEN2 = 1, HR_ARCH_QWEN3 = 2 };
+enum hr_arch { HR_ARCH_LLAMA = 0, HR_ARCH_QWEN2 = 1, HR_ARCH_QWEN3 = 2, HR_ARCH_QWEN3MOE = 3 };
 
 typedef struct {
 	int arch;
@@ -24,7 +24,15 @@ typedef struct {
 	int n_ctx_orig;
 	float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
 	float kq_scale;
+	// Mixture-of-experts layers (qwen3moe): n_expert experts of n_ff_exp,
+	// n_expert_used routed per token; 0 for dense models.
+	int n_expert, n_expert_used, n_ff_exp;
 } hr_hparams;
+
+// HR_MAX_EXPERTS bounds n_expert (llama.cpp's LLAMA_MAX_EXPERTS) and
+// HR_MAX_EXPERTS_USED n_expert_used (real models route to 8 or fewer).
+#define HR_MAX_EXPERTS 512
+#define HR_MAX_EXPERTS_USED 64
 
 typedef struct {
 	const char *name;

@@ -28,16 +28,21 @@ import (
 
 // ModelInfo is the shape of a model as the engine runs it.
 type ModelInfo struct {
-	Arch      string // general.architecture: llama, qwen2 or qwen3
+	Arch      string // general.architecture: llama, qwen2, qwen3 or qwen3moe
 	NLayer    int
 	NEmbd     int
 	NHead     int
 	NHeadKV   int
 	NEmbdHead int // head dimension (attention.key_length)
-	NFF       int
-	NVocab    int
-	NCtxTrain int
-	FileSize  int64
+	NFF       int // feed_forward_length; 0 in a MoE model without one
+	// Mixture of experts (qwen3moe): NExpert experts of NFFExp each, of
+	// which the router picks NExpertUsed per token; all 0 for dense models.
+	NExpert     int
+	NExpertUsed int
+	NFFExp      int
+	NVocab      int
+	NCtxTrain   int
+	FileSize    int64
 	// TypeName is the type of the first layer's attn_q weight (F32, Q8_0, …).
 	TypeName string
 	// RopeFreqBase, RopeFreqScale, NormEps are the values the graph uses.
@@ -419,7 +424,7 @@ func checkWithGGUF(path string) (*gguf.File, gguf.Holding, error) {
 	if arch != "" && !gguf.Supported(arch) {
 		return nil, none, &UnsupportedError{Arch: arch}
 	}
-	if n, ok := g.Int(arch + ".expert_count"); ok && n > 0 {
+	if n, ok := g.Int(arch + ".expert_count"); ok && n > 0 && !gguf.MoE(arch) {
 		return nil, none, &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
 	}
 	shape, err := g.Shape()
@@ -474,6 +479,9 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	case "qwen3":
 		hp.arch = C.HR_ARCH_QWEN3
 		hp.rope_type = 2
+	case "qwen3moe":
+		hp.arch = C.HR_ARCH_QWEN3MOE
+		hp.rope_type = 2
 	default:
 		return hp, info, &UnsupportedError{Arch: arch}
 	}
@@ -501,7 +509,13 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	if info.NEmbd, err = need("embedding_length"); err != nil {
 		return hp, info, err
 	}
-	if info.NFF, err = need("feed_forward_length"); err != nil {
+	moe := arch == "qwen3moe"
+	if moe { // llama.cpp reads it, but only n_ff_exp sizes the experts
+		info.NFF, err = opt("feed_forward_length", 0)
+	} else {
+		info.NFF, err = need("feed_forward_length")
+	}
+	if err != nil {
 		return hp, info, err
 	}
 	if info.NHead, err = need("attention.head_count"); err != nil {
@@ -513,8 +527,13 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	if info.NCtxTrain, err = need("context_length"); err != nil {
 		return hp, info, err
 	}
-	if n, _ := f.uint(p + "expert_count"); n > 0 {
+	if n, _ := f.uint(p + "expert_count"); n > 0 && !moe {
 		return hp, info, &UnsupportedError{Arch: arch, Feature: "mixture-of-experts layers"}
+	}
+	if moe {
+		if err := readExperts(f, p, &info); err != nil {
+			return hp, info, err
+		}
 	}
 	if info.NHead%info.NHeadKV != 0 {
 		return hp, info, fmt.Errorf("%w: %d heads are not a multiple of %d KV heads", ErrBadModel, info.NHead, info.NHeadKV)
@@ -628,7 +647,41 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	hp.beta_fast = 32
 	hp.beta_slow = 1
 	hp.kq_scale = C.float(float32(1) / float32(math.Sqrt(float64(info.NEmbdHead))))
+	hp.n_expert = C.int(info.NExpert)
+	hp.n_expert_used = C.int(info.NExpertUsed)
+	hp.n_ff_exp = C.int(info.NFFExp)
 	return hp, info, nil
+}
+
+// readExperts reads a MoE model's expert counts as llama.cpp's
+// load_hparams does for qwen3moe, refusing what its graph would assert on
+// or what ours does not build (expert groups).
+func readExperts(f *ggufFile, p string, info *ModelInfo) error {
+	n, _ := f.uint(p + "expert_count")
+	used, _ := f.uint(p + "expert_used_count")
+	switch {
+	case n == 0 || n > C.HR_MAX_EXPERTS:
+		return fmt.Errorf("%w: %sexpert_count is %d, want 1 to %d", ErrBadModel, p, n, C.HR_MAX_EXPERTS)
+	case used == 0 || used > n:
+		return fmt.Errorf("%w: %sexpert_used_count is %d, want 1 to expert_count %d", ErrBadModel, p, used, n)
+	case used > C.HR_MAX_EXPERTS_USED:
+		return &UnsupportedError{Arch: info.Arch, Feature: fmt.Sprintf("%d experts used per token (at most %d)", used, C.HR_MAX_EXPERTS_USED)}
+	}
+	if g, _ := f.uint(p + "expert_group_count"); g > 1 {
+		return &UnsupportedError{Arch: info.Arch, Feature: "expert groups"}
+	}
+	info.NExpert, info.NExpertUsed = int(n), int(used)
+	info.NFFExp = info.NFF / info.NExpertUsed // llama.cpp's default
+	if v, ok := f.uint(p + "expert_feed_forward_length"); ok && v > 0 {
+		if v > 1<<24 {
+			return fmt.Errorf("%w: %sexpert_feed_forward_length %d is out of range", ErrBadModel, p, v)
+		}
+		info.NFFExp = int(v)
+	}
+	if info.NFFExp == 0 {
+		return fmt.Errorf("%w: %sexpert_feed_forward_length is missing and feed_forward_length gives none", ErrBadModel, p)
+	}
+	return nil
 }
 
 // checkTensors verifies that every tensor the graph uses of the parts the
@@ -660,6 +713,9 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 		optional bool
 		matrix   bool // multiplied with: any type with a CPU kernel; else F32
 	}
+	// stacked maps an expert weight's name to its third dimension, the
+	// experts; every other tensor is at most 2-D.
+	stacked := map[string]int64{}
 	var ws []want
 	ws = append(ws, want{"token_embd.weight", e, nv, false, true},
 		want{"output_norm.weight", e, 0, false, false},
@@ -676,10 +732,24 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 			want{b + "attn_k.weight", e, kvd, false, true},
 			want{b + "attn_v.weight", e, kvd, false, true},
 			want{b + "attn_output.weight", qd, e, false, true},
-			want{b + "ffn_norm.weight", e, 0, false, false},
-			want{b + "ffn_gate.weight", e, ff, false, true},
-			want{b + "ffn_up.weight", e, ff, false, true},
-			want{b + "ffn_down.weight", ff, e, false, true})
+			want{b + "ffn_norm.weight", e, 0, false, false})
+		if info.NExpert > 0 {
+			ne, fe := int64(info.NExpert), int64(info.NFFExp)
+			exps := func(name string, ne0, ne1 int64) want {
+				stacked[b+name] = ne
+				return want{b + name, ne0, ne1, false, true}
+			}
+			ws = append(ws,
+				want{b + "ffn_gate_inp.weight", e, ne, false, true},
+				exps("ffn_gate_exps.weight", e, fe),
+				exps("ffn_up_exps.weight", e, fe),
+				exps("ffn_down_exps.weight", fe, e))
+		} else {
+			ws = append(ws,
+				want{b + "ffn_gate.weight", e, ff, false, true},
+				want{b + "ffn_up.weight", e, ff, false, true},
+				want{b + "ffn_down.weight", ff, e, false, true})
+		}
 		switch info.Arch {
 		case "llama":
 			ws = append(ws,
@@ -696,7 +766,7 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 				want{b + "attn_k.bias", kvd, 0, false, false},
 				want{b + "attn_v.bias", kvd, 0, false, false},
 				want{b + "attn_output.bias", e, 0, true, false})
-		case "qwen3":
+		case "qwen3", "qwen3moe":
 			ws = append(ws,
 				want{b + "attn_q_norm.weight", hd, 0, false, false},
 				want{b + "attn_k_norm.weight", hd, 0, false, false})
@@ -713,8 +783,11 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 			}
 			return fmt.Errorf("%w: tensor %s is missing", ErrBadModel, w.name)
 		}
-		ne1 := max(w.ne1, 1)
-		if t.ne[0] != w.ne0 || t.ne[1] != ne1 || t.ne[2] != 1 || t.ne[3] != 1 {
+		ne1, ne2 := max(w.ne1, 1), max(stacked[w.name], 1)
+		if t.ne[0] != w.ne0 || t.ne[1] != ne1 || t.ne[2] != ne2 || t.ne[3] != 1 {
+			if ne2 > 1 {
+				return fmt.Errorf("%w: tensor %s has shape %v, want [%d %d %d]", ErrBadModel, w.name, t.ne, w.ne0, ne1, ne2)
+			}
 			return fmt.Errorf("%w: tensor %s has shape %v, want [%d %d]", ErrBadModel, w.name, t.ne, w.ne0, ne1)
 		}
 		_, _, canMatmul, _ := typeInfo(t.typ)

@@ -1,15 +1,30 @@
 package gguf
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Supported reports whether Homering's engine runs architecture arch
 // (general.architecture). Mistral models say "llama".
 func Supported(arch string) bool {
 	switch arch {
-	case "llama", "qwen2", "qwen3":
+	case "llama", "qwen2", "qwen3", "qwen3moe":
 		return true
 	}
 	return false
+}
+
+// MoE reports whether the engine runs arch's mixture-of-experts layers
+// (routed experts, no shared expert): an expert_count key on any other
+// architecture (Mixtral says llama) makes the model unsupported.
+func MoE(arch string) bool { return arch == "qwen3moe" }
+
+// IsExpertTensor reports whether a tensor holds routed experts' weights
+// (ffn_{gate,up,down}_exps, 3-D: one matrix per expert), of which a token
+// reads only the experts its router picks.
+func IsExpertTensor(name string) bool {
+	return strings.HasSuffix(name, "_exps.weight") || strings.HasSuffix(name, "_exps.bias")
 }
 
 type tensorRule struct {
@@ -19,7 +34,7 @@ type tensorRule struct {
 }
 
 // expectedTensors lists the tensors llama.cpp's loader creates for s
-// (llama-model.cpp load_tensors at the pinned version), dense models only.
+// (llama-model.cpp load_tensors at the pinned version).
 func expectedTensors(s ModelShape) []tensorRule {
 	e, v, ff := int64(s.NEmbd), int64(s.NVocab), int64(s.NFF)
 	q := int64(s.HeadDimK * s.NHead)
@@ -49,10 +64,22 @@ func expectedTensors(s ModelShape) []tensorRule {
 			tensorRule{b("attn_v.weight"), []int64{e, vGQA}, false},
 			tensorRule{b("attn_output.weight"), []int64{oIn, e}, false},
 			tensorRule{b("ffn_norm.weight"), []int64{e}, false},
-			tensorRule{b("ffn_gate.weight"), []int64{e, ff}, false},
-			tensorRule{b("ffn_down.weight"), []int64{ff, e}, false},
-			tensorRule{b("ffn_up.weight"), []int64{e, ff}, false},
 		)
+		if s.NExpert > 0 {
+			ne, fe := int64(s.NExpert), int64(s.NFFExp)
+			rules = append(rules,
+				tensorRule{b("ffn_gate_inp.weight"), []int64{e, ne}, false},
+				tensorRule{b("ffn_gate_exps.weight"), []int64{e, fe, ne}, false},
+				tensorRule{b("ffn_down_exps.weight"), []int64{fe, e, ne}, false},
+				tensorRule{b("ffn_up_exps.weight"), []int64{e, fe, ne}, false},
+			)
+		} else {
+			rules = append(rules,
+				tensorRule{b("ffn_gate.weight"), []int64{e, ff}, false},
+				tensorRule{b("ffn_down.weight"), []int64{ff, e}, false},
+				tensorRule{b("ffn_up.weight"), []int64{e, ff}, false},
+			)
+		}
 		switch s.Arch {
 		case "llama":
 			rules = append(rules,
@@ -70,7 +97,7 @@ func expectedTensors(s ModelShape) []tensorRule {
 				tensorRule{b("attn_k.bias"), []int64{kGQA}, true},
 				tensorRule{b("attn_v.bias"), []int64{vGQA}, true},
 			)
-		case "qwen3":
+		case "qwen3", "qwen3moe":
 			rules = append(rules,
 				tensorRule{b("attn_q_norm.weight"), []int64{int64(s.HeadDimK)}, false},
 				tensorRule{b("attn_k_norm.weight"), []int64{int64(s.HeadDimK)}, false},
@@ -99,17 +126,24 @@ func sameShape(got, want []int64) bool {
 }
 
 // checkShape is what CheckTensors and CheckSliceTensors check before any
-// tensor: a supported dense architecture and hyper-parameters llama.cpp's
-// loader accepts.
+// tensor: a supported architecture and hyper-parameters llama.cpp's loader
+// accepts.
 func (f *File) checkShape(s ModelShape) error {
 	if !Supported(s.Arch) {
 		return f.metaErr(ErrUnsupported, "uses architecture %s", s.Arch)
 	}
-	if n, ok := f.Int(s.Arch + ".expert_count"); ok && n > 0 {
-		return f.metaErr(ErrUnsupported, "is a mixture-of-experts model (%d experts)", n)
+	if s.NExpert > 0 && !MoE(s.Arch) {
+		return f.metaErr(ErrUnsupported, "is a mixture-of-experts model (%d experts)", s.NExpert)
 	}
-	if s.NLayer == 0 || s.NFF == 0 || s.NVocab == 0 {
-		return f.metaErr(ErrBadMetadata, "the model has %d layers, feed-forward length %d and %d tokens; none may be 0", s.NLayer, s.NFF, s.NVocab)
+	if MoE(s.Arch) {
+		if err := f.checkExperts(s); err != nil {
+			return err
+		}
+	} else if s.NFF == 0 {
+		return f.metaErr(ErrBadMetadata, "the model has feed-forward length 0")
+	}
+	if s.NLayer == 0 || s.NVocab == 0 {
+		return f.metaErr(ErrBadMetadata, "the model has %d layers and %d tokens; neither may be 0", s.NLayer, s.NVocab)
 	}
 	if s.Arch == "llama" && s.NRot != s.HeadDimK {
 		return f.metaErr(ErrBadMetadata, "rope.dimension_count is %d but the head dimension is %d; llama models rotate whole heads", s.NRot, s.HeadDimK)
@@ -120,8 +154,29 @@ func (f *File) checkShape(s ModelShape) error {
 	return nil
 }
 
+// checkExperts checks a MoE model's expert keys as llama.cpp's
+// load_hparams asserts them (and refuses expert groups, which qwen3moe
+// models do not use and the engine does not build).
+func (f *File) checkExperts(s ModelShape) error {
+	switch {
+	case s.NExpert == 0 || s.NExpert > MaxExperts:
+		return f.metaErr(ErrBadMetadata, "%s.expert_count is %d; a %s model has 1 to %d experts", s.Arch, s.NExpert, s.Arch, MaxExperts)
+	case s.NExpertUsed == 0 || s.NExpertUsed > s.NExpert:
+		return f.metaErr(ErrBadMetadata, "%s.expert_used_count is %d; it must be 1 to the %d experts", s.Arch, s.NExpertUsed, s.NExpert)
+	case s.NFFExp == 0:
+		return f.metaErr(ErrBadMetadata, "%s.expert_feed_forward_length is missing and feed_forward_length does not give it", s.Arch)
+	}
+	if g, ok := f.Int(s.Arch + ".expert_group_count"); ok && g > 1 {
+		return f.metaErr(ErrUnsupported, "routes experts in %d groups", g)
+	}
+	return nil
+}
+
+// MaxExperts is llama.cpp's LLAMA_MAX_EXPERTS.
+const MaxExperts = 512
+
 // CheckTensors checks that the file is a model Homering's engine can run and
-// that llama.cpp would load: a supported dense architecture, every required
+// that llama.cpp would load: a supported architecture, every required
 // tensor present with the shape llama.cpp expects for s, and no tensor the
 // loader would not use. Call it (after Shape) before handing the file to any
 // C code: it turns what would be a C abort or a wrong result into a
@@ -146,7 +201,7 @@ func (f *File) CheckTensors(s ModelShape) error {
 	}
 	for _, t := range f.Tensors {
 		if !used[t.Name] {
-			return f.metaErr(ErrUnsupported, "has tensor %s, which a dense %s model does not have", t.Name, s.Arch)
+			return f.metaErr(ErrUnsupported, "has tensor %s, which a %s model does not have", t.Name, s.Arch)
 		}
 	}
 	return nil

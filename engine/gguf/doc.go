@@ -44,9 +44,12 @@
 //	    defaults (head_count_kv = head_count, key_length = embd/heads,
 //	    rope.dimension_count = key_length, rope.freq_base = 10000, ...).
 //	File.CheckTensors(shape): the architecture is supported (llama — also
-//	    Mistral —, qwen2, qwen3; dense only) and every tensor llama.cpp's
-//	    loader requires is there with its shape, with no tensor it would not
-//	    use.
+//	    Mistral —, qwen2, qwen3, and qwen3moe with its routed experts; an
+//	    expert_count on any other architecture is unsupported) and every
+//	    tensor llama.cpp's loader requires is there with its shape (expert
+//	    weights 3-D, one matrix per expert), with no tensor it would not use.
+//	Part.ExpertBytes: the routed experts' share of a layer's bytes, of which
+//	    a token reads NExpertUsed/NExpert.
 //	File.CheckVocab(): the tokenizer arrays have the types and lengths
 //	    llama.cpp's vocabulary loader indexes without checking (else a C
 //	    abort or an out-of-bounds read), no duplicate tokens, and as many

@@ -3,8 +3,10 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -579,6 +581,73 @@ func TestEveryKindHasAdvice(t *testing.T) {
 			}
 			if !errors.Is(&FormatError{Kind: k}, k) {
 				t.Errorf("errors.Is fails for %v", k)
+			}
+		})
+	}
+}
+
+// qwen3moe is a generated mixture-of-experts model (build/gen-models.sh).
+const qwen3moe = "../../testdata/models/qwen3moe-Q8_0.gguf"
+
+// TestQwen3MoE: a qwen3moe model passes the checks with its experts read as
+// llama.cpp reads them, its layers' expert bytes are the stacked expert
+// tensors, and a window's ranges cover them like any other layer tensor.
+func TestQwen3MoE(t *testing.T) {
+	f, err := Open(qwen3moe)
+	if err != nil {
+		t.Fatalf("%v (build/gen-models.sh generates it)", err)
+	}
+	s, err := f.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := []int{s.NExpert, s.NExpertUsed, s.NFFExp, s.NFF}, []int{8, 2, 256, 512}; !slices.Equal(got, want) {
+		t.Errorf("experts, used, expert ff, ff = %v, want %v", got, want)
+	}
+	l, err := f.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for il, p := range l.Layers {
+		var want int64
+		for _, name := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
+			ti, ok := f.Tensor(fmt.Sprintf("blk.%d.%s.weight", il, name))
+			if !ok || len(ti.Shape) != 3 || ti.Shape[2] != 8 {
+				t.Fatalf("layer %d %s: %+v, want a 3-D tensor of 8 experts", il, name, ti)
+			}
+			want += ti.Size
+			in := false
+			for _, r := range l.WindowRanges(il, il+1, false, false) {
+				in = in || r.Start <= ti.Offset && ti.Offset+ti.Size <= r.End
+			}
+			if !in {
+				t.Errorf("layer %d's window ranges leave out %s", il, name)
+			}
+		}
+		if p.ExpertBytes != want || p.ExpertBytes >= p.Bytes {
+			t.Errorf("layer %d: expert bytes %d of %d, want %d", il, p.ExpertBytes, p.Bytes, want)
+		}
+	}
+
+	tests := []struct {
+		name   string
+		change func(s *ModelShape)
+		kind   error
+		msg    string
+	}{
+		{"more experts", func(s *ModelShape) { s.NExpert = 16 }, ErrBadTensor, "blk.0.ffn_gate_inp.weight has shape [256 8] where a qwen3moe model with these hyper-parameters has [256 16]"},
+		{"wider experts", func(s *ModelShape) { s.NFFExp = 512 }, ErrBadTensor, "blk.0.ffn_gate_exps.weight has shape [256 256 8] where a qwen3moe model with these hyper-parameters has [256 512 8]"},
+		{"more used than experts", func(s *ModelShape) { s.NExpertUsed = 9 }, ErrBadMetadata, "expert_used_count is 9; it must be 1 to the 8 experts"},
+		{"no experts", func(s *ModelShape) { s.NExpert = 0 }, ErrBadMetadata, "qwen3moe.expert_count is 0"},
+		{"experts on a dense arch", func(s *ModelShape) { s.Arch = "qwen3" }, ErrUnsupported, "is a mixture-of-experts model (8 experts)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := s
+			tt.change(&bad)
+			err := f.CheckTensors(bad)
+			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want kind %v containing %q", err, tt.kind, tt.msg)
 			}
 		})
 	}

@@ -23,6 +23,13 @@ type ModelShape struct {
 	NVocab    int    // rows of token_embd.weight, else tokenizer.ggml.tokens
 	NCtxTrain int    // context_length (0 if absent)
 
+	// Mixture of experts (0 in dense models): expert_count experts of
+	// NFFExp (expert_feed_forward_length, default NFF/NExpertUsed as
+	// llama.cpp), expert_used_count routed per token.
+	NExpert     int
+	NExpertUsed int
+	NFFExp      int
+
 	RMSEps         float64 // attention.layer_norm_rms_epsilon (0 if absent)
 	RopeFreqBase   float64 // rope.freq_base (default 10000)
 	RopeScaling    string  // rope.scaling.type (default "linear", as llama.cpp)
@@ -112,8 +119,19 @@ func (f *File) Shape() (ModelShape, error) {
 	geti(&s.NHead, k("attention.head_count"), true, 0)
 	geti(&s.NFF, k("feed_forward_length"), false, 0)
 	geti(&s.NCtxTrain, k("context_length"), false, 0)
+	geti(&s.NExpert, k("expert_count"), false, 0)
+	geti(&s.NExpertUsed, k("expert_used_count"), false, 0)
 	if err != nil {
 		return s, err
+	}
+	if s.NExpert > 0 && s.NExpertUsed > 0 {
+		geti(&s.NFFExp, k("expert_feed_forward_length"), false, 0)
+		if err != nil {
+			return s, err
+		}
+		if s.NFFExp == 0 { // llama.cpp's default, for a missing key or 0
+			s.NFFExp = s.NFF / s.NExpertUsed
+		}
 	}
 	if s.NHead == 0 {
 		return s, f.metaErr(ErrBadMetadata, "%s is 0", k("attention.head_count"))
@@ -176,10 +194,13 @@ type Range struct{ Start, End int64 }
 
 // Part is a group of tensors: one layer, the input or the output.
 type Part struct {
-	Bytes   int64
-	ByType  map[Type]int64
-	Tensors []string // in file order
-	Ranges  []Range  // merged, sorted byte ranges of the tensors' data
+	Bytes int64
+	// ExpertBytes is the part of Bytes in routed experts' weights
+	// (IsExpertTensor): a token reads NExpertUsed/NExpert of it.
+	ExpertBytes int64
+	ByType      map[Type]int64
+	Tensors     []string // in file order
+	Ranges      []Range  // merged, sorted byte ranges of the tensors' data
 }
 
 func (p *Part) add(t TensorInfo) {
@@ -187,6 +208,9 @@ func (p *Part) add(t TensorInfo) {
 		p.ByType = map[Type]int64{}
 	}
 	p.Bytes += t.Size
+	if IsExpertTensor(t.Name) {
+		p.ExpertBytes += t.Size
+	}
 	p.ByType[t.Type] += t.Size
 	p.Tensors = append(p.Tensors, t.Name)
 	r := Range{t.Offset, t.Offset + t.Size}

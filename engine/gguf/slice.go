@@ -181,7 +181,7 @@ func (f *File) CheckSliceTensors(s ModelShape, h Holding) error {
 			if (Holding{Layers: []LayerRange{{0, s.NLayer}}, Input: true, Output: true}).HoldsTensor(t.Name) {
 				return f.metaErr(ErrBadTensor, "tensor %s is outside what the weight slice says it holds (%s)", t.Name, h)
 			}
-			return f.metaErr(ErrUnsupported, "has tensor %s, which a dense %s model does not have", t.Name, s.Arch)
+			return f.metaErr(ErrUnsupported, "has tensor %s, which a %s model does not have", t.Name, s.Arch)
 		}
 	}
 	return nil

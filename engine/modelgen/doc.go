@@ -18,12 +18,22 @@
 //	qwen3    general.architecture=qwen3; adds blk.N.attn_{q,k}_norm.weight
 //	         [head_dim] F32; head_dim may differ from embd/heads (the
 //	         attention.key_length and value_length keys are always written).
+//	qwen3moe as qwen3, but each layer's FFN is Config.Experts (8) routed
+//	         experts: blk.N.ffn_gate_inp.weight [embd, experts] (the router,
+//	         always F32 as llama.cpp's quantizer leaves it) and
+//	         blk.N.ffn_{gate,up,down}_exps.weight, 3-D [.., .., experts], with
+//	         expert_count, expert_used_count (2) and
+//	         expert_feed_forward_length (ff/used) keys. Router row j has
+//	         standard deviation 4·0.75^j/sqrt(embd): expert 0 wins the top-k
+//	         about 3.6 times as often as expert 7 (TestRouterIsSkewed), as
+//	         real routers are skewed, and the softmax is peaky enough that
+//	         the normalised weights differ from token to token.
 //
 // Variants: Config.TiedOutput leaves out output.weight (the head reuses
 // token_embd.weight, as small Llama 3.2 and Qwen2.5 models do).
 //
 // Tensor types: every 2-D weight (token_embd, output and all projection
-// matrices) has the requested type; 1-D tensors (norms, biases, rope_freqs)
+// matrices) and 3-D expert stack has the requested type (not the MoE router); 1-D tensors (norms, biases, rope_freqs)
 // are F32, as llama.cpp's converter writes them. K-quants need rows that are
 // a multiple of 256 elements, Q4_0 and Q8_0 a multiple of 32; Generate refuses
 // shapes that do not fit instead of silently changing a tensor's type.
@@ -38,7 +48,7 @@
 // 1 + N(0, 0.1²); biases N(0, 0.1²). Quantization uses ggml's own quantizers
 // (ollama's ml/backend/ggml.Quantize, cgo) so that the bytes are exactly what
 // llama-quantize would write for the same F32 values. Quantized tensors of
-// more than 2^18 values (only the ~1 GB benchmark models have them) are
+// more than 2^18 values (the ~1 GB benchmark models' and MoE expert stacks) are
 // assembled instead from blocks drawn at random from a pool of 2^22 values
 // quantized once per distribution: ggml's K-quantizers take ~130 ns per value
 // here, minutes for a 1 GB Q4_K model, and every block is self-contained, so

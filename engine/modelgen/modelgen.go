@@ -21,10 +21,10 @@ import (
 // Config says what model to generate. Zero fields take the defaults that
 // Normalize documents.
 type Config struct {
-	Arch    string // llama, mistral, qwen2 or qwen3
+	Arch    string // llama, mistral, qwen2, qwen3 or qwen3moe
 	Layers  int
 	Embd    int
-	FF      int
+	FF      int // feed_forward_length (qwen3moe: what a dense layer would have)
 	Heads   int
 	KVHeads int
 	HeadDim int // 0: Embd/Heads (qwen3 may differ; the others must not)
@@ -32,6 +32,13 @@ type Config struct {
 	Type    string // F32, F16, Q8_0, Q4_0, Q4_K or Q6_K
 	Seed    uint64
 	Ctx     int // context_length key; 0: 4096
+
+	// Mixture of experts (qwen3moe only; 0 takes the default): Experts
+	// experts (8) of ExpertFF (FF/ExpertsUsed, llama.cpp's default rule),
+	// ExpertsUsed (2) routed per token.
+	Experts     int
+	ExpertsUsed int
+	ExpertFF    int
 
 	// RopeFreqs adds a Llama 3.1 style rope_freqs.weight tensor (llama and
 	// mistral only) and sets rope.freq_base to 500000.
@@ -74,7 +81,7 @@ var types = map[string]struct {
 func Types() []string { return []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} }
 
 // Arches lists the families Generate writes.
-func Arches() []string { return []string{"llama", "mistral", "qwen2", "qwen3"} }
+func Arches() []string { return []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe"} }
 
 func configErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
@@ -92,9 +99,30 @@ func (c Config) Normalize() (Config, error) {
 		c.Type = "F32"
 	}
 	switch c.Arch {
-	case "llama", "mistral", "qwen2", "qwen3":
+	case "llama", "mistral", "qwen2", "qwen3", "qwen3moe":
 	default:
-		return c, configErr("architecture %q is not one of llama, mistral, qwen2, qwen3", c.Arch)
+		return c, configErr("architecture %q is not one of %s", c.Arch, strings.Join(Arches(), ", "))
+	}
+	if c.Arch == "qwen3moe" {
+		if c.Experts == 0 {
+			c.Experts = 8
+		}
+		if c.ExpertsUsed == 0 {
+			c.ExpertsUsed = min(2, c.Experts)
+		}
+		if c.ExpertsUsed > 0 && c.ExpertFF == 0 {
+			c.ExpertFF = c.FF / c.ExpertsUsed
+		}
+		switch {
+		case c.Experts < 1 || c.Experts > gguf.MaxExperts:
+			return c, configErr("experts %d must be 1 to %d", c.Experts, gguf.MaxExperts)
+		case c.ExpertsUsed < 1 || c.ExpertsUsed > c.Experts:
+			return c, configErr("experts-used %d must be 1 to the %d experts", c.ExpertsUsed, c.Experts)
+		case c.ExpertFF <= 0:
+			return c, configErr("expert-ff must be positive, not %d", c.ExpertFF)
+		}
+	} else if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFF != 0 {
+		return c, configErr("experts are a qwen3moe feature, not %s", c.Arch)
 	}
 	t, ok := types[c.Type]
 	if !ok {
@@ -115,8 +143,8 @@ func (c Config) Normalize() (Config, error) {
 		c.HeadDim = c.Embd / c.Heads
 	}
 	if c.HeadDim != c.Embd/c.Heads || c.Embd%c.Heads != 0 {
-		if c.Arch != "qwen3" {
-			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3 may differ)", c.HeadDim, c.Arch)
+		if c.Arch != "qwen3" && c.Arch != "qwen3moe" {
+			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3 and qwen3moe may differ)", c.HeadDim, c.Arch)
 		}
 	}
 	if c.HeadDim%2 != 0 {
@@ -135,7 +163,7 @@ func (c Config) Normalize() (Config, error) {
 		return c, configErr("rope scale %v must be positive", c.RopeScaleLinear)
 	}
 	for _, s := range c.Tensors() {
-		if len(s.Shape) == 2 && int(s.Shape[0])%t.rowMul != 0 {
+		if c.kind(s) != fsggml.TensorTypeF32 && int(s.Shape[0])%t.rowMul != 0 {
 			return c, configErr("tensor %s has rows of %d elements, which %s cannot hold (needs a multiple of %d)", s.Name, s.Shape[0], c.Type, t.rowMul)
 		}
 	}
@@ -159,7 +187,27 @@ const (
 	initNorm                      // 1 + N(0, 0.01)
 	initBias                      // N(0, 0.01)
 	initRopeFreqs                 // Llama 3.1 frequency factors
+	initRouter                    // MoE router rows N(0, routerScale(row)²/fan_in)
 )
+
+// routerScale is the standard deviation of expert j's router logit (for
+// unit-RMS inputs): 4 for expert 0, shrinking by 0.75 per expert. Equal
+// scales would route uniformly; real routers are skewed (a few experts take
+// most tokens), and a wider logit wins the top-k more often, so expert 0
+// is picked most and the last least. Logits this wide also make the
+// softmax peaky, so the top-k probabilities and their normalisation differ
+// from token to token.
+func routerScale(j int) float64 { return 4 * math.Pow(0.75, float64(j)) }
+
+// kind is the type a tensor is written in: 1-D tensors (norms, biases) and
+// the MoE router are F32, as llama.cpp's quantizer leaves them; the rest
+// have the file's type.
+func (c Config) kind(s TensorSpec) fsggml.TensorType {
+	if len(s.Shape) == 1 || s.init == initRouter {
+		return fsggml.TensorTypeF32
+	}
+	return types[c.Type].tt
+}
 
 // Tensors lists the tensors of the model c describes (c must be normalized).
 func (c Config) Tensors() []TensorSpec {
@@ -192,10 +240,23 @@ func (c Config) Tensors() []TensorSpec {
 			TensorSpec{p + "attn_v.weight", []uint64{e, kv}, initLinear},
 			TensorSpec{p + "attn_output.weight", []uint64{q, e}, initLinear},
 			TensorSpec{p + "ffn_norm.weight", []uint64{e}, initNorm},
-			TensorSpec{p + "ffn_gate.weight", []uint64{e, ff}, initLinear},
-			TensorSpec{p + "ffn_up.weight", []uint64{e, ff}, initLinear},
-			TensorSpec{p + "ffn_down.weight", []uint64{ff, e}, initLinear},
 		)
+		if c.Arch == "qwen3moe" {
+			// ggml order: one [rows, cols] matrix per expert, experts last.
+			n, fe := uint64(c.Experts), uint64(c.ExpertFF)
+			ts = append(ts,
+				TensorSpec{p + "ffn_gate_inp.weight", []uint64{e, n}, initRouter},
+				TensorSpec{p + "ffn_gate_exps.weight", []uint64{e, fe, n}, initLinear},
+				TensorSpec{p + "ffn_up_exps.weight", []uint64{e, fe, n}, initLinear},
+				TensorSpec{p + "ffn_down_exps.weight", []uint64{fe, e, n}, initLinear},
+			)
+		} else {
+			ts = append(ts,
+				TensorSpec{p + "ffn_gate.weight", []uint64{e, ff}, initLinear},
+				TensorSpec{p + "ffn_up.weight", []uint64{e, ff}, initLinear},
+				TensorSpec{p + "ffn_down.weight", []uint64{ff, e}, initLinear},
+			)
+		}
 		switch c.Arch {
 		case "qwen2":
 			ts = append(ts,
@@ -203,7 +264,7 @@ func (c Config) Tensors() []TensorSpec {
 				TensorSpec{p + "attn_k.bias", []uint64{kv}, initBias},
 				TensorSpec{p + "attn_v.bias", []uint64{kv}, initBias},
 			)
-		case "qwen3":
+		case "qwen3", "qwen3moe":
 			ts = append(ts,
 				TensorSpec{p + "attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
 				TensorSpec{p + "attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
@@ -266,7 +327,7 @@ func (c Config) KV(v Vocab) fsggml.KV {
 	case "mistral":
 		kv["rope.freq_base"] = float32(1e6)
 		kv["tokenizer.chat_template"] = mistralTemplate
-	case "qwen2", "qwen3":
+	case "qwen2", "qwen3", "qwen3moe":
 		kv["rope.freq_base"] = float32(1e6)
 		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
 		kv["tokenizer.chat_template"] = chatMLTemplate
@@ -274,9 +335,14 @@ func (c Config) KV(v Vocab) fsggml.KV {
 	if c.ChatTemplate != "" {
 		kv["tokenizer.chat_template"] = c.ChatTemplate
 	}
-	if c.Arch == "qwen3" {
+	if c.Arch == "qwen3" || c.Arch == "qwen3moe" {
 		kv["attention.key_length"] = uint32(c.HeadDim)
 		kv["attention.value_length"] = uint32(c.HeadDim)
+	}
+	if c.Arch == "qwen3moe" {
+		kv["expert_count"] = uint32(c.Experts)
+		kv["expert_used_count"] = uint32(c.ExpertsUsed)
+		kv["expert_feed_forward_length"] = uint32(c.ExpertFF)
 	}
 	if c.RopeFreqs {
 		kv["rope.freq_base"] = float32(ropeFreqsBase)
@@ -333,10 +399,7 @@ func Generate(path string, c Config) error {
 	ts := make([]*fsggml.Tensor, len(specs))
 	pools := map[float64][]byte{}
 	for i, s := range specs {
-		kind := types[c.Type].tt
-		if len(s.Shape) == 1 {
-			kind = fsggml.TensorTypeF32
-		}
+		kind := c.kind(s)
 		d := &tensorData{spec: s, kind: kind, cfg: c}
 		if kind.IsQuantized() && elements(s.Shape) > directElems {
 			// Only zero-mean (2-D) tensors get here: norms are 1-D and F32.
@@ -468,6 +531,16 @@ func (d *tensorData) WriteTo(w io.Writer) (int64, error) {
 	if d.spec.init == initRopeFreqs {
 		return writeF32(w, ropeFreqFactors(d.cfg.HeadDim))
 	}
+	if d.spec.init == initRouter {
+		f := make([]float32, rows*rowLen)
+		for j := range rows {
+			std := routerScale(j) / math.Sqrt(float64(rowLen))
+			for i := range rowLen {
+				f[j*rowLen+i] = float32(std * rng.NormFloat64())
+			}
+		}
+		return writeF32(w, f)
+	}
 	if d.pool != nil {
 		return d.writePooled(w, rng)
 	}
@@ -581,10 +654,7 @@ func FileSize(c Config) (int64, error) {
 	var data, lastPad int64
 	for i, s := range specs {
 		n += 8 + int64(len(s.Name)) + 4 + 8*int64(len(s.Shape)) + 4 + 8
-		kind := types[c.Type].tt
-		if len(s.Shape) == 1 {
-			kind = fsggml.TensorTypeF32
-		}
+		kind := c.kind(s)
 		size := int64(elements(s.Shape) / kind.BlockSize() * kind.TypeSize())
 		pad := (align - size%align) % align
 		data += size + pad

@@ -2,9 +2,13 @@ package modelgen
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -15,7 +19,7 @@ import (
 
 func small(arch, typ string) Config {
 	c := Config{Arch: arch, Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, Vocab: 400, Type: typ, Seed: 7}
-	if arch == "qwen3" {
+	if arch == "qwen3" || arch == "qwen3moe" {
 		c.Heads, c.HeadDim = 8, 64
 	}
 	return c
@@ -91,7 +95,11 @@ func TestNormalizeRejects(t *testing.T) {
 		{"negative ff", func(c *Config) { c.FF = -1 }, "ff must be positive"},
 		{"heads not dividing embd", func(c *Config) { c.Heads = 3 }, "not a multiple of heads"},
 		{"kv heads not dividing heads", func(c *Config) { c.KVHeads = 3 }, "not a multiple of kv-heads"},
-		{"head dim on llama", func(c *Config) { c.HeadDim = 32 }, "only qwen3 may differ"},
+		{"head dim on llama", func(c *Config) { c.HeadDim = 32 }, "only qwen3 and qwen3moe may differ"},
+		{"experts on llama", func(c *Config) { c.Experts = 8 }, "experts are a qwen3moe feature"},
+		{"more used than experts", func(c *Config) { c.Arch = "qwen3moe"; c.Experts, c.ExpertsUsed = 4, 5 }, "experts-used 5 must be 1 to the 4 experts"},
+		{"too many experts", func(c *Config) { c.Arch = "qwen3moe"; c.Experts = 513 }, "experts 513 must be 1 to 512"},
+		{"k-quant expert row", func(c *Config) { c.Arch = "qwen3moe"; c.Type = "Q4_K"; c.ExpertFF = 320 }, "ffn_down_exps.weight has rows of 320"},
 		{"tiny vocab", func(c *Config) { c.Vocab = 100 }, "below the minimum"},
 		{"k-quant row", func(c *Config) { c.Type = "Q4_K"; c.FF = 320 }, "multiple of 256"},
 		{"q8 row", func(c *Config) { c.Type = "Q8_0"; c.Embd = 200; c.Heads = 4 }, "multiple of 32"},
@@ -230,8 +238,12 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				}
 				got := []int{s.NLayer, s.NEmbd, s.NFF, s.NHead, s.NHeadKV, s.HeadDimK, s.NRot, s.NVocab, s.NCtxTrain}
 				want := []int{2, 256, 512, c.Heads, 2, 256 / 4, 256 / 4, 400, 4096}
-				if arch == "qwen3" {
+				if arch == "qwen3" || arch == "qwen3moe" {
 					want[5], want[6] = 64, 64
+				}
+				if arch == "qwen3moe" {
+					got = append(got, s.NExpert, s.NExpertUsed, s.NFFExp)
+					want = append(want, 8, 2, 256) // the defaults: ff 512 / 2 used
 				}
 				if s.Arch != wantArch || !cmp.Equal(got, want) {
 					t.Errorf("shape %s %v, want %s %v", s.Arch, got, wantArch, want)
@@ -250,7 +262,7 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				}
 				for _, ti := range f.Tensors {
 					wantType := gguf.TypeF32
-					if len(ti.Shape) == 2 {
+					if len(ti.Shape) >= 2 && !strings.HasSuffix(ti.Name, "ffn_gate_inp.weight") { // the router stays F32
 						wantType = map[string]gguf.Type{"F32": gguf.TypeF32, "F16": gguf.TypeF16, "Q8_0": gguf.TypeQ8_0, "Q4_0": gguf.TypeQ4_0, "Q4_K": gguf.TypeQ4_K, "Q6_K": gguf.TypeQ6_K}[typ]
 					}
 					if ti.Type != wantType {
@@ -259,5 +271,101 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestTensorsQwen3MoE(t *testing.T) {
+	c, err := small("qwen3moe", "Q8_0").Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]uint64{}
+	for _, s := range c.Tensors() {
+		got[s.Name] = s.Shape
+	}
+	want := map[string][]uint64{
+		"blk.1.attn_q.weight":        {256, 512},
+		"blk.1.attn_q_norm.weight":   {64},
+		"blk.1.ffn_gate_inp.weight":  {256, 8},
+		"blk.1.ffn_gate_exps.weight": {256, 256, 8},
+		"blk.1.ffn_up_exps.weight":   {256, 256, 8},
+		"blk.1.ffn_down_exps.weight": {256, 256, 8},
+		"blk.1.ffn_norm.weight":      {256},
+		"blk.1.ffn_gate.weight":      nil, // no dense FFN
+		"blk.1.ffn_down.weight":      nil,
+		"blk.1.attn_output.weight":   {512, 256},
+		"token_embd.weight":          {256, 400},
+	}
+	for name, shape := range want {
+		if diff := cmp.Diff(shape, got[name]); diff != "" {
+			t.Errorf("%s shape (-want +got):\n%s", name, diff)
+		}
+	}
+	if len(got) != 3+2*12 {
+		t.Errorf("%d tensors, want %d", len(got), 3+2*12)
+	}
+}
+
+// TestRouterIsSkewed: routing 4000 unit-RMS inputs (what the router sees
+// after ffn_norm) through a generated router picks expert 0 several times
+// as often as the last, and the top-k probabilities are far from uniform,
+// so a wrong top-k or normalisation would change the logits.
+func TestRouterIsSkewed(t *testing.T) {
+	c := small("qwen3moe", "Q4_K")
+	path := filepath.Join(t.TempDir(), "moe.gguf")
+	if err := Generate(path, c); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, ok := f.Tensor("blk.0.ffn_gate_inp.weight")
+	if !ok || ti.Type != gguf.TypeF32 {
+		t.Fatalf("router: %v %v, want an F32 tensor", ti, ok)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const e, n, used = 256, 8, 2
+	w := make([]float64, e*n)
+	for i := range w {
+		w[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[ti.Offset+int64(4*i):])))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var picks [n]int
+	var topShare float64 // mean share of the top expert among the used ones
+	const tokens = 4000
+	for range tokens {
+		x := make([]float64, e)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		var logit [n]float64
+		for j := range n {
+			for i := range e {
+				logit[j] += w[j*e+i] * x[i]
+			}
+		}
+		idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
+		sort.Slice(idx, func(a, b int) bool { return logit[idx[a]] > logit[idx[b]] })
+		p0, p1 := math.Exp(logit[idx[0]]), math.Exp(logit[idx[1]])
+		topShare += p0 / (p0 + p1) / tokens
+		for _, j := range idx[:used] {
+			picks[j]++
+		}
+	}
+	t.Logf("picks per expert over %d tokens (top-%d): %v; top expert's mean normalised weight %.2f", tokens, used, picks, topShare)
+	if picks[0] < 3*picks[n-1] {
+		t.Errorf("expert 0 picked %d times, expert %d %d: want a skew of 3x or more", picks[0], n-1, picks[n-1])
+	}
+	for j := 1; j < n; j++ {
+		if picks[j] > picks[j-1]+tokens/50 {
+			t.Errorf("expert %d picked %d times, more than expert %d (%d): popularity should fall with the index", j, picks[j], j-1, picks[j-1])
+		}
+	}
+	if topShare < 0.75 {
+		t.Errorf("top expert's mean normalised weight %.2f: routing too flat to test the weighting", topShare)
 	}
 }
