@@ -14,7 +14,9 @@ import (
 const inspectUsage = `Usage: homering inspect [--json] FILE.gguf
 
 Prints a GGUF model's architecture, hyper-parameters, context length, chat
-template presence, tensor types and bytes per layer, after checking the whole
+template presence, tensor types and bytes per layer (for a mixture-of-experts
+model also its experts, how many a token uses and the weight bytes a token
+reads), after checking the whole
 header and tensor table against the file (a cut or damaged file is reported,
 not printed).
 
@@ -23,40 +25,48 @@ Flags:
 
 // inspectReport is what inspect prints; --json prints it as is.
 type inspectReport struct {
-	File          string        `json:"file"`
-	FileBytes     int64         `json:"file_bytes"`
-	GGUFVersion   uint32        `json:"gguf_version"`
-	MetadataKeys  int           `json:"metadata_keys"`
-	TensorCount   int           `json:"tensors"`
-	Alignment     int64         `json:"alignment"`
-	DataOffset    int64         `json:"data_offset"`
-	Architecture  string        `json:"architecture"`
-	Name          string        `json:"name,omitempty"`
-	Supported     bool          `json:"supported"`
-	Problem       string        `json:"problem,omitempty"` // why the engine would refuse it
-	Layers        int           `json:"layers"`
-	Embd          int           `json:"embedding_length"`
-	FF            int           `json:"feed_forward_length"`
-	Heads         int           `json:"heads"`
-	KVHeads       int           `json:"kv_heads"`
-	HeadDim       int           `json:"head_dim"`
-	RopeDims      int           `json:"rope_dims"`
-	Vocab         int           `json:"vocab"`
-	Context       int           `json:"context_length"`
-	RopeFreqBase  float64       `json:"rope_freq_base"`
-	RopeScaling   string        `json:"rope_scaling"`
-	RopeFreqScale float64       `json:"rope_freq_scale"`
-	RopeFreqs     bool          `json:"rope_freqs_tensor"`
-	RMSEps        float64       `json:"rms_norm_eps"`
-	Tokenizer     string        `json:"tokenizer"`
-	ChatTemplate  bool          `json:"chat_template"`
-	TiedOutput    bool          `json:"tied_output"`
-	KVBytesToken  int64         `json:"kv_bytes_per_token_per_layer_f16"`
-	Types         []inspectType `json:"tensor_types"`
-	Input         inspectPart   `json:"input"`
-	Output        inspectPart   `json:"output"`
-	Other         inspectPart   `json:"other"`
-	LayerParts    []inspectPart `json:"layer_bytes"`
+	File          string  `json:"file"`
+	FileBytes     int64   `json:"file_bytes"`
+	GGUFVersion   uint32  `json:"gguf_version"`
+	MetadataKeys  int     `json:"metadata_keys"`
+	TensorCount   int     `json:"tensors"`
+	Alignment     int64   `json:"alignment"`
+	DataOffset    int64   `json:"data_offset"`
+	Architecture  string  `json:"architecture"`
+	Name          string  `json:"name,omitempty"`
+	Supported     bool    `json:"supported"`
+	Problem       string  `json:"problem,omitempty"` // why the engine would refuse it
+	Layers        int     `json:"layers"`
+	Embd          int     `json:"embedding_length"`
+	FF            int     `json:"feed_forward_length"`
+	Heads         int     `json:"heads"`
+	KVHeads       int     `json:"kv_heads"`
+	HeadDim       int     `json:"head_dim"`
+	RopeDims      int     `json:"rope_dims"`
+	Vocab         int     `json:"vocab"`
+	Context       int     `json:"context_length"`
+	RopeFreqBase  float64 `json:"rope_freq_base"`
+	RopeScaling   string  `json:"rope_scaling"`
+	RopeFreqScale float64 `json:"rope_freq_scale"`
+	RopeFreqs     bool    `json:"rope_freqs_tensor"`
+	RMSEps        float64 `json:"rms_norm_eps"`
+	Tokenizer     string  `json:"tokenizer"`
+	ChatTemplate  bool    `json:"chat_template"`
+	TiedOutput    bool    `json:"tied_output"`
+	KVBytesToken  int64   `json:"kv_bytes_per_token_per_layer_f16"`
+	Experts       int     `json:"experts,omitempty"`      // per layer; 0: dense
+	ExpertsUsed   int     `json:"experts_used,omitempty"` // routed per token
+	ExpertFF      int     `json:"expert_feed_forward_length,omitempty"`
+	// ActiveBytes is the weight bytes one token reads: every layer's
+	// always-read tensors, ExpertsUsed/Experts of its expert tensors, the
+	// output head and one row of token_embd. ModelBytes is all weights.
+	ActiveBytes int64         `json:"active_bytes_per_token"`
+	ModelBytes  int64         `json:"weight_bytes"`
+	Types       []inspectType `json:"tensor_types"`
+	Input       inspectPart   `json:"input"`
+	Output      inspectPart   `json:"output"`
+	Other       inspectPart   `json:"other"`
+	LayerParts  []inspectPart `json:"layer_bytes"`
 }
 
 type inspectType struct {
@@ -66,8 +76,9 @@ type inspectType struct {
 }
 
 type inspectPart struct {
-	Bytes  int64            `json:"bytes"`
-	ByType map[string]int64 `json:"by_type,omitempty"`
+	Bytes       int64            `json:"bytes"`
+	ExpertBytes int64            `json:"expert_bytes,omitempty"` // routed experts' share of Bytes
+	ByType      map[string]int64 `json:"by_type,omitempty"`
 }
 
 // cmdInspect is `homering inspect`.
@@ -119,7 +130,9 @@ func inspectFile(path string) (inspectReport, error) {
 		RopeFreqs: s.HasRopeFreqs, RMSEps: s.RMSEps, Tokenizer: s.TokenizerModel,
 		ChatTemplate: s.ChatTemplate, TiedOutput: s.TiedOutput, KVBytesToken: s.KVBytesPerToken(2),
 		Input: partOf(l.Input), Output: partOf(l.Output), Other: partOf(l.Other),
+		Experts: s.NExpert, ExpertsUsed: s.NExpertUsed, ExpertFF: s.NFFExp,
 	}
+	r.ModelBytes, r.ActiveBytes = activeBytes(s, l)
 	if _, err := f.Check(); err != nil {
 		r.Supported = false
 		r.Problem = err.Error()
@@ -133,8 +146,31 @@ func inspectFile(path string) (inspectReport, error) {
 	return r, nil
 }
 
+// activeBytes returns the bytes of every weight and the bytes one token
+// reads: a layer's expert tensors hold NExpert equal matrices, of which the
+// router picks NExpertUsed; token_embd is read one row per token unless it
+// is the (tied) output head too.
+func activeBytes(s gguf.ModelShape, l gguf.Layout) (all, active int64) {
+	all = l.Input.Bytes + l.Output.Bytes + l.Other.Bytes
+	active = l.Output.Bytes + l.Other.Bytes
+	switch {
+	case s.TiedOutput:
+		active += l.Input.Bytes
+	case s.NVocab > 0:
+		active += l.Input.Bytes / int64(s.NVocab)
+	}
+	for _, p := range l.Layers {
+		all += p.Bytes
+		active += p.Bytes - p.ExpertBytes
+		if s.NExpert > 0 {
+			active += p.ExpertBytes / int64(s.NExpert) * int64(s.NExpertUsed)
+		}
+	}
+	return all, active
+}
+
 func partOf(p gguf.Part) inspectPart {
-	out := inspectPart{Bytes: p.Bytes}
+	out := inspectPart{Bytes: p.Bytes, ExpertBytes: p.ExpertBytes}
 	if len(p.ByType) > 0 {
 		out.ByType = map[string]int64{}
 		for t, n := range p.ByType {
@@ -183,6 +219,14 @@ func printInspect(w io.Writer, r inspectReport) {
 	fmt.Fprintf(tw, "chat template\t%s\n", yes(r.ChatTemplate))
 	fmt.Fprintf(tw, "tied output\t%s\n", yes(r.TiedOutput))
 	fmt.Fprintf(tw, "KV cache (F16)\t%s bytes per token per layer\n", groupDigits(r.KVBytesToken))
+	if r.Experts > 0 {
+		fmt.Fprintf(tw, "experts\t%d per layer, %d active per token (feed-forward %d each)\n", r.Experts, r.ExpertsUsed, r.ExpertFF)
+		pct := 0.0
+		if r.ModelBytes > 0 {
+			pct = 100 * float64(r.ActiveBytes) / float64(r.ModelBytes)
+		}
+		fmt.Fprintf(tw, "active per token\t%s of %s weight bytes (%.0f%%)\n", groupDigits(r.ActiveBytes), groupDigits(r.ModelBytes), pct)
+	}
 	tw.Flush()
 
 	fmt.Fprintln(w, "\ntensor types")
@@ -231,6 +275,9 @@ func partText(p inspectPart) string {
 	s := groupDigits(p.Bytes) + " bytes"
 	if len(parts) > 0 {
 		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if p.ExpertBytes > 0 {
+		s += ", experts " + groupDigits(p.ExpertBytes)
 	}
 	return s
 }

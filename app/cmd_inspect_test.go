@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/engine/gguf"
 	"homering/engine/modelgen"
 )
 
@@ -66,6 +68,60 @@ func TestInspectGeneratedQwen3(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"architecture    qwen3", "supported       yes", "heads           8 (KV heads 2, head dim 64)", "chat template   yes", "  Q4_K ", "layers 0-1 (each)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInspectGeneratedQwen3MoE: inspect shows a MoE model's experts, how
+// many a token uses, and the weight bytes one token reads: every tensor but
+// the expert stacks, 2/8 of those, and one row of token_embd.
+func TestInspectGeneratedQwen3MoE(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "moe.gguf")
+	c := modelgen.Config{Arch: "qwen3moe", Layers: 2, Embd: 256, FF: 512, Heads: 8, KVHeads: 2, HeadDim: 64, Vocab: 400, Type: "Q8_0",
+		Experts: 8, ExpertsUsed: 2}
+	if err := modelgen.Generate(path, c); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all, active int64
+	for _, ti := range f.Tensors {
+		all += ti.Size
+		switch {
+		case strings.HasSuffix(ti.Name, "_exps.weight"):
+			active += ti.Size / 8 * 2
+		case ti.Name == "token_embd.weight":
+			active += ti.Size / 400
+		default:
+			active += ti.Size
+		}
+	}
+	code, out, errs := runInspect(t, path, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r inspectReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	got := []any{r.Architecture, r.Supported, r.Experts, r.ExpertsUsed, r.ExpertFF, r.ModelBytes, r.ActiveBytes, r.LayerParts[1].ExpertBytes}
+	want := []any{"qwen3moe", true, 8, 2, 256, all, active, int64(3 * 8 * 256 * 256 / 32 * 34)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("report fields (-want +got):\n%s", diff)
+	}
+	code, out, errs = runInspect(t, path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"8 per layer, 2 active per token (feed-forward 256 each)",
+		fmt.Sprintf("%s of %s weight bytes (%.0f%%)", groupDigits(active), groupDigits(all), 100*float64(active)/float64(all)),
+		", experts " + groupDigits(r.LayerParts[0].ExpertBytes),
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
