@@ -440,19 +440,25 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 	return nil
 }
 
-// measure adds a decode pass's compute time to this device's stats (a
-// prefill batch is not a token's cost).
+// measure adds a compute's time to this device's stats: a decode pass's to
+// the token's cost, a prefill batch's (more rows) to the prompt's.
 func (d *Driver) measure(c ring.Compute, took time.Duration) {
 	rows := len(c.Tokens)
 	if c.Hidden != nil {
 		rows = c.Hidden.Rows
 	}
-	if rows != 1 {
-		return
-	}
 	d.statsMu.Lock()
 	defer d.statsMu.Unlock()
 	st := d.stats[d.selfID()]
+	if rows != 1 {
+		st.PromptUS += uint64(took.Microseconds())
+		st.Prompts++
+		if c.Round == 0 && !c.Output {
+			st.PromptRows += uint32(rows)
+		}
+		d.stats[d.selfID()] = st
+		return
+	}
 	if c.Round == 0 && !c.Output {
 		st.Tokens++
 	}

@@ -53,7 +53,10 @@
 //	                its successor in the ring (for activations)
 //	76 DeviceStats  plan uint64, tokens uint32, computeUS uint64 (over those
 //	                decode tokens), pressure uint16 (1/10000, ≤ 10000),
-//	                fetched uint64, sliceBytes uint64: worker → head
+//	                fetched uint64, sliceBytes uint64, promptUS uint64
+//	                (over the prefill computes), prompts uint32 (those
+//	                computes), promptRows uint32 (their rows, first round):
+//	                worker → head
 //
 // Job messages (73-76) never reach the ring session: the runner sets up a
 // job with them and the driver keeps DeviceStats for the head's report.

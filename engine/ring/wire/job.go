@@ -73,6 +73,12 @@ type DeviceStats struct {
 	Pressure   uint16
 	Fetched    uint64 // slice bytes fetched for this plan
 	SliceBytes uint64 // tensor bytes in this device's slice
+	// PromptUS is the compute time of its windows on prefill passes
+	// (more than one row) over Prompts computes, PromptRows the rows of
+	// their first round: each device's part of a prompt (issue 19).
+	PromptUS   uint64
+	Prompts    uint32
+	PromptRows uint32
 }
 
 func (*JobStart) Type() Type    { return TypeJobStart }
@@ -159,12 +165,16 @@ func (s *DeviceStats) appendTo(b []byte) []byte {
 	b = be.AppendUint64(b, s.ComputeUS)
 	b = be.AppendUint16(b, s.Pressure)
 	b = be.AppendUint64(b, s.Fetched)
-	return be.AppendUint64(b, s.SliceBytes)
+	b = be.AppendUint64(b, s.SliceBytes)
+	b = be.AppendUint64(b, s.PromptUS)
+	b = be.AppendUint32(b, s.Prompts)
+	return be.AppendUint32(b, s.PromptRows)
 }
 
 func (s *DeviceStats) decode(d *decoder) {
 	s.Plan, s.Tokens, s.ComputeUS = d.u64("plan"), d.u32("tokens"), d.u64("compute")
 	s.Pressure, s.Fetched, s.SliceBytes = d.u16("pressure"), d.u64("fetched"), d.u64("slice bytes")
+	s.PromptUS, s.Prompts, s.PromptRows = d.u64("prompt compute"), d.u32("prompts"), d.u32("prompt rows")
 }
 
 func (s *DeviceStats) validate() error {

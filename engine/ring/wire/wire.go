@@ -14,9 +14,15 @@ import (
 //
 // 2: PlanInstall carries each device's GPU layers (Device.GPULayers). A
 // peer on 1 would read the plan's bytes wrongly, so 1 is no longer spoken.
+//
+// 3: DeviceStats carries the prompt's compute (PromptUS, Prompts,
+// PromptRows), and prefill passes are pipelined in micro-batches, so a
+// device queues activations while it computes. A head on 2 would refuse the
+// longer DeviceStats, and a worker on 2 the second micro-batch: 2 is no
+// longer spoken.
 const (
-	ProtoMin uint16 = 2
-	ProtoMax uint16 = 2
+	ProtoMin uint16 = 3
+	ProtoMax uint16 = 3
 )
 
 // Type is a frame type. Values are wire constants: appended only, never iota.
