@@ -195,6 +195,9 @@ type Stats struct {
 	// on a kept job evaluates PromptTokens - CachedTokens prompt rows.
 	Passes int `json:"passes,omitempty"`
 	Rows   int `json:"rows,omitempty"`
+	// Trace is where a ring request's time went before and during its
+	// prompt (ringtrace.go).
+	Trace *RingTrace `json:"trace,omitempty"`
 }
 
 // Event is one line from the child.

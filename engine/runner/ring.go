@@ -62,6 +62,12 @@ type DeviceStats struct {
 	// tensor bytes. 0 on the head, which holds the model.
 	Fetched    int64 `json:"fetched,omitempty"`
 	SliceBytes int64 `json:"slice_bytes,omitempty"`
+	// PromptMS is the device's compute on this request's prompt (its
+	// windows over every micro-batch, the head's output head included),
+	// Prompts how many computes that took, PromptRows their rows.
+	PromptMS   float64 `json:"prompt_ms,omitempty"`
+	Prompts    int     `json:"prompts,omitempty"`
+	PromptRows int     `json:"prompt_rows,omitempty"`
 }
 
 // ServeParams say how a worker's child serves ring jobs.

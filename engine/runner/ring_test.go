@@ -181,8 +181,10 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 		{"stories260K k=1 three devices", stories260K, 1, []*device{w1, w2}, "", 0},
 		{"generated k=1 three devices", smallModel, 1, []*device{w1, w2}, "", 0},
 		{"generated k=2 two devices", smallModel, 2, []*device{w1}, "", 0},
-		// More than 512 prompt tokens: the prefill goes round in two passes.
+		// More than 512 prompt tokens: the prefill goes round in two passes,
+		// each pipelined in micro-batches (ring.MicroRows).
 		{"generated long prompt", smallModel, 1, []*device{w1, w2}, longPrompt, 0},
+		{"generated long prompt k=2", smallModel, 2, []*device{w1}, longPrompt, 0},
 		// Sampling on the head's logits draws what the single device draws.
 		{"generated temperature 0.8", smallModel, 1, []*device{w1, w2}, "", 0.8},
 	} {
@@ -239,6 +241,20 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 			}
 			if tt.prompt != "" && st.PromptTokens <= prefillChunk {
 				t.Errorf("the long prompt has %d tokens, want more than %d", st.PromptTokens, prefillChunk)
+			}
+			if tt.prompt != "" {
+				// Pipelined: every device computed each micro-batch of
+				// each of its k windows (the head its output head once more).
+				mb := ring.MicroRows(prefillChunk, len(devs), false) // 64 on three devices, 128 on two
+				micros := (prefillChunk+mb-1)/mb + (st.PromptTokens-prefillChunk+mb-1)/mb
+				if tr := st.Trace; tr == nil || tr.MicroRows != mb || tr.PromptPasses != 2 || tr.PromptMS <= 0 {
+					t.Errorf("trace %+v: want 2 prompt passes in micro-batches of %d", tr, mb)
+				}
+				for i, d := range st.Devices {
+					if d.Prompts < micros*tt.k || d.PromptRows != st.PromptTokens || d.PromptMS <= 0 {
+						t.Errorf("device %d computed %d prompt batches of %d rows in %.1f ms, want %d of the %d prompt rows", i, d.Prompts, d.PromptRows, d.PromptMS, micros*tt.k, st.PromptTokens)
+					}
+				}
 			}
 			// Workers run at lowered priority, ggml's threads made by the
 			// job included.

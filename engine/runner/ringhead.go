@@ -214,8 +214,8 @@ type headJob struct {
 	plan     *wire.Plan         // the plan installed last
 	up       bool               // plan is Up on every device
 	kvToks   []int32            // the tokens whose KV the plan's windows hold, from position 0
-	exact    int                // of kvToks, the first exact positions were computed in full passes of rows from 0, as a fresh job does
-	rows     int                // the prefill pass size those passes had
+	exact    int                // of kvToks, the first exact positions were computed in full micro-batches of rows from 0, as a fresh job does
+	rows     int                // the prefill micro-batch those had
 	hold     *idleHold          // while held idle
 	sess     *ring.Session      // the driver's; read only once the driver has stopped (end), then nil
 
@@ -226,7 +226,9 @@ type headJob struct {
 	inflight int       // rows of the pass going round; 0: none
 	nPrompt  int       // of all, the prompt's tokens
 	passRows int       // this request's prefill pass size (ring.PassRows)
-	exactEnd int       // positions [0, exactEnd) were computed in full prompt passes of passRows from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
+	micro    int       // the micro-batch its prefill passes are pipelined in on the plan (ring.MicroRows); set when the plan is up
+	exactEnd int       // positions [0, exactEnd) were computed in full prompt micro-batches of micro from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
+	tr       trace     // where the request's time went (ringtrace.go)
 	logits   []float32 // the output window's, of the last pass back: written on the driver's engine goroutine before its EmitToken
 	decodeMS float64   // time of the passes of one generated token, for ring.PassEnd
 	decodeN  int
@@ -367,6 +369,10 @@ func (h *headJob) start(toks []int32, maxTokens int) {
 		h.log.Info("ring prefill passes shortened: memory is short", "rows", h.passRows)
 	}
 	h.mem, h.peak = newPressure(), memPeak{}
+	h.tr = trace{}
+	if h.drv != nil {
+		h.tr.base = h.drv.Stats()
+	}
 	// Slices are served off the driver's loop: sample memory while nothing
 	// else happens too.
 	h.memTick = time.NewTicker(250 * time.Millisecond)
@@ -420,7 +426,8 @@ func (h *headJob) resume(toks []int32, maxTokens int) int {
 	h.start(toks, maxTokens)
 	debug.SetGCPercent(h.gc)
 	h.setIdle(false)
-	h.pos = ring.KeptPrefix(h.kvToks, toks, h.exact, h.rows, h.passRows)
+	h.micro = h.microRows()
+	h.pos = ring.KeptPrefix(h.kvToks, toks, h.exact, h.rows, h.micro)
 	h.exactEnd = h.pos
 	h.all = append(h.all[:0], toks[:h.pos]...)
 	h.log.Info("ring job kept from the last request", "cached", h.pos, "prompt", len(toks))
@@ -458,8 +465,14 @@ func (h *headJob) startPass(ctx context.Context) error {
 		msPerToken = h.decodeMS / float64(h.decodeN)
 	}
 	chunk := h.all[h.pos:ring.PassEnd(h.pos, h.nPrompt, len(h.all), h.passRows, msPerToken)]
-	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos}); err != nil {
+	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos, Batch: h.micro}); err != nil {
 		return err
+	}
+	if h.pos < h.nPrompt {
+		if h.pos == 0 || h.tr.promptStart.IsZero() {
+			h.tr.promptStart = time.Now()
+		}
+		h.tr.passes++
 	}
 	h.inflight = len(chunk)
 	h.reqStats.Passes++
@@ -494,7 +507,8 @@ func (h *headJob) await(ctx context.Context) error {
 			// memory pressure counts it).
 			debug.SetGCPercent(h.gc)
 			debug.FreeOSMemory()
-			h.up = true
+			h.up, h.tr.up = true, time.Now()
+			h.micro = h.microRows()
 			// A new plan has fresh windows: (re-)prefill the conversation.
 			h.pos, h.exactEnd = 0, 0
 			if len(h.all) > 0 {
@@ -518,8 +532,13 @@ func (h *headJob) await(ctx context.Context) error {
 				return h.ringErr(ctx, err)
 			}
 		case ring.EmitToken:
-			if h.pos == h.exactEnd && h.inflight == h.passRows && h.pos+h.inflight <= h.nPrompt {
-				h.exactEnd += h.passRows
+			// The pass's full micro-batches are what a fresh job computes;
+			// a short last one (the prompt's end) rounds differently.
+			if h.pos == h.exactEnd && h.pos+h.inflight <= h.nPrompt {
+				h.exactEnd += h.inflight / h.micro * h.micro
+			}
+			if h.pos < h.nPrompt && h.pos+h.inflight >= h.nPrompt {
+				h.tr.promptAt = time.Now()
 			}
 			h.pos += h.inflight
 			h.inflight = 0
@@ -542,7 +561,7 @@ func (h *headJob) finish(st Stats, err error) Event {
 	debug.SetGCPercent(h.gc)
 	kept := err == nil && h.keep > 0 && h.up
 	if kept {
-		h.kvToks, h.exact, h.rows = slices.Clone(h.all[:h.pos]), h.exactEnd, h.passRows
+		h.kvToks, h.exact, h.rows = slices.Clone(h.all[:h.pos]), h.exactEnd, h.micro
 	}
 	kv, compute := h.eng.Memory()
 	a := h.peak.at
@@ -564,7 +583,21 @@ func (h *headJob) finish(st Stats, err error) Event {
 	if h.plan != nil {
 		st.PlanID = h.plan.ID
 	}
+	st.Trace = h.tr.result(h.micro)
+	h.log.Info("ring request trace", "dial_ms", st.Trace.DialMS, "prepare_ms", st.Trace.PrepareMS, "prompt_ms", st.Trace.PromptMS,
+		"prompt_passes", st.Trace.PromptPasses, "micro_rows", st.Trace.MicroRows, "devices", devices)
 	return Event{ID: h.id, Type: EvDone, Stats: &st}
+}
+
+// microRows is the micro-batch of this request's prefill passes on the
+// installed plan (ring.MicroRows): not pipelined when a device releases its
+// windows' pages after each of k > 1 rounds.
+func (h *headJob) microRows() int {
+	release := false
+	for _, d := range h.plan.Devices {
+		release = release || d.Release && h.plan.K > 1
+	}
+	return ring.MicroRows(h.passRows, len(h.plan.Devices), release)
 }
 
 // servingGC is the head's GOGC while workers fetch slices from it (from
@@ -652,7 +685,7 @@ func (h *headJob) install(ctx context.Context, rp RingParams) error {
 			if err := h.drv.Post(ctx, ring.PlanInstalled{Plan: rp.Plan}); err != nil {
 				return err
 			}
-			h.plan, h.up = rp.Plan, false
+			h.plan, h.up, h.tr.installed = rp.Plan, false, time.Now()
 			h.log.Info("ring plan installed", "plan", ring.MsgString(rp.Plan))
 			return nil
 		}
@@ -699,6 +732,7 @@ func (h *headJob) connect(ctx context.Context, p RingPeer) error {
 	if p.Addr == "" {
 		return fmt.Errorf("runner: no address for device %s", p.ID)
 	}
+	defer func(start time.Time) { h.tr.dial += time.Since(start) }(time.Now())
 	conn, err := h.ep.Dial(ctx, p.Addr, p.ID, transport.PurposeLink)
 	if err != nil {
 		return err
@@ -789,6 +823,8 @@ func (h *headJob) deviceStats(plan *wire.Plan, mem *pressure) []DeviceStats {
 			ds.ComputeMS = float64(s.ComputeUS) / 1000 / float64(s.Tokens)
 		}
 		ds.MemPressure = float64(s.Pressure) / 10000
+		us, n, rows := promptPart(s, h.tr.base[d.ID])
+		ds.PromptMS, ds.Prompts, ds.PromptRows = float64(us)/1000, int(n), int(rows)
 		if i == 0 {
 			ds.MemPressure = mem.max
 		}
