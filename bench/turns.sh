@@ -8,7 +8,8 @@
 #   (b) the ring of 3 (--devices all --rounds 1), turn 1: a fresh ring job
 #   (c) the same ring, turns 2+: on the job kept from the turn before
 # Every chat is greedy, 1 engine thread per device, 4 tokens of the same
-# prompt. Prints medians, (c) - (a) against the target (<= 20 ms) and the
+# prompt. Prints medians (with the ring's trace: the prompt's wall time, the
+# devices' prompt compute summed, the micro-batch rows of its pipelining), (c) - (a) against the target (<= 20 ms) and the
 # ratio (c)/(a). Turn 1 is split into planning and the rest (the head's
 # ring links, shipping weight slices, loading windows).
 # Model: the quick ring bench model (bench/ring.sh: 20 layers, n_embd 1024,
@@ -43,7 +44,10 @@ trap cleanup EXIT
 . bench/rig/agents.sh
 rig_agents 3 '{"context_tokens": 512, "ring_keep_seconds": 600}' 1:2 1:3
 
-# chat ARGS...: one greedy chat on the head; prints "start plan ttft ring_devices".
+# chat ARGS...: one greedy chat on the head; prints "start plan ttft
+# ring_devices prompt compute micro": the ring's trace (issue 19): the
+# prompt's wall time from its first pass to its logits, the devices' prompt
+# compute summed, the pipelining's micro-batch rows (0 alone).
 chat() {
 	local st
 	st=$(rig_cli 1 chat -m "$model" -n 4 --temp 0 --raw --json "$@" "$prompt" 2>&1 >/dev/null | grep '^{' | tail -1) || true
@@ -51,12 +55,13 @@ chat() {
 	for f in start_ms plan_ms ttft_ms; do
 		printf '%s ' "$(echo "$st" | sed -n "s/.*\"$f\":\([0-9.e+-]*\).*/\1/p")"
 	done
-	echo "$st" | awk -F'"short":' '{print NF - 1}' # devices of the ring run, 0 alone
+	printf '%s ' "$(echo "$st" | awk -F'"short":' '{print NF - 1}')" # devices of the ring run, 0 alone
+	echo "$st" | jq -r '[.ring.trace.prompt_ms // 0, ([.ring.devices[]?.prompt_ms // 0] | add // 0), .ring.trace.micro_rows // 0] | @tsv' 2>/dev/null | tr '\t' ' ' || echo "0 0 0"
 }
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else printf "%.1f\n", (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 row() { # NAME FILE
-	printf '%-34s %10s %10s %10s %4d\n' "$1" "$(cut -d' ' -f1 "$2" | median)" "$(cut -d' ' -f2 "$2" | median)" \
-		"$(cut -d' ' -f3 "$2" | median)" "$(wc -l <"$2")"
+	printf '%-34s %10s %10s %10s %10s %10s %6s %4d\n' "$1" "$(cut -d' ' -f1 "$2" | median)" "$(cut -d' ' -f2 "$2" | median)" \
+		"$(cut -d' ' -f3 "$2" | median)" "$(cut -d' ' -f5 "$2" | median)" "$(cut -d' ' -f6 "$2" | median)" "$(cut -d' ' -f7 "$2" | median)" "$(wc -l <"$2")"
 }
 
 ring=$out/ring-$$.txt alone=$out/alone-$$.txt
@@ -65,7 +70,7 @@ ring=$out/ring-$$.txt alone=$out/alone-$$.txt
 : >"$alone"
 chat --devices all --rounds 1 >"$ring.1"
 for _ in $(seq "$reps"); do chat --devices all --rounds 1 >>"$ring"; done
-read -r _ _ _ n1 <"$ring.1"
+read -r _ _ _ n1 _ _ _ <"$ring.1"
 [ "$n1" = 3 ] || { echo "turns bench: turn 1 ran on $n1 device(s), want the ring of 3" >&2; exit 1; }
 awk '$4 != 3 {bad=1} END {exit bad}' "$ring" || { echo "turns bench: a later turn left the ring of 3: $(cat "$ring")" >&2; exit 1; }
 rig_cli 2 contribute off >/dev/null
@@ -77,7 +82,7 @@ for _ in $(seq "$reps"); do chat >>"$alone"; done
 awk '$4 != 0 {bad=1} END {exit bad}' "$alone" || { echo "turns bench: the head did not run alone: $(cat "$alone")" >&2; exit 1; }
 
 echo "turns bench: $(basename "$model"), 3 devices, links 5 ms ± 1 ms / 300 Mbit ($RIG_LINK), 1 thread, $reps turns per row; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-34s %10s %10s %10s %4s\n' "path" "start ms" "plan ms" "TTFT ms" "n"
+printf '%-34s %10s %10s %10s %10s %10s %6s %4s\n' "path" "start ms" "plan ms" "TTFT ms" "prompt ms" "compute" "micro" "n"
 row "(a) one device, turns 2+" "$alone"
 row "(b) ring of 3, turn 1" "$ring.1"
 row "(c) ring of 3, turns 2+" "$ring"
@@ -87,6 +92,9 @@ awk -v a="$a" -v c="$c" 'BEGIN {
 	d = c - a
 	printf "turn 2 on the ring adds %.1f ms over one device before the first pass (ratio %.2f); target <= 20 ms: %s\n", d, (a > 0 ? c / a : 0), (d <= 20 ? "met" : "NOT met")
 }'
-read -r s1 p1 _ _ <"$ring.1"
+read -r s1 p1 _ _ _ _ _ <"$ring.1"
 echo "turn 1: $(awk -v p="$p1" 'BEGIN {printf "%.0f", p}') ms planning (looks at the peers over fresh control links, Halda, job asks), $(awk -v s="$s1" -v p="$p1" 'BEGIN {printf "%.0f", s - p}') ms more before the first pass (the head's ring links, shipping each worker its weight slices, loading the windows)"
+awk -v s="$(cut -d' ' -f5 "$ring" | median)" -v c="$(cut -d' ' -f6 "$ring" | median)" -v t="$(cut -d' ' -f3 "$ring" | median)" 'BEGIN {
+	printf "ring turns 2+: the prompt passes take %.0f ms (%.2fx the devices prompt compute, %.0f ms summed; pipelining overlaps devices, the rest is transfer and waiting); TTFT %.0f ms\n", s, (c > 0 ? s / c : 0), c, t
+}'
 rm -f "$ring" "$ring.1" "$alone"

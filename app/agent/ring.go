@@ -320,6 +320,9 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 	r := &apitype.RingRun{K: pl.Plan.K, Layers: pl.Model.Layers, PredictedMs: pl.Plan.PredictedMs, UncalibratedMs: pl.Raw.PredictedMs,
 		Replans: st.Replans, Lost: append([]identity.DeviceID{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
 	r.PlanID = st.PlanID
+	if t := st.Trace; t != nil {
+		r.Trace = &apitype.RingTrace{DialMs: t.DialMS, PrepareMs: t.PrepareMS, PromptMs: t.PromptMS, PromptPasses: t.PromptPasses, MicroRows: t.MicroRows}
+	}
 	if st.DecodeTokens > 0 {
 		r.MeasuredMs = st.DecodeMS / float64(st.DecodeTokens)
 	}
@@ -350,6 +353,7 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 		}
 		if m, ok := measured[a.Device]; ok {
 			d.MeasuredMs, d.MemPressure = m.ComputeMS, m.MemPressure
+			d.PromptMs, d.Prompts = m.PromptMS, m.Prompts
 		}
 		d.VRAMBytes = a.VRAMBytes
 		d.GPU, d.VRAMFreeBytes = planner.GPUOf(pl.RawDevices[a.Device])

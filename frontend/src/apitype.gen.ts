@@ -373,6 +373,21 @@ export interface RingRun {
   // token (re-plan, re-prefill, one token); 0 without a loss.
   loss_to_token_ms: number
   devices: RingDevice[] | null // ring order, head first
+  // Trace is where the request's time went before and during its
+  // prompt; nil when the engine gave none.
+  trace?: RingTrace
+}
+
+// RingTrace is where a ring request's time went before and during its
+// prompt: connecting workers and preparing the plan (0 on a kept job), and
+// the prompt's passes, whose wall time less the devices' prompt compute
+// (RingDevice.PromptMs) is transfer and waiting.
+export interface RingTrace {
+  dial_ms: number // connecting workers (links, job asks)
+  prepare_ms: number // plan installed → up on every device
+  prompt_ms: number // first prompt pass started → its logits
+  prompt_passes: number // passes the prompt took
+  micro_rows: number // rows per pipelined micro-batch
 }
 
 // RingDevice is one device's part of a ring run.
@@ -395,6 +410,10 @@ export interface RingDevice {
   vram_bytes?: number
   vram_free_bytes?: number
   gpu_name?: string // as in MapDevice
+  // PromptMs is its compute on the prompt (all its windows, every
+  // micro-batch), over Prompts computes.
+  prompt_ms?: number
+  prompts?: number
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.

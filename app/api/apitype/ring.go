@@ -23,6 +23,21 @@ type RingRun struct {
 	// token (re-plan, re-prefill, one token); 0 without a loss.
 	LossToTokenMs float64      `json:"loss_to_token_ms"`
 	Devices       []RingDevice `json:"devices"` // ring order, head first
+	// Trace is where the request's time went before and during its
+	// prompt; nil when the engine gave none.
+	Trace *RingTrace `json:"trace,omitempty"`
+}
+
+// RingTrace is where a ring request's time went before and during its
+// prompt: connecting workers and preparing the plan (0 on a kept job), and
+// the prompt's passes, whose wall time less the devices' prompt compute
+// (RingDevice.PromptMs) is transfer and waiting.
+type RingTrace struct {
+	DialMs       float64 `json:"dial_ms"`       // connecting workers (links, job asks)
+	PrepareMs    float64 `json:"prepare_ms"`    // plan installed → up on every device
+	PromptMs     float64 `json:"prompt_ms"`     // first prompt pass started → its logits
+	PromptPasses int     `json:"prompt_passes"` // passes the prompt took
+	MicroRows    int     `json:"micro_rows"`    // rows per pipelined micro-batch
 }
 
 // RingDevice is one device's part of a ring run.
@@ -45,6 +60,10 @@ type RingDevice struct {
 	VRAMBytes     int64  `json:"vram_bytes,omitempty"`
 	VRAMFreeBytes int64  `json:"vram_free_bytes,omitempty"`
 	GPUName       string `json:"gpu_name,omitempty"` // as in MapDevice
+	// PromptMs is its compute on the prompt (all its windows, every
+	// micro-batch), over Prompts computes.
+	PromptMs float64 `json:"prompt_ms,omitempty"`
+	Prompts  int     `json:"prompts,omitempty"`
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.
