@@ -5,6 +5,7 @@ package apptest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,17 +20,20 @@ var webUIModel, _ = filepath.Abs("../../../shared/models/stories260K.gguf")
 
 // TestWebUI drives the web UI of a real `homering headless` with Debian's
 // chromium (frontend/tests/e2e.mjs, playwright-core): three devices in
-// network namespaces, two of them paired with the head. The script chats
+// network namespaces, two of them paired with the head (and both named
+// "study"). The script chats
 // and sees the reply stream, then checks the device map, Models and
 // Settings, and saves screenshots; this test checks its verdicts and the
 // screenshot files. Screenshots stay in $HOMERING_UI_SHOTS when set.
 func TestWebUI(t *testing.T) {
 	needFrontend(t)
 	e := NewEnv(t)
-	names := []string{"kitchen", "study", "attic"}
+	// Two devices share a host name, as two computers named alike do; the
+	// UI tells them apart.
+	names := []string{"kitchen", "study", "study"}
 	var nodes []*Node
-	for _, name := range names {
-		n := e.NewNode(t, name)
+	for i, name := range names {
+		n := e.NewNode(t, fmt.Sprintf("%s%d", name, i)) // a namespace each
 		n.MustCLI(t, "contribute", "on")
 		setConfigName(t, n.Home, name)
 		nodes = append(nodes, n)
@@ -49,7 +53,7 @@ func TestWebUI(t *testing.T) {
 
 	// The browser runs in the head's namespace: the API listens on its loopback.
 	log := runUIScript(t, head, "e2e.mjs", 30, []string{"chat.png", "devices.png", "models.png", "settings.png"},
-		"EXPECT_DEVICES="+strconv.Itoa(len(nodes)))
+		"EXPECT_DEVICES="+strconv.Itoa(len(nodes)), "EXPECT_SAME_NAME=study")
 	if !strings.Contains(log, "device map shows 3 devices") {
 		t.Errorf("the device map check did not run")
 	}

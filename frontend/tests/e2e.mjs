@@ -171,8 +171,22 @@ try {
   await page.waitForSelector('[data-testid=history] li button.title >> text=Renamed chat', { timeout: 5000 }).then(
     () => check('rename in history', true), () => check('rename in history', false))
   await page.locator('[data-testid=history] li', { hasText: 'Renamed chat' }).locator('button[title=Delete]').click()
-  await page.waitForFunction(() => ![...document.querySelectorAll('[data-testid=history] li')].some((l) => l.textContent.includes('Renamed chat')), null, { timeout: 5000 }).then(
-    () => check('delete in history', true), () => check('delete in history', false))
+  const gone = () => page.waitForFunction(() => ![...document.querySelectorAll('[data-testid=history] li')].some((l) => l.textContent.includes('Renamed chat')), null, { timeout: 5000 }).then(() => true, () => false)
+  check('delete in history', await gone())
+  // A delete can be undone for some seconds; then the toast goes and the
+  // delete stands.
+  const toast = await page.waitForSelector('[data-testid=undo-toast]', { timeout: 5000 }).then((e) => e.textContent(), () => '')
+  check('a delete shows an Undo toast naming the chat', toast.includes('Renamed chat') && toast.includes('Undo'), toast)
+  await page.click('[data-testid=undo]')
+  const back = await page.waitForSelector('[data-testid=history] li button.title >> text=Renamed chat', { timeout: 5000 }).then(() => true, () => false)
+  const onDisk = await page.evaluate(() => fetch('api/v1/conversations').then((r) => r.json()))
+  check('Undo brings the chat back, with its messages', back && onDisk.some((c) => c.title === 'Renamed chat' && c.messages >= 2), JSON.stringify(onDisk))
+  await page.locator('[data-testid=history] li', { hasText: 'Renamed chat' }).locator('button[title=Delete]').click()
+  const deletedAt = Date.now()
+  check('delete again', await gone())
+  const left = await page.waitForSelector('[data-testid=undo-toast]', { state: 'detached', timeout: 20000 }).then(() => true, () => false)
+  const after = await page.evaluate(() => fetch('api/v1/conversations').then((r) => r.json()))
+  check('the Undo toast goes after some seconds and the delete stands', left && !after.some((c) => c.title === 'Renamed chat'), `${Date.now() - deletedAt} ms, ${JSON.stringify(after)}`)
   const saved = await page.evaluate(() => fetch('api/v1/conversations').then((r) => r.json()))
   check('history kept on disk by the agent', saved.length >= 2 && saved.every((c) => c.messages >= 2), JSON.stringify(saved))
 
@@ -189,6 +203,25 @@ try {
   result.devices = devices
   check(`device map shows ${expectDevices} devices`, devices.length === expectDevices, devices.map((d) => `${d.short}:${d.role}`).join(' '))
   check('this device is marked', devices.some((d) => d.text.includes('this device')))
+  // Two devices with the same host name are told apart by their short IDs.
+  const same = process.env.EXPECT_SAME_NAME
+  if (same) {
+    const labels = await page.$$eval('[data-testid=device-name]', (els) => els.map((e) => e.textContent))
+    const twins = labels.filter((l) => l.startsWith(same))
+    check(`devices named ${same} are told apart`, twins.length === 2 && twins[0] !== twins[1] && twins.every((l) => / · \S+$/.test(l)) &&
+      labels.filter((l) => !l.startsWith(same)).every((l) => !l.includes(' · ')), JSON.stringify(labels))
+  }
+  // The header stays above the ring card, and k and the memory cases are
+  // explained in plain words.
+  const layout = await page.evaluate(() => {
+    const top = document.querySelector('[data-testid=device-map] .top')?.getBoundingClientRect()
+    const ring = document.querySelector('[data-testid=ring-order]')?.getBoundingClientRect()
+    return top && ring ? { topBottom: top.bottom, ringTop: ring.top } : null
+  })
+  check('the Devices header does not overlap the ring card', layout && layout.topBottom <= layout.ringTop, JSON.stringify(layout))
+  await page.click('[data-testid=explain] summary')
+  const explain = await page.textContent('[data-testid=explain]')
+  check('k and the memory cases are explained', /k is how many times each token goes around the ring/.test(explain) && /M4: they fit in its memory/.test(explain), explain.slice(0, 200))
   check('a head is planned', devices.some((d) => d.role === 'head'))
   check('layer windows drawn', devices.some((d) => d.windows > 0))
   // The head's card: the cards' order is the ring's, and a worker may come first.
