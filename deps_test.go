@@ -68,8 +68,9 @@ var allowed = map[string][]string{
 		"app/agent",
 		"app/api/apitype", "frontend",
 		"app/api/openai", "app/api/anthropic", "app/api/ollama", // the compatible APIs' translators
-		"app/planner", // planner.Request and ModelError: GET /api/v1/plan and the model list's labels ask the agent's planner (issue 15 item 1)
-		"app/problem", // turns a problem's Kind into an HTTP status (issue 15 item 4)
+		"app/planner",        // planner.Request and ModelError: GET /api/v1/plan and the model list's labels ask the agent's planner (issue 15 item 1)
+		"app/problem",        // turns a problem's Kind into an HTTP status (issue 15 item 4)
+		"discovery/deviceid", // the device map and its peer looks key devices by apitype's typed IDs (issue 15 item 5)
 		// Tool calling (issue 18 item 5): a request with tools is rendered
 		// by the model's template family and its reply's calls parsed back
 		// (tools.go); llama.cpp's template function takes no tools.
@@ -120,7 +121,8 @@ var allowed = map[string][]string{
 		"app/node",                                                                   // node.PeerProfile: the peers' profiles the control links keep fresh
 		"engine/profile",                                                             // this device's cached profile; Unmeasured for a peer without one
 		"engine/profile/calib", "engine/profile/modelprof", "engine/profile/sysinfo", // calibration, the model's shape, free memory now
-		"engine/ring", // ring.Adopt: whether the kept ring job still fits the new plan
+		"engine/ring",        // ring.Adopt: whether the kept ring job still fits the new plan
+		"discovery/deviceid", // its peer table and plans key devices by their typed ID (issue 15 item 5)
 	},
 	"app/config":    {},
 	"app/autostart": {}, // start at login on macOS: a LaunchAgent plist, pure Go
@@ -185,7 +187,7 @@ var allowed = map[string][]string{
 	// L1 pure logic, L0 leaves.
 	"engine/ring":        {"engine/ring/wire", "halda", "discovery/deviceid"}, // deviceid: the plan's devices (issue 15 item 5)
 	"engine/ring/wire":   {"discovery/deviceid"},                              // job frames carry typed device IDs (issue 15 item 5)
-	"halda":              {},
+	"halda":              {"discovery/deviceid"},                              // a device's typed ID rides into the plan, so no one parses a name (issue 15 item 5)
 	"engine/gguf":        {},
 	"engine/sample":      {},
 	"engine/chat":        {},

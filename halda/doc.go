@@ -6,7 +6,8 @@
 //	plan, err := halda.Solve(problem, lpsolve.Solver{})
 //
 // It is a pure function: no I/O, no goroutines, no clock, no randomness, and
-// only the standard library. The ILP solver comes in through the Solver
+// only the standard library and the device-ID value (discovery/deviceid, a
+// leaf: a device the agent plans with carries its ID into the plan). The ILP solver comes in through the Solver
 // interface (halda/lpsolve wraps lp_solve); nothing here imports it.
 //
 // # Model

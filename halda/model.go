@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"homering/discovery/deviceid"
 )
 
 // memKind is the memory model a device follows (package doc, "Memory models").
@@ -123,6 +125,7 @@ func prepare(p Problem) (*prob, error) {
 	}
 
 	names := map[string]int{}
+	ids := map[deviceid.ID]bool{}
 	for i, d := range p.Devices {
 		f := fmt.Sprintf("devices[%d]", i)
 		if d.Name == "" {
@@ -132,6 +135,12 @@ func prepare(p Problem) (*prob, error) {
 			return nil, invalid(f+".name", "%q appears twice; device names must be unique", d.Name)
 		}
 		names[d.Name] = i
+		if !d.ID.IsZero() {
+			if _, dup := ids[d.ID]; dup {
+				return nil, invalid(f+".id", "%s appears twice; device IDs must be unique", d.ID)
+			}
+			ids[d.ID] = true
+		}
 		f = fmt.Sprintf("devices[%q]", d.Name)
 		x, err := q.derive(d, f, i == 0)
 		if err != nil {

@@ -45,8 +45,8 @@ func Solve(p Problem, s Solver) (Plan, error) {
 		rest := slices.Clone(active[1:])
 		sort.SliceStable(rest, func(a, b int) bool { return q.layerSec(rest[a]) < q.layerSec(rest[b]) })
 		for _, i := range rest[workers:] {
-			dropped = append(dropped, Dropped{q.devs[i].Name,
-				fmt.Sprintf("the model has only %d layers for %d devices; this device is among the slowest", q.L, len(active))})
+			dropped = append(dropped, q.drop(i,
+				fmt.Sprintf("the model has only %d layers for %d devices; this device is among the slowest", q.L, len(active))))
 		}
 		active = append([]int{0}, rest[:workers]...)
 		sort.Ints(active)
@@ -58,7 +58,7 @@ func Solve(p Problem, s Solver) (Plan, error) {
 			return false
 		}
 		if why := q.noRoom(i); why != "" {
-			dropped = append(dropped, Dropped{q.devs[i].Name, why})
+			dropped = append(dropped, q.drop(i, why))
 			return true
 		}
 		return false
@@ -85,8 +85,8 @@ func Solve(p Problem, s Solver) (Plan, error) {
 			}
 			if solo != nil && solo.cost < best.cost {
 				for _, i := range active[1:] {
-					dropped = append(dropped, Dropped{q.devs[i].Name, fmt.Sprintf(
-						"the head alone predicts %.1f ms per token, faster than %.1f ms with a ring", solo.cost*1e3, best.cost*1e3)})
+					dropped = append(dropped, q.drop(i, fmt.Sprintf(
+						"the head alone predicts %.1f ms per token, faster than %.1f ms with a ring", solo.cost*1e3, best.cost*1e3)))
 				}
 				best = solo
 			}
@@ -197,9 +197,9 @@ func (q *prob) selectDevices(best *cand, active []int, dropped []Dropped, s Solv
 			break
 		}
 		for _, i := range winDrop {
-			dropped = append(dropped, Dropped{q.devs[i].Name, fmt.Sprintf(
+			dropped = append(dropped, q.drop(i, fmt.Sprintf(
 				"its best share was one layer; without it the plan predicts %.1f ms per token instead of %.1f ms",
-				win.cost*1e3, best.cost*1e3)})
+				win.cost*1e3, best.cost*1e3)))
 		}
 		best, active = win, winSet
 	}
@@ -772,6 +772,11 @@ func (q *prob) infeasible(set []int) error {
 }
 
 // plan turns the winning candidate into a Plan.
+// drop is device i left out of the plan for why.
+func (q *prob) drop(i int, why string) Dropped {
+	return Dropped{Device: q.devs[i].Name, ID: q.devs[i].ID, Reason: why}
+}
+
 func (q *prob) plan(c *cand, dropped []Dropped, st Stats) Plan {
 	W := q.L / c.k
 	costs, total := q.evalRing(c.ring, c.k, c.w, c.n)
@@ -781,7 +786,7 @@ func (q *prob) plan(c *cand, dropped []Dropped, st Stats) Plan {
 		x := &q.devs[i]
 		cs := costs[p]
 		a := Assignment{
-			Device: x.Name, OS: x.OS, Case: cs.cs, W: c.w[p], N: c.n[p],
+			Device: x.Name, ID: x.ID, OS: x.OS, Case: cs.cs, W: c.w[p], N: c.n[p],
 			Layers:    []LayerRange{},
 			ComputeMs: cs.comp * 1e3, DiskMs: cs.disk * 1e3, NetworkMs: cs.net * 1e3, PredictedMs: cs.total() * 1e3,
 			RAMBytes: cs.ram, VRAMBytes: cs.vram, ResidentBytes: cs.resident,

@@ -1,5 +1,7 @@
 package halda
 
+import "homering/discovery/deviceid"
+
 // OS names the operating system of a device. It selects the memory model
 // (how the OS reclaims mmap'd weights under pressure) and which disk read
 // throughput the model charges: see the package doc.
@@ -28,12 +30,20 @@ const (
 // reads it back, so the JSON names are part of the interface. Units are SI
 // base units throughout: bytes, seconds, FLOP/s, bytes/s.
 type Device struct {
-	// Name identifies the device in the plan and in other devices' LinkSec.
-	// Non-empty and unique within a Problem. It is an opaque key, not a
-	// deviceid.ID: the agent's planner (app/planner) names devices by
-	// their device ID's text, while profile files (homering profile
-	// --json, homering plan) and halda's tables name them freely
-	// (hostnames, "D0"), and the solver needs only equality.
+	// ID is the device's Homering device ID, for a device the agent plans
+	// with (app/planner sets it for this device and every peer); Solve
+	// copies it into the plan (Assignment.ID, Dropped.ID), so that what
+	// runs the plan never parses a name. It is zero for a device known
+	// only by a name: profile files (homering profile --json, homering
+	// plan, files written before IDs were kept here), halda's tables and
+	// bench inputs. When set, it is unique within a Problem.
+	ID deviceid.ID `json:"id,omitzero"`
+	// Name identifies the device in the plan (Assignment.Device) and in
+	// other devices' LinkSec: non-empty and unique within a Problem. It
+	// is the only key the solver needs (equality) and is not always a
+	// device ID: profile files and halda's tables name devices freely
+	// (host names, "D0"); the agent's planner names a device by its ID's
+	// readable text, the one name unique in a household.
 	Name string `json:"name"`
 	OS   OS     `json:"os"`
 	GPU  GPU    `json:"gpu,omitempty"`
@@ -200,11 +210,12 @@ type Plan struct {
 
 // Assignment is one device's part of a plan.
 type Assignment struct {
-	Device string `json:"device"`
-	OS     OS     `json:"os"`
-	Case   Case   `json:"case"`
-	W      int    `json:"w"` // layers per round (window size)
-	N      int    `json:"n"` // of those, on the GPU: the first N of each window
+	Device string      `json:"device"`      // the device's Name
+	ID     deviceid.ID `json:"id,omitzero"` // the device's ID (Device.ID), zero for a device known by name only
+	OS     OS          `json:"os"`
+	Case   Case        `json:"case"`
+	W      int         `json:"w"` // layers per round (window size)
+	N      int         `json:"n"` // of those, on the GPU: the first N of each window
 	// Layers holds, per round, the half-open range [Start, End) of layer
 	// numbers (0-based) this device runs.
 	Layers      []LayerRange `json:"layers"`
@@ -231,8 +242,9 @@ type LayerRange struct {
 
 // Dropped is a device left out of the ring.
 type Dropped struct {
-	Device string `json:"device"`
-	Reason string `json:"reason"`
+	Device string      `json:"device"`      // the device's Name
+	ID     deviceid.ID `json:"id,omitzero"` // its ID, as in Assignment
+	Reason string      `json:"reason"`
 }
 
 // Stats counts the work of one Solve.

@@ -446,7 +446,7 @@ func (b *Agent) transferProgress(job *ringJob) (report func(runner.Progress), en
 		defer mu.Unlock()
 		now := time.Now()
 		if !shown[id] {
-			name := job.names[p.Device.String()].Name // by halda's name for it
+			name := job.names[p.Device].Name
 			if name == "" {
 				name = p.Device.Short()
 			}

@@ -6,6 +6,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/node"
+	"homering/discovery/identity"
 )
 
 // The node's part of the agent, as the API serves it: this device, its
@@ -52,7 +53,7 @@ func (b *Agent) Probe(ctx context.Context, peer string) apitype.Probe { return b
 
 // LinkRTT times pings to a paired peer over its control link: the fastest
 // round trip.
-func (b *Agent) LinkRTT(ctx context.Context, peer string, pings int) (time.Duration, error) {
+func (b *Agent) LinkRTT(ctx context.Context, peer identity.DeviceID, pings int) (time.Duration, error) {
 	return b.node.LinkRTT(ctx, peer, pings)
 }
 

@@ -186,7 +186,7 @@ func (b *Agent) learnAlone(path string, nCtx int, st runner.Stats) {
 func (b *Agent) selfID() string {
 	switch {
 	case b.node != nil:
-		return b.node.Status().Device.ID.String()
+		return planner.Name(b.node.Status().Device.ID)
 	case b.selfName != "":
 		return b.selfName
 	}

@@ -147,7 +147,8 @@ func TestAgentCalibratesAloneRuns(t *testing.T) {
 // reports the uncalibrated prediction beside the calibrated one.
 func TestRingRunLearns(t *testing.T) {
 	// Plans name devices by their ID's text; the runner's stats by the ID.
-	selfN, peerN := deviceid.ForName("self").String(), deviceid.ForName("peer").String()
+	selfID, peerID := deviceid.ForName("self"), deviceid.ForName("peer")
+	selfN, peerN := selfID.String(), peerID.String() // halda's names, as app/planner gives them
 	b := &Agent{dir: t.TempDir(), threads: 1, log: slog.New(slog.DiscardHandler), selfName: selfN}
 	raw := halda.Device{Name: peerN, CPUReadBytesPerSec: 1e9, DiskSeqBytesPerSec: 1e9}
 	cal := raw
@@ -155,22 +156,22 @@ func TestRingRunLearns(t *testing.T) {
 	job := &ringJob{pl: planner.Plan{
 		Problem: halda.Problem{Devices: []halda.Device{{Name: selfN}, cal}},
 		Plan: halda.Plan{Ring: []halda.Assignment{
-			{Device: selfN, ComputeMs: 10, PredictedMs: 12},
-			{Device: peerN, ComputeMs: 20, DiskMs: 5, PredictedMs: 27},
+			{Device: selfN, ID: selfID, ComputeMs: 10, PredictedMs: 12},
+			{Device: peerN, ID: peerID, ComputeMs: 20, DiskMs: 5, PredictedMs: 27},
 		}},
 		RawDevices: map[string]halda.Device{selfN: {Name: selfN}, peerN: raw},
 		ModelPath:  "m.gguf", Raw: halda.Plan{PredictedMs: 50},
 	}, self: apitype.Device{Name: "this one"}}
-	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: deviceid.ForName("self"), ComputeMS: 15}, {ID: deviceid.ForName("peer"), ComputeMS: 90}}})
+	run := b.ringRun(job, runner.Stats{Devices: []runner.DeviceStats{{ID: selfID, ComputeMS: 15}, {ID: peerID, ComputeMS: 90}}})
 	if run.UncalibratedMs != 50 {
 		t.Errorf("run uncalibrated %v ms, want the uncalibrated plan's 50", run.UncalibratedMs)
 	}
-	got := map[string]float64{}
+	got := map[deviceid.ID]float64{}
 	for _, d := range run.Devices {
 		got[d.ID] = d.UncalibratedMs
 	}
 	// peer: compute 20 ms calibrated is 40 ms as profiled, + 5 disk + 2 network.
-	if diff := cmp.Diff(map[string]float64{selfN: 12, peerN: 47}, got); diff != "" {
+	if diff := cmp.Diff(map[deviceid.ID]float64{selfID: 12, peerID: 47}, got); diff != "" {
 		t.Errorf("uncalibrated shares (-want +got):\n%s", diff)
 	}
 	st := b.calibration()

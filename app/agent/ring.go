@@ -60,8 +60,8 @@ type ringMemory struct {
 // keptJob is what a head remembers of the ring job its engine keeps.
 type keptJob struct {
 	plan  halda.Plan
-	addrs map[string]string // worker ID → ring address
-	until time.Time         // the engine ends the job by then
+	addrs map[identity.DeviceID]string // worker → ring address
+	until time.Time                    // the engine ends the job by then
 }
 
 // keep records the job just run as kept for keep, or forgets any (keep 0:
@@ -77,7 +77,7 @@ func (b *Agent) keep(job *ringJob, keep time.Duration) {
 
 // keptAddrs returns the workers' addresses of the kept job when plan is
 // its plan (same devices, order, windows) and it is still kept.
-func (b *Agent) keptAddrs(plan halda.Plan) (map[string]string, bool) {
+func (b *Agent) keptAddrs(plan halda.Plan) (map[identity.DeviceID]string, bool) {
 	b.ring.mu.Lock()
 	defer b.ring.mu.Unlock()
 	k := b.ring.kept
@@ -85,7 +85,7 @@ func (b *Agent) keptAddrs(plan halda.Plan) (map[string]string, bool) {
 		return nil, false
 	}
 	for _, a := range plan.Ring[1:] {
-		if k.addrs[a.Device] == "" {
+		if k.addrs[a.ID] == "" {
 			return nil, false
 		}
 	}
@@ -197,8 +197,8 @@ type ringJob struct {
 	pl     planner.Plan
 	reused bool // the workers' addresses are the kept job's, not asked again
 	params runner.RingParams
-	addrs  map[string]string // worker ID → ring address
-	names  map[string]apitype.Peer
+	addrs  map[identity.DeviceID]string // worker → ring address
+	names  map[identity.DeviceID]apitype.Peer
 	self   apitype.Device
 	lost   []identity.DeviceID
 	model  string
@@ -220,9 +220,9 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 	}
 	preq := planner.Request{Model: path, ContextTokens: nCtx, AllDevices: req.Devices == "all", Rounds: req.Rounds}
 	b.plans().Refresh(ctx, preq)
-	job := &ringJob{names: map[string]apitype.Peer{}, addrs: map[string]string{}, self: b.node.Status().Device, model: filepath.Base(path)}
+	job := &ringJob{names: map[identity.DeviceID]apitype.Peer{}, addrs: map[identity.DeviceID]string{}, self: b.node.Status().Device, model: filepath.Base(path)}
 	for _, c := range cands {
-		job.names[c.ID.String()] = c // by the name the plan gives it
+		job.names[c.ID] = c
 	}
 	for i := range len(cands) + 1 {
 		pl, err := b.plans().Next(preq)
@@ -252,11 +252,7 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 		job.pl = pl
 		job.params = runner.RingParams{Plan: wp, Problem: &pl.Problem, Identity: b.dir, NoPrefetch: req.NoPrefetch}
 		for _, a := range pl.Plan.Ring[1:] {
-			id, err := identity.ParseDeviceID(a.Device) // halda's plans name devices by text still
-			if err != nil {
-				return nil, err.Error()
-			}
-			job.params.Peers = append(job.params.Peers, runner.RingPeer{ID: id, Addr: job.addrs[a.Device]})
+			job.params.Peers = append(job.params.Peers, runner.RingPeer{ID: a.ID, Addr: job.addrs[a.ID]})
 		}
 		b.plans().Install(pl)
 		return job, ""
@@ -277,9 +273,9 @@ func (b *Agent) wirePlan(plan halda.Plan, nEmbd int) (*wire.Plan, error) {
 
 // askJobs asks every worker of plan to serve and records their addresses;
 // it returns the workers that refused or did not answer.
-func (b *Agent) askJobs(ctx context.Context, job *ringJob, plan halda.Plan) []string {
+func (b *Agent) askJobs(ctx context.Context, job *ringJob, plan halda.Plan) []identity.DeviceID {
 	var mu sync.Mutex
-	var failed []string
+	var failed []identity.DeviceID
 	var wg sync.WaitGroup
 	for _, a := range plan.Ring[1:] {
 		wg.Add(1)
@@ -287,15 +283,15 @@ func (b *Agent) askJobs(ctx context.Context, job *ringJob, plan halda.Plan) []st
 			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, askTimeout)
 			defer cancel()
-			addr, err := b.node.AskJob(actx, a.Device, node.JobAsk{Model: job.model})
+			addr, err := b.node.AskJob(actx, a.ID, node.JobAsk{Model: job.model})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				b.log.Info("ring: worker will not serve; planning without it", "peer", shortID(a.Device), "err", err)
-				failed = append(failed, a.Device)
+				b.log.Info("ring: worker will not serve; planning without it", "peer", a.ID.Short(), "err", err)
+				failed = append(failed, a.ID)
 				return
 			}
-			job.addrs[a.Device] = addr
+			job.addrs[a.ID] = addr
 		}()
 	}
 	wg.Wait()
@@ -326,12 +322,12 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 	if st.DecodeTokens > 0 {
 		r.MeasuredMs = st.DecodeMS / float64(st.DecodeTokens)
 	}
-	measured := map[string]runner.DeviceStats{}
+	measured := map[identity.DeviceID]runner.DeviceStats{}
 	for _, d := range st.Devices {
-		measured[d.ID.String()] = d // by halda's name for it
+		measured[d.ID] = d
 	}
 	for i, a := range pl.Plan.Ring {
-		d := apitype.RingDevice{ID: a.Device, Short: shortID(a.Device), Case: string(a.Case), PredictedMs: a.PredictedMs,
+		d := apitype.RingDevice{ID: a.ID, Short: a.ID.Short(), Case: string(a.Case), PredictedMs: a.PredictedMs,
 			Windows: []apitype.Window{}, Profile: "default"}
 		for _, l := range a.Layers {
 			d.Windows = append(d.Windows, apitype.Window{Start: l.Start, End: l.End, GPU: min(a.N, l.End-l.Start)})
@@ -342,8 +338,8 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 				d.Profile = "measured"
 			}
 		} else {
-			d.Name = job.names[a.Device].Name
-			if pp, ok := pl.Peers[a.Device]; ok {
+			d.Name = job.names[a.ID].Name
+			if pp, ok := pl.Peers[a.ID]; ok {
 				ms := float64(pp.RTT) / float64(time.Millisecond)
 				d.RTTMs = &ms
 				if pp.Measured {
@@ -351,7 +347,7 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 				}
 			}
 		}
-		if m, ok := measured[a.Device]; ok {
+		if m, ok := measured[a.ID]; ok {
 			d.MeasuredMs, d.MemPressure = m.ComputeMS, m.MemPressure
 			d.PromptMs, d.Prompts = m.PromptMS, m.Prompts
 		}
@@ -395,15 +391,6 @@ func (b *Agent) remember(model string, run *apitype.RingRun, note string) {
 	if run != nil {
 		b.ring.model, b.ring.last, b.ring.at = model, run, time.Now()
 	}
-}
-
-// shortID is a device ID's short form (identity.DeviceID.Short), or the
-// string itself when it is no device ID.
-func shortID(id string) string {
-	if d, err := identity.ParseDeviceID(id); err == nil {
-		return d.Short()
-	}
-	return id
 }
 
 func shortIDs(ids []identity.DeviceID) []string {

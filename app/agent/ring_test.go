@@ -29,7 +29,7 @@ func TestQuickProfileSolves(t *testing.T) {
 func TestTransferProgress(t *testing.T) {
 	b := &Agent{work: NewWork()}
 	kitchen, garage := deviceid.ForName("kitchen"), deviceid.ForName("garage pc")
-	job := &ringJob{names: map[string]apitype.Peer{kitchen.String(): {Name: "kitchen"}}}
+	job := &ringJob{names: map[deviceid.ID]apitype.Peer{kitchen: {Name: "kitchen"}}}
 	report, end := b.transferProgress(job)
 	report(runner.Progress{Device: kitchen, Done: 40, Total: 100})
 	report(runner.Progress{Device: garage, Done: 5, Total: 50})

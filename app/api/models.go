@@ -12,6 +12,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/planner"
+	"homering/discovery/deviceid"
 	"homering/engine/gguf"
 	"homering/engine/profile/modelprof"
 	"homering/halda"
@@ -225,7 +226,7 @@ func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string
 	for _, a := range pl.Plan.Ring {
 		use += a.RAMBytes + a.VRAMBytes
 		if a.Case != halda.M4 {
-			return "tight", fmt.Sprintf("It runs, but %s reads weights from disk for every token.", u.deviceName(a.Device))
+			return "tight", fmt.Sprintf("It runs, but %s reads weights from disk for every token.", u.deviceName(a.ID))
 		}
 	}
 	if float64(use) > 0.8*float64(avail) {
@@ -240,20 +241,20 @@ func (u *ui) fitLabel(path string, m halda.Model, ctxTokens int) (string, string
 
 // deviceName names a device of a plan for a person: its name, else its
 // short ID.
-func (u *ui) deviceName(id string) string {
+func (u *ui) deviceName(id deviceid.ID) string {
 	st := u.s.Agent.Status()
-	if id == st.Device.ID.String() { // id is a plan's device name: halda's text
+	if id == st.Device.ID {
 		return "this device"
 	}
 	for _, p := range u.s.Agent.Peers().Peers {
-		if p.ID.String() == id {
+		if p.ID == id {
 			if p.Name != "" {
 				return p.Name
 			}
 			return p.Short
 		}
 	}
-	return id
+	return id.Short()
 }
 
 func usable(d halda.Device) int64 {

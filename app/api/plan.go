@@ -10,6 +10,7 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/planner"
 	"homering/app/problem"
+	"homering/discovery/deviceid"
 )
 
 func (u *ui) plan(w http.ResponseWriter, r *http.Request) {
@@ -28,15 +29,15 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	}
 	out := apitype.Plan{ModelPath: set.Model, Devices: []apitype.MapDevice{}, At: time.Now()}
 	st := u.s.Agent.Status()
-	self := apitype.MapDevice{ID: st.Device.ID.String(), Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
+	self := apitype.MapDevice{ID: st.Device.ID, Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
 		Visible: true, Contribute: st.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{},
 		Memory: u.mem.sample(time.Now())}
 	all := []apitype.MapDevice{self}
 	for _, p := range u.s.Agent.Peers().Peers {
-		all = append(all, apitype.MapDevice{ID: p.ID.String(), Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
+		all = append(all, apitype.MapDevice{ID: p.ID, Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
 			Contribute: p.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{}, Memory: []apitype.MemSample{}})
 	}
-	byID := map[string]int{}
+	byID := map[deviceid.ID]int{}
 	for i, d := range all {
 		byID[d.ID] = i
 		if !d.Self && d.Paired && d.Visible && d.Contribute {
@@ -95,9 +96,9 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		out.UncalibratedMs = pl.Raw.PredictedMs
 	}
 	var ordered []apitype.MapDevice
-	taken := map[string]bool{}
+	taken := map[deviceid.ID]bool{}
 	for ri, a := range pl.Plan.Ring {
-		i, ok := byID[a.Device]
+		i, ok := byID[a.ID]
 		if !ok {
 			continue
 		}
@@ -130,7 +131,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		ordered = append(ordered, d)
 	}
 	for _, dr := range pl.Plan.Dropped {
-		if i, ok := byID[dr.Device]; ok && !taken[dr.Device] {
+		if i, ok := byID[dr.ID]; ok && !taken[dr.ID] {
 			all[i].Role, all[i].Why = "left out", sentence(errors.New(dr.Reason))
 		}
 	}

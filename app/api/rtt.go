@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/discovery/deviceid"
 	"homering/halda"
 )
 
@@ -31,11 +32,11 @@ type peerLook struct {
 // peerCache looks at peers in the background, at most one look per peer in
 // flight, and only when asked (while the device map is drawn).
 type peerCache struct {
-	look func(ctx context.Context, peer string) (peerLook, error)
+	look func(ctx context.Context, peer deviceid.ID) (peerLook, error)
 
 	mu      sync.Mutex // guards the maps
-	last    map[string]peerEntry
-	running map[string]bool
+	last    map[deviceid.ID]peerEntry
+	running map[deviceid.ID]bool
 }
 
 type peerEntry struct {
@@ -50,11 +51,11 @@ type peerEntry struct {
 // get returns the last look at peer (zero if none), starting a new one
 // when the last is older than peerEvery. A failed look keeps the profile
 // seen before (a profile outlives a dropped link) but forgets the RTT.
-func (c *peerCache) get(peer string, now time.Time) peerEntry {
+func (c *peerCache) get(peer deviceid.ID, now time.Time) peerEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil {
-		c.last, c.running = map[string]peerEntry{}, map[string]bool{}
+		c.last, c.running = map[deviceid.ID]peerEntry{}, map[deviceid.ID]bool{}
 	}
 	e, ok := c.last[peer]
 	if (!ok || now.Sub(e.at) >= peerEvery) && !c.running[peer] {

@@ -12,6 +12,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
+	"homering/discovery/deviceid"
 	"homering/frontend"
 )
 
@@ -36,7 +37,7 @@ type ui struct {
 func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
 	u.conv = &convStore{dir: func() string { return s.Agent.Status().ConfigDir }}
-	u.peers = &peerCache{look: func(ctx context.Context, peer string) (peerLook, error) {
+	u.peers = &peerCache{look: func(ctx context.Context, peer deviceid.ID) (peerLook, error) {
 		// The planner's look (its background one when fresh): its answer
 		// is what the next plan uses.
 		p, ok := s.Agent.Planner().LastLook(peer)

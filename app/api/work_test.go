@@ -12,6 +12,7 @@ import (
 
 	"homering/app/agent"
 	"homering/app/api/apitype"
+	"homering/discovery/deviceid"
 	"homering/halda"
 	"homering/internal/testwait"
 )
@@ -120,7 +121,7 @@ func TestPeerMemoryHistory(t *testing.T) {
 	}
 	answers := make(chan answer, 1)
 	looked := make(chan struct{}, 1)
-	c := &peerCache{look: func(ctx context.Context, peer string) (peerLook, error) {
+	c := &peerCache{look: func(ctx context.Context, peer deviceid.ID) (peerLook, error) {
 		a := <-answers
 		defer func() { looked <- struct{}{} }()
 		if a.err != nil {
@@ -129,15 +130,16 @@ func TestPeerMemoryHistory(t *testing.T) {
 		return peerLook{rtt: 2 * time.Millisecond, profile: &halda.Device{RAMAvailable: a.avail, RAMTotal: 10 * gib}}, nil
 	}}
 	now := time.Now()
+	p := deviceid.ForName("p")
 	var got []float64
 	for i, a := range []answer{{avail: 6 * gib}, {avail: 5 * gib}, {err: errors.New("link down")}, {avail: 7 * gib}} {
 		answers <- a
 		// Looks are stamped with the real clock, near now: 2 periods on is stale.
-		c.get("p", now.Add(time.Duration(2*i)*peerEvery))
+		c.get(p, now.Add(time.Duration(2*i)*peerEvery))
 		<-looked
-		waitForLook(t, c, "p")
+		waitForLook(t, c, p)
 	}
-	e := c.get("p", now) // fresh: no new look
+	e := c.get(p, now) // fresh: no new look
 	for _, s := range e.memory {
 		got = append(got, s.Pressure)
 	}
@@ -150,7 +152,7 @@ func TestPeerMemoryHistory(t *testing.T) {
 }
 
 // waitForLook waits until no look at peer is running.
-func waitForLook(t *testing.T, c *peerCache, peer string) {
+func waitForLook(t *testing.T, c *peerCache, peer deviceid.ID) {
 	t.Helper()
 	testwait.True(t, 5*time.Second, "the look to finish", func() bool {
 		c.mu.Lock()

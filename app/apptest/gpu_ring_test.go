@@ -71,7 +71,7 @@ func TestRingGPU(t *testing.T) {
 		n := 0
 		for _, d := range st.Ring.Devices {
 			for _, w := range d.Windows {
-				if d.ID == gid {
+				if d.ID.String() == gid {
 					n += w.GPU
 				}
 			}
@@ -92,7 +92,7 @@ func TestRingGPU(t *testing.T) {
 			t.Fatalf("Halda gave g no GPU layer: %s", js)
 		}
 		for _, d := range st.Ring.Devices {
-			if d.ID == gid && !strings.HasPrefix(d.GPUName, "Vulkan0") {
+			if d.ID.String() == gid && !strings.HasPrefix(d.GPUName, "Vulkan0") {
 				t.Errorf("g's GPU is shown as %q (kind %q), want its backend's name Vulkan0 …", d.GPUName, d.GPU)
 			}
 		}

@@ -390,7 +390,7 @@ func TestRing(t *testing.T) {
 		if got != genRef {
 			t.Errorf("ring reply differs from the single-device reply:\n ring: %q\n one:  %q", got, genRef)
 		}
-		shown, ran := map[string][]apitype.Window{}, map[string][]apitype.Window{}
+		shown, ran := map[deviceid.ID][]apitype.Window{}, map[deviceid.ID][]apitype.Window{}
 		for _, d := range next.Devices {
 			if d.InRing {
 				shown[d.ID] = d.Windows

@@ -167,12 +167,9 @@ type ctlLink struct {
 // forgotten; when it was an old one (the peer restarted, a NAT forgot it),
 // the exchange is tried once more on a fresh link. ctx ending closes the
 // link mid-exchange, so no late answer is left on it.
-func (n *Node) control(ctx context.Context, peer string, exchange func(c *transport.Conn) error) error {
-	id, addrs, err := n.resolve(peer)
-	if err != nil {
-		return err
-	}
+func (n *Node) control(ctx context.Context, id identity.DeviceID, exchange func(c *transport.Conn) error) error {
 	n.mu.Lock()
+	addrs := n.addrsLocked(id)
 	paired := n.paired.Has(id)
 	l := n.ctl[id]
 	if l == nil && paired {
@@ -181,7 +178,7 @@ func (n *Node) control(ctx context.Context, peer string, exchange func(c *transp
 	}
 	n.mu.Unlock()
 	if !paired {
-		return fmt.Errorf("%s: %w", peer, ErrNotPaired)
+		return fmt.Errorf("%s: %w", id, ErrNotPaired)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -274,7 +271,7 @@ func recvControl(c *transport.Conn, want transport.MsgType, v any) error {
 
 // AskProfile asks a paired peer for its Halda profile and times the link
 // with small pings (HiddenRTT = RTT).
-func (n *Node) AskProfile(ctx context.Context, peer string) (PeerProfile, error) {
+func (n *Node) AskProfile(ctx context.Context, peer identity.DeviceID) (PeerProfile, error) {
 	return n.AskProfileHidden(ctx, peer, 0)
 }
 
@@ -282,7 +279,7 @@ func (n *Node) AskProfile(ctx context.Context, peer string) (PeerProfile, error)
 // (the hidden state a ring sends per window; its one-way time is half that
 // round trip, which is what Halda charges per hop): the fastest of three
 // of each size.
-func (n *Node) AskProfileHidden(ctx context.Context, peer string, hiddenBytes int) (PeerProfile, error) {
+func (n *Node) AskProfileHidden(ctx context.Context, peer identity.DeviceID, hiddenBytes int) (PeerProfile, error) {
 	var p PeerProfile
 	err := n.control(ctx, peer, func(c *transport.Conn) error {
 		p = PeerProfile{}
@@ -329,7 +326,7 @@ func (n *Node) pings(c *transport.Conn, k int, payload []byte) (time.Duration, e
 // AskJob asks a paired peer to serve a ring job and returns the address its
 // engine listens on, with an unspecified host replaced by the address the
 // link reached it at.
-func (n *Node) AskJob(ctx context.Context, peer string, ask JobAsk) (string, error) {
+func (n *Node) AskJob(ctx context.Context, peer identity.DeviceID, ask JobAsk) (string, error) {
 	var addr string
 	err := n.control(ctx, peer, func(c *transport.Conn) error {
 		b, _ := json.Marshal(ask)

@@ -52,7 +52,7 @@ func TestRingControl(t *testing.T) {
 	ctx := context.Background()
 	worker, head, stranger := testNode(t, "worker", true), testNode(t, "head", false), testNode(t, "stranger", false)
 	pair(t, head, worker)
-	wid := worker.o.Identity.ID.String()
+	wid := worker.o.Identity.ID
 
 	t.Run("no engine wired: refused with a reason", func(t *testing.T) {
 		_, err := head.AskProfileHidden(ctx, wid, 16384)
@@ -71,7 +71,7 @@ func TestRingControl(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Device.Name != wid || !p.Measured || p.Device.CPUFlops["f32"] != 1e9 || p.RTT <= 0 || p.HiddenRTT <= 0 {
+		if p.Device.Name != wid.String() || !p.Measured || p.Device.CPUFlops["f32"] != 1e9 || p.RTT <= 0 || p.HiddenRTT <= 0 {
 			t.Errorf("profile %+v rtt %v/%v: want the worker's, named %s, with positive RTTs", p.Device, p.RTT, p.HiddenRTT, wid)
 		}
 	})
@@ -139,7 +139,7 @@ func TestControlLinkReused(t *testing.T) {
 	head := testNode(t, "head", false)
 	pair(t, head, worker)
 	worker.SetWorker(&fakeWorker{})
-	wid, hid := worker.o.Identity.ID.String(), head.o.Identity.ID.String()
+	wid, hid := worker.o.Identity.ID, head.o.Identity.ID.String() // Unpair takes what a person types
 	// The head's control link to the worker (nil: none up). Compared by
 	// identity: a dial makes a new one. (Counting the worker's "link up"
 	// lines raced with the late line of pairing's own probe link.)

@@ -6,6 +6,7 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
+	"homering/discovery/identity"
 	"homering/engine/ring/transport"
 )
 
@@ -30,7 +31,7 @@ func (n *Node) SetName(name string) error {
 
 // LinkRTT times pings to a paired peer over its control link (ring.go
 // control) and returns the fastest of pings round trips.
-func (n *Node) LinkRTT(ctx context.Context, peer string, pings int) (time.Duration, error) {
+func (n *Node) LinkRTT(ctx context.Context, peer identity.DeviceID, pings int) (time.Duration, error) {
 	var d time.Duration
 	err := n.control(ctx, peer, func(c *transport.Conn) error {
 		var err error

@@ -9,13 +9,13 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"homering/app/api/apitype"
 	"homering/app/config"
 	"homering/app/node"
+	"homering/discovery/deviceid"
 	"homering/engine/profile"
 	"homering/engine/profile/calib"
 	"homering/engine/profile/modelprof"
@@ -60,7 +60,7 @@ func quantize(b int64) int64 {
 type Node interface {
 	Status() apitype.Status
 	Peers() apitype.Peers
-	AskProfileHidden(ctx context.Context, peer string, hiddenBytes int) (node.PeerProfile, error)
+	AskProfileHidden(ctx context.Context, peer deviceid.ID, hiddenBytes int) (node.PeerProfile, error)
 }
 
 // Options configure a Planner. Every field may be nil.
@@ -88,10 +88,10 @@ type Planner struct {
 	o Options
 
 	mu     sync.Mutex
-	peers  map[string]*peerState // by device ID; guarded by mu
-	links  calib.Calibrator      // one-way hidden-state times; guarded by mu
-	memo   map[string]solved     // by problem key; guarded by mu
-	order  []string              // memo keys, oldest first
+	peers  map[deviceid.ID]*peerState // guarded by mu
+	links  calib.Calibrator           // one-way hidden-state times, by halda name; guarded by mu
+	memo   map[string]solved          // by problem key; guarded by mu
+	order  []string                   // memo keys, oldest first
 	models map[string]halda.Model
 	last   installed
 	count  Counters
@@ -140,7 +140,7 @@ func New(o Options) *Planner {
 			return 8 << 30, 16 << 30
 		}
 	}
-	return &Planner{o: o, peers: map[string]*peerState{}, memo: map[string]solved{}, models: map[string]halda.Model{}}
+	return &Planner{o: o, peers: map[deviceid.ID]*peerState{}, memo: map[string]solved{}, models: map[string]halda.Model{}}
 }
 
 // Request is what a plan is for. The zero Request is the device map's: the
@@ -150,9 +150,9 @@ type Request struct {
 	ContextTokens int    // 0: the setting
 	AllDevices    bool   // every device gets layers (homering chat --devices all)
 	Rounds        int    // rounds per token; 0: Halda chooses
-	// Exclude names devices left out: they refused or did not answer a
+	// Exclude lists devices left out: they refused or did not answer a
 	// job. The plan is still compared with the last one installed.
-	Exclude []string
+	Exclude []deviceid.ID
 	// Shape is the model's shape when the caller read it already (the
 	// model list); nil reads it from Model.
 	Shape *halda.Model
@@ -162,7 +162,7 @@ type Request struct {
 
 // Member is a device a plan was made with.
 type Member struct {
-	ID       string
+	ID       deviceid.ID   // zero for this device without a node
 	Measured bool          // its profile was measured, not a default
 	RTT      time.Duration // its link's round trip (peers; zero for this device)
 }
@@ -183,7 +183,7 @@ type Plan struct {
 	RawDevices map[string]halda.Device
 	Plan       halda.Plan // what runs
 	Self       Member
-	Peers      map[string]Member // by device ID
+	Peers      map[deviceid.ID]Member
 }
 
 // ModelError says the model file cannot be read: more devices would not
@@ -199,13 +199,24 @@ func (e *ModelError) Unwrap() error { return e.Err }
 // ErrNoModel is returned when no model is selected.
 var ErrNoModel = errors.New("planner: no model is selected")
 
-// SelfID names this device in plans: its device ID, or "self" without a
-// node.
-func (p *Planner) SelfID() string {
+// selfID is this device's ID, zero without a node.
+func (p *Planner) selfID() deviceid.ID {
 	if p.o.Node != nil {
-		return p.o.Node.Status().Device.ID.String() // halda names devices by text
+		return p.o.Node.Status().Device.ID
 	}
-	return "self"
+	return deviceid.ID{}
+}
+
+// Name is what halda calls the device id in the agent's problems and plans
+// (halda.Device.Name, LinkSec's keys, Assignment.Device): its ID's
+// readable text, the one name unique in a household, or "self" for this
+// device without a node. The one place the planner turns an ID into
+// text; what runs a plan reads Assignment.ID instead.
+func Name(id deviceid.ID) string {
+	if id.IsZero() {
+		return "self"
+	}
+	return id.String()
 }
 
 func (p *Planner) settings() config.Settings {
@@ -227,7 +238,7 @@ func (p *Planner) Candidates() []apitype.Peer {
 			out = append(out, q)
 		}
 	}
-	slices.SortFunc(out, func(a, b apitype.Peer) int { return strings.Compare(a.ID.String(), b.ID.String()) }) // the order of their text, as in plans
+	slices.SortFunc(out, func(a, b apitype.Peer) int { return a.ID.Compare(b.ID) })
 	return out
 }
 
@@ -239,7 +250,7 @@ func (p *Planner) Reachable() int {
 	defer p.mu.Unlock()
 	n := 1
 	for _, c := range cands {
-		if st := p.peers[c.ID.String()]; st != nil && st.ok {
+		if st := p.peers[c.ID]; st != nil && st.ok {
 			n++
 		}
 	}
@@ -309,11 +320,11 @@ func (p *Planner) resolve(req Request) (string, int) {
 // Look asks one peer for its profile and times its link with pings of a
 // hidden state of the selected model, and records the answer (or the
 // failure) in the peer table the plans are made from.
-func (p *Planner) Look(ctx context.Context, peer string) (node.PeerProfile, error) {
+func (p *Planner) Look(ctx context.Context, peer deviceid.ID) (node.PeerProfile, error) {
 	return p.look(ctx, peer, p.hiddenBytes(Request{}))
 }
 
-func (p *Planner) look(ctx context.Context, peer string, hidden int) (node.PeerProfile, error) {
+func (p *Planner) look(ctx context.Context, peer deviceid.ID, hidden int) (node.PeerProfile, error) {
 	if p.o.Node == nil {
 		return node.PeerProfile{}, errors.New("planner: no node to reach peers")
 	}
@@ -337,7 +348,7 @@ func (p *Planner) look(ctx context.Context, peer string, hidden int) (node.PeerP
 	// One-way: a hidden state there (the pong brings it back); the rolling
 	// median of the last looks (calib.Link), so one slow ping does not move
 	// the ring.
-	p.links.Link(peer, pp.HiddenRTT.Seconds()/2)
+	p.links.Link(Name(peer), pp.HiddenRTT.Seconds()/2)
 	return pp, nil
 }
 
@@ -345,12 +356,12 @@ func (p *Planner) look(ctx context.Context, peer string, hidden int) (node.PeerP
 // device just paired or seen): a chat plans with every device it may use.
 // Later looks are Run's, in the background: a chat's turn asks nobody.
 func (p *Planner) Refresh(ctx context.Context, req Request) {
-	var stale []string
+	var stale []deviceid.ID
 	cands := p.Candidates()
 	p.mu.Lock()
 	for _, c := range cands {
-		if id := c.ID.String(); p.peers[id] == nil {
-			stale = append(stale, id)
+		if p.peers[c.ID] == nil {
+			stale = append(stale, c.ID)
 		}
 	}
 	p.mu.Unlock()
@@ -373,7 +384,7 @@ func (p *Planner) Refresh(ctx context.Context, req Request) {
 
 // LastLook is the last look at peer when it is younger than LookEvery and
 // answered: the device map shows it rather than asking again.
-func (p *Planner) LastLook(peer string) (node.PeerProfile, bool) {
+func (p *Planner) LastLook(peer deviceid.ID) (node.PeerProfile, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.peers[peer]
@@ -391,7 +402,7 @@ func (p *Planner) Run(ctx context.Context) {
 		return
 	}
 	var mu sync.Mutex
-	busy := map[string]bool{}
+	busy := map[deviceid.ID]bool{}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	tick := time.NewTicker(time.Second)
@@ -400,7 +411,7 @@ func (p *Planner) Run(ctx context.Context) {
 		hidden := -1 // read once per round, when a look is due
 		now := p.o.Now()
 		for _, c := range p.Candidates() {
-			id := c.ID.String() // the peer table and halda know devices by text
+			id := c.ID
 			p.mu.Lock()
 			st := p.peers[id]
 			due := st == nil || now.Sub(st.at) >= LookEvery
@@ -463,10 +474,11 @@ func withDefaults(d, def halda.Device) halda.Device {
 
 // devices are this device and every candidate with an answered look, in
 // that order (peers by ID), with their link times.
-func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Member, float64) {
+func (p *Planner) devices(req Request) ([]halda.Device, Member, map[deviceid.ID]Member, float64) {
 	avail, total := p.o.Memory()
-	selfID := p.SelfID()
-	def := profile.Unmeasured(selfID, avail, total)
+	selfID := p.selfID()
+	selfName := Name(selfID)
+	def := profile.Unmeasured(selfName, avail, total)
 	self, measured := def, false
 	if p.o.Self != nil {
 		if d, ok := p.o.Self(); ok {
@@ -474,7 +486,7 @@ func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Membe
 		}
 	}
 	self = withDefaults(self, def)
-	self.Name = selfID
+	self.ID, self.Name = selfID, selfName
 	set := p.settings()
 	self.MemoryBudget = set.MemoryBudget // the budget is this device's own setting
 	if !set.UseGPU() {
@@ -482,7 +494,7 @@ func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Membe
 	}
 	self.LinkSec = map[string]float64{}
 	devs := []halda.Device{self}
-	peers := map[string]Member{}
+	peers := map[deviceid.ID]Member{}
 	maxLink := 0.0
 	if req.Alone {
 		return devs, Member{ID: selfID, Measured: measured}, peers, maxLink
@@ -491,22 +503,22 @@ func (p *Planner) devices(req Request) ([]halda.Device, Member, map[string]Membe
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range cands {
-		id := c.ID.String() // the planner's boundary: halda names devices by text
-		st := p.peers[id]
-		if st == nil || !st.ok || slices.Contains(req.Exclude, id) {
+		st := p.peers[c.ID]
+		if st == nil || !st.ok || slices.Contains(req.Exclude, c.ID) {
 			continue
 		}
 		d := withDefaults(st.device, def)
-		d.Name = id // its own budget (MemoryBudget) stays: it set it
-		link := p.links.Apply(halda.Device{LinkSec: map[string]float64{id: 0}}, halda.Assignment{}).LinkSec[id]
+		name := Name(c.ID)
+		d.ID, d.Name = c.ID, name // its own budget (MemoryBudget) stays: it set it
+		link := p.links.Apply(halda.Device{LinkSec: map[string]float64{name: 0}}, halda.Assignment{}).LinkSec[name]
 		if !(link > 0) {
 			link = 1e-3 // not timed yet: a hidden state over a home LAN
 		}
 		maxLink = max(maxLink, link)
-		self.LinkSec[id] = link
-		d.LinkSec = map[string]float64{selfID: link}
+		self.LinkSec[name] = link
+		d.LinkSec = map[string]float64{selfName: link}
 		devs = append(devs, d)
-		peers[id] = Member{ID: id, Measured: st.measured, RTT: st.rtt}
+		peers[c.ID] = Member{ID: c.ID, Measured: st.measured, RTT: st.rtt}
 	}
 	return devs, Member{ID: selfID, Measured: measured}, peers, maxLink
 }

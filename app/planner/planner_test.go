@@ -34,16 +34,16 @@ const gib = 1 << 30
 // node through the same planner).
 type peerNode struct {
 	mu       sync.Mutex
-	self     string
+	self     deviceid.ID
 	peers    []apitype.Peer
-	profiles map[string]halda.Device
-	rtt      map[string]time.Duration
-	down     map[string]bool
+	profiles map[deviceid.ID]halda.Device
+	rtt      map[deviceid.ID]time.Duration
+	down     map[deviceid.ID]bool
 	asks     []int // hidden bytes of each look
 }
 
 func (n *peerNode) Status() apitype.Status {
-	return apitype.Status{Device: apitype.Device{ID: idOf(n.self), Short: idOf(n.self).Short()}}
+	return apitype.Status{Device: apitype.Device{ID: n.self, Short: n.self.Short()}}
 }
 
 func (n *peerNode) Peers() apitype.Peers {
@@ -52,7 +52,7 @@ func (n *peerNode) Peers() apitype.Peers {
 	return apitype.Peers{Peers: slices.Clone(n.peers)}
 }
 
-func (n *peerNode) AskProfileHidden(ctx context.Context, peer string, hidden int) (node.PeerProfile, error) {
+func (n *peerNode) AskProfileHidden(ctx context.Context, peer deviceid.ID, hidden int) (node.PeerProfile, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.asks = append(n.asks, hidden)
@@ -60,27 +60,18 @@ func (n *peerNode) AskProfileHidden(ctx context.Context, peer string, hidden int
 		return node.PeerProfile{}, errors.New("no route to host")
 	}
 	d := n.profiles[peer]
-	d.Name = peer
+	d.Name = peer.String() // as app/node's peers name themselves
 	return node.PeerProfile{Device: d, Measured: true, RTT: n.rtt[peer], HiddenRTT: 2 * n.rtt[peer]}, nil
 }
 
-// The rig's devices: valid device IDs made from names, as the planner's
-// plans (halda's) name them by their text.
+// The rig's devices.
 var (
-	nHEAD = deviceid.ForName("HEAD").String()
-	nB    = deviceid.ForName("B").String()
-	nC    = deviceid.ForName("C").String()
-	nD    = deviceid.ForName("D").String()
-	nE    = deviceid.ForName("E").String()
+	nHEAD = deviceid.ForName("HEAD")
+	nB    = deviceid.ForName("B")
+	nC    = deviceid.ForName("C")
+	nD    = deviceid.ForName("D")
+	nE    = deviceid.ForName("E")
 )
-
-func idOf(name string) deviceid.ID {
-	id, err := deviceid.Parse(name)
-	if err != nil {
-		panic(err)
-	}
-	return id
-}
 
 // cpu is a measured desktop CPU with ram available.
 func cpu(ram int64) halda.Device {
@@ -89,16 +80,16 @@ func cpu(ram int64) halda.Device {
 }
 
 func rig(selfRAM, budget, peerBudget int64) (*peerNode, *Planner) {
-	n := &peerNode{self: nHEAD, profiles: map[string]halda.Device{}, rtt: map[string]time.Duration{}, down: map[string]bool{}}
-	for _, id := range []string{nB, nC} {
-		n.peers = append(n.peers, apitype.Peer{ID: idOf(id), Short: idOf(id).Short(), Paired: true, Contribute: true, Visible: true})
+	n := &peerNode{self: nHEAD, profiles: map[deviceid.ID]halda.Device{}, rtt: map[deviceid.ID]time.Duration{}, down: map[deviceid.ID]bool{}}
+	for _, id := range []deviceid.ID{nB, nC} {
+		n.peers = append(n.peers, apitype.Peer{ID: id, Short: id.Short(), Paired: true, Contribute: true, Visible: true})
 		d := cpu(8 * gib)
 		d.MemoryBudget = peerBudget
 		n.profiles[id], n.rtt[id] = d, 2*time.Millisecond
 	}
 	// A stranger and a paired device with contribute off are not planned.
-	n.peers = append(n.peers, apitype.Peer{ID: idOf(nD), Visible: true, Contribute: true},
-		apitype.Peer{ID: idOf(nE), Visible: true, Paired: true})
+	n.peers = append(n.peers, apitype.Peer{ID: nD, Visible: true, Contribute: true},
+		apitype.Peer{ID: nE, Visible: true, Paired: true})
 	model, _ := filepath.Abs(bigModel)
 	now := time.Unix(1000, 0)
 	p := New(Options{Node: n,
@@ -112,10 +103,10 @@ func rig(selfRAM, budget, peerBudget int64) (*peerNode, *Planner) {
 	return n, p
 }
 
-func layersOf(pl halda.Plan) map[string]int {
-	out := map[string]int{}
+func layersOf(pl halda.Plan) map[deviceid.ID]int {
+	out := map[deviceid.ID]int{}
 	for _, a := range pl.Ring {
-		out[a.Device] = a.W * pl.K
+		out[a.ID] = a.W * pl.K
 	}
 	return out
 }
@@ -127,7 +118,7 @@ func layersOf(pl halda.Plan) map[string]int {
 func TestMapAndChatPlanAlike(t *testing.T) {
 	n, p := rig(600<<20, 0, 0)
 	ctx := context.Background()
-	for _, id := range []string{nB, nC} { // the map's peer cache looks
+	for _, id := range []deviceid.ID{nB, nC} { // the map's peer cache looks
 		if _, err := p.Look(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +234,7 @@ func TestBudgetHonoured(t *testing.T) {
 	tight := plan(8*gib, budget, 0)
 	t.Logf("head budget 256 MiB: %v", layersOf(tight))
 	for _, a := range tight.Ring {
-		if a.Device == nHEAD && a.RAMBytes > budget {
+		if a.ID == nHEAD && a.RAMBytes > budget {
 			t.Errorf("the head is planned %d MiB of RAM, over its 256 MiB budget", a.RAMBytes>>20)
 		}
 	}
@@ -253,7 +244,7 @@ func TestBudgetHonoured(t *testing.T) {
 	peers := plan(600<<20, 0, budget)
 	t.Logf("peer budgets 256 MiB: %v", layersOf(peers))
 	for _, a := range peers.Ring {
-		if a.Device != nHEAD && a.RAMBytes > budget {
+		if a.ID != nHEAD && a.RAMBytes > budget {
 			t.Errorf("peer %s is planned %d MiB of RAM, over the 256 MiB budget it set", a.Device, a.RAMBytes>>20)
 		}
 	}
@@ -272,7 +263,7 @@ func TestReplanFromProblemAndModelReadOnce(t *testing.T) {
 	if len(pl.Plan.Ring) != 3 {
 		t.Fatalf("every device was asked for: ring %+v", pl.Plan.Ring)
 	}
-	_, after, err := ring.PlanWithout(pl.Problem, []string{nB}, lpsolve.Solver{})
+	_, after, err := ring.PlanWithout(pl.Problem, []deviceid.ID{nB}, lpsolve.Solver{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +332,7 @@ func TestLinkMedian(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, pl.RawDevices[nHEAD].LinkSec[nB])
+		got = append(got, pl.RawDevices[Name(nHEAD)].LinkSec[Name(nB)])
 	}
 	if diff := cmp.Diff([]float64{0.002, 0.006, 0.003, 0.0025, 0.003}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("rolling medians (-want +got):\n%s", diff)

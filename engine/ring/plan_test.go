@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 	"homering/halda"
 )
@@ -23,8 +22,8 @@ func TestFromHalda(t *testing.T) {
 		{
 			name: "two devices, k=2, one short of memory",
 			plan: halda.Plan{K: 2, Window: 4, Ring: []halda.Assignment{
-				{Device: tid("head").String(), Case: halda.M4, W: 3, Layers: []halda.LayerRange{lr(0, 3), lr(4, 7)}},
-				{Device: tid("laptop").String(), Case: halda.M3, W: 1, Layers: []halda.LayerRange{lr(3, 4), lr(7, 8)}},
+				{Device: "head", ID: tid("head"), Case: halda.M4, W: 3, Layers: []halda.LayerRange{lr(0, 3), lr(4, 7)}},
+				{Device: "laptop", ID: tid("laptop"), Case: halda.M3, W: 1, Layers: []halda.LayerRange{lr(3, 4), lr(7, 8)}},
 			}},
 			want: &wire.Plan{ID: 5, K: 2, Layers: 8, NEmbd: 64, DType: wire.F32, Devices: []wire.Device{
 				{ID: tid("head"), Windows: []wire.Range{wr(0, 3), wr(4, 7)}},
@@ -36,8 +35,8 @@ func TestFromHalda(t *testing.T) {
 			// on the GPU, the first of each window (engine/ring/driver).
 			name: "GPU layers: n kept per device, k=2",
 			plan: halda.Plan{K: 2, Window: 5, Ring: []halda.Assignment{
-				{Device: tid("head").String(), Case: halda.M4, W: 2, N: 0, Layers: []halda.LayerRange{lr(0, 2), lr(5, 7)}},
-				{Device: tid("cuda").String(), Case: halda.M4, W: 3, N: 2, Layers: []halda.LayerRange{lr(2, 5), lr(7, 10)}},
+				{Device: "head", ID: tid("head"), Case: halda.M4, W: 2, N: 0, Layers: []halda.LayerRange{lr(0, 2), lr(5, 7)}},
+				{Device: "cuda", ID: tid("cuda"), Case: halda.M4, W: 3, N: 2, Layers: []halda.LayerRange{lr(2, 5), lr(7, 10)}},
 			}},
 			want: &wire.Plan{ID: 5, K: 2, Layers: 10, NEmbd: 64, DType: wire.F32, Devices: []wire.Device{
 				{ID: tid("head"), Windows: []wire.Range{wr(0, 2), wr(5, 7)}},
@@ -47,7 +46,7 @@ func TestFromHalda(t *testing.T) {
 		{
 			name: "GPU layers: a whole window on the GPU, memory short on the CPU side",
 			plan: halda.Plan{K: 1, Window: 4, Ring: []halda.Assignment{
-				{Device: tid("metal").String(), Case: halda.M2, W: 4, N: 4, Layers: []halda.LayerRange{lr(0, 4)}},
+				{Device: "metal", ID: tid("metal"), Case: halda.M2, W: 4, N: 4, Layers: []halda.LayerRange{lr(0, 4)}},
 			}},
 			want: &wire.Plan{ID: 5, K: 1, Layers: 4, NEmbd: 64, DType: wire.F32, Devices: []wire.Device{
 				{ID: tid("metal"), Release: true, GPULayers: 4, Windows: []wire.Range{wr(0, 4)}},
@@ -56,26 +55,26 @@ func TestFromHalda(t *testing.T) {
 		{
 			name: "GPU layers: more than the window holds",
 			plan: halda.Plan{K: 1, Ring: []halda.Assignment{
-				{Device: tid("a").String(), Case: halda.M4, W: 2, N: 3, Layers: []halda.LayerRange{lr(0, 2)}},
-				{Device: tid("b").String(), Case: halda.M4, W: 2, Layers: []halda.LayerRange{lr(2, 4)}},
+				{Device: "a", ID: tid("a"), Case: halda.M4, W: 2, N: 3, Layers: []halda.LayerRange{lr(0, 2)}},
+				{Device: "b", ID: tid("b"), Case: halda.M4, W: 2, Layers: []halda.LayerRange{lr(2, 4)}},
 			}},
 			wantErr: wire.ErrMalformed,
 		},
 		{
 			name: "windows with a gap",
 			plan: halda.Plan{K: 1, Ring: []halda.Assignment{
-				{Device: tid("a").String(), Case: halda.M4, Layers: []halda.LayerRange{lr(0, 3)}},
-				{Device: tid("b").String(), Case: halda.M4, Layers: []halda.LayerRange{lr(4, 8)}},
+				{Device: "a", ID: tid("a"), Case: halda.M4, Layers: []halda.LayerRange{lr(0, 3)}},
+				{Device: "b", ID: tid("b"), Case: halda.M4, Layers: []halda.LayerRange{lr(4, 8)}},
 			}},
 			wantErr: wire.ErrMalformed,
 		},
 		{name: "empty plan", plan: halda.Plan{K: 1}, wantErr: wire.ErrMalformed},
 		{
-			name: "a device name that is no device ID",
+			name: "a device known by name only",
 			plan: halda.Plan{K: 1, Ring: []halda.Assignment{
 				{Device: "laptop", Case: halda.M4, W: 2, Layers: []halda.LayerRange{lr(0, 2)}},
 			}},
-			wantErr: deviceid.ErrLength,
+			wantErr: ErrNoDeviceID,
 		},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"homering/discovery/deviceid"
 	"homering/halda"
 )
 
@@ -13,15 +14,15 @@ import (
 // its rounds per token given up when the devices left can no longer all
 // hold a window of every round. The head (prob.Devices[0]) cannot be gone:
 // a ring without its head has no one to plan for.
-func without(prob halda.Problem, gone []string) (halda.Problem, error) {
+func without(prob halda.Problem, gone []deviceid.ID) (halda.Problem, error) {
 	if len(prob.Devices) == 0 {
 		return prob, errors.New("ring: no problem to re-plan from")
 	}
-	if slices.Contains(gone, prob.Devices[0].Name) {
+	if slices.Contains(gone, prob.Devices[0].ID) {
 		return prob, fmt.Errorf("ring: the head %s cannot be planned without", prob.Devices[0].Name)
 	}
 	q := prob
-	q.Devices = slices.DeleteFunc(slices.Clone(prob.Devices), func(d halda.Device) bool { return slices.Contains(gone, d.Name) })
+	q.Devices = slices.DeleteFunc(slices.Clone(prob.Devices), func(d halda.Device) bool { return slices.Contains(gone, d.ID) })
 	if q.Rounds > 0 && len(q.Devices) > q.Model.Layers/q.Rounds {
 		q.Rounds = 0 // a fixed k that no longer leaves every device a layer per round
 	}
@@ -33,7 +34,7 @@ func without(prob halda.Problem, gone []string) (halda.Problem, error) {
 // solved by s. It returns the problem it solved (the next loss re-plans
 // from it) and the plan. prob is already calibrated, so the plan is final:
 // no calibration pass follows.
-func PlanWithout(prob halda.Problem, gone []string, s halda.Solver) (halda.Problem, halda.Plan, error) {
+func PlanWithout(prob halda.Problem, gone []deviceid.ID, s halda.Solver) (halda.Problem, halda.Plan, error) {
 	q, err := without(prob, gone)
 	if err != nil {
 		return prob, halda.Plan{}, err

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"homering/discovery/deviceid"
 	"homering/halda"
 	"homering/halda/haldatest"
 )
@@ -21,22 +22,32 @@ func TestPlanWithout(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ContextTokens = 1024
+	for i := range devs {
+		devs[i].ID = tid(devs[i].Name) // a ring's devices have IDs; gone names them
+	}
+	ids := func(names ...string) []deviceid.ID {
+		var out []deviceid.ID
+		for _, n := range names {
+			out = append(out, tid(n))
+		}
+		return out
+	}
 	tests := []struct {
 		name      string
 		rounds    int
-		gone      []string
+		gone      []deviceid.ID
 		want      []string // the devices of the new problem
 		wantK     int      // 0: Halda's choice
 		wantError bool
 	}{
-		{name: "one worker lost", gone: []string{"D3"}, want: []string{"D1", "D2", "D4"}},
-		{name: "every worker lost: the head alone", gone: []string{"D2", "D3", "D4"}, want: []string{"D1"}},
-		{name: "a device not in the problem changes nothing", gone: []string{"X"}, want: []string{"D1", "D2", "D3", "D4"}},
-		{name: "k kept while the devices left hold a layer per round", rounds: 8, gone: []string{"D4"}, want: []string{"D1", "D2", "D3"}, wantK: 8},
+		{name: "one worker lost", gone: ids("D3"), want: []string{"D1", "D2", "D4"}},
+		{name: "every worker lost: the head alone", gone: ids("D2", "D3", "D4"), want: []string{"D1"}},
+		{name: "a device not in the problem changes nothing", gone: ids("X"), want: []string{"D1", "D2", "D3", "D4"}},
+		{name: "k kept while the devices left hold a layer per round", rounds: 8, gone: ids("D4"), want: []string{"D1", "D2", "D3"}, wantK: 8},
 		// 16 rounds of 32 layers leave a window of 2 layers per round: not
 		// one for each of three devices.
-		{name: "k given up when they could not", rounds: 16, gone: []string{"D4"}, want: []string{"D1", "D2", "D3"}},
-		{name: "the head cannot be lost", gone: []string{"D1"}, wantError: true},
+		{name: "k given up when they could not", rounds: 16, gone: ids("D4"), want: []string{"D1", "D2", "D3"}},
+		{name: "the head cannot be lost", gone: ids("D1"), wantError: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +76,7 @@ func TestPlanWithout(t *testing.T) {
 				t.Errorf("plan k = %d, want %d", plan.K, tt.wantK)
 			}
 			for _, a := range plan.Ring {
-				if slices.Contains(tt.gone, a.Device) {
+				if slices.Contains(tt.gone, a.ID) {
 					t.Errorf("the plan gives %s layers: %+v", a.Device, plan.Ring)
 				}
 			}

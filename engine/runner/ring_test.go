@@ -140,7 +140,9 @@ func withProblem(t testing.TB, rp RingParams, model string, head *device, worker
 	}
 	q := &halda.Problem{Model: m, DefaultLinkSec: 1e-3, KeepAllDevices: true, HeadHoldsLayers: true}
 	for _, d := range append([]*device{head}, workers...) {
-		q.Devices = append(q.Devices, profile.Unmeasured(d.id, 8<<30, 16<<30))
+		dev := profile.Unmeasured(d.id, 8<<30, 16<<30)
+		dev.ID = d.did // as app/planner names a device: its ID and, for halda, its text
+		q.Devices = append(q.Devices, dev)
 	}
 	rp.Problem = q
 	return rp
@@ -447,7 +449,7 @@ func TestRingMalformedFrameWorkerLost(t *testing.T) {
 	// w1's first window is the first layer of the one the child's re-plan
 	// gives it (ring.PlanWithout, worked out here as the child will): it
 	// keeps that layer and fetches the rest.
-	_, after, err := ring.PlanWithout(*rp.Problem, []string{bad.id}, lpsolve.Solver{})
+	_, after, err := ring.PlanWithout(*rp.Problem, []deviceid.ID{bad.did}, lpsolve.Solver{})
 	if err != nil {
 		t.Fatal(err)
 	}

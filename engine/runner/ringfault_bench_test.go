@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring"
 	"homering/engine/ring/wire"
 	"homering/halda/lpsolve"
@@ -73,7 +74,7 @@ func ringWorkerKilled(b *testing.B, keep bool) {
 		// The first plan gives w2 the window the child's re-plan without w1
 		// gives it (the one re-plan, ring.PlanWithout, worked out here as
 		// the child will): it keeps its slice.
-		_, after, err := ring.PlanWithout(*problem, []string{w1.id}, lpsolve.Solver{})
+		_, after, err := ring.PlanWithout(*problem, []deviceid.ID{w1.did}, lpsolve.Solver{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -98,18 +98,7 @@ func openRingModel(path string) (*ringModel, error) {
 	return &ringModel{path: path, model: m, vocab: v, srv: srv}, nil
 }
 
-// canonicalID returns a device ID in its canonical text form, so that plan
-// entries, peers and certificates compare equal however they were written.
-func canonicalID(s string) (string, identity.DeviceID, error) {
-	id, err := identity.ParseDeviceID(s)
-	if err != nil {
-		return "", id, fmt.Errorf("runner: %q is not a device ID: %w", s, err)
-	}
-	return id.String(), id, nil
-}
-
-// normalize checks rp and rewrites its problem's device names canonically
-// (the plan's and the peers' IDs are typed).
+// normalize checks rp: its plan, its problem and its peers.
 func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 	if rp.Plan == nil || len(rp.Plan.Devices) == 0 {
 		return rp, errors.New("runner: the ring needs a plan with at least the head")
@@ -126,11 +115,9 @@ func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 	}
 	rp.Plan = &p
 	if rp.Problem != nil {
-		q, err := canonicalProblem(*rp.Problem, self)
-		if err != nil {
+		if err := checkProblem(*rp.Problem, self); err != nil {
 			return rp, err
 		}
-		rp.Problem = &q
 	}
 	for _, pr := range rp.Peers {
 		if pr.ID.IsZero() {
@@ -145,35 +132,19 @@ func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 	return rp, nil
 }
 
-// canonicalProblem rewrites q's device names (and the links' keys)
-// canonically, as normalize does the plan's, so that a re-plan's devices
-// compare with the plan's and the peers'; its first device must be the
-// head.
-func canonicalProblem(q halda.Problem, self deviceid.ID) (halda.Problem, error) {
-	q.Devices = slices.Clone(q.Devices)
-	for i, d := range q.Devices {
-		id, _, err := canonicalID(d.Name)
-		if err != nil {
-			return q, err
+// checkProblem checks that q, which a re-plan after a loss starts from,
+// names its devices as the plan and the peers do (halda.Device.ID) and
+// starts with this device, the head.
+func checkProblem(q halda.Problem, self deviceid.ID) error {
+	for _, d := range q.Devices {
+		if d.ID.IsZero() {
+			return fmt.Errorf("runner: the ring's problem has device %q without a device ID", d.Name)
 		}
-		d.Name = id
-		if d.LinkSec != nil {
-			links := make(map[string]float64, len(d.LinkSec))
-			for k, v := range d.LinkSec {
-				kid, _, err := canonicalID(k)
-				if err != nil {
-					return q, err
-				}
-				links[kid] = v
-			}
-			d.LinkSec = links
-		}
-		q.Devices[i] = d
 	}
-	if len(q.Devices) == 0 || q.Devices[0].Name != self.String() {
-		return q, errors.New("runner: the ring's problem must start with this device, the head")
+	if len(q.Devices) == 0 || q.Devices[0].ID != self {
+		return errors.New("runner: the ring's problem must start with this device, the head")
 	}
-	return q, nil
+	return nil
 }
 
 // headJob is one ring job on the head: its links, its driver, the
@@ -623,16 +594,10 @@ func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (RingParams, er
 	if h.problem == nil {
 		return RingParams{}, fmt.Errorf("runner: the ring lost %v and has no problem to re-plan from", without)
 	}
-	// Halda names devices by their ID's text (canonicalProblem made it
-	// canonical): the problem's boundary.
-	var gone []string
-	for _, id := range h.lost {
-		gone = append(gone, id.String())
-	}
+	gone := slices.Clone(h.lost)
 	for _, d := range h.problem.Devices[1:] {
-		id, err := deviceid.Parse(d.Name)
-		if _, ok := h.peers[id]; err != nil || !ok {
-			gone = append(gone, d.Name)
+		if _, ok := h.peers[d.ID]; !ok {
+			gone = append(gone, d.ID)
 		}
 	}
 	start := time.Now()

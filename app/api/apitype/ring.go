@@ -42,13 +42,13 @@ type RingTrace struct {
 
 // RingDevice is one device's part of a ring run.
 type RingDevice struct {
-	ID          string   `json:"id"`
-	Short       string   `json:"short"`
-	Name        string   `json:"name"`
-	Case        string   `json:"case"`
-	Windows     []Window `json:"windows"`
-	PredictedMs float64  `json:"predicted_ms"` // Halda: this device's share per token (calibrated)
-	MeasuredMs  float64  `json:"measured_ms"`  // its windows' compute per token, as it reported
+	ID          deviceid.ID `json:"id"`
+	Short       string      `json:"short"`
+	Name        string      `json:"name"`
+	Case        string      `json:"case"`
+	Windows     []Window    `json:"windows"`
+	PredictedMs float64     `json:"predicted_ms"` // Halda: this device's share per token (calibrated)
+	MeasuredMs  float64     `json:"measured_ms"`  // its windows' compute per token, as it reported
 	// UncalibratedMs is its share with its profile as measured.
 	UncalibratedMs float64  `json:"uncalibrated_ms,omitempty"`
 	MemPressure    float64  `json:"mem_pressure"` // 0..1, the largest it reported

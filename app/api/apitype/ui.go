@@ -1,6 +1,10 @@
 package apitype
 
-import "time"
+import (
+	"time"
+
+	"homering/discovery/deviceid"
+)
 
 // Types of the web UI's endpoints (app/api ui.go, settings.go, models.go,
 // plan.go, conversations.go, live.go).
@@ -70,20 +74,20 @@ type Window struct {
 
 // MapDevice is one device on the device map.
 type MapDevice struct {
-	ID          string   `json:"id"`
-	Short       string   `json:"short"`
-	Name        string   `json:"name"`
-	Self        bool     `json:"self"`
-	Paired      bool     `json:"paired"`
-	Visible     bool     `json:"visible"`
-	Contribute  bool     `json:"contribute"`
-	InRing      bool     `json:"in_ring"`
-	RingIndex   int      `json:"ring_index"` // position in the ring; -1 when not in it
-	Role        string   `json:"role"`       // "head", "worker", "idle", "left out"
-	Why         string   `json:"why,omitempty"`
-	Case        string   `json:"case,omitempty"`
-	Windows     []Window `json:"windows"`
-	PredictedMs float64  `json:"predicted_ms"`
+	ID          deviceid.ID `json:"id"`
+	Short       string      `json:"short"`
+	Name        string      `json:"name"`
+	Self        bool        `json:"self"`
+	Paired      bool        `json:"paired"`
+	Visible     bool        `json:"visible"`
+	Contribute  bool        `json:"contribute"`
+	InRing      bool        `json:"in_ring"`
+	RingIndex   int         `json:"ring_index"` // position in the ring; -1 when not in it
+	Role        string      `json:"role"`       // "head", "worker", "idle", "left out"
+	Why         string      `json:"why,omitempty"`
+	Case        string      `json:"case,omitempty"`
+	Windows     []Window    `json:"windows"`
+	PredictedMs float64     `json:"predicted_ms"`
 	// UncalibratedMs is its prediction with the profiles as measured, when
 	// the plan's is calibrated by earlier runs (0: not calibrated).
 	UncalibratedMs float64  `json:"uncalibrated_ms,omitempty"`
