@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"homering/app/autostart"
 	"homering/app/config"
 	"homering/app/tray"
+	"homering/discovery/identity"
 )
 
 // cmdTray is `homering` with no command (also `homering tray`): the agent
@@ -75,6 +77,12 @@ func cmdTray(ctx context.Context, e env) int {
 		}
 	}
 
+	// The first launch for this user (no identity yet: the agent is about
+	// to create it) opens the window by itself, with its welcome; later
+	// launches start in the tray, as at login.
+	_, keyErr := os.Stat(filepath.Join(dir, identity.KeyFile))
+	first := errors.Is(keyErr, fs.ErrNotExist)
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var windows windowProcs
@@ -83,6 +91,36 @@ func cmdTray(ctx context.Context, e env) int {
 		agentErr <- runAgent(ctx, f)
 		cancel() // the agent ended: so does the tray
 	}()
+	exe, _ := os.Executable()
+	open := func(route string) error {
+		args := []string{"ui"}
+		if route != "" {
+			args = append(args, "--route", route)
+		}
+		cmd := exec.Command(exe, args...)
+		cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		windows.add(cmd.Process)
+		go func() { // the window lives on its own; closing it leaves the agent running
+			err := cmd.Wait()
+			windows.remove(cmd.Process)
+			log.Info("window process ended", "pid", cmd.Process.Pid, "err", err)
+		}()
+		return nil
+	}
+	if first {
+		go func() {
+			if _, ok := runningAgent(ctx, dir, firstWindowWait); !ok {
+				return // the agent did not come up: its error is the launch's
+			}
+			log.Info("first launch: opening the window")
+			if err := open(""); err != nil {
+				log.Warn("first launch: the window could not be opened", "err", err)
+			}
+		}()
+	}
 
 	if err := tray.Available(os.Getenv); err != nil {
 		log.Warn("no tray icon; running headless", "why", err.Error())
@@ -96,33 +134,15 @@ func cmdTray(ctx context.Context, e env) int {
 			// off the main thread, and Linux would hide the same mistake.
 			log.Info("tray starting", "main_thread", on)
 		}
-		exe, _ := os.Executable()
 		// HOMERING_TRAY_REFRESH (a Go duration) lets tests poll fast enough
 		// to see a sub-second chat; people keep the 2 s default.
 		refresh, _ := time.ParseDuration(os.Getenv("HOMERING_TRAY_REFRESH"))
 		err := tray.Run(ctx, tray.Options{
 			RefreshEvery: refresh,
 			Client:       func() (*client.Client, error) { return client.FromDir(dir) },
-			Open: func(route string) error {
-				args := []string{"ui"}
-				if route != "" {
-					args = append(args, "--route", route)
-				}
-				cmd := exec.Command(exe, args...)
-				cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
-				if err := cmd.Start(); err != nil {
-					return err
-				}
-				windows.add(cmd.Process)
-				go func() { // the window lives on its own; closing it leaves the agent running
-					err := cmd.Wait()
-					windows.remove(cmd.Process)
-					log.Info("window process ended", "pid", cmd.Process.Pid, "err", err)
-				}()
-				return nil
-			},
-			Quit: cancel,
-			Log:  log.With("component", "tray"),
+			Open:         open,
+			Quit:         cancel,
+			Log:          log.With("component", "tray"),
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("the tray stopped; the agent keeps running headless", "err", err)
@@ -135,6 +155,11 @@ func cmdTray(ctx context.Context, e env) int {
 	}
 	return 0
 }
+
+// firstWindowWait is how long the first launch waits for its agent to
+// answer before it opens the window (the agent creates its identity and
+// may profile the device first).
+const firstWindowWait = time.Minute
 
 // windowProcs are the window processes the tray opened and that still run.
 type windowProcs struct {

@@ -205,7 +205,8 @@ func (d *desktop) status() (apitype.Status, error) {
 }
 
 // TestDesktopTrayAndWindow is the desktop proof: under Xvfb with a real tray
-// host (xfce4-panel) and a session bus, the tray icon registers, its menu
+// host (xfce4-panel) and a session bus, the first launch opens the window
+// by itself, the tray icon registers, its menu
 // toggles Contribute (persisted), "Open chat" opens the Wails window, a chat
 // streams in it, the device map shows, closing the window leaves the agent
 // running and Quit ends it. Screenshots go to $TMPDIR/homering-desktop-shots.
@@ -297,6 +298,32 @@ wait $!
 	if !strings.Contains(log.String(), `msg="tray starting" main_thread=true`) {
 		t.Errorf("the agent did not report starting its tray on the main thread")
 	}
+	// The first launch (no identity in the config directory before it)
+	// opens the window by itself, with the welcome; closing it leaves the
+	// agent in the tray, and the steps below start from there.
+	WaitFor(t, 60*time.Second, "the first launch's window drawn", func() error {
+		if !strings.Contains(log.String(), "first launch: opening the window") {
+			return fmt.Errorf("the agent has not said it opens the window")
+		}
+		if px := d.pixel(850, 400); px != "srgb(255,255,255)" && px != "white" {
+			return fmt.Errorf("pixel %q", px)
+		}
+		// The page is up: its sidebar (--nav-bg) is drawn.
+		if px := d.pixel(20, 400); px != "srgb(238,241,244)" {
+			return fmt.Errorf("sidebar pixel %q", px)
+		}
+		return nil
+	})
+	d.shot("first-launch.png")
+	_, _ = d.run("pkill", "-TERM", "-f", bin+" ui") // pgrep below says whether it went
+	WaitFor(t, 10*time.Second, "the first launch's window closed", func() error {
+		if out, _ := d.run("pgrep", "-f", bin+" ui"); strings.TrimSpace(out) != "" {
+			return fmt.Errorf("ui still running: %s", out)
+		}
+		return nil
+	})
+	// The window processes that end below are counted from here.
+	ended := func() int { return strings.Count(log.String(), "window process ended") - 1 }
 	d.shot("tray.png")
 	if d.greenInTray() {
 		t.Errorf("green in the tray area before contributing: the icon check below would prove nothing")
@@ -352,7 +379,7 @@ wait $!
 	// A second "Open chat" raises the window instead of opening another.
 	d.click(ids["Open chat"])
 	WaitFor(t, 20*time.Second, "the second ui process handing over and exiting", func() error {
-		if !strings.Contains(log.String(), "window process ended") {
+		if ended() < 1 {
 			return fmt.Errorf("no window process ended yet")
 		}
 		return nil
@@ -385,7 +412,7 @@ wait $!
 	// (5) Settings from the tray switches the open window to its page.
 	d.click(ids["Settings…"])
 	WaitFor(t, 20*time.Second, "the settings launch handing over to the window", func() error {
-		if n := strings.Count(log.String(), "window process ended"); n < 2 {
+		if n := ended(); n < 2 {
 			return fmt.Errorf("%d window processes ended", n)
 		}
 		return nil
