@@ -140,8 +140,11 @@ func printRing(w io.Writer, r *apitype.RingRun) {
 		}
 		cpu, gpu := layerSplit(d.Windows)
 		vram := "-" // no GPU
-		if d.GPU != "" {
-			vram = fmt.Sprintf("%s of %s free", bytesStr(d.VRAMBytes), bytesStr(d.VRAMFreeBytes))
+		switch {
+		case d.VRAMUsedBytes > 0: // measured, beside the plan's estimate
+			vram = fmt.Sprintf("%s used (%s planned) of %s free", bytesStr(d.VRAMUsedBytes), bytesStr(d.VRAMBytes), bytesStr(d.VRAMFreeBytes))
+		case d.GPU != "":
+			vram = fmt.Sprintf("%s planned of %s free", bytesStr(d.VRAMBytes), bytesStr(d.VRAMFreeBytes))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%.1f%%\t%s\t%s\n", dev, d.Name, d.Case, strings.Join(ws, " "), cpu, gpu, vram,
 			ms(d.PredictedMs), ms(d.MeasuredMs), 100*d.MemPressure, rtt, d.Profile)

@@ -353,6 +353,9 @@ func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 		}
 		d.VRAMBytes = a.VRAMBytes
 		d.GPU, d.VRAMFreeBytes = planner.GPUOf(pl.RawDevices[a.Device])
+		if m, ok := measured[a.ID]; ok && m.VRAMUsed > 0 {
+			d.VRAMUsedBytes, d.VRAMFreeBytes = m.VRAMUsed, m.VRAMFree
+		}
 		d.GPUName = pl.RawDevices[a.Device].GPUName
 		if raw, ok := pl.RawDevices[a.Device]; ok {
 			var cal halda.Device

@@ -95,6 +95,11 @@ func TestRingGPU(t *testing.T) {
 			if d.ID.String() == gid && !strings.HasPrefix(d.GPUName, "Vulkan0") {
 				t.Errorf("g's GPU is shown as %q (kind %q), want its backend's name Vulkan0 …", d.GPUName, d.GPU)
 			}
+			// What g's windows hold on its GPU is measured and reported, not
+			// only the plan's estimate; the CPU-only devices report none.
+			if gpu := d.ID.String() == gid; gpu != (d.VRAMUsedBytes > 0) || (gpu && d.VRAMFreeBytes <= 0) {
+				t.Errorf("device %s (GPU %v) reports %d bytes of VRAM used, %d free", d.Short, gpu, d.VRAMUsedBytes, d.VRAMFreeBytes)
+			}
 		}
 		t.Logf("ring: %s (TTFT %.0f ms, TPOT %.2f ms)", js, st.TTFTMS, st.TPOTMS)
 		// Lavapipe's float order is not the CPU's, and stories260K's first

@@ -1114,6 +1114,15 @@ size_t hr_window_dev_bytes(const hr_window *w, int gpu, int what) {
 	return 0;
 }
 
+size_t hr_window_gpu_free(const hr_window *w) {
+	size_t free_b = 0, total = 0;
+	ggml_backend_dev_t dev = w->gpu ? ggml_backend_get_device(w->gpu) : NULL;
+	if (dev) {
+		ggml_backend_dev_memory(dev, &free_b, &total);
+	}
+	return free_b;
+}
+
 size_t hr_window_compute_bytes(const hr_window *w) {
 	size_t s = 0;
 	for (int i = 0; i < ggml_backend_sched_get_n_backends(w->sched); i++) {

@@ -97,6 +97,9 @@ size_t hr_window_kv_bytes(const hr_window *w);
 // hr_window_dev_bytes is what the window holds on the CPU (gpu 0) or its
 // GPU (gpu 1): what 0 = KV cache, 1 = compute buffers, 2 = weights copied.
 size_t hr_window_dev_bytes(const hr_window *w, int gpu, int what);
+// hr_window_gpu_free is what the window's GPU reports free now (0 without a
+// GPU): beside what the window holds there, the map's "used of free".
+size_t hr_window_gpu_free(const hr_window *w);
 // hr_window_gpu_mapped is 1 when the GPU reads the mapping in place
 // (unified memory) instead of a copy.
 int hr_window_gpu_mapped(const hr_window *w);

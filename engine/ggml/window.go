@@ -328,6 +328,16 @@ func (w *Window) Memory() (cpu, gpu DeviceMemory) {
 	return get(0), get(1)
 }
 
+// GPUFree is what the window's GPU reports free now; 0 without GPU layers.
+func (w *Window) GPUFree() int64 {
+	if w.c == nil {
+		return 0
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return int64(C.hr_window_gpu_free(w.c))
+}
+
 // KVBytes is the size of the window's KV cache (all devices).
 func (w *Window) KVBytes() int64 {
 	if w.c == nil {

@@ -68,6 +68,11 @@ type DeviceStats struct {
 	PromptMS   float64 `json:"prompt_ms,omitempty"`
 	Prompts    int     `json:"prompts,omitempty"`
 	PromptRows int     `json:"prompt_rows,omitempty"`
+	// VRAMUsed is what the device's windows hold on its GPU (weights, KV,
+	// compute buffers, as allocated), VRAMFree what its GPU reported free
+	// then; 0 without GPU layers.
+	VRAMUsed int64 `json:"vram_used,omitempty"`
+	VRAMFree int64 `json:"vram_free,omitempty"`
 }
 
 // ServeParams say how a worker's child serves ring jobs.

@@ -788,10 +788,12 @@ func (h *headJob) deviceStats(plan *wire.Plan, mem *pressure) []DeviceStats {
 			ds.ComputeMS = float64(s.ComputeUS) / 1000 / float64(s.Tokens)
 		}
 		ds.MemPressure = float64(s.Pressure) / 10000
+		ds.VRAMUsed, ds.VRAMFree = int64(s.VRAMUsed), int64(s.VRAMFree)
 		us, n, rows := promptPart(s, h.tr.base[d.ID])
 		ds.PromptMS, ds.Prompts, ds.PromptRows = float64(us)/1000, int(n), int(rows)
 		if i == 0 {
 			ds.MemPressure = mem.max
+			ds.VRAMUsed, ds.VRAMFree = h.eng.GPUMemory()
 		}
 		out = append(out, ds)
 	}

@@ -399,14 +399,18 @@ type workerEngine struct {
 	hash   map[string][32]byte
 	mem    *pressure
 
-	mu                sync.Mutex // guards fetched, sliceLen (read by the driver's loop)
+	mu                sync.Mutex // guards fetched, sliceLen, vram (read by the driver's loop)
 	fetched, sliceLen int64
+	// vramUsed, vramFree: the GPU memory of the plan's windows, read once
+	// they are open (a GPU window reserves its largest evaluation then), so
+	// the driver's reports never wait on a compute for it.
+	vramUsed, vramFree int64
 }
 
 func (e *workerEngine) measures() driver.Measures {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	m := driver.Measures{Fetched: e.fetched, SliceBytes: e.sliceLen}
+	m := driver.Measures{Fetched: e.fetched, SliceBytes: e.sliceLen, VRAMUsed: e.vramUsed, VRAMFree: e.vramFree}
 	if e.mem != nil {
 		m.Pressure = e.mem.sample()
 	}
@@ -482,6 +486,10 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 	if err := e.g.Prepare(plan, idx); err != nil {
 		return err
 	}
+	used, free := e.g.GPUMemory()
+	e.mu.Lock()
+	e.vramUsed, e.vramFree = used, free
+	e.mu.Unlock()
 	inUse := e.paths()
 	cache.Touch(inUse...)
 	e.j.log.Info("ring windows open", "layers", spec.Layers, "files", len(inUse), "sub_windows", len(parts),

@@ -414,6 +414,11 @@ export interface RingDevice {
   // micro-batch), over Prompts computes.
   prompt_ms?: number
   prompts?: number
+  // VRAMUsedBytes is what its windows held on its GPU in this run
+  // (weights, KV, compute buffers, as allocated: measured, where
+  // VRAMBytes is the plan's estimate); VRAMFreeBytes is then what the GPU
+  // reported free during the run.
+  vram_used_bytes?: number
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.

@@ -64,6 +64,11 @@ type RingDevice struct {
 	// micro-batch), over Prompts computes.
 	PromptMs float64 `json:"prompt_ms,omitempty"`
 	Prompts  int     `json:"prompts,omitempty"`
+	// VRAMUsedBytes is what its windows held on its GPU in this run
+	// (weights, KV, compute buffers, as allocated: measured, where
+	// VRAMBytes is the plan's estimate); VRAMFreeBytes is then what the GPU
+	// reported free during the run.
+	VRAMUsedBytes int64 `json:"vram_used_bytes,omitempty"`
 }
 
 // RingStatus is GET /api/v1/ring: the last ring plan this agent ran as head.

@@ -38,6 +38,8 @@ type Measures struct {
 	Pressure   float64 // memory pressure, 0..1 (see wire.DeviceStats)
 	Fetched    int64   // slice bytes fetched for the current plan
 	SliceBytes int64   // tensor bytes of this device's slice
+	VRAMUsed   int64   // what its windows hold on its GPU, as allocated
+	VRAMFree   int64   // what its GPU reports free
 }
 
 // Link sends frames to one peer.
@@ -478,6 +480,7 @@ func (d *Driver) report(plan *wire.Plan) {
 		m := d.Measure()
 		st.Pressure = uint16(min(max(m.Pressure, 0), 1) * 10000)
 		st.Fetched, st.SliceBytes = uint64(max(m.Fetched, 0)), uint64(max(m.SliceBytes, 0))
+		st.VRAMUsed, st.VRAMFree = uint64(max(m.VRAMUsed, 0)), uint64(max(m.VRAMFree, 0))
 	}
 	d.stats[d.selfID()] = st
 	d.statsMu.Unlock()

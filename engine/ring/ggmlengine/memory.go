@@ -1,5 +1,7 @@
 package ggmlengine
 
+import "homering/engine/ggml"
+
 // Memory is the anonymous memory of the open windows: their KV caches and
 // ggml's compute buffers, which grow to the largest batch evaluated. It
 // waits for a Compute in flight.
@@ -23,3 +25,28 @@ func (g *GGML) Memory() (kv, compute int64) {
 // cache holds only its request, so a 60-token chat keeps 64 cells: on the
 // bench model (n_embd_gqa 512, F16) 0.5 MB per layer becomes 0.125 MB.
 const kvRound = 32
+
+// GPUMemory is what the open windows hold on their GPU (weights copied
+// there, KV caches, compute buffers: measured, where the plan's VRAM is
+// Halda's estimate) and what the GPU reports free now; zeros without GPU
+// layers.
+func (g *GGML) GPUMemory() (used, free int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	add := func(w *ggml.Window) {
+		_, gpu := w.Memory()
+		if n := gpu.KV + gpu.Compute + gpu.Weights; n > 0 {
+			used += n
+			free = w.GPUFree()
+		}
+	}
+	for _, r := range g.wins {
+		for _, w := range r.subs {
+			add(w)
+		}
+	}
+	if g.out != nil {
+		add(g.out)
+	}
+	return used, free
+}

@@ -55,8 +55,9 @@
 //	                decode tokens), pressure uint16 (1/10000, ≤ 10000),
 //	                fetched uint64, sliceBytes uint64, promptUS uint64
 //	                (over the prefill computes), prompts uint32 (those
-//	                computes), promptRows uint32 (their rows, first round):
-//	                worker → head
+//	                computes), promptRows uint32 (their rows, first round),
+//	                vramUsed uint64, vramFree uint64 (0 without GPU
+//	                layers): worker → head
 //
 // Job messages (73-76) never reach the ring session: the runner sets up a
 // job with them and the driver keeps DeviceStats for the head's report.

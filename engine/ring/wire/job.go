@@ -79,6 +79,11 @@ type DeviceStats struct {
 	PromptUS   uint64
 	Prompts    uint32
 	PromptRows uint32
+	// VRAMUsed is what its windows hold on its GPU (weights, KV, compute
+	// buffers, as allocated) and VRAMFree what the GPU reports free; 0
+	// without GPU layers (issue 17: measured VRAM beside the plan's).
+	VRAMUsed uint64
+	VRAMFree uint64
 }
 
 func (*JobStart) Type() Type    { return TypeJobStart }
@@ -168,13 +173,16 @@ func (s *DeviceStats) appendTo(b []byte) []byte {
 	b = be.AppendUint64(b, s.SliceBytes)
 	b = be.AppendUint64(b, s.PromptUS)
 	b = be.AppendUint32(b, s.Prompts)
-	return be.AppendUint32(b, s.PromptRows)
+	b = be.AppendUint32(b, s.PromptRows)
+	b = be.AppendUint64(b, s.VRAMUsed)
+	return be.AppendUint64(b, s.VRAMFree)
 }
 
 func (s *DeviceStats) decode(d *decoder) {
 	s.Plan, s.Tokens, s.ComputeUS = d.u64("plan"), d.u32("tokens"), d.u64("compute")
 	s.Pressure, s.Fetched, s.SliceBytes = d.u16("pressure"), d.u64("fetched"), d.u64("slice bytes")
 	s.PromptUS, s.Prompts, s.PromptRows = d.u64("prompt compute"), d.u32("prompts"), d.u32("prompt rows")
+	s.VRAMUsed, s.VRAMFree = d.u64("vram used"), d.u64("vram free")
 }
 
 func (s *DeviceStats) validate() error {

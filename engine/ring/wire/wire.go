@@ -16,7 +16,7 @@ import (
 // peer on 1 would read the plan's bytes wrongly, so 1 is no longer spoken.
 //
 // 3: DeviceStats carries the prompt's compute (PromptUS, Prompts,
-// PromptRows), and prefill passes are pipelined in micro-batches, so a
+// PromptRows) and the GPU memory measured (VRAMUsed, VRAMFree), and prefill passes are pipelined in micro-batches, so a
 // device queues activations while it computes. A head on 2 would refuse the
 // longer DeviceStats, and a worker on 2 the second micro-batch: 2 is no
 // longer spoken.

@@ -47,7 +47,7 @@ func TestRoundTrip(t *testing.T) {
 		{"job start idle", &JobStart{Job: 3, Model: model, NCtx: 64, TickMS: 500, NoPrefetch: true, Idle: true}},
 		{"job ack", &JobAck{Job: 3, Code: CodeBadPlan, Text: "serving another job"}},
 		{"job link", &JobLink{Job: 3}},
-		{"device stats", &DeviceStats{Plan: 2, Tokens: 12, ComputeUS: 1 << 40, Pressure: 10000, Fetched: 5, SliceBytes: 1 << 33, PromptUS: 1 << 35, Prompts: 3, PromptRows: 70}},
+		{"device stats", &DeviceStats{Plan: 2, Tokens: 12, ComputeUS: 1 << 40, Pressure: 10000, Fetched: 5, SliceBytes: 1 << 33, PromptUS: 1 << 35, Prompts: 3, PromptRows: 70, VRAMUsed: 3 << 30, VRAMFree: 5 << 30}},
 		{"slice list", &SliceList{Model: model, FileSize: 1 << 40, Tensors: []SliceTensor{{Name: "x", Size: 10, SHA256: model}, {Name: "y", Size: 0}}}},
 	}
 	for _, tt := range tests {
