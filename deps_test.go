@@ -77,11 +77,11 @@ var allowed = map[string][]string{
 		"engine/chat",
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
 		// translators, apitype and frontend. Today it maps services' errors to
-		// HTTP statuses itself (identity, transport, config), reads GGUFs for
+		// HTTP statuses itself (config), reads GGUFs for
 		// the model list and profiles for the RTT table (engine/gguf,
 		// engine/profile/modelprof, halda) and saves settings and
 		// conversations (app/config).
-		"app/config", "discovery/identity", "engine/ring/transport",
+		"app/config",
 		"engine/gguf", "engine/profile/modelprof", "halda",
 		"engine/profile/sysinfo", // this device's memory for the map's gauge: the one cross-OS reader
 		"internal/bytesize",      // sizes in messages, as app/pull writes them
@@ -105,8 +105,9 @@ var allowed = map[string][]string{
 		"engine/profile", "engine/profile/sysinfo", // this device's cached profile; its memory before a measurement
 		"engine/profile/calib", "engine/profile/envelope", // calibration ratios learnt from runs, kept on disk
 		"halda",
-		"discovery/identity", // device IDs' short form in the log
-		"app/pull",           // model downloads, shown as Work items (issue 18 item 6)
+		"discovery/identity",    // device IDs' short form in the log; pairing's errors become problem codes (node.go coded)
+		"engine/ring/transport", // the links' refusals become problem codes (node.go coded)
+		"app/pull",              // model downloads, shown as Work items (issue 18 item 6)
 	},
 	"app/node": {
 		"discovery", "discovery/identity", "discovery/mdns", "halda", "app/config", "app/api/apitype",

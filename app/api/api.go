@@ -16,10 +16,7 @@ import (
 
 	"homering/app/agent"
 	"homering/app/api/apitype"
-	"homering/app/config"
 	"homering/app/problem"
-	"homering/discovery/identity"
-	"homering/engine/ring/transport"
 )
 
 // Server is the loopback control API of one agent.
@@ -279,19 +276,12 @@ func reply(w http.ResponseWriter, v any, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// statusOf is err's HTTP status: its problem's Kind (the agent codes its
+// errors, app/problem), else 502: a service failed behind the API.
 func statusOf(err error) int {
 	var pe *problem.Error
-	switch {
-	case errors.As(err, &pe):
+	if errors.As(err, &pe) {
 		return kindStatus(problem.KindOf(pe))
-	case errors.Is(err, agent.ErrUnknownPeer), errors.Is(err, agent.ErrNoAddress):
-		return http.StatusNotFound
-	case errors.Is(err, agent.ErrNotContributing), errors.Is(err, agent.ErrNotPaired), errors.Is(err, agent.ErrAmbiguousPeer), errors.Is(err, agent.ErrSelf):
-		return http.StatusConflict
-	case errors.Is(err, identity.ErrCodeFormat), errors.Is(err, identity.ErrCodeTypo), errors.Is(err, config.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, identity.ErrPakeConfirm), errors.Is(err, transport.ErrRefused), errors.Is(err, transport.ErrWrongDevice):
-		return http.StatusForbidden
 	}
 	return http.StatusBadGateway
 }

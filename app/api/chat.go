@@ -52,6 +52,14 @@ func kindStatus(k problem.Kind) int {
 		return http.StatusServiceUnavailable
 	case problem.KindUnusable:
 		return http.StatusUnprocessableEntity
+	case problem.KindNotFound:
+		return http.StatusNotFound
+	case problem.KindConflict:
+		return http.StatusConflict
+	case problem.KindDenied:
+		return http.StatusForbidden
+	case problem.KindPeer:
+		return http.StatusBadGateway
 	}
 	return http.StatusInternalServerError
 }

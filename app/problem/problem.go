@@ -31,6 +31,14 @@ const (
 	SelfCopy          Code = "self_copy"          // another device runs with this one's identity
 	PeerCopy          Code = "peer_copy"          // two peers run with one identity
 	ChatAPIPort       Code = "chat_api_port"      // the compatible APIs cannot listen on their port
+
+	// A request about a peer, pairing or the settings that failed.
+	UnknownPeer     Code = "unknown_peer"     // the device named is not known, or has no address
+	PeerState       Code = "peer_state"       // the device (or this one) is not in the state the request needs
+	PairCode        Code = "pair_code"        // a pairing code that is mistyped
+	InvalidSettings Code = "invalid_settings" // a settings change that does not validate
+	PeerRefused     Code = "peer_refused"     // the other device refused, or is not the one expected
+	PeerFailed      Code = "peer_failed"      // the other device or the network failed
 )
 
 // Severity says how much a problem stands in the way.
@@ -51,6 +59,10 @@ const (
 	KindUnusable    Kind = "unusable"    // what the request names cannot be used (the model)
 	KindFailed      Kind = "failed"      // the agent failed while serving it
 	KindState       Kind = "state"       // a standing condition, shown in Status; ends no request
+	KindNotFound    Kind = "not_found"   // what the request names does not exist
+	KindConflict    Kind = "conflict"    // the request does not fit the present state
+	KindDenied      Kind = "denied"      // another device refused it
+	KindPeer        Kind = "peer"        // another device or the network failed while serving it
 )
 
 // Spec is one registered kind of problem: the words every occurrence shares.
@@ -78,6 +90,12 @@ var registry = []Spec{
 	{Advertise, "Other devices cannot find this one by themselves.", "Check the network connection (homering doctor), or add this device by address on the others.", SevWarning, KindState},
 	{SelfCopy, "Another device uses this device's identity.", "On the copy, stop Homering, delete key.pem and cert.pem from its config directory and start it again; then pair it anew.", SevError, KindState},
 	{ChatAPIPort, "The OpenAI, Anthropic and Ollama compatible APIs are not on their port.", "Close the program using the port, or choose another API port in Settings (homering settings api_port=N) or with --api-port N, and restart Homering.", SevWarning, KindState},
+	{UnknownPeer, "That device is not known here.", "Check its name or ID in Devices, or add it by address.", SevError, KindNotFound},
+	{PeerState, "That cannot be done now.", "Do what the message says first, then try again.", SevError, KindConflict},
+	{PairCode, "The pairing code is mistyped.", "Type the code again from the other device's screen.", SevError, KindRequest},
+	{InvalidSettings, "The settings are not valid.", "Change what the message names and save again.", SevError, KindRequest},
+	{PeerRefused, "The other device refused.", "Pair the two devices again (show a new code on the other one), then try again.", SevError, KindDenied},
+	{PeerFailed, "The other device could not be reached.", "Check that it is on and on the network (homering doctor), then try again.", SevError, KindPeer},
 	{PeerCopy, "Two devices share one identity.", "On one of them, stop Homering, delete key.pem and cert.pem from its config directory and start it again.", SevWarning, KindState},
 }
 
@@ -115,12 +133,19 @@ func Make(code Code, text string, instance ...string) apitype.Problem {
 type Error struct {
 	Code Code
 	Text string // one sentence saying what is wrong and, where it helps, what to do
+	Err  error  // the service's error behind it, for errors.Is; may be nil
 }
 
 func (e *Error) Error() string { return e.Text }
 
+func (e *Error) Unwrap() error { return e.Err }
+
 // New returns the problem error of code with text.
 func New(code Code, text string) *Error { return &Error{Code: code, Text: text} }
+
+// Wrap returns the problem error of code with text, the sentence a person
+// reads, over err, the service's own error.
+func Wrap(code Code, text string, err error) *Error { return &Error{Code: code, Text: text, Err: err} }
 
 // KindOf is the Kind of err's problem, KindFailed for an error that is no
 // problem Error.

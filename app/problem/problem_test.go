@@ -12,7 +12,8 @@ import (
 // constant is registered once.
 func TestRegistry(t *testing.T) {
 	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, BadRequest, EmptyConversation, ContextFull, NoChat, Settings,
-		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort}
+		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort,
+		UnknownPeer, PeerState, PairCode, InvalidSettings, PeerRefused, PeerFailed}
 	seen := map[Code]bool{}
 	valid := regexp.MustCompile(`^[a-z][a-z_]*$`)
 	for _, s := range All() {
@@ -33,7 +34,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("severity %q", s.Severity)
 			}
 			switch s.Kind {
-			case KindRequest, KindUnavailable, KindUnusable, KindFailed, KindState:
+			case KindRequest, KindUnavailable, KindUnusable, KindFailed, KindState, KindNotFound, KindConflict, KindDenied, KindPeer:
 			default:
 				t.Errorf("kind %q", s.Kind)
 			}
@@ -60,6 +61,10 @@ func TestMakeAndError(t *testing.T) {
 	}
 	if KindOf(errors.New("disk on fire")) != KindFailed {
 		t.Error("a plain error is not KindFailed")
+	}
+	sentinel := errors.New("node: that device is not paired")
+	if w := Wrap(PeerState, "That device is not paired.", sentinel); !errors.Is(w, sentinel) || KindOf(w) != KindConflict || w.Error() != "That device is not paired." {
+		t.Errorf("Wrap = %v (kind %v), want the sentence over the sentinel, KindConflict", w, KindOf(w))
 	}
 	if got := Sentence("  the file ends early "); got != "The file ends early." {
 		t.Errorf("Sentence = %q", got)
