@@ -78,13 +78,12 @@ var allowed = map[string][]string{
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
 		// translators, apitype and frontend. Today it maps services' errors to
 		// HTTP statuses itself (config), reads GGUFs for
-		// the model list and profiles for the RTT table (engine/gguf,
+		// the model list (engine/gguf,
 		// engine/profile/modelprof, halda) and saves settings and
 		// conversations (app/config).
 		"app/config",
 		"engine/gguf", "engine/profile/modelprof", "halda",
-		"engine/profile/sysinfo", // this device's memory for the map's gauge: the one cross-OS reader
-		"internal/bytesize",      // sizes in messages, as app/pull writes them
+		"internal/bytesize", // sizes in messages, as app/pull writes them
 	},
 	"app/api/client":        {"app/api/apitype"},
 	"app/api/openai":        {"app/api/apitype"},
@@ -107,6 +106,7 @@ var allowed = map[string][]string{
 		"halda",
 		"discovery/identity",    // device IDs' short form in the log; pairing's errors become problem codes (node.go coded)
 		"engine/ring/transport", // the links' refusals become problem codes (node.go coded)
+		"discovery/deviceid",    // the device map's looks at peers key them by typed ID (looks.go)
 		"app/pull",              // model downloads, shown as Work items (issue 18 item 6)
 	},
 	"app/node": {

@@ -60,6 +60,7 @@ type Agent struct {
 	loadProfile func(configDir string) (profile.Profile, bool, error)
 	ratios      func(model string, deviceIDs []string) map[string][]float64
 	ring        ringMemory
+	look        looks // the device map's samplers (looks.go)
 
 	mu        sync.Mutex // guards running, stopWatch, planner, perByte and starts
 	running   map[*chatRun]struct{}

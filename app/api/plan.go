@@ -31,7 +31,7 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 	st := u.s.Agent.Status()
 	self := apitype.MapDevice{ID: st.Device.ID, Short: st.Device.Short, Name: st.Device.Name, Self: true, Paired: true,
 		Visible: true, Contribute: st.Contribute, RingIndex: -1, Role: "idle", Profile: "default", Windows: []apitype.Window{},
-		Memory: u.mem.sample(time.Now())}
+		Memory: u.s.Agent.Memory(time.Now())}
 	all := []apitype.MapDevice{self}
 	for _, p := range u.s.Agent.Peers().Peers {
 		all = append(all, apitype.MapDevice{ID: p.ID, Short: p.Short, Name: p.Name, Paired: p.Paired, Visible: p.Visible,
@@ -42,15 +42,15 @@ func (u *ui) buildPlan() (apitype.Plan, error) {
 		byID[d.ID] = i
 		if !d.Self && d.Paired && d.Visible && d.Contribute {
 			// A look at the peer in the background feeds the planner's
-			// peer table (app/api/rtt.go).
-			e := u.peers.get(d.ID, time.Now())
-			all[i].RTTMs, all[i].Memory = e.rttMs, e.memory
+			// peer table (app/agent/looks.go).
+			e := u.s.Agent.LookAtPeer(d.ID, time.Now())
+			all[i].RTTMs, all[i].Memory = e.RTTMs, e.Memory
 			if all[i].Memory == nil {
 				all[i].Memory = []apitype.MemSample{}
 			}
-			if e.at.IsZero() {
+			if e.At.IsZero() {
 				all[i].Why = "Looking at it now: it takes part once it answers."
-			} else if e.rttMs == nil {
+			} else if e.RTTMs == nil {
 				all[i].Why = "It did not answer the last look, so plans leave it out."
 			}
 		}

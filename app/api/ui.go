@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/subtle"
 	"io/fs"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 
 	"homering/app/api/apitype"
 	"homering/app/config"
-	"homering/discovery/deviceid"
 	"homering/frontend"
 )
 
@@ -23,11 +21,9 @@ const TokenCookie = "homering_token"
 // ui holds the web UI's server-side state: settings, conversations, the
 // memory sampler and the plan cache. One per Handler.
 type ui struct {
-	s     *Server
-	mem   *memSampler
-	conv  *convStore
-	peers *peerCache
-	chat  *measuredChat // nil without a chat backend
+	s    *Server
+	conv *convStore
+	chat *measuredChat // nil without a chat backend
 
 	mu       sync.Mutex // guards settings
 	settings *config.Settings
@@ -35,24 +31,8 @@ type ui struct {
 
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
 func (s *Server) registerUI(m *http.ServeMux) {
-	u := &ui{s: s, mem: newMemSampler(readMeminfo, 120)}
+	u := &ui{s: s}
 	u.conv = &convStore{dir: func() string { return s.Agent.Status().ConfigDir }}
-	u.peers = &peerCache{look: func(ctx context.Context, peer deviceid.ID) (peerLook, error) {
-		// The planner's look (its background one when fresh): its answer
-		// is what the next plan uses.
-		p, ok := s.Agent.Planner().LastLook(peer)
-		var err error
-		if !ok {
-			p, err = s.Agent.Planner().Look(ctx, peer)
-		}
-		if err == nil {
-			return peerLook{rtt: p.RTT, profile: &p.Device, measured: p.Measured}, nil
-		}
-		// A peer that runs no engine (or predates profiles) still has a
-		// link worth timing.
-		d, rerr := s.Agent.LinkRTT(ctx, peer, 5)
-		return peerLook{rtt: d}, rerr
-	}}
 	if s.Chat != nil {
 		// Wrap the chat backend (registerChat runs after this) so the
 		// device map can show measured speed: see measured.go.

@@ -481,34 +481,6 @@ func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 	}
 }
 
-func TestMemSampler(t *testing.T) {
-	const gib = 1 << 30
-	var avail int64
-	m := newMemSampler(func() (int64, int64, error) { return avail, 20 * gib, nil }, 2)
-	t0 := time.Unix(0, 0)
-	steps := []struct {
-		name     string
-		at       time.Duration
-		avail    int64
-		pressure float64 // of the newest sample
-		n        int     // history length
-	}{
-		{"first reading is the baseline", 0, 10 * gib, 0, 1},
-		{"within a second: no new reading", 500 * time.Millisecond, 9 * gib, 0, 1},
-		{"1 GiB of 20 taken", time.Second, 9 * gib, 0.05, 2},
-		{"more free than at the start clamps to 0; history keeps 2", 2 * time.Second, 12 * gib, 0, 2},
-		// A steady load must not fade from the gauge as readings scroll out.
-		{"baseline stays the first reading (10 GiB) after it scrolls out", 3 * time.Second, 8 * gib, 0.10, 2},
-	}
-	for _, s := range steps {
-		avail = s.avail
-		h := m.sample(t0.Add(s.at))
-		if got := h[len(h)-1].Pressure; len(h) != s.n || got < s.pressure-1e-9 || got > s.pressure+1e-9 {
-			t.Errorf("%s: pressure %.4f with %d samples, want %.4f with %d", s.name, got, len(h), s.pressure, s.n)
-		}
-	}
-}
-
 // Work reported to the server reaches the live stream (soon after the
 // change; the heartbeat would also carry it) and leaves it when it ends.
 func TestLiveCarriesWork(t *testing.T) {

@@ -12,9 +12,6 @@ import (
 
 	"homering/app/agent"
 	"homering/app/api/apitype"
-	"homering/discovery/deviceid"
-	"homering/halda"
-	"homering/internal/testwait"
 )
 
 // gated is a Chatter whose first token waits for a signal, so a test can
@@ -108,55 +105,4 @@ func TestChatWaitIsWork(t *testing.T) {
 	if got := step(nil, time.Second); got != load {
 		t.Errorf("first wait with a damaged %s = %+v, want %+v", LoadTimesFile, got, load)
 	}
-}
-
-// A peer's memory history grows by one reading per look with a profile,
-// measured from the first MemAvailable it reported; a failed look adds
-// nothing and keeps what was seen.
-func TestPeerMemoryHistory(t *testing.T) {
-	const gib = 1 << 30
-	type answer struct {
-		avail int64
-		err   error
-	}
-	answers := make(chan answer, 1)
-	looked := make(chan struct{}, 1)
-	c := &peerCache{look: func(ctx context.Context, peer deviceid.ID) (peerLook, error) {
-		a := <-answers
-		defer func() { looked <- struct{}{} }()
-		if a.err != nil {
-			return peerLook{}, a.err
-		}
-		return peerLook{rtt: 2 * time.Millisecond, profile: &halda.Device{RAMAvailable: a.avail, RAMTotal: 10 * gib}}, nil
-	}}
-	now := time.Now()
-	p := deviceid.ForName("p")
-	var got []float64
-	for i, a := range []answer{{avail: 6 * gib}, {avail: 5 * gib}, {err: errors.New("link down")}, {avail: 7 * gib}} {
-		answers <- a
-		// Looks are stamped with the real clock, near now: 2 periods on is stale.
-		c.get(p, now.Add(time.Duration(2*i)*peerEvery))
-		<-looked
-		waitForLook(t, c, p)
-	}
-	e := c.get(p, now) // fresh: no new look
-	for _, s := range e.memory {
-		got = append(got, s.Pressure)
-	}
-	if diff := cmp.Diff([]float64{0, 0.1, 0}, got); diff != "" {
-		t.Errorf("pressure history (-want +got):\n%s", diff)
-	}
-	if e.profile == nil || e.profile.RAMAvailable != 7*gib || e.rttMs == nil || *e.rttMs != 2 {
-		t.Errorf("last look = %+v, want the 7 GiB profile and a 2 ms RTT", e)
-	}
-}
-
-// waitForLook waits until no look at peer is running.
-func waitForLook(t *testing.T, c *peerCache, peer deviceid.ID) {
-	t.Helper()
-	testwait.True(t, 5*time.Second, "the look to finish", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return !c.running[peer]
-	})
 }
