@@ -76,12 +76,9 @@ var allowed = map[string][]string{
 		// (tools.go); llama.cpp's template function takes no tools.
 		"engine/chat",
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
-		// translators, apitype and frontend. Today it maps services' errors to
-		// HTTP statuses itself (config), reads GGUFs for
-		// the model list (engine/gguf,
-		// engine/profile/modelprof, halda) and saves settings and
-		// conversations (app/config).
-		"app/config",
+		// translators, apitype and frontend. Today it still reads GGUFs for
+		// the model list, the compatible APIs' catalogue and tool calling
+		// (engine/gguf, engine/profile/modelprof, halda).
 		"engine/gguf", "engine/profile/modelprof", "halda",
 		"internal/bytesize", // sizes in messages, as app/pull writes them
 	},

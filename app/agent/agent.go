@@ -60,7 +60,8 @@ type Agent struct {
 	loadProfile func(configDir string) (profile.Profile, bool, error)
 	ratios      func(model string, deviceIDs []string) map[string][]float64
 	ring        ringMemory
-	look        looks // the device map's samplers (looks.go)
+	look        looks         // the device map's samplers (looks.go)
+	apiSet      settingsCache // the settings as the API last read or saved them (settings.go)
 
 	mu        sync.Mutex // guards running, stopWatch, planner, perByte and starts
 	running   map[*chatRun]struct{}

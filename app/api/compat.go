@@ -14,7 +14,6 @@ import (
 	"homering/app/api/apitype"
 	"homering/app/api/ollama"
 	"homering/app/api/openai"
-	"homering/app/config"
 	"homering/app/problem"
 )
 
@@ -235,13 +234,7 @@ func (s *Server) findModel(asked string) (m compatModel, ok bool) {
 
 // settings are the saved settings (the defaults when unreadable: the
 // agent runs on those then too).
-func (s *Server) settings() config.Settings {
-	set, err := config.LoadSettings(s.Agent.Status().ConfigDir)
-	if err != nil {
-		return config.DefaultSettings()
-	}
-	return set
-}
+func (s *Server) settings() apitype.Settings { return s.Agent.ReadSettings() }
 
 // MaxTokensCappedHeader is set on an answer whose max_tokens (num_predict)
 // asked for more than the context holds: its value is the limit used

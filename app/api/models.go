@@ -266,7 +266,7 @@ func usable(d halda.Device) int64 {
 }
 
 func (u *ui) models(w http.ResponseWriter, r *http.Request) {
-	set, err := u.current()
+	set, err := u.s.Agent.Settings()
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: sentence(err)})
 		return

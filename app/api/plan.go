@@ -23,7 +23,7 @@ func (u *ui) plan(w http.ResponseWriter, r *http.Request) {
 // every device, paired or not. What the last chat ran is GET /api/v1/ring,
 // shown beside it.
 func (u *ui) buildPlan() (apitype.Plan, error) {
-	set, err := u.current()
+	set, err := u.s.Agent.Settings()
 	if err != nil {
 		return apitype.Plan{}, err
 	}

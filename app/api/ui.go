@@ -6,11 +6,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/apitype"
-	"homering/app/config"
 	"homering/frontend"
 )
 
@@ -18,21 +17,18 @@ import (
 // scripts never see it) and SameSite=Strict (other sites cannot ride it).
 const TokenCookie = "homering_token"
 
-// ui holds the web UI's server-side state: settings, conversations, the
-// memory sampler and the plan cache. One per Handler.
+// ui holds the web UI's server-side state: the conversations and the
+// measured chat. One per Handler.
 type ui struct {
 	s    *Server
-	conv *convStore
+	conv *agent.Conversations
 	chat *measuredChat // nil without a chat backend
-
-	mu       sync.Mutex // guards settings
-	settings *config.Settings
 }
 
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
 func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s}
-	u.conv = &convStore{dir: func() string { return s.Agent.Status().ConfigDir }}
+	u.conv = s.Agent.Conversations()
 	if s.Chat != nil {
 		// Wrap the chat backend (registerChat runs after this) so the
 		// device map can show measured speed: see measured.go.

@@ -39,6 +39,9 @@ const (
 	InvalidSettings Code = "invalid_settings" // a settings change that does not validate
 	PeerRefused     Code = "peer_refused"     // the other device refused, or is not the one expected
 	PeerFailed      Code = "peer_failed"      // the other device or the network failed
+	BadConversation Code = "conversation"     // a conversation ID that names no file, or a damaged file
+	NoConversation  Code = "no_conversation"  // a conversation that does not exist
+	Folder          Code = "folder"           // a folder the model folder's Browse cannot open
 )
 
 // Severity says how much a problem stands in the way.
@@ -96,6 +99,9 @@ var registry = []Spec{
 	{InvalidSettings, "The settings are not valid.", "Change what the message names and save again.", SevError, KindRequest},
 	{PeerRefused, "The other device refused.", "Pair the two devices again (show a new code on the other one), then try again.", SevError, KindDenied},
 	{PeerFailed, "The other device could not be reached.", "Check that it is on and on the network (homering doctor), then try again.", SevError, KindPeer},
+	{BadConversation, "That conversation cannot be read.", "Pick another conversation, or start a new one.", SevError, KindRequest},
+	{NoConversation, "That conversation does not exist.", "Pick another conversation, or start a new one.", SevError, KindNotFound},
+	{Folder, "That folder cannot be opened.", "Pick another folder.", SevError, KindRequest},
 	{PeerCopy, "Two devices share one identity.", "On one of them, stop Homering, delete key.pem and cert.pem from its config directory and start it again.", SevWarning, KindState},
 }
 

@@ -13,7 +13,7 @@ import (
 func TestRegistry(t *testing.T) {
 	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, BadRequest, EmptyConversation, ContextFull, NoChat, Settings,
 		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort,
-		UnknownPeer, PeerState, PairCode, InvalidSettings, PeerRefused, PeerFailed}
+		UnknownPeer, PeerState, PairCode, InvalidSettings, PeerRefused, PeerFailed, BadConversation, NoConversation, Folder}
 	seen := map[Code]bool{}
 	valid := regexp.MustCompile(`^[a-z][a-z_]*$`)
 	for _, s := range All() {
