@@ -25,7 +25,12 @@
 // Next builds the Halda problem from them, solves it (an identical problem
 // is answered from a memo: a turn whose inputs did not change solves no
 // ILP), and keeps the last plan a chat installed when the new one is no
-// clear gain (ring.Adopt), both scored under this problem (halda.Rescore).
+// clear gain, both scored under this problem (halda.Rescore; the last plan
+// with MemorySlack, so a memory reading a few MB lower does not charge it
+// paging): on the same devices only calibration moved, and the new plan
+// must be predicted below KeepMargin (0.8) of the last, so a kept ring job
+// is not dropped for a difference within calibration's own error; a
+// device joining or leaving is judged by ring.Adopt's τ (0.95).
 // Next never changes what the next call returns: only Install does, when a
 // chat really runs a plan. A plan's Problem (calibrated) goes with the ring
 // job: after a loss the engine child re-plans from it (ring.PlanWithout),

@@ -643,11 +643,72 @@ func Adopt(sameKey bool, last halda.Plan, prob halda.Problem, plan halda.Plan) h
 	// chat) so that the two compare alike. Else a ring whose plan only ties
 	// (three devices in either order) would be re-planned, its kept job
 	// dropped, whenever calibration made the new prediction lower.
-	rescored, err := halda.Rescore(prob, last)
-	if err != nil || ring.Adopt(rescored.PredictedMs, plan.PredictedMs) {
+	// Scored with MemorySlack: a reading a few MB lower must not charge
+	// the kept plan paging.
+	rescored, err := halda.Rescore(withSlack(prob), last)
+	if err != nil {
 		return plan
 	}
+	keep := !ring.Adopt(rescored.PredictedMs, plan.PredictedMs) // a device joins or leaves: τ
+	if sameDevices(last, plan) {
+		// Only the profiles moved: a gain within calibration's error
+		// does not pay for a fresh ring job.
+		keep = !(plan.PredictedMs > 0 && plan.PredictedMs < KeepMargin*rescored.PredictedMs)
+	}
+	if !keep {
+		return plan
+	}
+	if now, err := halda.Rescore(prob, last); err == nil {
+		return now // its prediction under this request's reading
+	}
 	return rescored
+}
+
+// KeepMargin is how much faster a plan on the devices of the installed
+// one must be predicted to replace it: below KeepMargin × the installed
+// plan's time, both scored under the same profiles. The two then differ
+// only by their profiles, that is by calibration, whose ratios come from
+// the few decoded tokens of each run: on bench/ring.sh's rig three
+// identical devices measured ratios of 0.16, 0.21 and 0.25 in one run (a
+// fixed cost per window weighs on a 1-layer window; the head serves
+// slices from its page cache), an error of ±25% per device. A switch costs
+// a fresh job: dials, slices, windows, the conversation's prefill again
+// (0.3-5 s on the rig). A device that joins or leaves is judged by
+// ring.Adopt's τ (0.95).
+const KeepMargin = 0.8
+
+// MemorySlack is the share of a device's available memory by which a kept
+// plan may overrun this request's reading before it is charged paging:
+// 1/32, two of the planner's memory steps (ramSteps). The reading moves
+// by a few MB from one turn to the next (the agent's heap, the engine's
+// buffers, the kernel's page tables for the model's mapping), Halda plans
+// a device's memory to the last MiB and charges any overflow as disk time
+// for every token, so without it a plan that just fitted was re-planned
+// on a reading a few MB lower (bench/ring.sh's case (d), 256 MiB caps).
+const MemorySlack = 1.0 / 32
+
+// withSlack is prob with every device's available memory raised by
+// MemorySlack (its own memory budget, a setting, still caps it).
+func withSlack(prob halda.Problem) halda.Problem {
+	q := prob
+	q.Devices = slices.Clone(prob.Devices)
+	for i := range q.Devices {
+		q.Devices[i].RAMAvailable += int64(float64(q.Devices[i].RAMAvailable) * MemorySlack)
+	}
+	return q
+}
+
+// sameDevices reports whether two plans run on the same set of devices.
+func sameDevices(a, b halda.Plan) bool {
+	if len(a.Ring) != len(b.Ring) {
+		return false
+	}
+	for _, x := range a.Ring {
+		if !slices.ContainsFunc(b.Ring, func(y halda.Assignment) bool { return y.Device == x.Device }) {
+			return false
+		}
+	}
+	return true
 }
 
 // Install records that a chat runs pl: the next request of the same shape

@@ -341,7 +341,8 @@ func TestLinkMedian(t *testing.T) {
 
 // TestAdopt: the last plan stays for the same request shape unless a device
 // of it is gone, the new one is a clear gain with both scored under this
-// request's profiles, or every device was asked for and the last lacks some.
+// request's profiles (below KeepMargin on the same devices, τ when a device
+// joins), or every device was asked for and the last lacks some.
 func TestAdopt(t *testing.T) {
 	// Three CPUs on 5 ms links; a 6-layer model of 1 GB, 1 GFLOP layers:
 	// at speed 1 a layer takes 20 ms (compute + reading it).
@@ -399,6 +400,35 @@ func TestAdopt(t *testing.T) {
 	if stale.PredictedMs < 1.5*last.PredictedMs {
 		t.Fatalf("the stale plan predicts %.1f ms, not well above the %.1f ms of now", stale.PredictedMs, last.PredictedMs)
 	}
+	// Calibration alone moved the profiles: the same devices, predicted
+	// 10% or 30% faster than the last plan scored now.
+	faster := func(f float64) halda.Plan { c := swapped; c.PredictedMs = f * last.PredictedMs; return c }
+	// A device joins: the last plan on a and b, scored now, against a plan
+	// of all three 10% faster (τ = 0.95 lets it in).
+	two := problem(even, "a", "b", "c")
+	lastTwo := solve(problem(even, "a", "b"))
+	lastTwoNow, err := halda.Rescore(two, lastTwo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := solve(forced(two))
+	joined.PredictedMs = 0.9 * lastTwoNow.PredictedMs
+	// A worker's memory reading drops below what the last plan asks of it
+	// (the ring's second device: a holds no layers in this problem): by 1%
+	// (within MemorySlack) or by 20%.
+	w := last.Ring[1]
+	lower := func(f float64) halda.Problem {
+		p := forced(problem(even, "a", "b", "c"))
+		for i := range p.Devices {
+			if p.Devices[i].Name == w.Device {
+				p.Devices[i].RAMAvailable = int64(f * float64(w.RAMBytes))
+			}
+		}
+		return p
+	}
+	if pl := solve(lower(0.99)); cmp.Equal(layersByName(pl), layersByName(last)) {
+		t.Fatalf("1%% short of memory on %s, Halda plans the same layers %v; the case tests nothing", w.Device, layersByName(pl))
+	}
 	tests := []struct {
 		name      string
 		key       string
@@ -411,6 +441,12 @@ func TestAdopt(t *testing.T) {
 		{"a tie: keep the last", "k", now, last, swapped, order(last), last.PredictedMs},
 		{"a stale prediction is scored again: keep the last", "k", now, stale, swapped, order(stale), last.PredictedMs},
 		{"a clear gain: take the new", "k", slowB, last, solve(slowB), order(solve(slowB)), solve(slowB).PredictedMs},
+		{"the same devices 10% faster: within calibration's error, keep the last", "k", now, last, faster(0.9), order(last), last.PredictedMs},
+		{"the same devices just above KeepMargin: keep the last", "k", now, last, faster(KeepMargin + 1e-6), order(last), last.PredictedMs},
+		{"the same devices 30% faster: take the new", "k", now, last, faster(0.7), order(swapped), 0.7 * last.PredictedMs},
+		{"a device joins, 10% faster: take the new (τ)", "k", two, lastTwo, joined, order(joined), joined.PredictedMs},
+		{"a worker's reading 1% short of the last plan: keep it", "k", lower(0.99), last, solve(lower(0.99)), order(last), mustRescore(t, lower(0.99), last).PredictedMs},
+		{"a worker's reading 20% short: take the new", "k", lower(0.8), last, solve(lower(0.8)), order(solve(lower(0.8))), solve(lower(0.8)).PredictedMs},
 		{"a device of the last is gone", "k", forced(problem(even, "a", "c")), last, solve(forced(problem(even, "a", "c"))), []string{"a", "c"}, solve(forced(problem(even, "a", "c"))).PredictedMs},
 		{"another request shape", "other", now, last, swapped, order(swapped), swapped.PredictedMs},
 		{"every device asked for, the last lacks some", "k", forced(problem(even, "a", "b", "c")), solve(problem(even, "a", "b")), swapped, order(swapped), swapped.PredictedMs},
@@ -426,6 +462,23 @@ func TestAdopt(t *testing.T) {
 			}
 		})
 	}
+}
+
+func layersByName(pl halda.Plan) map[string][]halda.LayerRange {
+	out := map[string][]halda.LayerRange{}
+	for _, a := range pl.Ring {
+		out[a.Device] = a.Layers
+	}
+	return out
+}
+
+func mustRescore(t *testing.T, p halda.Problem, pl halda.Plan) halda.Plan {
+	t.Helper()
+	r, err := halda.Rescore(p, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // This device's GPU is planned with its layers while its gpu setting is on
