@@ -76,10 +76,9 @@ var allowed = map[string][]string{
 		// (tools.go); llama.cpp's template function takes no tools.
 		"engine/chat",
 		// TODO(issue 15 item 4): app/api should import only the one owner, the
-		// translators, apitype and frontend. Today it still reads GGUFs for
-		// the model list, the compatible APIs' catalogue and tool calling
-		// (engine/gguf, engine/profile/modelprof, halda).
-		"engine/gguf", "engine/profile/modelprof", "halda",
+		// translators, apitype and frontend. Today it still reads a GGUF's
+		// chat template for tool calling (engine/gguf).
+		"engine/gguf",
 		"internal/bytesize", // sizes in messages, as app/pull writes them
 	},
 	"app/api/client":        {"app/api/apitype"},
@@ -101,10 +100,12 @@ var allowed = map[string][]string{
 		"engine/profile", "engine/profile/sysinfo", // this device's cached profile; its memory before a measurement
 		"engine/profile/calib", "engine/profile/envelope", // calibration ratios learnt from runs, kept on disk
 		"halda",
-		"discovery/identity",    // device IDs' short form in the log; pairing's errors become problem codes (node.go coded)
-		"engine/ring/transport", // the links' refusals become problem codes (node.go coded)
-		"discovery/deviceid",    // the device map's looks at peers key them by typed ID (looks.go)
-		"app/pull",              // model downloads, shown as Work items (issue 18 item 6)
+		"discovery/identity",                      // device IDs' short form in the log; pairing's errors become problem codes (node.go coded)
+		"engine/ring/transport",                   // the links' refusals become problem codes (node.go coded)
+		"discovery/deviceid",                      // the device map's looks at peers key them by typed ID (looks.go)
+		"engine/gguf", "engine/profile/modelprof", // the model list: each GGUF's header and its Halda shape (models.go)
+		"internal/bytesize", // sizes in the model list's labels, as app/pull writes them
+		"app/pull",          // model downloads, shown as Work items (issue 18 item 6)
 	},
 	"app/node": {
 		"discovery", "discovery/identity", "discovery/mdns", "halda", "app/config", "app/api/apitype",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/anthropic"
 	"homering/app/api/apitype"
 	"homering/app/api/ollama"
@@ -192,7 +193,7 @@ func (s *Server) compatRouter() http.Handler {
 }
 
 // compatModels is what /v1/models and /api/tags list: the selected model
-// first, then every usable GGUF of the model sources (scanModels) by the
+// first, then every usable GGUF of the model sources (agent.ScanModels) by the
 // name the model list shows.
 func (s *Server) compatModels() []compatModel {
 	set := s.settings()
@@ -312,7 +313,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m = s.catalog.describe(m)
-	info, err := modelInfo(m.Path, req.Verbose)
+	info, err := agent.ModelInfo(m.Path, req.Verbose)
 	if err != nil && m.Path != "" {
 		compatError(w, apiOllama, http.StatusUnprocessableEntity, fmt.Sprintf("%s cannot be read as a model (%s); choose another.", m.Name, strings.TrimSuffix(sentence(err), ".")), "")
 		return

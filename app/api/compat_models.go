@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/apitype"
 	"homering/app/api/ollama"
-	"homering/engine/gguf"
 )
 
 // compatModel is a model the compatible APIs serve.
@@ -69,6 +69,12 @@ type ggufInfo struct {
 	arch, quant string
 	params      int64 // weights
 	ctxTrain    int
+}
+
+// readGGUFInfo reads the agent's ModelFacts of a file.
+func readGGUFInfo(path string) (ggufInfo, error) {
+	f, err := agent.ReadModelFacts(path)
+	return ggufInfo{arch: f.Arch, quant: f.Quant, params: f.Params, ctxTrain: f.CtxTrain}, err
 }
 
 // modelCatalog remembers what each model file's header says, by path, size
@@ -141,23 +147,23 @@ func (c *modelCatalog) list(sel *compatModel, home, modelDir string) []compatMod
 	if sel != nil {
 		names[nameKey(sel.Name)] = true
 	}
-	scanModels(home, modelDir, func(f found, _ string) bool {
-		if selReal != "" && f.real == selReal {
-			if s := &out[0]; nameKey(f.name) != nameKey(s.Name) {
+	agent.ScanModels(home, modelDir, func(f agent.ModelFile, _ string) bool {
+		if selReal != "" && f.Real == selReal {
+			if s := &out[0]; nameKey(f.Name) != nameKey(s.Name) {
 				s.aliases = append(s.aliases, s.Name)
-				s.Name = f.name
-				names[nameKey(f.name)] = true
+				s.Name = f.Name
+				names[nameKey(f.Name)] = true
 			}
 			return true
 		}
-		if names[nameKey(f.name)] {
+		if names[nameKey(f.Name)] {
 			return true
 		}
-		m := c.describe(compatModel{ServedModel: apitype.ServedModel{Name: f.name, Path: f.path}})
+		m := c.describe(compatModel{ServedModel: apitype.ServedModel{Name: f.Name, Path: f.Path}})
 		if m.err != nil {
 			return true // the model list says why it cannot be used
 		}
-		names[nameKey(f.name)] = true
+		names[nameKey(f.Name)] = true
 		out = append(out, m)
 		return len(out) < maxCompatModels
 	})
@@ -178,56 +184,6 @@ func fileDigest(path string, size int64, mod time.Time) string {
 // fileModelName is a model file's name without .gguf.
 func fileModelName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-}
-
-// readGGUFInfo reads the header facts /api/tags and /api/show give; it
-// fails for a file the model list marks unusable.
-func readGGUFInfo(path string) (ggufInfo, error) {
-	f, s, l, err := readGGUF(path)
-	if err != nil {
-		return ggufInfo{}, err
-	}
-	in := ggufInfo{arch: s.Arch, quant: dominantType(l), ctxTrain: s.NCtxTrain}
-	for _, t := range f.Tensors {
-		in.params += t.Elements()
-	}
-	return in, nil
-}
-
-// modelInfo is /api/show's model_info: the file's metadata. Without
-// verbose, arrays of more than 5 values (the vocabulary) are left empty,
-// as Ollama does.
-func modelInfo(path string, verbose bool) (map[string]any, error) {
-	info := map[string]any{}
-	if path == "" {
-		return info, nil
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	for _, kv := range f.KV {
-		v := kv.Value
-		if v.Type != gguf.Array {
-			info[kv.Key] = v.Any()
-			continue
-		}
-		if !verbose && v.Len() > 5 {
-			info[kv.Key] = []any{}
-			continue
-		}
-		// Typed slices as JSON arrays ([]uint8 would be base64).
-		if ss, ok := v.Strings(); ok {
-			info[kv.Key] = ss
-		} else if is, ok := v.Ints(); ok {
-			info[kv.Key] = is
-		} else if fs, ok := v.Floats(); ok {
-			info[kv.Key] = fs
-		} else {
-			info[kv.Key] = []any{}
-		}
-	}
-	return info, nil
 }
 
 // userHome is where the other apps' model stores are; "" when unknown.

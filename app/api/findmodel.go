@@ -1,11 +1,15 @@
 package api
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"homering/app/agent"
+)
 
 // FindModel returns the file of the model the model list shows as name:
 // the file's name with or without .gguf, Ollama's NAME:TAG (or its other
 // spellings), any case, as the compatible APIs match names (nameKey). It
-// scans the model folder and the other stores (modelSources) in their
+// scans the model folder and the other stores (agent.ScanModels) in their
 // order and takes the first match; ok is false when none is named so.
 // homering run -m NAME takes every name the UI shows through it.
 func FindModel(home, modelDir, name string) (path string, ok bool) {
@@ -13,9 +17,9 @@ func FindModel(home, modelDir, name string) (path string, ok bool) {
 	if k == "" {
 		return "", false
 	}
-	scanModels(home, modelDir, func(f found, _ string) bool {
-		if nameKey(f.name) == k || nameKey(filepath.Base(f.path)) == k {
-			path = f.path
+	agent.ScanModels(home, modelDir, func(f agent.ModelFile, _ string) bool {
+		if nameKey(f.Name) == k || nameKey(filepath.Base(f.Path)) == k {
+			path = f.Path
 			return false
 		}
 		return true

@@ -16,21 +16,6 @@ import (
 	"homering/internal/testwait"
 )
 
-// TestScanSkipsPartialDownloads: a download in progress (app/pull's
-// NAME.gguf.partial and its .partial.etag) is never listed as a model.
-func TestScanSkipsPartialDownloads(t *testing.T) {
-	dir := t.TempDir()
-	for _, name := range []string{"whole.gguf", "half.gguf.partial", "half.gguf.partial.etag"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := walkGGUF(dir)
-	if len(got) != 1 || got[0].name != "whole" {
-		t.Errorf("scan found %+v, want whole alone", got)
-	}
-}
-
 // TestPullEndpoint: POST /api/v1/pull downloads into the model folder in
 // the background, GET /api/v1/pulls tells how it ended, and the model
 // list shows the file; without a model folder the request is refused with
