@@ -121,7 +121,12 @@ func (b *Agent) plans() *planner.Planner {
 // newPlanner is the agent's one planner (app/planner) over this agent's
 // profile, settings and calibration; n nil plans for this device alone.
 func (b *Agent) newPlanner(n *node.Node) *planner.Planner {
-	o := planner.Options{Self: b.cachedSelf(), Settings: b.settings, Ratios: b.calibrationRatios, Log: b.log.With("component", "planner")}
+	self := b.cachedSelf()
+	o := planner.Options{Settings: b.settings, Ratios: b.calibrationRatios, Log: b.log.With("component", "planner"), Memory: b.plannerMemory,
+		Self: func() (halda.Device, bool) {
+			d, ok := self()
+			return b.withEngineMemory(d), ok
+		}}
 	if b.ratios != nil {
 		o.Ratios = b.ratios
 	}
@@ -133,12 +138,14 @@ func (b *Agent) newPlanner(n *node.Node) *planner.Planner {
 
 // RingProfile implements node.Worker: this device's profile as the planner
 // plans with it (the newest valid cached profile, else a quick default),
-// with the memory budget set on this device, which a head honours, and no
+// with what its engine child holds counted as available (withEngineMemory:
+// the head's job replaces it), the memory budget set on this device, which a head honours, and no
 // GPU when its gpu setting is off. Heads
 // ask it every planner.LookEvery in the background, so it does not hold
 // back this device's own measurement (a job ask does: ServeRing).
 func (b *Agent) RingProfile() (halda.Device, bool) {
 	d, measured := b.selfDevice()
+	d = b.withEngineMemory(d)
 	set := b.settings()
 	d.MemoryBudget = set.MemoryBudget
 	if !set.UseGPU() {

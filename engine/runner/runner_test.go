@@ -275,6 +275,11 @@ func TestSupervisorGenerates(t *testing.T) {
 		t.Fatalf("text %q stats %+v", text, st)
 	}
 	pid := s.PID()
+	// The child's own memory, which the agent credits to its plans
+	// (app/agent withEngineMemory): its heap and the loaded model's caches.
+	if a := s.EngineAnon(); a < 1<<20 {
+		t.Errorf("EngineAnon = %d bytes with a model loaded, want the child's anonymous memory", a)
+	}
 	again, _, err := collect(context.Background(), s, lp, g)
 	if err != nil || again != text {
 		t.Errorf("second greedy run: %q, %v; want %q", again, err, text)
@@ -325,8 +330,8 @@ func TestSupervisorGenerates(t *testing.T) {
 	}
 
 	// Restart ends the child; the next call runs in a fresh one at once.
-	if err := s.Restart(context.Background()); err != nil || s.PID() != 0 {
-		t.Fatalf("Restart = %v, child pid %d after it", err, s.PID())
+	if err := s.Restart(context.Background()); err != nil || s.PID() != 0 || s.EngineAnon() != 0 {
+		t.Fatalf("Restart = %v, child pid %d and %d bytes after it", err, s.PID(), s.EngineAnon())
 	}
 	if again, _, err := collect(context.Background(), s, lp, g); err != nil || again != text {
 		t.Errorf("after Restart: %q, %v; want %q", again, err, text)

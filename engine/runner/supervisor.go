@@ -11,8 +11,11 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"homering/engine/profile/sysinfo"
 )
 
 // Sentinels of the parent side.
@@ -105,6 +108,10 @@ type Supervisor struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// pid is the running child's, 0 when none: written with sem held,
+	// read without it (EngineAnon answers while a chat holds sem).
+	pid atomic.Int64
 }
 
 // New returns a Supervisor; no process starts until the first call.
@@ -240,6 +247,7 @@ func (s *Supervisor) next(ctx context.Context, during string) (Event, error) {
 func (s *Supervisor) dead(during string) error {
 	p := s.p
 	s.p, s.model = nil, LoadParams{}
+	s.pid.Store(0)
 	s.endServing()
 	p.kill() // a protocol error leaves a live child: end it
 	<-p.exited
@@ -310,6 +318,14 @@ func (s *Supervisor) PID() int {
 		return 0
 	}
 	return s.p.cmd.Process.Pid
+}
+
+// EngineAnon is the child's resident anonymous memory (0 when none runs):
+// what the engine holds between requests (a ring job kept for the next
+// turn, a worker's idle job, a loaded model's caches), which the next job
+// replaces. It never waits for a call in progress.
+func (s *Supervisor) EngineAnon() int64 {
+	return sysinfo.ProcessAnonOf(int(s.pid.Load()))
 }
 
 // Generate loads lp (when the child has another model or none) and runs g,
@@ -473,6 +489,7 @@ func (s *Supervisor) end() {
 	}
 	p := s.p
 	s.p, s.model = nil, LoadParams{}
+	s.pid.Store(0)
 	s.endServing()
 	_ = p.stdin.Close()
 	select {
@@ -560,6 +577,7 @@ func (s *Supervisor) start() (*proc, error) {
 		p.waitErr = cmd.Wait()
 	}()
 	s.log.Info("engine process started", "pid", cmd.Process.Pid)
+	s.pid.Store(int64(cmd.Process.Pid))
 	return p, nil
 }
 

@@ -17,6 +17,15 @@ func processAnon() int64 {
 	return parseRssAnon(b)
 }
 
+// processAnonOf reads RssAnon from /proc/PID/status.
+func processAnonOf(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	return parseRssAnon(b)
+}
+
 func parseRssAnon(status []byte) int64 {
 	_, rest, ok := bytes.Cut(status, []byte("\nRssAnon:"))
 	if !ok {

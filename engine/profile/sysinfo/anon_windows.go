@@ -35,3 +35,7 @@ func processAnon() int64 {
 	}
 	return int64(c.PrivateUsage)
 }
+
+// processAnonOf is not read for another process yet (it needs OpenProcess
+// with PROCESS_QUERY_LIMITED_INFORMATION).
+func processAnonOf(int) int64 { return 0 }
