@@ -68,9 +68,7 @@ var allowed = map[string][]string{
 		"app/agent",
 		"app/api/apitype", "frontend",
 		"app/api/openai", "app/api/anthropic", "app/api/ollama", // the compatible APIs' translators
-		"app/planner",        // planner.Request and ModelError: GET /api/v1/plan and the model list's labels ask the agent's planner (issue 15 item 1)
-		"app/problem",        // turns a problem's Kind into an HTTP status (issue 15 item 4)
-		"discovery/deviceid", // the device map and its peer looks key devices by apitype's typed IDs (issue 15 item 5)
+		"app/problem", // turns a problem's Kind into an HTTP status (issue 15 item 4)
 		// Tool calling (issue 18 item 5): a request with tools is rendered
 		// by the model's template family and its reply's calls parsed back
 		// (tools.go); llama.cpp's template function takes no tools.
