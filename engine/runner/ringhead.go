@@ -104,6 +104,7 @@ func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 		return rp, errors.New("runner: the ring needs a plan with at least the head")
 	}
 	p := *rp.Plan
+	p.DType = ringHidden() // the agent plans layers; the wire's dtype is this head's switch (ringenv.go)
 	if rp.TickMS < 0 || rp.TickMS > 60000 {
 		return rp, fmt.Errorf("runner: a ring tick of %d ms is out of range; give 1-60000 ms, or 0 for the default", rp.TickMS)
 	}
@@ -568,6 +569,9 @@ func (h *headJob) microRows() int {
 	for _, d := range h.plan.Devices {
 		release = release || d.Release && h.plan.K > 1
 	}
+	if !ringPipelined() {
+		return h.passRows // one batch per pass (HOMERING_RING_PIPELINE=off)
+	}
 	return ring.MicroRows(h.passRows, len(h.plan.Devices), release)
 }
 
@@ -609,6 +613,7 @@ func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (RingParams, er
 	if err != nil {
 		return RingParams{}, err
 	}
+	wp.DType = prev.DType
 	h.problem, h.replanned = &q, &plan
 	rp := RingParams{Plan: wp}
 	for _, d := range wp.Devices[1:] {

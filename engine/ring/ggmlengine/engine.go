@@ -28,9 +28,10 @@ type GGML struct {
 	// lowest id on ties). It runs on the driver's engine goroutine.
 	Sample func(logits []float32) int32
 
-	mu   sync.Mutex   // guards wins and out: Compute runs off the driver's loop
-	wins []round      // per round
-	out  *ggml.Window // head: output head alone, [L, L)
+	mu    sync.Mutex   // guards wins, out and dtype: Compute runs off the driver's loop
+	wins  []round      // per round
+	out   *ggml.Window // head: output head alone, [L, L)
+	dtype wire.DType   // the plan's hidden states on the wire (F32 or F16)
 }
 
 // Part is a mapped file and the layers [First, Last) this device runs on it.
@@ -85,12 +86,13 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	}
 	info := g.info()
 	n := info.NLayer
-	if plan.Layers != n || plan.NEmbd != info.NEmbd || plan.DType != wire.F32 {
+	if plan.Layers != n || plan.NEmbd != info.NEmbd || plan.DType != wire.F32 && plan.DType != wire.F16 {
 		return fmt.Errorf("ggmlengine: plan %d is for %d layers of %d (%s), the model has %d of %d", plan.ID, plan.Layers, plan.NEmbd, plan.DType, n, info.NEmbd)
 	}
 	if idx == 0 && g.M == nil {
 		return fmt.Errorf("ggmlengine: the head of plan %d needs its model file (M), not parts", plan.ID)
 	}
+	g.dtype = plan.DType
 	nGPU := plan.Devices[idx].GPULayers
 	for r, w := range plan.Devices[idx].Windows {
 		parts, err := g.split(w)
@@ -179,7 +181,7 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 	tokens := c.Tokens
 	var v []float32
 	if tokens == nil {
-		v = wire.F32s(c.Hidden.Data)
+		v = wire.Floats(c.Hidden) // the session checked its dtype against the plan
 	}
 	for _, win := range subs {
 		// A pass that starts before the cache end (a re-prefill) overwrites it.
@@ -200,7 +202,7 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 		}
 		return done, nil
 	}
-	done.Hidden = &wire.Activation{Rows: len(v) / nEmbd, NEmbd: nEmbd, DType: wire.F32, Data: wire.F32Data(v)}
+	done.Hidden = &wire.Activation{Rows: len(v) / nEmbd, NEmbd: nEmbd, DType: g.dtype, Data: wire.Data(g.dtype, v)}
 	return done, nil
 }
 
