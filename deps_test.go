@@ -63,21 +63,20 @@ var allowed = map[string][]string{
 	"app/window": {"app/api/client", "app/api/apitype"}, // thin (lesson 11)
 	"app/api": {
 		// The one owner of the agent's state (issue 15 item 4): the API
-		// reaches this device, its peers, the plans and the progress bars
-		// through it, never app/node directly.
+		// reaches this device, its peers, the settings, the model list, the
+		// plans and the progress bars through it, never a service directly,
+		// and only translates HTTP to the agent's calls and back.
 		"app/agent",
 		"app/api/apitype", "frontend",
 		"app/api/openai", "app/api/anthropic", "app/api/ollama", // the compatible APIs' translators
-		"app/problem", // turns a problem's Kind into an HTTP status (issue 15 item 4)
-		// Tool calling (issue 18 item 5): a request with tools is rendered
-		// by the model's template family and its reply's calls parsed back
-		// (tools.go); llama.cpp's template function takes no tools.
-		"engine/chat",
-		// TODO(issue 15 item 4): app/api should import only the one owner, the
-		// translators, apitype and frontend. Today it still reads a GGUF's
-		// chat template for tool calling (engine/gguf).
-		"engine/gguf",
-		"internal/bytesize", // sizes in messages, as app/pull writes them
+		// The one registry of user-facing problems: services return its
+		// coded errors and this layer alone turns a Kind into an HTTP
+		// status (chat.go kindStatus), so it must see the registry.
+		"app/problem",
+		// A leaf of pure formatting (no state, no I/O): the load bar's
+		// words give the model's size as app/pull writes sizes
+		// (measured.go).
+		"internal/bytesize",
 	},
 	"app/api/client":        {"app/api/apitype"},
 	"app/api/openai":        {"app/api/apitype"},
@@ -103,6 +102,7 @@ var allowed = map[string][]string{
 		"discovery/deviceid",                      // the device map's looks at peers key them by typed ID (looks.go)
 		"engine/gguf", "engine/profile/modelprof", // the model list: each GGUF's header and its Halda shape (models.go)
 		"internal/bytesize", // sizes in the model list's labels, as app/pull writes them
+		"engine/chat",       // tool calling: a request with tools rendered by the model's template family (tools.go)
 		"app/pull",          // model downloads, shown as Work items (issue 18 item 6)
 	},
 	"app/node": {

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"homering/app/agent"
 	"homering/app/api/anthropic"
 	"homering/app/api/apitype"
 	"homering/app/api/ollama"
 	"homering/app/api/openai"
 	"homering/app/problem"
-	"homering/engine/chat"
 )
 
 // Chatter runs generations for the chat endpoints. The agent wires the
@@ -341,7 +341,7 @@ func newID(prefix string) string {
 // api's shape and ok is false. req.Model is then the name the answer gives
 // the model.
 func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api compatAPI,
-	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, tp *chat.ToolParser, ok bool) {
+	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, tp *agent.ToolParser, ok bool) {
 	fail := compatFail(w, api)
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
 	if err := dec.Decode(&in); err != nil {
@@ -367,7 +367,7 @@ func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api
 	if !m.selected && m.Path != "" {
 		req.ModelPath = m.Path
 	}
-	tp, err = renderTools(&req, m.Path, m.Name, time.Now())
+	tp, err = agent.RenderTools(&req, m.Path, m.Name, time.Now())
 	if err != nil {
 		msg, _ := isToolsError(err)
 		fail(http.StatusBadRequest, msg)
@@ -389,7 +389,7 @@ func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(str
 // runWhole runs req to its end for an answer that is not streamed (its
 // reply parsed by tp when not nil); when it fails it answers in api's shape
 // (compatChatFail) and ok is false.
-func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, tp *chat.ToolParser, w http.ResponseWriter, api compatAPI) (text string, calls []apitype.ToolCall, st apitype.ChatStats, ok bool) {
+func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, tp *agent.ToolParser, w http.ResponseWriter, api compatAPI) (text string, calls []apitype.ToolCall, st apitype.ChatStats, ok bool) {
 	var b strings.Builder
 	st, calls, err := s.runTools(ctx, req, tp, func(t string) error { b.WriteString(t); return nil })
 	if err != nil {
@@ -414,7 +414,7 @@ type openaiReply struct {
 // its reply parsed for tool calls by tp when not nil. An error after the
 // stream started is sent as an error chunk, since the status line is gone
 // by then.
-func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *chat.ToolParser, stream bool, reply openaiReply) {
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *agent.ToolParser, stream bool, reply openaiReply) {
 	if !stream {
 		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiOpenAI); ok {
 			writeJSON(w, http.StatusOK, reply.whole(text, calls, st))
@@ -579,7 +579,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 // ollamaRun answers an Ollama request whole or as NDJSON: piece is a
 // streamed object (of text, or of the reply's calls, sent whole before
 // the last object, as Ollama sends them), done the last one.
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *chat.ToolParser, stream bool, model string,
+func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *agent.ToolParser, stream bool, model string,
 	piece func(string, string, []apitype.ToolCall) any, done func(string, string, []apitype.ToolCall, apitype.ChatStats) any) {
 	if !stream {
 		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiOllama); ok {

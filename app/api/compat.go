@@ -319,7 +319,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := m.ollama()
-	o.Tools = hasToolCalling(m.Path)
+	o.Tools = agent.HasToolCalling(m.Path)
 	writeJSON(w, http.StatusOK, ollama.Show(o, info))
 }
 

@@ -97,11 +97,11 @@
 // cannot turn into a grammar is the API's own 400, streamed or not.
 // Anthropic's Messages API has no JSON mode.
 //
-// Tool calling (tools.go): OpenAI's and Ollama's tools, Anthropic's client
+// Tool calling (tools.go, app/agent/tools.go): OpenAI's and Ollama's tools, Anthropic's client
 // tools, assistant tool calls (tool_calls, tool_use) and results (the tool
 // role with tool_call_id, tool_result blocks) become ChatRequest.Tools and
 // ChatMessage.ToolCalls/ToolCallID. llama.cpp's template function takes
-// only roles and contents, so such a request is rendered here by the GGUF
+// only roles and contents, so the agent renders such a request by the GGUF
 // template's family (engine/chat.ToolTemplate: Llama 3.1-3.3, Qwen 2.5/3,
 // Mistral v0.3 and Nemo, byte for byte as their Jinja templates) into a raw prompt
 // (not trimmed to fit the context). The reply streams through the family's

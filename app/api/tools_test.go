@@ -15,7 +15,7 @@ import (
 )
 
 // ggufWithTemplate writes a GGUF holding only tokenizer.chat_template: all
-// renderTools reads of a model.
+// agent.RenderTools reads of a model.
 func ggufWithTemplate(t *testing.T, tmpl string) string {
 	t.Helper()
 	var b []byte
