@@ -14,6 +14,16 @@
 # ring links, shipping weight slices, loading windows).
 # Model: the quick ring bench model (bench/ring.sh: 20 layers, n_embd 1024,
 # Q8_0, 310 MB). BENCH_QUICK=1: 3 turns per row, else 9. Needs root.
+#
+# BENCH_PIPELINE=1 measures the ring's prompt pipelining instead (issue 19):
+# two rig sessions, the head's engine with HOMERING_RING_PIPELINE=off (each
+# prefill pass one batch: the baseline), then on (ring.MicroRows
+# micro-batches moving through the ring one device behind the other); in
+# each, a fresh ring job (turn 1: its dials and plan preparation), then
+# kept-job turns whose prompts (a few hundred tokens) differ from the first
+# token, so each prefills all of it. Prints per mode the medians of TTFT,
+# the prompt passes' wall time, the devices' prompt compute summed and the
+# micro-batch rows, and the ratios on/off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -34,29 +44,35 @@ bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --t
 model=$root/$model
 prompt="Once upon a time, in a small village by the sea, there lived an old fisherman."
 
-rig_up turns 3 $((4096 * 1048576))
 homes=$out/homes-$$
 cleanup() {
 	rig_down
-	rm -rf "$homes"
+	rm -rf "$out/homes-$$"*
 }
-trap cleanup EXIT
 . bench/rig/agents.sh
-rig_agents 3 '{"context_tokens": 512, "ring_keep_seconds": 600}' 1:2 1:3
+# session: the rig and its agents, which take this shell's environment.
+session() {
+	rig_up turns 3 $((4096 * 1048576))
+	trap cleanup EXIT
+	rig_agents 3 '{"context_tokens": 512, "ring_keep_seconds": 600}' 1:2 1:3
+}
 
 # chat ARGS...: one greedy chat on the head; prints "start plan ttft
-# ring_devices prompt compute micro": the ring's trace (issue 19): the
-# prompt's wall time from its first pass to its logits, the devices' prompt
-# compute summed, the pipelining's micro-batch rows (0 alone).
+# ring_devices prompt compute micro dial prepare prompt_tokens": the ring's
+# trace (issue 19): the prompt's wall time from its first pass to its
+# logits, the devices' prompt compute summed, the pipelining's micro-batch
+# rows (0 alone), the job's dials and plan preparation (0 on a kept job).
 chat() {
 	local st
 	st=$(rig_cli 1 chat -m "$model" -n 4 --temp 0 --raw --json "$@" "$prompt" 2>&1 >/dev/null | grep '^{' | tail -1) || true
+	[ -n "${json_log:-}" ] && echo "$st" >>"$json_log"
 	local f
 	for f in start_ms plan_ms ttft_ms; do
 		printf '%s ' "$(echo "$st" | sed -n "s/.*\"$f\":\([0-9.e+-]*\).*/\1/p")"
 	done
 	printf '%s ' "$(echo "$st" | awk -F'"short":' '{print NF - 1}')" # devices of the ring run, 0 alone
-	echo "$st" | jq -r '[.ring.trace.prompt_ms // 0, ([.ring.devices[]?.prompt_ms // 0] | add // 0), .ring.trace.micro_rows // 0] | @tsv' 2>/dev/null | tr '\t' ' ' || echo "0 0 0"
+	echo "$st" | jq -r '[.ring.trace.prompt_ms // 0, ([.ring.devices[]?.prompt_ms // 0] | add // 0), .ring.trace.micro_rows // 0,
+		.ring.trace.dial_ms // 0, .ring.trace.prepare_ms // 0, .prompt_tokens // 0] | @tsv' 2>/dev/null | tr '\t' ' ' || echo "0 0 0 0 0 0"
 }
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else printf "%.1f\n", (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 row() { # NAME FILE
@@ -64,6 +80,44 @@ row() { # NAME FILE
 		"$(cut -d' ' -f3 "$2" | median)" "$(cut -d' ' -f5 "$2" | median)" "$(cut -d' ' -f6 "$2" | median)" "$(cut -d' ' -f7 "$2" | median)" "$(wc -l <"$2")"
 }
 
+if [ -n "${BENCH_PIPELINE:-}" ]; then
+	# A prompt of a few hundred tokens: several micro-batches per device.
+	story=$prompt
+	for _ in $(seq 14); do story="$story The fisherman went out at dawn, mended his nets and watched the gulls over the water."; done
+	for mode in off on; do
+		homes=$out/homes-$$-$mode
+		HOMERING_RING_PIPELINE=$mode session
+		f=$out/pipe-$$-$mode.txt
+		prompt="Turn 1. $story" chat --devices all --rounds 1 >"$f.1"
+		: >"$f"
+		# Each turn's prompt differs from its first token: the kept job
+		# prefills all of it (no dials, no preparation).
+		for i in $(seq "$reps"); do prompt="Turn $((i + 1)). $story" chat --devices all --rounds 1 >>"$f"; done
+		awk '$4 != 3 {bad=1} END {exit bad}' "$f.1" "$f" || { echo "turns bench: a pipelining $mode turn left the ring of 3: $(cat "$f.1" "$f")" >&2; exit 1; }
+		rig_down
+	done
+	echo "turns bench, prompt pipelining: $(basename "$model"), 3 devices, links 5 ms ± 1 ms / 300 Mbit ($RIG_LINK), 1 thread, $(cut -d' ' -f10 "$f.1") prompt tokens, $reps kept turns per row; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '%-34s %10s %10s %10s %6s %10s %10s\n' "kept turns (medians)" "TTFT ms" "prompt ms" "compute" "micro" "wall/comp" "n"
+	for mode in off on; do
+		f=$out/pipe-$$-$mode.txt
+		p=$(cut -d' ' -f5 "$f" | median) c=$(cut -d' ' -f6 "$f" | median)
+		printf '%-34s %10s %10s %10s %6s %10s %10s\n' "pipelining $mode" "$(cut -d' ' -f3 "$f" | median)" "$p" "$c" \
+			"$(cut -d' ' -f7 "$f" | median)" "$(awk -v p="$p" -v c="$c" 'BEGIN {printf "%.2f", (c > 0 ? p / c : 0)}')" "$(wc -l <"$f")"
+	done
+	off=$out/pipe-$$-off.txt on=$out/pipe-$$-on.txt
+	awk -v t0="$(cut -d' ' -f3 "$off" | median)" -v t1="$(cut -d' ' -f3 "$on" | median)" \
+		-v p0="$(cut -d' ' -f5 "$off" | median)" -v p1="$(cut -d' ' -f5 "$on" | median)" 'BEGIN {
+		printf "pipelining on/off: TTFT %.2fx, prompt passes %.2fx\n", (t0 > 0 ? t1 / t0 : 0), (p0 > 0 ? p1 / p0 : 0)
+	}'
+	for mode in off on; do
+		read -r s1 p1 t1 _ pr _ _ d1 pp1 _ <"$out/pipe-$$-$mode.txt.1"
+		echo "turn 1 (fresh job), pipelining $mode: TTFT $t1 ms = planning $p1 ms, dials $d1 ms, plan preparation $pp1 ms (slices, windows), prompt $pr ms, the rest $(awk -v t="$t1" -v p="$p1" -v d="$d1" -v q="$pp1" -v r="$pr" 'BEGIN {printf "%.0f", t - p - d - q - r}') ms"
+	done
+	rm -f "$out/pipe-$$-"*
+	exit 0
+fi
+
+session
 ring=$out/ring-$$.txt alone=$out/alone-$$.txt
 : >"$ring.1"
 : >"$ring"
