@@ -139,9 +139,10 @@ func validateSettings(s apitype.Settings) error {
 // file per conversation (ID.json).
 const ConversationsDir = "conversations"
 
-// The words of a bad conversation ID or a damaged file, as the API has
-// always said them.
-const convSaid = "Api: conversation: "
+// The words that open a bad conversation ID's or a damaged file's sentence
+// (the API used to send "Api: conversation: " before them: a prefix that
+// was meant to be cut and never was).
+const convSaid = "The conversation "
 
 // validConvID keeps IDs to file-name-safe characters: they name files.
 var validConvID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

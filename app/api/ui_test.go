@@ -291,10 +291,9 @@ func TestUIConversations(t *testing.T) {
 		t.Errorf("list = %+v, want def (newest, New chat) then abc (Dragon, 2 messages)", list)
 	}
 	var e apitype.Error
-	// The words are pinned as the API has always said them (issue 15 item
-	// 4 moved the store to the agent, not its answers).
+	// One sentence, with no package prefix.
 	if code := do(t, srv, "GET", "/api/v1/conversations/..%2Fconfig", nil, &e); code != 400 ||
-		e.Error != `Api: conversation: "../config" is not a conversation ID (letters, digits, - and _, at most 64).` {
+		e.Error != `The conversation "../config" is not a conversation ID (letters, digits, - and _, at most 64).` {
 		t.Errorf("path-like ID: %d %q, want 400", code, e.Error)
 	}
 	do(t, srv, "DELETE", "/api/v1/conversations/abc", nil, nil)
