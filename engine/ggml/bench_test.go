@@ -255,3 +255,88 @@ func BenchmarkPromptKernels(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTokenKernels times decode steps (one token on a 32-token cache)
+// through a generated one-layer llama of a 7B's matrix shapes (n_embd 4096,
+// ff 11008: 4096x4096 and 4096x11008 weights, ~0.2 GB in Q8_0) in Q8_0, Q4_K
+// and Q6_K, one thread, on each variant of gemm.c's kernels this CPU runs and
+// on ggml's (GGMLMatMul), back to back, and reports each side's ms per token,
+// the weight bytes per second ours reads, and the median of the pairs'
+// ratios ggml/ours (> 1: ours faster).
+func BenchmarkTokenKernels(b *testing.B) {
+	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
+		path := filepath.Join(b.TempDir(), "llama-7b1l-"+typ+".gguf")
+		err := modelgen.Generate(path, modelgen.Config{Arch: "llama", Layers: 1, Embd: 4096, FF: 11008,
+			Heads: 32, KVHeads: 32, Vocab: 512, Type: typ, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, v := range KernelVariants() {
+			if v == KernelsGGML {
+				continue
+			}
+			b.Run(typ+"/"+v, func(b *testing.B) { benchTokenKernels(b, path, v) })
+		}
+		if err := os.Remove(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchTokenKernels(b *testing.B, path, variant string) {
+	m, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	p := WindowParams{First: 0, Last: 1, Embed: true, Output: true, NCtx: 256, Threads: 1, Kernels: variant}
+	ours, err := m.NewWindow(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ours.Close()
+	p.GGMLMatMul = true
+	theirs, err := m.NewWindow(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer theirs.Close()
+	var wbytes int64
+	for _, r := range ours.WeightRanges() {
+		wbytes += r.Len
+	}
+	run := func(w *Window, tok int32) time.Duration {
+		w.KVTruncate(32)
+		t0 := time.Now()
+		if _, err := w.EvalTokens([]int32{tok}, 32); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for _, w := range []*Window{ours, theirs} {
+		if _, err := w.EvalTokens(prompt(512)[:32], 0); err != nil {
+			b.Fatal(err)
+		}
+		run(w, 3) // pages the weights in, builds the graph
+	}
+	b.ResetTimer()
+	var ratios []float64
+	var tOurs, tTheirs time.Duration
+	for i := 0; i < b.N; i++ {
+		tok := int32(3 + i%200)
+		var a, t time.Duration
+		if i%2 == 0 {
+			a, t = run(ours, tok), run(theirs, tok)
+		} else {
+			t, a = run(theirs, tok), run(ours, tok)
+		}
+		tOurs += a
+		tTheirs += t
+		ratios = append(ratios, t.Seconds()/a.Seconds())
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(float64(tOurs.Microseconds())/1e3/float64(b.N), "ms/tok-ours")
+	b.ReportMetric(float64(tTheirs.Microseconds())/1e3/float64(b.N), "ms/tok-ggml")
+	b.ReportMetric(float64(wbytes)*float64(b.N)/tOurs.Seconds()/1e9, "GB/s-ours")
+	b.ReportMetric(ratios[len(ratios)/2], "ggml/ours")
+}

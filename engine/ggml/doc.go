@@ -66,16 +66,18 @@
 // logits of F32 models may differ in the last bits (decode steps do not).
 // Keep the output head in the window that holds the last layer.
 //
-// # Prompt kernels
+// # Prompt and token kernels
 //
-// Prompt batches (2 or more tokens) of Q8_0, Q4_K and Q6_K weights run on this
-// package's own matrix kernels (gemm.c), not ggml's: the same arithmetic,
-// float step for float step, so the same bits (TestPromptKernelsMatchGGML),
-// with each weight block unpacked once for several columns, the accumulators
-// in registers, and rows handed out to threads as they come free. Weights are
-// still read in place from the mapping. Decode steps (one token) stay on
-// ggml's vector kernels. WindowParams.GGMLMatMul turns them off, for
-// comparison (BenchmarkPromptKernels, bench/engine.sh).
+// Products with Q8_0, Q4_K and Q6_K weights run on this package's own matrix
+// kernels (gemm.c), not ggml's: the same arithmetic, float step for float
+// step, so the same bits (TestPromptKernelsMatchGGML), with each weight
+// block unpacked once for several columns (prompts) or 4 rows computed per
+// pass with the next 4 prefetched as one stream (decode steps), the
+// accumulators in registers, and rows handed out to threads as they come
+// free. Weights are still read in place from the mapping. They come in
+// variants chosen at run time (kernels.go: AVX-512 VNNI, AVX2, ggml's own;
+// HOMERING_KERNELS forces one); WindowParams.GGMLMatMul turns them off, for
+// comparison (BenchmarkPromptKernels, BenchmarkTokenKernels, bench/engine.sh).
 //
 // Graphs depend only on the batch size and the padded KV length; positions,
 // cells and the mask are inputs. A window keeps its last graph and the

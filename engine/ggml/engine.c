@@ -719,10 +719,9 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 	hr_gemm_arena_free(&g->gemm);
 	memset(g, 0, sizeof(*g));
 	hr_gemm_cache mm_cache = {0};
-	// mm is ggml_mul_mat; prompt batches of Q8_0, Q4_K and Q6_K weights in
-	// CPU memory go through gemm.c's kernels (the same bits, faster).
-#define mm(W, X) (w->p.ggml_matmul ? ggml_mul_mat(ctx, W, X) \
-			       : hr_mul_mat(ctx, &g->gemm, &mm_cache, W, X, w->p.n_threads))
+	// mm is ggml_mul_mat; Q8_0, Q4_K and Q6_K weights in CPU memory go
+	// through gemm.c's kernels (the same bits, faster).
+#define mm(W, X) hr_mul_mat(ctx, &g->gemm, &mm_cache, W, X, w->p.n_threads, w->p.kernels)
 
 	struct ggml_init_params ip = {w->meta_size, w->meta, true};
 	struct ggml_context *ctx = ggml_init(ip);

@@ -76,7 +76,7 @@ typedef struct {
 	int n_gpu_layers;
 	int output_gpu;  // 1: the output norm and head on the GPU too (needs output)
 	int gpu;         // which GPU (hr_gpu_get's index) the GPU layers go to
-	int ggml_matmul; // 1: ggml's matrix kernels for prompts too (gemm.h), to compare
+	int kernels;     // the variant of our matrix kernels (gemm.h's HR_KERNELS_*); HR_KERNELS_GGML: ggml's
 } hr_window_params;
 
 hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err,

@@ -62,6 +62,7 @@ typedef struct hr_gemm_node {
 	int64_t n, scratch;
 	struct hr_gemm_node *reset[8];
 	int n_reset;
+	int kernels; // product: HR_KERNELS_AVX2 or _AVX512 (token steps)
 } hr_gemm_node;
 
 #define HR_ARENA_NODES 64
@@ -396,6 +397,257 @@ static void q80_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, s
 	}
 }
 
+// Token steps: one column (decode; n = 1), where ggml runs its vector
+// kernels one row at a time (ggml_vec_dot_q8_0_q8_0: llamafile_sgemm takes
+// only n >= 2; ggml_vec_dot_q4_K_q8_K, _q6_K_q8_K). These compute 4 rows
+// per pass with each row's arithmetic exactly as the vec_dot does it, so the
+// column's loads and the per-block scalar work are shared and 4 independent
+// FMA chains hide each other's latency. The int32 lane sums are exact (no
+// int16 pair saturates for quantized activations), so VNNI's vpdpbusd,
+// which sums the same 4 byte products per lane, gives the same integers.
+
+// 4 rows read side by side are 4 streams, which the hardware prefetcher
+// serves worse than ggml's one: while the kernels read 4 rows they sweep
+// the next 4 (one contiguous span) with software prefetches, front to
+// back at the same pace, so that memory sees one sequential stream.
+
+// q80_gemv: rows x[0..nr) (nr <= 4) against the Q8_0 column y, each as
+// ggml_vec_dot_q8_0_q8_0's AVX2 path: acc = fma(xd*yd, float(lane sums),
+// acc) per block, then hsum_float_8.
+static inline __attribute__((always_inline)) void q80_gemv(const char *x, size_t xs, int nbk, const hr_block_q8_0 *y,
+							    const int nr, float *out) {
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc[4];
+	_Pragma("GCC unroll 4")
+	for (int i = 0; i < nr; i++) {
+		acc[i] = _mm256_setzero_ps();
+	}
+	for (int l = 0; l < nbk; l++) {
+		const __m256i yv = _mm256_loadu_si256((const __m256i *)y[l].qs);
+		const float yd = _cvtsh_ss(y[l].d);
+		_Pragma("GCC unroll 4")
+		for (int i = 0; i < nr; i++) {
+			const hr_block_q8_0 *a = (const hr_block_q8_0 *)(x + i * xs) + l;
+			_mm_prefetch(x + 4 * xs + (4 * l + i) * sizeof(hr_block_q8_0), _MM_HINT_T0);
+			const __m256i av = _mm256_loadu_si256((const __m256i *)a->qs);
+			const __m256i dot = _mm256_madd_epi16(
+			    _mm256_maddubs_epi16(_mm256_sign_epi8(av, av), _mm256_sign_epi8(yv, av)), ones);
+			acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(a->d) * yd), _mm256_cvtepi32_ps(dot), acc[i]);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int i = 0; i < nr; i++) {
+		out[i] = hsum8(acc[i]);
+	}
+}
+
+// q4k_gemv: rows x[0..nr) (nr <= 4) against the Q8_K column y, each as
+// ggml_vec_dot_q4_K_q8_K's AVX2 path (as q4k_row, rows and columns swapped).
+static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t xs, int nbk, const hr_block_q8_K *y,
+							    const int nr, float *out) {
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	__m256 acc[4];
+	__m128 acc_m[4];
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		acc[r] = _mm256_setzero_ps();
+		acc_m[r] = _mm_setzero_ps();
+	}
+	for (int i = 0; i < nbk; i++) {
+		const hr_block_q8_K *yb = y + i;
+		__m256i scales[4], sumi[4];
+		__m128i mins[4];
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
+			uint32_t utmp[4];
+			memcpy(utmp, xb->scales, 12);
+			utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
+			const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
+			utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
+			utmp[2] = uaux;
+			utmp[0] &= 0x3f3f3f3f;
+			const __m256i ms = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
+			mins[r] = _mm256_extracti128_si256(ms, 1);
+			const __m128i sc128 = _mm256_extracti128_si256(ms, 0);
+			scales[r] = _mm256_set_m128i(sc128, sc128);
+			sumi[r] = _mm256_setzero_si256();
+		}
+		_Pragma("GCC unroll 1")
+		for (int j = 0; j < 4; j++) {
+			const __m256i q8l = _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * j));
+			const __m256i q8h = _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * j + 32));
+			const __m256i shl = _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j));
+			const __m256i shh = _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2));
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
+				_mm_prefetch(x + 4 * xs + ((4 * i + j) * 4 + r) * 36, _MM_HINT_T0);
+				const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
+				const __m256i q4l = _mm256_and_si256(q4bits, m4);
+				const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+				const __m256i p16l =
+				    _mm256_madd_epi16(_mm256_shuffle_epi8(scales[r], shl), _mm256_maddubs_epi16(q4l, q8l));
+				const __m256i p16h =
+				    _mm256_madd_epi16(_mm256_shuffle_epi8(scales[r], shh), _mm256_maddubs_epi16(q4h, q8h));
+				sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p16l, p16h));
+			}
+		}
+		const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+		const __m128i q8s = _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
+			const float d = yb->d * _cvtsh_ss(xb->d);
+			const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
+			const __m128i prod = _mm_madd_epi16(mins[r], q8s);
+			acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[r]);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		__m128 m = acc_m[r];
+		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+		m = _mm_add_ss(m, _mm_movehdup_ps(m));
+		out[r] = hsum8(acc[r]) + _mm_cvtss_f32(m);
+	}
+}
+
+// q6k_gemv: rows x[0..nr) (nr <= 4) against the Q8_K column y, each as
+// ggml_vec_dot_q6_K_q8_K's AVX2 path (as q6k_row, rows and columns swapped).
+static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t xs, int nbk, const hr_block_q8_K *y,
+							    const int nr, float *out) {
+	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32s = _mm256_set1_epi8(32);
+	__m256 acc[4];
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		acc[r] = _mm256_setzero_ps();
+	}
+	for (int i = 0; i < nbk; i++) {
+		const hr_block_q8_K *yb = y + i;
+		__m256i sumi[4];
+		__m128i scales[4];
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			scales[r] = _mm_loadu_si128((const __m128i *)((const hr_block_q6_K *)(x + r * xs) + i)->scales);
+			sumi[r] = _mm256_setzero_si256();
+		}
+		_Pragma("GCC unroll 1")
+		for (int k = 0; k < 8; k++) { // chunk k: j = k/4 of the vec_dot, its q4_{k%4}
+			const int j = k / 4, part = k % 4;
+			const __m256i q8 = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * k));
+			const __m256i q8s = _mm256_maddubs_epi16(m32s, q8);
+			const __m128i shuf = _mm_set_epi64x((long long)(0x0101010101010101ULL * (2 * k + 1)),
+							    (long long)(0x0101010101010101ULL * (2 * k)));
+			const __m128i shift = _mm_cvtsi32_si128(2 * part);
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q6_K *xb = (const hr_block_q6_K *)(x + r * xs) + i;
+				_mm_prefetch(x + 4 * xs + ((8 * i + k) * 4 + r) * 27, _MM_HINT_T0);
+				const __m256i lo = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * j + 32 * (part & 1)));
+				const __m256i hi = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j));
+				const __m256i q6 = _mm256_or_si256(
+				    _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, shift), m2), 4));
+				const __m256i scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales[r], shuf));
+				const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q6, q8), q8s);
+				sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(scale, p16));
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const float d = yb->d * _cvtsh_ss(((const hr_block_q6_K *)(x + r * xs) + i)->d);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		out[r] = hsum8(acc[r]);
+	}
+}
+
+// gemv_rows: rows [r0, r1) of w against the one column q, 4 at a time. The
+// AVX-512 build of it (gemv_rows_avx512) is the same code given 32 vector
+// registers, and its Q8_0 pairs of rows share 512-bit registers.
+#define GEMV_ROWS(name, attr, q80_4)                                                                                   \
+	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,        \
+			      int64_t r0, int64_t r1) {                                                                \
+		const size_t xs = w->nb[1];                                                                            \
+		float *out = (float *)dst->data;                                                                       \
+		int64_t r = r0;                                                                                        \
+		switch (w->type) {                                                                                     \
+		case GGML_TYPE_Q8_0: {                                                                                 \
+			const int nbk = (int)(w->ne[0] / 32);                                                          \
+			const hr_block_q8_0 *y = q->data;                                                              \
+			for (; r + 4 <= r1; r += 4) q80_4((const char *)w->data + r * xs, xs, nbk, y, out + r);        \
+			for (; r < r1; r++) q80_gemv((const char *)w->data + r * xs, xs, nbk, y, 1, out + r);          \
+			break;                                                                                         \
+		}                                                                                                      \
+		case GGML_TYPE_Q4_K: {                                                                                 \
+			const int nbk = (int)(w->ne[0] / 256);                                                         \
+			const hr_block_q8_K *y = q->data;                                                              \
+			for (; r + 4 <= r1; r += 4) q4k_gemv((const char *)w->data + r * xs, xs, nbk, y, 4, out + r);  \
+			for (; r < r1; r++) q4k_gemv((const char *)w->data + r * xs, xs, nbk, y, 1, out + r);          \
+			break;                                                                                         \
+		}                                                                                                      \
+		default: {                                                                                             \
+			const int nbk = (int)(w->ne[0] / 256);                                                         \
+			const hr_block_q8_K *y = q->data;                                                              \
+			for (; r + 4 <= r1; r += 4) q6k_gemv((const char *)w->data + r * xs, xs, nbk, y, 4, out + r);  \
+			for (; r < r1; r++) q6k_gemv((const char *)w->data + r * xs, xs, nbk, y, 1, out + r);          \
+			break;                                                                                         \
+		}                                                                                                      \
+		}                                                                                                      \
+	}
+
+static void q80_gemv4(const char *x, size_t xs, int nbk, const hr_block_q8_0 *y, float *out) {
+	q80_gemv(x, xs, nbk, y, 4, out);
+}
+GEMV_ROWS(gemv_rows_avx2, , q80_gemv4)
+
+#define HR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+// q80_gemv4_avx512: q80_gemv of 4 rows, rows 0 and 1 in the low and high
+// halves of one 512-bit register, 2 and 3 in another: the lane sums by
+// vpdpbusd of |x| and y signed by x (the same 4 products per lane as
+// maddubs + madd), the scales x.d * y.d as floats (4 products in one
+// _mm_mul_ps: each is the one rounding of the scalar product), each half's
+// FMA as ggml's, each half summed by hsum_float_8.
+HR_AVX512 static void q80_gemv4_avx512(const char *x, size_t xs, int nbk, const hr_block_q8_0 *y, float *out) {
+	const hr_block_q8_0 *a0 = (const hr_block_q8_0 *)x, *a1 = (const hr_block_q8_0 *)(x + xs),
+			    *a2 = (const hr_block_q8_0 *)(x + 2 * xs), *a3 = (const hr_block_q8_0 *)(x + 3 * xs);
+	const __m512i zero = _mm512_setzero_si512();
+	const __m512i idx01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+	const __m512i idx23 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
+	__m512 acc01 = _mm512_setzero_ps(), acc23 = _mm512_setzero_ps();
+	for (int l = 0; l < nbk; l++) {
+		const __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[l].qs));
+		const __m128 d4 = _mm_mul_ps(
+		    _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, (short)a3[l].d, (short)a2[l].d, (short)a1[l].d, (short)a0[l].d)),
+		    _mm_set1_ps(_cvtsh_ss(y[l].d)));
+		const __m512 dz = _mm512_castps128_ps512(d4);
+		_mm_prefetch(x + 4 * xs + 4 * l * sizeof(hr_block_q8_0), _MM_HINT_T0);
+		_mm_prefetch(x + 4 * xs + 4 * l * sizeof(hr_block_q8_0) + 64, _MM_HINT_T0);
+		_mm_prefetch(x + 4 * xs + 4 * l * sizeof(hr_block_q8_0) + 128, _MM_HINT_T0);
+		const __m512i x01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a0[l].qs)),
+						       _mm256_loadu_si256((const __m256i *)a1[l].qs), 1);
+		const __m512i x23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a2[l].qs)),
+						       _mm256_loadu_si256((const __m256i *)a3[l].qs), 1);
+		const __m512i s01 = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(x01), zero, yv);
+		const __m512i s23 = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(x23), zero, yv);
+		const __m512 q01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, _mm512_abs_epi8(x01), s01));
+		const __m512 q23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, _mm512_abs_epi8(x23), s23));
+		acc01 = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx01, dz), q01, acc01);
+		acc23 = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx23, dz), q23, acc23);
+	}
+	out[0] = hsum8(_mm512_castps512_ps256(acc01));
+	out[1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc01), 1)));
+	out[2] = hsum8(_mm512_castps512_ps256(acc23));
+	out[3] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc23), 1)));
+}
+GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv4_avx512)
+
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
 	hr_gemm_node *node = ud, *qn = node->quant;
@@ -405,6 +657,14 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	const int64_t chunks = (m + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
 	for (int64_t ch = atomic_fetch_add(&node->next, 1); ch < chunks; ch = atomic_fetch_add(&node->next, 1)) {
 		const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
+		if (n == 1) {
+			if (node->kernels == HR_KERNELS_AVX512) {
+				gemv_rows_avx512(w, q, dst, r0, r1);
+			} else {
+				gemv_rows_avx2(w, q, dst, r0, r1);
+			}
+			continue;
+		}
 		if (w->type == GGML_TYPE_Q8_0) {
 			for (int64_t r = r0; r < r1; r += 4) {
 				const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
@@ -452,10 +712,10 @@ static int gemm_supported(enum ggml_type type) {
 }
 
 static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
-				   struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
+				   struct ggml_tensor *w, struct ggml_tensor *x, int n_threads, int kernels) {
 	// The kernels read w->data: a weight in a GPU's memory is ggml's.
 	if (!w->buffer || !ggml_backend_buffer_is_host(w->buffer) || !hr_gemm_supported(w->type) ||
-	    x->type != GGML_TYPE_F32 || x->ne[1] < 2 || x->ne[2] != 1 ||
+	    x->type != GGML_TYPE_F32 || x->ne[2] != 1 ||
 	    x->ne[3] != 1 || w->ne[2] != 1 || w->ne[3] != 1 || x->nb[0] != sizeof(float) || w->ne[0] != x->ne[0] ||
 	    w->ne[0] % ggml_blck_size(w->type) != 0) {
 		return ggml_mul_mat(ctx, w, x);
@@ -473,7 +733,7 @@ static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **are
 		const size_t row = ggml_row_size(vt, x->ne[0]);
 		qn->type = vt;
 		qn->n = x->ne[1];
-		qn->scratch = w->type == GGML_TYPE_Q8_0 ? (int64_t)((chunk_scratch_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
+		qn->scratch = w->type == GGML_TYPE_Q8_0 && qn->n > 1 ? (int64_t)((chunk_scratch_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
 		struct ggml_tensor *args[1] = {x};
 		struct ggml_tensor *q = ggml_custom_4d(ctx, GGML_TYPE_I8, (int64_t)row, qn->n + n_threads * qn->scratch,
 						       1, 1, args, 1, quantize_op, GGML_N_TASKS_MAX, qn);
@@ -488,6 +748,7 @@ static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **are
 	}
 	qn->reset[qn->n_reset++] = gn;
 	gn->quant = qn;
+	gn->kernels = kernels;
 	(*arena)->products++;
 	struct ggml_tensor *args[2] = {w, cache->q};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op, GGML_N_TASKS_MAX, gn);
@@ -499,9 +760,22 @@ static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **are
 
 int hr_gemm_supported(enum ggml_type type) { return hr_cpu_avx2() && gemm_supported(type); }
 
+int hr_kernels_runs(int kernels) {
+	switch (kernels) {
+	case HR_KERNELS_GGML: return 1;
+	case HR_KERNELS_AVX2: return hr_cpu_avx2();
+	case HR_KERNELS_AVX512:
+		__builtin_cpu_init();
+		return hr_cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+	default: return 0;
+	}
+}
+
 struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
-			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
-	return hr_cpu_avx2() ? mul_mat(ctx, arena, cache, w, x, n_threads) : ggml_mul_mat(ctx, w, x);
+			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads, int kernels) {
+	return kernels != HR_KERNELS_GGML && hr_kernels_runs(kernels) ? mul_mat(ctx, arena, cache, w, x, n_threads, kernels)
+								       : ggml_mul_mat(ctx, w, x);
 }
 
 #else // not x86-64: ggml's kernels
@@ -511,11 +785,14 @@ int hr_gemm_supported(enum ggml_type type) {
 	return 0;
 }
 
+int hr_kernels_runs(int kernels) { return kernels == HR_KERNELS_GGML; }
+
 struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
-			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads) {
+			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads, int kernels) {
 	(void)arena;
 	(void)cache;
 	(void)n_threads;
+	(void)kernels;
 	return ggml_mul_mat(ctx, w, x);
 }
 

@@ -44,11 +44,22 @@ void hr_gemm_arena_free(hr_gemm_arena **a);
 // kernels.
 int hr_gemm_products(const hr_gemm_arena *a);
 
+// The variants of our kernels, each giving the bits of the CPU backend in use
+// (cpu.h) when it has AVX2 kernels: HR_KERNELS_GGML is ggml's own kernels
+// (the baseline, and the only choice under a backend without AVX2);
+// HR_KERNELS_AVX2 is AVX2 + FMA + F16C code; HR_KERNELS_AVX512 runs token
+// steps (n = 1) on AVX-512 F/BW/VL/VNNI code and prompts on the AVX2 code.
+enum { HR_KERNELS_GGML = 1, HR_KERNELS_AVX2 = 2, HR_KERNELS_AVX512 = 3 };
+// hr_kernels_runs says whether this CPU, under the CPU backend in use, can run
+// the variant (CPUID, read once by the compiler's runtime).
+int hr_kernels_runs(int kernels);
+
 // hr_mul_mat is ggml_mul_mat(ctx, w, x), to be run by at most n_threads, for
-// a 2-D weight w and a contiguous F32 batch x [k, n]: our kernels when w is in
-// CPU memory, hr_gemm_supported(w->type) and n >= 2, else (or when out of
-// memory for its state) ggml_mul_mat itself.
+// a 2-D weight w and a contiguous F32 batch x [k, n]: our kernels of the
+// variant (HR_KERNELS_*) when w is in CPU memory, hr_gemm_supported(w->type)
+// and hr_kernels_runs(kernels), else (or when out of memory for its state)
+// ggml_mul_mat itself.
 struct ggml_tensor *hr_mul_mat(struct ggml_context *ctx, hr_gemm_arena **arena, hr_gemm_cache *cache,
-			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads);
+			       struct ggml_tensor *w, struct ggml_tensor *x, int n_threads, int kernels);
 
 #endif

@@ -8,12 +8,29 @@ import (
 	"homering/engine/modelgen"
 )
 
-// TestPromptKernelsMatchGGML: a window on gemm.c's kernels gives the same
-// bits as one on ggml's (tinyBLAS for Q8_0, ggml_vec_dot_q4_K_q8_K and
-// ggml_vec_dot_q6_K_q8_K) for batches of 1 to 70 tokens at 1 and 2 threads,
-// on Q8_0, Q4_K and Q6_K models, and the kernels really ran:
-// 7 products per layer plus the output head for every batch of 2 or more, none
-// for a single token (ggml's vector kernels do decode steps). The generated
+// ourKernelsT is every variant of our kernels this CPU runs under the CPU
+// backend in use, ggml's own left out; at least one (the tests must test
+// something: build/env.sh's backend has AVX2).
+func ourKernelsT(t *testing.T) []string {
+	t.Helper()
+	var vs []string
+	for _, v := range KernelVariants() {
+		if v != KernelsGGML {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		t.Fatalf("this CPU runs none of our kernel variants under the %s CPU backend", CPUVariant())
+	}
+	return vs
+}
+
+// TestPromptKernelsMatchGGML: a window on gemm.c's kernels, each variant
+// this CPU runs, gives the same bits as one on ggml's (tinyBLAS for Q8_0
+// prompts, ggml_vec_dot_q8_0_q8_0 for Q8_0 decode steps,
+// ggml_vec_dot_q4_K_q8_K and ggml_vec_dot_q6_K_q8_K) for batches of 1 to 70
+// tokens at 1 and 2 threads, on Q8_0, Q4_K and Q6_K models, and the kernels
+// really ran: 7 products per layer plus the output head for every batch. The generated
 // 1003-token vocabulary gives an output head whose rows end in a partial
 // 4-row quad and a partial 16-row chunk; n_embd 288 and ff 800 give rows of
 // an odd number of Q8_0 blocks.
@@ -46,7 +63,8 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths = append(paths, p)
-	batches := []int{2, 1, 3, 5, 17, 33, 70}
+	batches := []int{2, 1, 3, 5, 17, 1, 33, 70, 1}
+	variants := ourKernelsT(t)
 	for _, path := range paths {
 		for _, threads := range []int{1, 2} {
 			t.Run(filepath.Base(path)+"/threads="+string(rune('0'+threads)), func(t *testing.T) {
@@ -54,7 +72,11 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 				info := m.Info()
 				p := WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, AllLogits: true,
 					NCtx: 256, Threads: threads}
-				ours := newWindowT(t, m, p)
+				var ours []*Window
+				for _, v := range variants {
+					p.Kernels = v
+					ours = append(ours, newWindowT(t, m, p))
+				}
 				p.GGMLMatMul = true
 				theirs := newWindowT(t, m, p)
 				pos := 0
@@ -63,29 +85,28 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 					for i := range toks {
 						toks[i] = int32((pos + i) * 37 % info.NVocab)
 					}
-					a, err := ours.EvalTokens(toks, pos)
-					if err != nil {
-						t.Fatal(err)
-					}
 					b, err := theirs.EvalTokens(toks, pos)
 					if err != nil {
 						t.Fatal(err)
 					}
-					differ := 0
-					for i := range a {
-						if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-							differ++
+					for vi, w := range ours {
+						a, err := w.EvalTokens(toks, pos)
+						if err != nil {
+							t.Fatal(err)
 						}
-					}
-					if differ > 0 {
-						t.Errorf("batch of %d at %d: %d of %d logits differ from ggml's kernels", n, pos, differ, len(a))
-					}
-					want := 0
-					if n >= 2 {
-						want = 7*info.NLayer + 1
-					}
-					if got := ours.promptKernelProducts(); got != want {
-						t.Errorf("batch of %d: %d products on our kernels, want %d", n, got, want)
+						differ := 0
+						for i := range a {
+							if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+								differ++
+							}
+						}
+						if differ > 0 {
+							t.Errorf("%s kernels, batch of %d at %d: %d of %d logits differ from ggml's kernels",
+								variants[vi], n, pos, differ, len(a))
+						}
+						if got, want := w.promptKernelProducts(), 7*info.NLayer+1; got != want {
+							t.Errorf("%s kernels, batch of %d: %d products on our kernels, want %d", variants[vi], n, got, want)
+						}
 					}
 					if got := theirs.promptKernelProducts(); got != 0 {
 						t.Errorf("batch of %d with GGMLMatMul: %d products on our kernels, want 0", n, got)

@@ -34,10 +34,13 @@ type WindowParams struct {
 	// span attended over, HR_KV_SPAN_PAD) gives the same bits with less
 	// memory for a short context (a ring job's cache holds its request).
 	KVRound int
-	// GGMLMatMul runs prompt batches of Q8_0, Q4_K and Q6_K weights on ggml's own
-	// matrix kernels instead of ours (gemm.h): the same bits, slower; for
+	// GGMLMatMul runs Q8_0, Q4_K and Q6_K weights on ggml's own matrix
+	// kernels instead of ours (gemm.h): the same bits, slower; for
 	// benchmarks and tests that compare the two.
 	GGMLMatMul bool
+	// Kernels picks the variant of our kernels (KernelsAVX512, …; see
+	// Kernels): "" is the process's choice.
+	Kernels string
 }
 
 // kvPad is llama.cpp's KV cache granularity: its cache holds a multiple of
@@ -101,6 +104,10 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 	if n := GPUCount(); p.GPU < 0 || (p.GPU > 0 && p.GPU >= n) {
 		return nil, fmt.Errorf("%w: GPU %d does not exist (this machine has %d)", ErrBadWindow, p.GPU, n)
 	}
+	kernels, err := windowKernels(p)
+	if err != nil {
+		return nil, err
+	}
 	p.GPULayers = append([]int(nil), p.GPULayers...)
 	threads := p.Threads
 	if threads == 0 || threads > m.threads {
@@ -125,7 +132,7 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		all_logits:  cbool(p.AllLogits),
 		n_ctx:       C.int(kvCap),
 		n_threads:   C.int(threads),
-		ggml_matmul: cbool(p.GGMLMatMul),
+		kernels:     kernels,
 		output_gpu:  cbool(p.OutputGPU),
 		gpu:         C.int(p.GPU),
 	}
