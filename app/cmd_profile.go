@@ -173,7 +173,7 @@ func printProfile(w io.Writer, p profile.Profile, d halda.Device) {
 	fmt.Fprintf(tw, "cpus\t%d, profiled with %d thread(s)\n", p.CPUs, p.Threads)
 	fmt.Fprintf(tw, "backends\t%s\n", strings.Join(p.Backends, ", "))
 	if p.CPUVariant != "" {
-		fmt.Fprintf(tw, "cpu variant\t%s (ggml's CPU kernels; HOMERING_CPU forces one)\n", p.CPUVariant)
+		fmt.Fprintf(tw, "cpu variant\t%s (ggml's CPU kernels, HOMERING_CPU forces one; our matrix kernels, HOMERING_KERNELS forces one)\n", p.CPUVariant)
 	}
 	for _, g := range p.GPUs {
 		fmt.Fprintf(tw, "gpu\t%s (%s): %s free of %s\n", g.Name, g.Description, bytesStr(g.FreeBytes), bytesStr(g.TotalBytes))

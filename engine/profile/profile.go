@@ -77,7 +77,8 @@ type Profile struct {
 	Backends []string `json:"backends"`
 	// CPUVariant is the CPU backend the kernels were timed on: the variant
 	// library chosen at start (x64, haswell, icelake: engine/runner's
-	// LoadCPU) or "built-in" (ggml.CPUVariant).
+	// LoadCPU) or "built-in" (ggml.CPUVariant), then ", our kernels " and
+	// the variant of engine/ggml's own (avx512, avx2, ggml: ggml.Kernels).
 	CPUVariant string `json:"cpu_variant,omitempty"`
 	GPUs       []GPU  `json:"gpus,omitempty"`
 
@@ -237,7 +238,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	p := Profile{
 		Version: Version, OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: sysinfo.CPUModel(),
 		CPUs: runtime.NumCPU(), Threads: o.Threads, Backends: []string{"cpu"}, Memory: mem,
-		CPUVariant: ggml.CPUVariant(),
+		CPUVariant: cpuVariant(),
 	}
 	p.GPUs = gpus()
 	for _, g := range p.GPUs {
@@ -605,8 +606,24 @@ func key(fp string, threads int, layer []Shape, output *Shape, gpus []GPU) strin
 	if v := ggml.CPUVariant(); v != ggml.BuiltinCPU {
 		fmt.Fprintf(&b, " cpu=%s", v)
 	}
+	// So do our kernels forced to a variant other than the best.
+	if k, err := ggml.Kernels(); err == nil {
+		if vs := ggml.KernelVariants(); k != vs[len(vs)-1] {
+			fmt.Fprintf(&b, " kernels=%s", k)
+		}
+	}
 	h := sha256.Sum256([]byte(b.String()))
 	return fp + "-" + hex.EncodeToString(h[:4])
+}
+
+// cpuVariant names the CPU kernels a profile is timed on: the variant of
+// ggml's CPU backend and that of our own matrix kernels (ggml.Kernels).
+func cpuVariant() string {
+	k, err := ggml.Kernels()
+	if err != nil { // a forced variant this CPU cannot run: no window opens
+		return ggml.CPUVariant()
+	}
+	return ggml.CPUVariant() + ", our kernels " + k
 }
 
 // Device converts the profile into Halda's device entry. name identifies the

@@ -543,7 +543,9 @@ export interface MapDevice {
   // its profile was measured: the kind says "cuda" for any discrete card.
   gpu_name?: string
   // CPUVariant is the ggml CPU kernels its profile was measured on (x64,
-  // haswell, icelake: chosen at start by CPUID; built-in) when known.
+  // haswell, icelake: chosen at start by CPUID; built-in) and the variant
+  // of the engine's own matrix kernels ("icelake, our kernels avx512") when
+  // known.
   cpu_variant?: string
   // Memory is the history, oldest first: this device's every second, a
   // paired peer's each time it answers a look (every 10 s while the map
