@@ -42,6 +42,20 @@ type server struct {
 	mu  sync.Mutex
 	job *workerJob // guarded by mu; nil between jobs
 	wg  sync.WaitGroup
+
+	// index is the last model index fetched from a head (its GGUF header
+	// and tensor hashes), by the model's identity: a later job on the same
+	// model skips the fetch (a few round trips and the header's bytes,
+	// ~170 ms on the rig's links). Cached slices are reused by the same
+	// identity; the hashes still check every fetched byte. Guarded by mu.
+	index modelIndex
+}
+
+// modelIndex is a head's model index as a worker fetched it.
+type modelIndex struct {
+	model [32]byte
+	g     *gguf.File
+	hash  map[string][32]byte
 }
 
 // startServer listens and serves in the background.
@@ -439,11 +453,21 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 			return errors.New("runner: the head opened no slice connection")
 		}
 		e.src = &slice.ConnSource{C: c, Model: e.j.model}
-		g, h, err := e.src.FetchIndex(ctx)
-		if err != nil {
-			return fmt.Errorf("runner: fetch the model index from the head: %w", err)
+		s := e.j.s
+		s.mu.Lock()
+		idx := s.index
+		s.mu.Unlock()
+		if idx.g == nil || idx.model != e.j.model {
+			g, h, err := e.src.FetchIndex(ctx)
+			if err != nil {
+				return fmt.Errorf("runner: fetch the model index from the head: %w", err)
+			}
+			idx = modelIndex{model: e.j.model, g: g, hash: h}
+			s.mu.Lock()
+			s.index = idx
+			s.mu.Unlock()
 		}
-		e.index, e.hash = g, h
+		e.index, e.hash = idx.g, idx.hash
 	}
 	spec := slice.Spec{Model: e.j.model, Source: e.index, Hashes: e.hash, Layers: held(plan.Devices[idx].Windows)}
 	var sliceLen int64
