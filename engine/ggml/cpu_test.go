@@ -37,8 +37,9 @@ type cpuModelRun struct {
 	Tokens []int32    // greedy continuation of the prompt
 	Logits [][]uint32 // the bits of every step's logits
 	// Products is how many matrix products of a 17-token batch ran on
-	// gemm.c's kernels; GemmDiffer how many of its logits differ from the
-	// same batch on ggml's kernels alone (GGMLMatMul).
+	// gemm.c's kernels (the best variant); GemmDiffer how many of its logits
+	// and those of the decode step after it, on each variant of our kernels
+	// this CPU runs, differ from the same on ggml's kernels alone.
 	Products, GemmDiffer int
 }
 
@@ -97,9 +98,18 @@ func cpuComputeModel(path string) (cpuModelRun, error) {
 		batch[i] = int32((i*37 + 5) % info.NVocab)
 	}
 	p.AllLogits = true
-	var out [2][]float32
-	for i, ggmlMM := range []bool{false, true} {
-		p.GGMLMatMul = ggmlMM
+	// Every variant of our kernels this CPU runs under the backend, then
+	// ggml's alone: each must give ggml's bits.
+	var kinds []string
+	for _, v := range KernelVariants() {
+		if v != KernelsGGML {
+			kinds = append(kinds, v)
+		}
+	}
+	kinds = append(kinds, KernelsGGML)
+	out := make([][]float32, len(kinds))
+	for i, k := range kinds {
+		p.Kernels = k
 		bw, err := m.NewWindow(p)
 		if err != nil {
 			return mr, err
@@ -108,6 +118,11 @@ func cpuComputeModel(path string) (cpuModelRun, error) {
 		if i == 0 {
 			mr.Products = bw.promptKernelProducts()
 		}
+		if err == nil { // and a decode step, on the token kernels
+			var step []float32
+			step, err = bw.EvalTokens(batch[:1], len(batch))
+			out[i] = append(out[i], step...)
+		}
 		if cerr := bw.Close(); err == nil {
 			err = cerr
 		}
@@ -115,9 +130,12 @@ func cpuComputeModel(path string) (cpuModelRun, error) {
 			return mr, err
 		}
 	}
-	for i := range out[0] {
-		if math.Float32bits(out[0][i]) != math.Float32bits(out[1][i]) {
-			mr.GemmDiffer++
+	ggml := out[len(out)-1]
+	for _, o := range out[:len(out)-1] {
+		for i := range o {
+			if math.Float32bits(o[i]) != math.Float32bits(ggml[i]) {
+				mr.GemmDiffer++
+			}
 		}
 	}
 	return mr, nil
