@@ -53,3 +53,20 @@ bench/out/enginebench -models "$models" "${args[@]}"
 cpu_dir=$(bash build/gpu-lib.sh cpu | tail -n 1)
 echo "engine on ggml's CPU variants ($cpu_dir), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 bench/out/enginebench -models "$models" "${args[@]}" -cpu-variants "${BENCH_CPU_VARIANTS:-x64,haswell,icelake}" -cpu-dir "$cpu_dir"
+
+# Our token-step kernels (decode) against ggml's own at the same CPU variant
+# and thread count, one after the other on the same weights (issue 22):
+# engine/ggml's BenchmarkTokenKernels, a generated one-layer llama of a 7B's
+# matrix shapes (4096x4096, 4096x11008) in Q8_0, Q4_K and Q6_K, 1 thread,
+# each variant of our kernels this CPU runs (avx512, avx2); ggml/ours is the
+# median of the pairs' ratios (> 1: ours faster), GB/s-ours the weight bytes
+# ours reads per second. BENCH_QUICK=1: 20 steps each, else 100.
+steps=100
+[ -n "${BENCH_QUICK:-}" ] && steps=20
+echo "token kernels, ours vs ggml's (same variant), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+(cd engine/ggml && go test -run '^$' -bench BenchmarkTokenKernels -benchtime "${steps}x" -count 1 . |
+	awk '/^BenchmarkTokenKernels/ {
+		for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i
+		printf "%-40s ours %7.2f ms/tok  ggml %7.2f ms/tok  ggml/ours %5.2f  %5.1f GB/s\n", $1, v["ms/tok-ours"], v["ms/tok-ggml"], v["ggml/ours"], v["GB/s-ours"]
+	}')
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
