@@ -442,6 +442,10 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 		e.mem = p
 		e.mu.Unlock()
 	}
+	// The link to the next device is dialled while the windows are made
+	// ready (a few round trips: ~40-110 ms on the rig's links).
+	next := e.dialSuccessor(plan, idx)
+	defer next.abandon()
 	ctx := e.j.ctx
 	if e.src == nil {
 		var c *transport.Conn
@@ -524,7 +528,7 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 	} else if len(p.Removed) > 0 {
 		e.j.log.Info("slice cache pruned", "removed", len(p.Removed), "freed", p.Freed, "left", p.Left)
 	}
-	return e.linkSuccessor(plan, idx)
+	return next.finish()
 }
 
 // fetchMissing covers spec's layers with the cached slices and fetches the
@@ -614,9 +618,21 @@ func (e *workerEngine) paths() []string {
 	return out
 }
 
-// linkSuccessor dials the next worker of the ring, unless a link to it is
-// open already or the next device is the head (whose link this is).
-func (e *workerEngine) linkSuccessor(plan *wire.Plan, idx int) error {
+// successorDial is the link to the next worker of the ring being dialled
+// (dialSuccessor); the zero value, and nil, need none.
+type successorDial struct {
+	e    *workerEngine
+	next deviceid.ID
+	done chan struct{} // closed when c, err are set
+	c    *transport.Conn
+	err  error
+	used bool
+}
+
+// dialSuccessor starts dialling the next worker of the ring, unless a link
+// to it is open already or the next device is the head (whose link this
+// is); finish adds the link to the driver.
+func (e *workerEngine) dialSuccessor(plan *wire.Plan, idx int) *successorDial {
 	if idx+1 >= len(plan.Devices) {
 		return nil
 	}
@@ -624,21 +640,55 @@ func (e *workerEngine) linkSuccessor(plan *wire.Plan, idx int) error {
 	if e.j.drv.HasLink(next) {
 		return nil
 	}
+	d := &successorDial{e: e, next: next, done: make(chan struct{})}
 	addr := e.j.addr(next)
-	if addr == "" {
-		return fmt.Errorf("runner: no address for the next device %s", next)
+	go func() {
+		defer close(d.done)
+		if addr == "" {
+			d.err = fmt.Errorf("runner: no address for the next device %s", next)
+			return
+		}
+		c, err := e.j.s.ep.Dial(e.j.ctx, addr, next, transport.PurposeLink)
+		if err != nil {
+			d.err = fmt.Errorf("runner: link to the next device %s: %w", next, err)
+			return
+		}
+		typ, p, _ := wire.Encode(&wire.JobLink{Job: e.j.id})
+		if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
+			_ = c.Close()
+			d.err = err
+			return
+		}
+		d.c = c
+	}()
+	return d
+}
+
+// finish waits for the dial and adds the link to the driver.
+func (d *successorDial) finish() error {
+	if d == nil {
+		return nil
 	}
-	c, err := e.j.s.ep.Dial(e.j.ctx, addr, next, transport.PurposeLink)
-	if err != nil {
-		return fmt.Errorf("runner: link to the next device %s: %w", next, err)
+	<-d.done
+	if d.err != nil {
+		return d.err
 	}
-	typ, p, _ := wire.Encode(&wire.JobLink{Job: e.j.id})
-	if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
-		_ = c.Close()
-		return err
-	}
-	e.j.drv.AddConn(e.j.ctx, next, c)
+	d.used = true
+	d.e.j.drv.AddConn(d.e.j.ctx, d.next, d.c)
 	return nil
+}
+
+// abandon closes a link dialled for a Prepare that failed before using it.
+func (d *successorDial) abandon() {
+	if d == nil || d.used {
+		return
+	}
+	go func() {
+		<-d.done
+		if d.c != nil {
+			_ = d.c.Close()
+		}
+	}()
 }
 
 // held merges a device's windows into the sorted, disjoint layer ranges
