@@ -658,9 +658,10 @@ func Adopt(sameKey bool, last halda.Plan, prob halda.Problem, plan halda.Plan) h
 	if !keep {
 		return plan
 	}
-	if now, err := halda.Rescore(prob, last); err == nil {
-		return now // its prediction under this request's reading
-	}
+	// Scored with the slack too: under this request's reading alone a
+	// device at the edge could become a paging case (M3), whose windows
+	// release their pages (ring.FromHalda), a changed plan for the kept
+	// job.
 	return rescored
 }
 
