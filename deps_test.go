@@ -73,10 +73,6 @@ var allowed = map[string][]string{
 		// coded errors and this layer alone turns a Kind into an HTTP
 		// status (chat.go kindStatus), so it must see the registry.
 		"app/problem",
-		// A leaf of pure formatting (no state, no I/O): the load bar's
-		// words give the model's size as app/pull writes sizes
-		// (measured.go).
-		"internal/bytesize",
 	},
 	"app/api/client":        {"app/api/apitype"},
 	"app/api/openai":        {"app/api/apitype"},
@@ -101,7 +97,7 @@ var allowed = map[string][]string{
 		"engine/ring/transport",                   // the links' refusals become problem codes (node.go coded)
 		"discovery/deviceid",                      // the device map's looks at peers key them by typed ID (looks.go)
 		"engine/gguf", "engine/profile/modelprof", // the model list: each GGUF's header and its Halda shape (models.go)
-		"internal/bytesize", // sizes in the model list's labels, as app/pull writes them
+		"internal/bytesize", // sizes in the model list's labels and the load bar's words, as app/pull writes them (models.go, measured.go)
 		"engine/chat",       // tool calling: a request with tools rendered by the model's template family (tools.go)
 		"app/pull",          // model downloads, shown as Work items (issue 18 item 6)
 	},

@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"homering/app/api/apitype"
 	"homering/app/config"
@@ -39,6 +41,9 @@ type Agent struct {
 	// work shows weight transfers as progress bars (the API's Work list);
 	// nil: not shown.
 	work *Work
+	// meter shows each chat's wait for its first token in work and keeps
+	// what chats measured (measured.go).
+	meter *chatMeter
 	// pulls are the model downloads (pull.go).
 	pulls pulls
 
@@ -112,6 +117,11 @@ func New(o Options) *Agent {
 		loadProfile: o.LoadProfile,
 		ratios:      o.Ratios,
 	}
+	store := ""
+	if o.Dir != "" {
+		store = filepath.Join(o.Dir, LoadTimesFile)
+	}
+	b.meter = newChatMeter(b.work, time.Now, store)
 	// The child reads the gpu setting when it starts (runner.LoadGPU):
 	// SettingsChanged restarts it when the setting changes.
 	b.sup = runner.New(runner.Options{Command: func() *exec.Cmd { return b.gpuSetting(runnerCommand()) }, Log: o.Log.With("component", "runner")})

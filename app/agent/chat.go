@@ -21,7 +21,7 @@ import (
 	"homering/engine/runner"
 )
 
-// Served implements api.Chatter.
+// Served implements Chatter.
 func (b *Agent) Served() []apitype.ServedModel {
 	path, _ := b.model()
 	if path == "" {
@@ -34,14 +34,14 @@ func (b *Agent) Served() []apitype.ServedModel {
 	return []apitype.ServedModel{m}
 }
 
-// Running implements api.Chatter.
+// Running implements Chatter.
 func (b *Agent) Running() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.running)
 }
 
-// StopChat implements api.Chatter.
+// StopChat implements Chatter.
 func (b *Agent) StopChat(conv string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -55,7 +55,7 @@ func (b *Agent) StopChat(conv string) int {
 	return n
 }
 
-// Chat implements api.Chatter.
+// Chat implements Chatter.
 func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
 	start := time.Now()
 	set := b.settings()

@@ -15,9 +15,10 @@ import (
 // DeviceMap is the device map: the planner's plan for the selected model
 // (the one the next chat with default options will run: app/planner), with
 // every device, paired or not. What the last chat ran is GET /api/v1/ring,
-// shown beside it. measured is this device's last measured ms/token (nil:
-// none), shown when the plan runs here alone.
-func (b *Agent) DeviceMap(measured *float64) (apitype.Plan, error) {
+// shown beside it. This device's last measured ms/token (MeasuredChat) is
+// shown when the plan runs here alone.
+func (b *Agent) DeviceMap() (apitype.Plan, error) {
+	measured := b.meter.measured()
 	set, err := b.Settings()
 	if err != nil {
 		return apitype.Plan{}, err

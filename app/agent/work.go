@@ -10,10 +10,10 @@ import (
 
 // Work is the list of long work the UI draws as progress bars: the ring's
 // weight transfers (Begin, then Progress as bytes arrive, then End), the
-// background measurement's steps, and model loads (seen by the API's chat
-// wrapper, app/api/measured.go, since the runner protocol says nothing
-// until the model is loaded). Safe for concurrent use; the live stream sends a snapshot soon after
-// every change.
+// background measurement's steps, and model loads (seen by MeasuredChat,
+// measured.go, since the runner protocol says nothing until the model is
+// loaded). Safe for concurrent use; the live stream sends a snapshot soon
+// after every change.
 type Work struct {
 	mu      sync.Mutex // guards tasks and changed
 	tasks   map[string]*task

@@ -22,21 +22,18 @@ import (
 	"homering/app/problem"
 )
 
-// Chatter runs generations for the chat endpoints. The agent wires the
-// engine's runner in (app/agent/chat.go); tests may wire anything that streams.
-type Chatter interface {
-	// Chat streams the reply to req through emit (never with empty text)
-	// and returns its stats. A generation stopped by StopChat or by ctx
-	// returns its stats with StopReason "cancelled" and a nil error.
-	Chat(ctx context.Context, req apitype.ChatRequest, emit func(text string) error) (apitype.ChatStats, error)
-	// StopChat stops the generation of a conversation ("" : all) and says
-	// how many it stopped.
-	StopChat(conversationID string) int
-	// Served lists the model the chat endpoints answer with (none when no
-	// model is selected).
-	Served() []apitype.ServedModel
-	// Running is how many generations run now (the tray's busy icon).
-	Running() int
+// Chatter runs generations for the chat endpoints: the agent's (app/agent
+// Chatter, which the agent is); tests may wire anything that streams.
+type Chatter = agent.Chatter
+
+// backend is the Chatter wired in, without the agent's MeasuredChat that
+// registerUI puts it under, for the optional interfaces it implements
+// (RingReporter, SettingsWatcher).
+func (s *Server) backend() Chatter {
+	if mc, ok := s.Chat.(*agent.MeasuredChat); ok {
+		return mc.Chatter
+	}
+	return s.Chat
 }
 
 // ErrNoChat answers chat requests on an agent built without a Chatter.

@@ -329,10 +329,9 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 var keptUntil = time.Date(2318, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ollamaPS lists the model the engine holds: the one that answered last
-// (measuredChat), with the context it runs with.
+// (the agent's MeasuredChat), with the context it runs with.
 func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
-	mc, _ := s.Chat.(*measuredChat)
-	path := mc.loaded()
+	path := s.Agent.Loaded()
 	if path == "" {
 		writeJSON(w, http.StatusOK, ollama.PS(nil, 0, keptUntil))
 		return

@@ -13,4 +13,4 @@ func (u *ui) plan(w http.ResponseWriter, r *http.Request) {
 
 // buildPlan is the agent's device map, with this device's measured speed
 // from the chats the API served.
-func (u *ui) buildPlan() (apitype.Plan, error) { return u.s.Agent.DeviceMap(u.chat.measured()) }
+func (u *ui) buildPlan() (apitype.Plan, error) { return u.s.Agent.DeviceMap() }

@@ -4,9 +4,7 @@ import (
 	"crypto/subtle"
 	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"homering/app/agent"
 	"homering/app/api/apitype"
@@ -17,12 +15,11 @@ import (
 // scripts never see it) and SameSite=Strict (other sites cannot ride it).
 const TokenCookie = "homering_token"
 
-// ui holds the web UI's server-side state: the conversations and the
-// measured chat. One per Handler.
+// ui holds the web UI's server-side state: the conversations. One per
+// Handler.
 type ui struct {
 	s    *Server
 	conv *agent.Conversations
-	chat *measuredChat // nil without a chat backend
 }
 
 // registerUI adds the UI's routes: the embedded app at / and its endpoints.
@@ -30,18 +27,10 @@ func (s *Server) registerUI(m *http.ServeMux) {
 	u := &ui{s: s}
 	u.conv = s.Agent.Conversations()
 	if s.Chat != nil {
-		// Wrap the chat backend (registerChat runs after this) so the
-		// device map can show measured speed: see measured.go.
-		mc, ok := s.Chat.(*measuredChat)
-		if !ok {
-			store := ""
-			if dir := s.Agent.Status().ConfigDir; dir != "" {
-				store = filepath.Join(dir, LoadTimesFile)
-			}
-			mc = newMeasuredChat(s.Chat, s.Agent.Work(), time.Now, store)
-			s.Chat = mc
-		}
-		u.chat = mc
+		// Under the agent's chat meter (registerChat runs after this), the
+		// chats' waits are progress bars and the device map shows their
+		// measured speed (app/agent/measured.go).
+		s.Chat = s.Agent.MeasureChat(s.Chat)
 	}
 	static := http.FileServerFS(frontend.FS())
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {

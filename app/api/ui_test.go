@@ -515,7 +515,7 @@ func TestLiveCarriesWork(t *testing.T) {
 // calibrating keeps calibration ratios, as the agent learns them from its
 // runs (app/agent/profile_calib.go), for the agent's planner.
 type calibrating struct {
-	gated
+	scripted
 	ratios map[string][]float64 // by device ID; set before the server runs
 	mu     sync.Mutex
 	asked  []string // models asked for

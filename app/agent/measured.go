@@ -1,4 +1,4 @@
-package api
+package agent
 
 import (
 	"context"
@@ -10,13 +10,29 @@ import (
 	"sync/atomic"
 	"time"
 
-	"homering/app/agent"
 	"homering/app/api/apitype"
 	"homering/internal/bytesize"
 )
 
-// measuredChat wraps the agent's Chatter for everything the UI shows about
-// a generation besides its text:
+// Chatter runs generations for the chat endpoints: the agent is one
+// (chat.go); the API's tests wire anything that streams.
+type Chatter interface {
+	// Chat streams the reply to req through emit (never with empty text)
+	// and returns its stats. A generation stopped by StopChat or by ctx
+	// returns its stats with StopReason "cancelled" and a nil error.
+	Chat(ctx context.Context, req apitype.ChatRequest, emit func(text string) error) (apitype.ChatStats, error)
+	// StopChat stops the generation of a conversation ("" : all) and says
+	// how many it stopped.
+	StopChat(conversationID string) int
+	// Served lists the model the chat endpoints answer with (none when no
+	// model is selected).
+	Served() []apitype.ServedModel
+	// Running is how many generations run now (the tray's busy icon).
+	Running() int
+}
+
+// MeasuredChat is a Chatter under the agent's chat meter (MeasureChat),
+// which sees everything the UI shows about a generation besides its text:
 //
 //   - the decode speed of every finished generation (from the UI or any
 //     compatible API), so the device map can show a measured ms/token
@@ -29,9 +45,33 @@ import (
 //     nothing between the request and the first token, so this is what the
 //     agent can see; the bar fills against how long the same wait took
 //     last time, remembered across restarts in LoadTimesFile.
-type measuredChat struct {
-	Chatter
-	work  *agent.Work
+type MeasuredChat struct {
+	Chatter // the Chatter measured; its optional interfaces are the API's to look for
+	m       *chatMeter
+}
+
+// MeasureChat puts c under the agent's chat meter (c itself when it is
+// already under one).
+func (b *Agent) MeasureChat(c Chatter) *MeasuredChat {
+	if mc, ok := c.(*MeasuredChat); ok {
+		return mc
+	}
+	return &MeasuredChat{Chatter: c, m: b.meter}
+}
+
+// Loaded is the model path that answered last, which the engine still
+// holds ("" when none, or after a failure).
+func (b *Agent) Loaded() string { return b.meter.loaded() }
+
+// Chat runs c's Chat, showing its wait as a Work task and remembering
+// what it measured.
+func (mc *MeasuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+	return mc.m.chat(ctx, mc.Chatter, req, emit)
+}
+
+// chatMeter is the state behind MeasuredChat. Safe for concurrent use.
+type chatMeter struct {
+	work  *Work
 	now   func() time.Time
 	store string        // LoadTimesFile's path; "": remember in memory only
 	seq   atomic.Uint64 // task IDs
@@ -53,19 +93,9 @@ type measurement struct {
 // a restart has an estimate too.
 const LoadTimesFile = "load-times.json"
 
-// newMeasuredChat wraps c; store is LoadTimesFile's path ("": none).
-// backend is the agent's own Chatter, under the UI's measuredChat wrapper
-// (registerUI), for the optional interfaces it implements
-// (RingReporter, SettingsWatcher).
-func (s *Server) backend() Chatter {
-	if mc, ok := s.Chat.(*measuredChat); ok {
-		return mc.Chatter
-	}
-	return s.Chat
-}
-
-func newMeasuredChat(c Chatter, w *agent.Work, now func() time.Time, store string) *measuredChat {
-	m := &measuredChat{Chatter: c, work: w, now: now, store: store, loadTook: map[string]time.Duration{}}
+// newChatMeter shows waits in w; store is LoadTimesFile's path ("": none).
+func newChatMeter(w *Work, now func() time.Time, store string) *chatMeter {
+	m := &chatMeter{work: w, now: now, store: store, loadTook: map[string]time.Duration{}}
 	if store != "" {
 		// A missing or damaged file only means no estimates yet.
 		if b, err := os.ReadFile(store); err == nil {
@@ -84,7 +114,7 @@ func newMeasuredChat(c Chatter, w *agent.Work, now func() time.Time, store strin
 
 // saveLoadTimes writes loadTook to the store (m.mu held). Failing to write
 // costs only the next restart's estimate, so errors are dropped.
-func (m *measuredChat) saveLoadTimes() {
+func (m *chatMeter) saveLoadTimes() {
 	if m.store == "" {
 		return
 	}
@@ -106,8 +136,8 @@ func (m *measuredChat) saveLoadTimes() {
 	}
 }
 
-// waitTask words the wait before the first token.
-func (m *measuredChat) waitTask(model apitype.ServedModel, queued bool) (kind, title, detail string, expected time.Duration) {
+// waitTask words the wait before the first token (m.mu held).
+func (m *chatMeter) waitTask(model apitype.ServedModel, queued bool) (kind, title, detail string, expected time.Duration) {
 	switch {
 	case queued:
 		return "queue", "Waiting for the reply before this one", "The engine answers one message at a time; this one starts when the other ends.", 0
@@ -125,16 +155,16 @@ func (m *measuredChat) waitTask(model apitype.ServedModel, queued bool) (kind, t
 	return "load", "Loading " + name, detail, m.loadTook[model.Path]
 }
 
-func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
+func (m *chatMeter) chat(ctx context.Context, c Chatter, req apitype.ChatRequest, emit func(string) error) (apitype.ChatStats, error) {
 	var model apitype.ServedModel
-	if s := m.Chatter.Served(); len(s) > 0 {
+	if s := c.Served(); len(s) > 0 {
 		model = s[0]
 	}
 	other := req.ModelPath != "" && req.ModelPath != model.Path
 	if other {
 		// A request for another model than the selected one (a compatible
-		// API's, compatRequest): its load is its own, and its speed not
-		// the selected model's that the device map shows.
+		// API's): its load is its own, and its speed not the selected
+		// model's that the device map shows.
 		model = apitype.ServedModel{Name: req.Model, Path: req.ModelPath}
 		if fi, err := os.Stat(req.ModelPath); err == nil {
 			model.Size = fi.Size()
@@ -148,7 +178,7 @@ func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit f
 	id := fmt.Sprintf("chat-%d", m.seq.Add(1))
 	m.work.Begin(start, id, kind, title, detail, expected)
 	var first time.Time
-	st, err := m.Chatter.Chat(ctx, req, func(text string) error {
+	st, err := c.Chat(ctx, req, func(text string) error {
 		if first.IsZero() {
 			first = m.now()
 			m.work.End(id)
@@ -178,22 +208,16 @@ func (m *measuredChat) Chat(ctx context.Context, req apitype.ChatRequest, emit f
 	return st, err
 }
 
-// loaded is the model path that answered last, which the engine still
-// holds ("" when none, or after a failure); nil m has none.
-func (m *measuredChat) loaded() string {
-	if m == nil {
-		return ""
-	}
+// loaded is the model path that answered last ("" when none, or after a
+// failure).
+func (m *chatMeter) loaded() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.warm
 }
 
 // measured returns the last measured ms/token, or nil.
-func (m *measuredChat) measured() *float64 {
-	if m == nil {
-		return nil
-	}
+func (m *chatMeter) measured() *float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.last == nil {

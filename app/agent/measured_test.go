@@ -1,4 +1,4 @@
-package api
+package agent
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"homering/app/agent"
 	"homering/app/api/apitype"
 )
 
@@ -44,11 +43,11 @@ func TestChatWaitIsWork(t *testing.T) {
 	g := &gated{model: apitype.ServedModel{Name: "m", Path: "/m.gguf", Size: 3 << 30},
 		reached: make(chan struct{}), release: make(chan error),
 		stats: apitype.ChatStats{CompletionTokens: 5, TokensPerSecond: 50, PromptMS: 500}}
-	w := agent.NewWork()
+	w := NewWork()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	store := filepath.Join(t.TempDir(), LoadTimesFile)
-	mc := newMeasuredChat(g, w, clock, store)
+	mc := &MeasuredChat{Chatter: g, m: newChatMeter(w, clock, store)}
 
 	type seen struct {
 		Kind, Title, Detail string
@@ -85,13 +84,13 @@ func TestChatWaitIsWork(t *testing.T) {
 	if diff := cmp.Diff([]seen{load, prompt, prompt, loadAgain}, got); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
 	}
-	if m := mc.measured(); m == nil || *m != 20 {
+	if m := mc.m.measured(); m == nil || *m != 20 {
 		t.Errorf("measured = %v, want 20 ms/token", m)
 	}
 
 	// After a restart the first load is expected to take as long as the
 	// last one did before it.
-	mc = newMeasuredChat(g, w, clock, store)
+	mc = &MeasuredChat{Chatter: g, m: newChatMeter(w, clock, store)}
 	lastLoad := load
 	lastLoad.ExpectedMs = 500 // the fourth wait above: 1 s, 0.5 s of it the prompt
 	if got := step(nil, time.Second); got != lastLoad {
@@ -101,7 +100,7 @@ func TestChatWaitIsWork(t *testing.T) {
 	if err := os.WriteFile(store, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mc = newMeasuredChat(g, w, clock, store)
+	mc = &MeasuredChat{Chatter: g, m: newChatMeter(w, clock, store)}
 	if got := step(nil, time.Second); got != load {
 		t.Errorf("first wait with a damaged %s = %+v, want %+v", LoadTimesFile, got, load)
 	}
