@@ -29,7 +29,7 @@ func cmdGenModel(_ context.Context, e env) int {
 	fs.IntVar(&c.FF, "ff", 512, "feed-forward length")
 	fs.IntVar(&c.Heads, "heads", 4, "attention heads")
 	fs.IntVar(&c.KVHeads, "kv-heads", 0, "key/value heads (0: same as heads)")
-	fs.IntVar(&c.HeadDim, "head-dim", 0, "head dimension (0: embd/heads; only qwen3 and qwen3moe may differ)")
+	fs.IntVar(&c.HeadDim, "head-dim", 0, "head dimension (0: embd/heads; only qwen3, qwen3moe and the gemmas may differ)")
 	fs.IntVar(&c.Vocab, "vocab", 1000, "vocabulary size")
 	fs.StringVar(&c.Type, "type", "F32", "weight type: "+strings.Join(modelgen.Types(), ", "))
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (same seed, same file)")
@@ -40,6 +40,8 @@ func cmdGenModel(_ context.Context, e env) int {
 	fs.IntVar(&c.Experts, "experts", 0, "qwen3moe: experts per layer (0: 8)")
 	fs.IntVar(&c.ExpertsUsed, "experts-used", 0, "qwen3moe: experts routed per token (0: 2)")
 	fs.IntVar(&c.ExpertFF, "expert-ff", 0, "qwen3moe: feed-forward length of one expert (0: ff / experts-used)")
+	fs.IntVar(&c.SlidingWindow, "sliding-window", 0, "gemma2, gemma3: attention.sliding_window (0: 16)")
+	fs.Float64Var(&c.FinalSoftcap, "final-softcap", 0, "gemma2, gemma3: final_logit_softcapping (0: gemma2 30, gemma3 none)")
 	fs.StringVar(&out, "o", "", "output file (required)")
 	keep := fs.Bool("keep", false, "leave FILE alone if it is complete and from this generator version and seed")
 	if exit, ok := parseFlags(fs, e.args); !ok {

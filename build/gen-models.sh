@@ -17,6 +17,13 @@
 #   qwen3moe-<T>.gguf qwen3moe as qwen3, but each layer's FFN is 8 routed experts of ff 256,
 #                              2 used per token (softmax top-2, weights normalised), router
 #                              F32 with skewed logit scales (expert 0 picked most)
+#   gemma3-<T>.gguf   gemma3   7 layers, ff 512, 4 heads / 2 KV heads, head_dim 128, q/k norms,
+#                              post-norms, GELU FFN, tied head, sliding window 16 on layers
+#                              0-4 and 6 (rope base 10000), layer 5 global (base 1e6, linear
+#                              rope scaling 8), embeddings scaled by sqrt(256)
+#   gemma2-<T>.gguf   gemma2   4 layers, as gemma3 without q/k norms, window 16 on even layers,
+#                              attention soft-cap 50, final soft-cap 30
+#   gemma3-softcap-F32.gguf    gemma3-F32 with final_logit_softcapping 5
 #   (F32 ~13 MB, Q4_K ~2 MB each)
 # Rope variants (llama, F32, otherwise as llama-F32):
 #   llama-rope-freqs-F32.gguf   rope_freqs.weight [32] (Llama 3.1 factors), base 500000
@@ -55,9 +62,12 @@ for t in F32 F16 Q8_0 Q4_0 Q4_K Q6_K; do
 	gen "qwen2-$t.gguf" --arch qwen2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t"
 	gen "qwen3-$t.gguf" --arch qwen3 --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t"
 	gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256
+	gen "gemma3-$t.gguf" --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --tied --sliding-window 16 --rope-scale-linear 8
+	gen "gemma2-$t.gguf" --arch gemma2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --sliding-window 16
 done
 gen llama-rope-freqs-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-freqs
 gen llama-rope-linear-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-scale-linear 4
+gen gemma3-softcap-F32.gguf --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type F32 --tied --sliding-window 16 --rope-scale-linear 8 --final-softcap 5
 gen llama-mha-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 4 --vocab 1000 --type F32
 gen qwen2-tied-Q8_0.gguf --arch qwen2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type Q8_0 --tied
 gen llama-1g-Q8_0.gguf --arch llama --layers 16 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 --vocab 32000 --type Q8_0

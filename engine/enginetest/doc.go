@@ -7,9 +7,10 @@
 //
 //   - Logits: on stories260K (a real trained llama) and on every generated
 //     random-weight model in testdata/models (llama, mistral, qwen2, qwen3,
-//     qwen3moe (8 routed experts, top-2) in
+//     qwen3moe (8 routed experts, top-2), gemma2 and gemma3 (sliding window
+//     16, so the prompt and decode steps slide past it) in
 //     F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, plus llama with rope_freqs and with
-//     linear rope scaling), the logits of every token of a 32-token prompt and
+//     linear rope scaling, and gemma3 with a final soft-cap), the logits of every token of a 32-token prompt and
 //     of 16 greedy decode steps agree with llama.cpp's to
 //     max |Δ| <= 1e-4 × max |logit|. Bit-identical is the target; each model's
 //     max |Δ| is logged (go test -v) so it can be quoted.

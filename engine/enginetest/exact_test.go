@@ -27,12 +27,13 @@ const (
 func models(t *testing.T) []string {
 	t.Helper()
 	paths := []string{stories260K}
-	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe"} {
+	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3"} {
 		for _, typ := range []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} {
 			paths = append(paths, filepath.Join(modelDir, arch+"-"+typ+".gguf"))
 		}
 	}
-	paths = append(paths, filepath.Join(modelDir, "llama-rope-freqs-F32.gguf"), filepath.Join(modelDir, "llama-rope-linear-F32.gguf"))
+	paths = append(paths, filepath.Join(modelDir, "llama-rope-freqs-F32.gguf"), filepath.Join(modelDir, "llama-rope-linear-F32.gguf"),
+		filepath.Join(modelDir, "gemma3-softcap-F32.gguf"))
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%v: run build/setup.sh (build/gen-models.sh) to generate the test models", err)

@@ -12,8 +12,8 @@
 // only then maps it read-only and shared (mmap PROT_READ, MAP_SHARED) and
 // hands the tensor table to C. A malformed file is a Go error
 // (ErrNotGGUF, ErrTruncated, ErrCorrupt, ErrBadModel); an architecture other
-// than llama (incl. Mistral, which GGUF calls llama), qwen2, qwen3 and
-// qwen3moe is an *UnsupportedError ("architecture X is not supported yet"),
+// than llama (incl. Mistral, which GGUF calls llama), qwen2, qwen3,
+// qwen3moe, gemma2 and gemma3 is an *UnsupportedError ("architecture X is not supported yet"),
 // never wrong numbers, and so is an expert_count on any architecture but
 // qwen3moe (Mixtral says llama).
 //
@@ -42,13 +42,19 @@
 //
 // # Exactness
 //
-// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3,qwen3moe}.cpp
+// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3,qwen3moe,gemma2-iswa,gemma3}.cpp
 // and build_attn/build_ffn/build_moe_ffn/build_norm in src/llama-graph.cpp at
 // the pinned version; a qwen3moe layer's FFN is the router's softmax, the
 // top-k experts by argsort, their probabilities divided by their clamped sum,
 // each expert's SwiGLU through ggml_mul_mat_id on the 3-D expert stacks, and
 // the weighted outputs added in slot order; the stacks are only ever ggml's,
-// never gemm.c's, whose kernels take 2-D weights): F16 KV cache written with set_rows, the non-flash attention path
+// never gemm.c's, whose kernels take 2-D weights; a gemma layer adds the
+// post-norms, the Q scale before the product, the GELU-gated FFN, the
+// embeddings scaled by sqrt(n_embd), the soft-caps, and sliding-window
+// layers with a second mask (and gemma3's own rope base for them): the
+// cache keeps every position in its own cell, so a sliding window is that
+// mask alone, and truncating the cache or reusing a prefix needs nothing
+// more): F16 KV cache written with set_rows, the non-flash attention path
 // (mul_mat, soft_max_ext with an F32 causal mask, mul_mat with the transposed
 // V), the cache size rounded up to 256 as llama.cpp does (the span attended
 // over is padded to 32 cells, not llama.cpp's 256: masked cells add exact

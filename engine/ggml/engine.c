@@ -54,8 +54,11 @@ typedef struct {
 	// ggml_mul_mat_id reads the stacks; gemm.c's kernels take 2-D weights.
 	struct ggml_tensor *gate_inp, *gate_exps, *up_exps, *down_exps;
 	struct ggml_tensor *rope_freqs;
+	// Gemma: RMS norms of the attention's and the FFN's outputs.
+	struct ggml_tensor *attn_post_norm, *ffn_post_norm;
 	struct ggml_tensor *k, *v; // KV cache: K [n_embd_gqa, n_ctx], V the same, read transposed
 	int gpu;
+	int swa; // a sliding-window layer (is_swa): its own mask and rope base
 } hr_layer;
 
 typedef struct {
@@ -64,6 +67,7 @@ typedef struct {
 	int n, n_out;
 	int64_t n_kv;
 	struct ggml_tensor *inp_tokens, *inp_embd, *inp_pos, *k_idxs, *v_idxs, *kq_mask, *out_ids, *out;
+	struct ggml_tensor *kq_mask_swa; // the sliding-window layers' mask; NULL: none in the window
 	hr_gemm_arena *gemm; // state of the graph's prompt-batch products (gemm.h)
 } hr_graph;
 
@@ -259,6 +263,25 @@ void hr_model_free(hr_model *m) {
 	free(m);
 }
 
+// hr_is_swa is llama_hparams::is_swa after set_swa_pattern(swa_pattern):
+// every swa_pattern-th layer (the last of each group) attends to all
+// positions, the others to the last n_swa.
+static int hr_is_swa(const hr_hparams *hp, int il) {
+	return hp->n_swa > 0 && hp->swa_pattern > 0 && il % hp->swa_pattern < hp->swa_pattern - 1;
+}
+
+// hr_masked_swa is llama_hparams::is_masked_swa for LLAMA_SWA_TYPE_STANDARD:
+// position p0 is out of p1's window.
+static int hr_masked_swa(const hr_hparams *hp, int p0, int p1) { return p1 - p0 >= hp->n_swa; }
+
+// softcap is cap * tanh(x / cap), as llama.cpp builds it (gemma2's
+// attention and the final logits).
+static struct ggml_tensor *softcap(struct ggml_context *ctx, struct ggml_tensor *x, float cap) {
+	x = ggml_scale(ctx, x, 1.0f / cap);
+	x = ggml_tanh(ctx, x);
+	return ggml_scale(ctx, x, cap);
+}
+
 static struct ggml_tensor *get(hr_model *m, const char *fmt, int il) {
 	char name[GGML_MAX_NAME];
 	snprintf(name, sizeof(name), fmt, il);
@@ -392,7 +415,8 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		L->bv = get(m, "blk.%d.attn_v.bias", il);
 		L->bo = get(m, "blk.%d.attn_output.bias", il);
 		const int qwen3 = hp->arch == HR_ARCH_QWEN3 || hp->arch == HR_ARCH_QWEN3MOE;
-		if (qwen3) {
+		const int gemma = hp->arch == HR_ARCH_GEMMA2 || hp->arch == HR_ARCH_GEMMA3;
+		if (qwen3 || hp->arch == HR_ARCH_GEMMA3) {
 			L->q_norm = get(m, "blk.%d.attn_q_norm.weight", il);
 			L->k_norm = get(m, "blk.%d.attn_k_norm.weight", il);
 		}
@@ -413,9 +437,14 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			L->down_b = get(m, "blk.%d.ffn_down.bias", il);
 			L->rope_freqs = ggml_get_tensor(m->ctx, "rope_freqs.weight");
 		}
-		if (qwen3) {
+		if (gemma) {
+			L->attn_post_norm = get(m, "blk.%d.post_attention_norm.weight", il);
+			L->ffn_post_norm = get(m, "blk.%d.post_ffw_norm.weight", il);
+		}
+		if (qwen3 || gemma) {
 			L->bq = L->bk = L->bv = L->bo = NULL;
 		}
+		L->swa = hr_is_swa(hp, il);
 	}
 	if (p->embed) {
 		w->tok_embd = ggml_get_tensor(m->ctx, "token_embd.weight");
@@ -446,7 +475,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			hr_window_free(w);
 			return NULL;
 		}
-		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 28 + 4), NULL, true};
+		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 30 + 4), NULL, true};
 		w->w_ctx_gpu = ggml_init(ip);
 		// GPU layers get copies of their weights; the mapping stays the source.
 		hr_layer *srcs = calloc(w->n_layers, sizeof(hr_layer));
@@ -473,7 +502,8 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			struct ggml_tensor **f[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
 						    &L->bo, &L->q_norm, &L->k_norm, &L->ffn_norm, &L->gate, &L->up,
 						    &L->down, &L->gate_b, &L->up_b, &L->down_b, &L->rope_freqs,
-						    &L->gate_inp, &L->gate_exps, &L->up_exps, &L->down_exps};
+						    &L->gate_inp, &L->gate_exps, &L->up_exps, &L->down_exps,
+						    &L->attn_post_norm, &L->ffn_post_norm};
 			for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
 				*f[j] = gpu_dup(w, *f[j]);
 			}
@@ -514,11 +544,13 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			struct ggml_tensor *dst[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv,
 						     L->bo, L->q_norm, L->k_norm, L->ffn_norm, L->gate, L->up,
 						     L->down, L->gate_b, L->up_b, L->down_b, L->rope_freqs,
-						     L->gate_inp, L->gate_exps, L->up_exps, L->down_exps};
+						     L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
+						     L->attn_post_norm, L->ffn_post_norm};
 			struct ggml_tensor *src[] = {S->attn_norm, S->wq, S->wk, S->wv, S->wo, S->bq, S->bk, S->bv,
 						     S->bo, S->q_norm, S->k_norm, S->ffn_norm, S->gate, S->up,
 						     S->down, S->gate_b, S->up_b, S->down_b, S->rope_freqs,
-						     S->gate_inp, S->gate_exps, S->up_exps, S->down_exps};
+						     S->gate_inp, S->gate_exps, S->up_exps, S->down_exps,
+						     S->attn_post_norm, S->ffn_post_norm};
 			for (size_t j = 0; j < sizeof(dst) / sizeof(dst[0]); j++) {
 				if (dst[j]) {
 					place(w, dst[j], src[j]);
@@ -587,8 +619,10 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	}
 
 	// Nodes per layer: 96 covers a dense layer; a MoE layer adds its
-	// routing (~16 nodes) and a view and an add per expert used.
-	const int per_layer = 96 + (hp->n_expert > 0 ? 32 + 2 * hp->n_expert_used : 0);
+	// routing (~16 nodes) and a view and an add per expert used; a Gemma
+	// layer its post-norms, Q scale and soft-capping.
+	const int per_layer = 96 + (hp->n_expert > 0 ? 32 + 2 * hp->n_expert_used : 0) +
+			      (hp->arch == HR_ARCH_GEMMA2 || hp->arch == HR_ARCH_GEMMA3 ? 16 : 0);
 	w->graph_size = (size_t)(w->n_layers * per_layer + 256);
 	w->meta_size = ggml_tensor_overhead() * w->graph_size + ggml_graph_overhead_custom(w->graph_size, false);
 	w->meta = malloc(w->meta_size);
@@ -742,6 +776,10 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		g->inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
 		ggml_set_input(g->inp_tokens);
 		cur = ggml_get_rows(ctx, w->tok_embd, g->inp_tokens);
+		if (hp->arch == HR_ARCH_GEMMA2 || hp->arch == HR_ARCH_GEMMA3) {
+			// Token embeddings only: a window fed hidden states gets them scaled.
+			cur = ggml_scale(ctx, cur, sqrtf((float)hp->n_embd));
+		}
 	} else {
 		g->inp_embd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp->n_embd, n);
 		ggml_set_input(g->inp_embd);
@@ -756,8 +794,21 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		ggml_set_input(k_idxs);
 		v_idxs = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, (int64_t)n * n_embd_gqa);
 		ggml_set_input(v_idxs);
-		kq_mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n_kv, n, 1, 1);
-		ggml_set_input(kq_mask);
+		// build_attn_inp_kv_iswa: sliding-window layers get a mask of
+		// their own. A mask no layer of the window reads is not made: it
+		// would get no buffer.
+		int n_swa_layers = 0;
+		for (int i = 0; i < w->n_layers; i++) {
+			n_swa_layers += w->layers[i].swa;
+		}
+		if (n_swa_layers < w->n_layers) {
+			kq_mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n_kv, n, 1, 1);
+			ggml_set_input(kq_mask);
+		}
+		if (n_swa_layers > 0) {
+			g->kq_mask_swa = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n_kv, n, 1, 1);
+			ggml_set_input(g->kq_mask_swa);
+		}
 	}
 	if (w->p.output) {
 		out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out); // build_inp_out_ids
@@ -785,20 +836,31 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		if (L->q_norm) { // qwen3: norm before rope
 			Q = rms(ctx, Q, L->q_norm, hp->norm_eps);
 		}
-		Q = ggml_rope_ext(ctx, Q, inp_pos, L->rope_freqs, hp->n_rot, hp->rope_type, hp->n_ctx_orig,
-				  hp->freq_base, hp->freq_scale, hp->ext_factor, hp->attn_factor, hp->beta_fast,
-				  hp->beta_slow);
+		// llama_model::get_rope_freq_base/scale: gemma3's sliding-window
+		// layers have their own.
+		const float fb = L->swa ? hp->freq_base_swa : hp->freq_base;
+		const float fs = L->swa ? hp->freq_scale_swa : hp->freq_scale;
+		Q = ggml_rope_ext(ctx, Q, inp_pos, L->rope_freqs, hp->n_rot, hp->rope_type, hp->n_ctx_orig, fb, fs,
+				  hp->ext_factor, hp->attn_factor, hp->beta_fast, hp->beta_slow);
 		if (L->k_norm) {
 			K = rms(ctx, K, L->k_norm, hp->norm_eps);
 		}
-		K = ggml_rope_ext(ctx, K, inp_pos, L->rope_freqs, hp->n_rot, hp->rope_type, hp->n_ctx_orig,
-				  hp->freq_base, hp->freq_scale, hp->ext_factor, hp->attn_factor, hp->beta_fast,
-				  hp->beta_slow);
+		K = ggml_rope_ext(ctx, K, inp_pos, L->rope_freqs, hp->n_rot, hp->rope_type, hp->n_ctx_orig, fb, fs,
+				  hp->ext_factor, hp->attn_factor, hp->beta_fast, hp->beta_slow);
+		if (hp->attn_scale != 0.0f) { // gemma: Q scaled here, kq_scale 1
+			Q = ggml_scale(ctx, Q, hp->attn_scale);
+		}
 
-		// build_attn (KV variant): same expand order as llama.cpp.
+		// build_attn: same expand order as llama.cpp (the ISWA variant, for
+		// models with sliding-window layers, expands K before V).
 		ggml_build_forward_expand(gf, Q);
-		ggml_build_forward_expand(gf, V);
-		ggml_build_forward_expand(gf, K);
+		if (hp->n_swa > 0) {
+			ggml_build_forward_expand(gf, K);
+			ggml_build_forward_expand(gf, V);
+		} else {
+			ggml_build_forward_expand(gf, V);
+			ggml_build_forward_expand(gf, K);
+		}
 		{ // llama_kv_cache::cpy_k / cpy_v (V transposed: one row per element)
 			struct ggml_tensor *kc = ggml_view_2d(ctx, K, n_embd_gqa, n, K->nb[2], 0);
 			ggml_build_forward_expand(gf, ggml_set_rows(ctx, L->k, kc, k_idxs));
@@ -824,7 +886,10 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		v = ggml_permute(ctx, v, 0, 2, 1, 3);
 		struct ggml_tensor *kq = ggml_mul_mat(ctx, k, q);
 		ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
-		kq = ggml_soft_max_ext(ctx, kq, kq_mask, hp->kq_scale, 0.0f);
+		if (hp->attn_softcap > 0.0f) {
+			kq = softcap(ctx, kq, hp->attn_softcap);
+		}
+		kq = ggml_soft_max_ext(ctx, kq, L->swa ? g->kq_mask_swa : kq_mask, hp->kq_scale, 0.0f);
 		struct ggml_tensor *kqv = ggml_mul_mat(ctx, v, kq);
 		cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
 		cur = ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
@@ -835,9 +900,19 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 			cur = ggml_get_rows(ctx, cur, out_ids);
 			inpSA = ggml_get_rows(ctx, inpSA, out_ids);
 		}
+		if (L->attn_post_norm) {
+			cur = rms(ctx, cur, L->attn_post_norm, hp->norm_eps);
+		}
 		struct ggml_tensor *ffn_inp = ggml_add(ctx, cur, inpSA);
 		cur = rms(ctx, ffn_inp, L->ffn_norm, hp->norm_eps);
-		if (L->gate_inp) {
+		if (L->ffn_post_norm) {
+			// build_ffn(GELU, PAR): gemma's gated FFN
+			struct ggml_tensor *tmp = mm(L->up, cur);
+			cur = mm(L->gate, cur);
+			cur = ggml_geglu_split(ctx, cur, tmp);
+			cur = mm(L->down, cur);
+			cur = rms(ctx, cur, L->ffn_post_norm, hp->norm_eps);
+		} else if (L->gate_inp) {
 			cur = moe_ffn(ctx, gf, w, L, cur, mm(L->gate_inp, cur));
 		} else {
 			// build_ffn(SILU, PAR)
@@ -861,6 +936,9 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		cur = rms(ctx, cur, w->output_norm, hp->norm_eps);
 		cur = mm(w->output, cur);
 		cur = add_opt(ctx, cur, w->output_b);
+		if (hp->final_softcap > 0.0f) {
+			cur = softcap(ctx, cur, hp->final_softcap);
+		}
 	}
 	ggml_set_output(cur);
 	ggml_build_forward_expand(gf, cur);
@@ -971,7 +1049,25 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 				row[j] = (j < used_after && j <= p1) ? 0.0f : -INFINITY;
 			}
 		}
-		ggml_backend_tensor_set(g->kq_mask, w->mask, 0, (size_t)n_kv * n * sizeof(float));
+		if (g->kq_mask) {
+			ggml_backend_tensor_set(g->kq_mask, w->mask, 0, (size_t)n_kv * n * sizeof(float));
+		}
+		if (g->kq_mask_swa) {
+			// The same, less the positions out of each token's window. The
+			// cache holds every position in its own cell (no ring of n_swa
+			// cells as llama.cpp's SWA cache may reuse), so a truncation or
+			// a kept prefix needs nothing more than this mask.
+			for (int i = 0; i < n; i++) {
+				const int p1 = pos + i;
+				float *row = w->mask + (size_t)i * n_kv;
+				for (int64_t j = 0; j < n_kv && j <= p1; j++) {
+					if (hr_masked_swa(hp, (int)j, p1)) {
+						row[j] = -INFINITY;
+					}
+				}
+			}
+			ggml_backend_tensor_set(g->kq_mask_swa, w->mask, 0, (size_t)n_kv * n * sizeof(float));
+		}
 	}
 	if (g->out_ids) {
 		for (int i = 0; i < n_out; i++) {

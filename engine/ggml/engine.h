@@ -1,6 +1,6 @@
 // The C half of the window engine: a transformer forward pass over layers
 // [first, last) built on ggml's C API, op for op as llama.cpp builds it
-// (src/models/{llama,qwen2,qwen3,qwen3moe}.cpp, src/llama-graph.cpp), so that the same
+// (src/models/{llama,qwen2,qwen3,qwen3moe,gemma2-iswa,gemma3}.cpp, src/llama-graph.cpp), so that the same
 // kernels run on the same inputs in the same order and the logits are the same
 // bits. The Go side validates every argument before calling in here: nothing
 // in this file checks file contents, and a failed ggml assertion aborts.
@@ -14,7 +14,14 @@
 extern "C" {
 #endif
 
-enum hr_arch { HR_ARCH_LLAMA = 0, HR_ARCH_QWEN2 = 1, HR_ARCH_QWEN3 = 2, HR_ARCH_QWEN3MOE = 3 };
+enum hr_arch {
+	HR_ARCH_LLAMA = 0,
+	HR_ARCH_QWEN2 = 1,
+	HR_ARCH_QWEN3 = 2,
+	HR_ARCH_QWEN3MOE = 3,
+	HR_ARCH_GEMMA2 = 4,
+	HR_ARCH_GEMMA3 = 5
+};
 
 typedef struct {
 	int arch;
@@ -27,6 +34,19 @@ typedef struct {
 	// Mixture-of-experts layers (qwen3moe): n_expert experts of n_ff_exp,
 	// n_expert_used routed per token; 0 for dense models.
 	int n_expert, n_expert_used, n_ff_exp;
+	// Gemma: inputs scaled by sqrt(n_embd), Q scaled by attn_scale before
+	// the product (kq_scale is then 1), logits soft-capped as
+	// cap*tanh(x/cap) where a cap is > 0 (attention: gemma2; final: gemma2,
+	// and gemma3 when the file says so).
+	float attn_scale, attn_softcap, final_softcap;
+	// Sliding-window attention (llama_hparams::set_swa_pattern): with
+	// n_swa > 0, layer il is a sliding-window layer when
+	// il % swa_pattern < swa_pattern - 1, and there a token at p1 sees only
+	// positions p0 with p1 - p0 < n_swa (LLAMA_SWA_TYPE_STANDARD). Those
+	// layers rope with freq_base_swa, freq_scale_swa (gemma3's 10000 and 1;
+	// gemma2's are the model's own).
+	int n_swa, swa_pattern;
+	float freq_base_swa, freq_scale_swa;
 } hr_hparams;
 
 // HR_MAX_EXPERTS bounds n_expert (llama.cpp's LLAMA_MAX_EXPERTS) and

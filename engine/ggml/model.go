@@ -28,7 +28,7 @@ import (
 
 // ModelInfo is the shape of a model as the engine runs it.
 type ModelInfo struct {
-	Arch      string // general.architecture: llama, qwen2, qwen3 or qwen3moe
+	Arch      string // general.architecture: llama, qwen2, qwen3, qwen3moe, gemma2 or gemma3
 	NLayer    int
 	NEmbd     int
 	NHead     int
@@ -40,9 +40,14 @@ type ModelInfo struct {
 	NExpert     int
 	NExpertUsed int
 	NFFExp      int
-	NVocab      int
-	NCtxTrain   int
-	FileSize    int64
+	// Sliding-window attention (gemma2, gemma3): layer il attends to the
+	// last SlidingWindow positions when il % SWAPattern < SWAPattern-1,
+	// to all of them otherwise; both 0 when every layer attends to all.
+	SlidingWindow int
+	SWAPattern    int
+	NVocab        int
+	NCtxTrain     int
+	FileSize      int64
 	// TypeName is the type of the first layer's attn_q weight (F32, Q8_0, …).
 	TypeName string
 	// RopeFreqBase, RopeFreqScale, NormEps are the values the graph uses.
@@ -482,6 +487,12 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	case "qwen3moe":
 		hp.arch = C.HR_ARCH_QWEN3MOE
 		hp.rope_type = 2
+	case "gemma2":
+		hp.arch = C.HR_ARCH_GEMMA2
+		hp.rope_type = 2
+	case "gemma3":
+		hp.arch = C.HR_ARCH_GEMMA3
+		hp.rope_type = 2
 	default:
 		return hp, info, &UnsupportedError{Arch: arch}
 	}
@@ -650,7 +661,84 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	hp.n_expert = C.int(info.NExpert)
 	hp.n_expert_used = C.int(info.NExpertUsed)
 	hp.n_ff_exp = C.int(info.NFFExp)
+	if arch == "gemma2" || arch == "gemma3" {
+		if err := readGemma(f, p, &hp, &info); err != nil {
+			return hp, info, err
+		}
+	}
 	return hp, info, nil
+}
+
+// Gemma's defaults in llama_model::load_hparams at the pinned llama.cpp.
+const (
+	gemma2Window       = 4096 // attention.sliding_window when absent
+	gemma2AttnSoftcap  = 50   // attn_logit_softcapping
+	gemma2FinalSoftcap = 30   // final_logit_softcapping
+	gemma3SWABase      = 10000
+)
+
+// readGemma reads what gemma2 and gemma3 add to the hyper-parameters as
+// llama_model::load_hparams does: the sliding window and its layer pattern
+// (gemma2: every other layer; gemma3: five of six, and none without a
+// window key), gemma3's own rope base for its sliding-window layers, the
+// soft-caps, and the Q scale (the 27B models scale by embd/heads, not by
+// the head size: llama.cpp tells them by their layer count).
+func readGemma(f *ggufFile, p string, hp *C.hr_hparams, info *ModelInfo) error {
+	capKey := func(key string, def float32) (float32, error) {
+		v, ok := f.float(p + key)
+		if !ok {
+			return def, nil
+		}
+		if v < 0 || math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) {
+			return 0, fmt.Errorf("%w: %s%s %v is out of range", ErrBadModel, p, key, v)
+		}
+		return v, nil
+	}
+	window, hasWindow := f.uint(p + "attention.sliding_window")
+	if window > 1<<24 {
+		return fmt.Errorf("%w: %sattention.sliding_window %d is out of range", ErrBadModel, p, window)
+	}
+	hp.freq_base_swa, hp.freq_scale_swa = hp.freq_base, hp.freq_scale
+	var err error
+	var attnCap, finalCap float32
+	bigLayers := 62 // gemma3 27B
+	if info.Arch == "gemma2" {
+		bigLayers = 46 // gemma2 27B
+		if !hasWindow {
+			window = gemma2Window
+		}
+		if window == 0 { // every position masked: llama.cpp's softmax would give NaNs
+			return fmt.Errorf("%w: %sattention.sliding_window is 0", ErrBadModel, p)
+		}
+		info.SlidingWindow, info.SWAPattern = int(window), 2
+		if attnCap, err = capKey("attn_logit_softcapping", gemma2AttnSoftcap); err != nil {
+			return err
+		}
+		if finalCap, err = capKey("final_logit_softcapping", gemma2FinalSoftcap); err != nil {
+			return err
+		}
+		if attnCap == 0 || finalCap == 0 { // llama.cpp would divide by 0
+			return fmt.Errorf("%w: %s soft-caps must be positive", ErrBadModel, info.Arch)
+		}
+	} else {
+		if window > 0 {
+			info.SlidingWindow, info.SWAPattern = int(window), 6
+			hp.freq_base_swa, hp.freq_scale_swa = gemma3SWABase, 1
+		}
+		if finalCap, err = capKey("final_logit_softcapping", 0); err != nil {
+			return err
+		}
+	}
+	hp.attn_softcap, hp.final_softcap = C.float(attnCap), C.float(finalCap)
+	hp.n_swa, hp.swa_pattern = C.int(info.SlidingWindow), C.int(info.SWAPattern)
+	// llama.cpp: f_attention_scale, with kq_scale 1 in build_attn. The
+	// division is of integers there too.
+	scale := float32(1) / float32(math.Sqrt(float64(float32(info.NEmbdHead))))
+	if info.NLayer == bigLayers {
+		scale = float32(1) / float32(math.Sqrt(float64(float32(info.NEmbd/info.NHead))))
+	}
+	hp.attn_scale, hp.kq_scale = C.float(scale), 1
+	return nil
 }
 
 // readExperts reads a MoE model's expert counts as llama.cpp's
@@ -770,6 +858,15 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 			ws = append(ws,
 				want{b + "attn_q_norm.weight", hd, 0, false, false},
 				want{b + "attn_k_norm.weight", hd, 0, false, false})
+		case "gemma3":
+			ws = append(ws,
+				want{b + "attn_q_norm.weight", hd, 0, false, false},
+				want{b + "attn_k_norm.weight", hd, 0, false, false})
+		}
+		if info.Arch == "gemma2" || info.Arch == "gemma3" {
+			ws = append(ws,
+				want{b + "post_attention_norm.weight", e, 0, false, false},
+				want{b + "post_ffw_norm.weight", e, 0, false, false})
 		}
 	}
 	for _, w := range ws {

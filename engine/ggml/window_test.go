@@ -50,7 +50,7 @@ func testModels(t *testing.T) []string {
 	t.Helper()
 	paths := []string{stories}
 	gen, _ := filepath.Glob("../../testdata/models/*.gguf")
-	re := regexp.MustCompile(`^(llama|mistral|qwen2|qwen3|qwen3moe)-(rope-freqs-|rope-linear-)?(F32|F16|Q8_0|Q4_0|Q4_K|Q6_K)\.gguf$`)
+	re := regexp.MustCompile(`^(llama|mistral|qwen2|qwen3|qwen3moe|gemma2|gemma3)-(rope-freqs-|rope-linear-)?(F32|F16|Q8_0|Q4_0|Q4_K|Q6_K)\.gguf$`)
 	for _, g := range gen {
 		if re.MatchString(filepath.Base(g)) {
 			paths = append(paths, g)
@@ -356,8 +356,18 @@ func TestProcessSplit(t *testing.T) {
 
 // TestKVTruncate: truncating the cache and evaluating again gives exactly
 // what a fresh window gives.
+// TestKVTruncate: a truncated cache, evaluated on, gives a fresh window's
+// bits. On the gemmas (sliding window 16) the re-evaluated positions 20-31
+// and the decode steps attend across the cut to a window of kept cells, as
+// a kept ring job's reused prefix does.
 func TestKVTruncate(t *testing.T) {
-	m := openT(t, stories)
+	for _, path := range []string{stories, "../../testdata/models/gemma3-Q8_0.gguf", "../../testdata/models/gemma2-Q4_K.gguf"} {
+		t.Run(filepath.Base(path), func(t *testing.T) { testKVTruncate(t, path) })
+	}
+}
+
+func testKVTruncate(t *testing.T, path string) {
+	m := openT(t, path)
 	info := m.Info()
 	ref := reference(t, m)
 	w := newWindowT(t, m, WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: testNCtx, Threads: 1})

@@ -9,7 +9,7 @@ import (
 // (general.architecture). Mistral models say "llama".
 func Supported(arch string) bool {
 	switch arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3":
 		return true
 	}
 	return false
@@ -43,7 +43,9 @@ func expectedTensors(s ModelShape) []tensorRule {
 	rules := []tensorRule{
 		{"token_embd.weight", []int64{e, v}, false},
 		{"output_norm.weight", []int64{e}, false},
-		{"output.weight", []int64{e, v}, true},
+	}
+	if s.Arch != "gemma2" { // gemma2's head is always token_embd: an output.weight would be left unused
+		rules = append(rules, tensorRule{"output.weight", []int64{e, v}, true})
 	}
 	if s.Arch == "qwen2" {
 		rules = append(rules, tensorRule{"output.bias", []int64{v}, true})
@@ -97,10 +99,16 @@ func expectedTensors(s ModelShape) []tensorRule {
 				tensorRule{b("attn_k.bias"), []int64{kGQA}, true},
 				tensorRule{b("attn_v.bias"), []int64{vGQA}, true},
 			)
-		case "qwen3", "qwen3moe":
+		case "qwen3", "qwen3moe", "gemma3":
 			rules = append(rules,
 				tensorRule{b("attn_q_norm.weight"), []int64{int64(s.HeadDimK)}, false},
 				tensorRule{b("attn_k_norm.weight"), []int64{int64(s.HeadDimK)}, false},
+			)
+		}
+		if s.Arch == "gemma2" || s.Arch == "gemma3" {
+			rules = append(rules,
+				tensorRule{b("post_attention_norm.weight"), []int64{e}, false},
+				tensorRule{b("post_ffw_norm.weight"), []int64{e}, false},
 			)
 		}
 	}

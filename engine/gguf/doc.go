@@ -44,7 +44,8 @@
 //	    defaults (head_count_kv = head_count, key_length = embd/heads,
 //	    rope.dimension_count = key_length, rope.freq_base = 10000, ...).
 //	File.CheckTensors(shape): the architecture is supported (llama — also
-//	    Mistral —, qwen2, qwen3, and qwen3moe with its routed experts; an
+//	    Mistral —, qwen2, qwen3, gemma2, gemma3 (post-norms; gemma2's head
+//	    always token_embd), and qwen3moe with its routed experts; an
 //	    expert_count on any other architecture is unsupported) and every
 //	    tensor llama.cpp's loader requires is there with its shape (expert
 //	    weights 3-D, one matrix per expert), with no tensor it would not use.

@@ -55,7 +55,7 @@ func (e *FormatError) Error() string {
 	case ErrBadVersion:
 		return fmt.Sprintf("%s %s. Convert the model again with a current llama.cpp.", name, e.Detail)
 	case ErrUnsupported:
-		return fmt.Sprintf("%s %s, which is not supported yet. Homering runs llama, mistral, qwen2 and qwen3 models.", name, e.Detail)
+		return fmt.Sprintf("%s %s, which is not supported yet. Homering runs llama, mistral, qwen2, qwen3, qwen3moe, gemma2 and gemma3 models.", name, e.Detail)
 	}
 	where := ""
 	if e.Offset >= 0 {

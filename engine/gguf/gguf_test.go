@@ -331,7 +331,7 @@ func TestCheckTensorsRejects(t *testing.T) {
 		kind   error
 		msg    string
 	}{
-		{"other arch", func(s *ModelShape) { s.Arch = "gemma2" }, ErrUnsupported, "uses architecture gemma2, which is not supported yet"},
+		{"other arch", func(s *ModelShape) { s.Arch = "phi3" }, ErrUnsupported, "uses architecture phi3, which is not supported yet"},
 		{"wrong ff", func(s *ModelShape) { s.NFF = 128 }, ErrBadTensor, "blk.0.ffn_gate.weight has shape [64 172] where a llama model with these hyper-parameters has [64 128]"},
 		{"more layers", func(s *ModelShape) { s.NLayer = 6 }, ErrBadTensor, "tensor blk.5.attn_norm.weight is missing"},
 		{"fewer layers", func(s *ModelShape) { s.NLayer = 4 }, ErrUnsupported, "has tensor blk.4."},
@@ -650,5 +650,38 @@ func TestQwen3MoE(t *testing.T) {
 				t.Errorf("err = %v, want kind %v containing %q", err, tt.kind, tt.msg)
 			}
 		})
+	}
+}
+
+// TestGemma: the generated gemma files pass the checks, with the sliding
+// window and its layer pattern read as llama.cpp reads them, and the
+// families' tensors told apart (gemma3's q/k norms are no gemma2 tensors).
+func TestGemma(t *testing.T) {
+	for _, tt := range []struct {
+		path            string
+		window, pattern int
+	}{
+		{"../../testdata/models/gemma3-Q8_0.gguf", 16, 6},
+		{"../../testdata/models/gemma2-Q8_0.gguf", 16, 2},
+	} {
+		f, err := Open(tt.path)
+		if err != nil {
+			t.Fatalf("%v (build/gen-models.sh generates it)", err)
+		}
+		s, err := f.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.SlidingWindow != tt.window || s.SWAPattern != tt.pattern {
+			t.Errorf("%s: sliding window %d, pattern %d; want %d, %d", tt.path, s.SlidingWindow, s.SWAPattern, tt.window, tt.pattern)
+		}
+		if s.Arch == "gemma3" {
+			bad := s
+			bad.Arch = "gemma2"
+			err := f.CheckTensors(bad)
+			if want := "has tensor blk.0.attn_k_norm.weight, which a gemma2 model does not have"; !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+				t.Errorf("gemma3 tensors checked as gemma2: %v, want %q", err, want)
+			}
+		}
 	}
 }

@@ -30,6 +30,13 @@ type ModelShape struct {
 	NExpertUsed int
 	NFFExp      int
 
+	// Sliding-window attention (gemma2, gemma3; 0 elsewhere and in a gemma3
+	// without attention.sliding_window): layer il sees only the last
+	// SlidingWindow positions when il % SWAPattern < SWAPattern-1
+	// (llama.cpp's set_swa_pattern: gemma2 2, gemma3 6).
+	SlidingWindow int
+	SWAPattern    int
+
 	RMSEps         float64 // attention.layer_norm_rms_epsilon (0 if absent)
 	RopeFreqBase   float64 // rope.freq_base (default 10000)
 	RopeScaling    string  // rope.scaling.type (default "linear", as llama.cpp)
@@ -132,6 +139,21 @@ func (f *File) Shape() (ModelShape, error) {
 		if s.NFFExp == 0 { // llama.cpp's default, for a missing key or 0
 			s.NFFExp = s.NFF / s.NExpertUsed
 		}
+	}
+	switch arch {
+	case "gemma2": // llama.cpp's default window, and a window of 0 masks everything
+		s.SWAPattern = 2
+		geti(&s.SlidingWindow, k("attention.sliding_window"), false, 4096)
+		if err == nil && s.SlidingWindow == 0 {
+			return s, f.metaErr(ErrBadMetadata, "%s is 0; a gemma2 model needs a sliding window", k("attention.sliding_window"))
+		}
+	case "gemma3":
+		if geti(&s.SlidingWindow, k("attention.sliding_window"), false, 0); s.SlidingWindow > 0 {
+			s.SWAPattern = 6
+		}
+	}
+	if err != nil {
+		return s, err
 	}
 	if s.NHead == 0 {
 		return s, f.metaErr(ErrBadMetadata, "%s is 0", k("attention.head_count"))

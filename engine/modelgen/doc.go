@@ -18,6 +18,16 @@
 //	qwen3    general.architecture=qwen3; adds blk.N.attn_{q,k}_norm.weight
 //	         [head_dim] F32; head_dim may differ from embd/heads (the
 //	         attention.key_length and value_length keys are always written).
+//	gemma3   general.architecture=gemma3; as qwen3's attention (q/k norms,
+//	         head_dim free) plus blk.N.post_attention_norm and post_ffw_norm
+//	         [embd] F32, attention.sliding_window (Config.SlidingWindow, 16),
+//	         rope.freq_base 1e6 (llama.cpp ropes the sliding layers at
+//	         10000), final_logit_softcapping when Config.FinalSoftcap > 0,
+//	         a Gemma turn template.
+//	gemma2   as gemma3 without q/k norms, rope.freq_base 10000, soft-caps
+//	         attn_logit_softcapping 50 and final_logit_softcapping 30 (or
+//	         FinalSoftcap), always a tied head (llama.cpp reads no
+//	         output.weight for gemma2).
 //	qwen3moe as qwen3, but each layer's FFN is Config.Experts (8) routed
 //	         experts: blk.N.ffn_gate_inp.weight [embd, experts] (the router,
 //	         always F32 as llama.cpp's quantizer leaves it) and

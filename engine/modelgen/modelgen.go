@@ -21,13 +21,13 @@ import (
 // Config says what model to generate. Zero fields take the defaults that
 // Normalize documents.
 type Config struct {
-	Arch    string // llama, mistral, qwen2, qwen3 or qwen3moe
+	Arch    string // llama, mistral, qwen2, qwen3, qwen3moe, gemma2 or gemma3
 	Layers  int
 	Embd    int
 	FF      int // feed_forward_length (qwen3moe: what a dense layer would have)
 	Heads   int
 	KVHeads int
-	HeadDim int // 0: Embd/Heads (qwen3 may differ; the others must not)
+	HeadDim int // 0: Embd/Heads (qwen3, qwen3moe and the gemmas may differ; the others must not)
 	Vocab   int
 	Type    string // F32, F16, Q8_0, Q4_0, Q4_K or Q6_K
 	Seed    uint64
@@ -39,6 +39,15 @@ type Config struct {
 	Experts     int
 	ExpertsUsed int
 	ExpertFF    int
+
+	// Gemma (gemma2, gemma3 only): SlidingWindow is
+	// attention.sliding_window (0 takes 16, small enough for a short test
+	// to slide; gemma3 then has a global layer every sixth, gemma2 every
+	// second). FinalSoftcap > 0 writes final_logit_softcapping (gemma2's
+	// default is 30, gemma3's none); gemma2 also gets its attention
+	// soft-cap of 50. Gemma2's output head is always token_embd.
+	SlidingWindow int
+	FinalSoftcap  float64
 
 	// RopeFreqs adds a Llama 3.1 style rope_freqs.weight tensor (llama and
 	// mistral only) and sets rope.freq_base to 500000.
@@ -81,7 +90,18 @@ var types = map[string]struct {
 func Types() []string { return []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} }
 
 // Arches lists the families Generate writes.
-func Arches() []string { return []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe"} }
+func Arches() []string {
+	return []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3"}
+}
+
+// gemma reports whether arch is one of the Gemma families.
+func gemma(arch string) bool { return arch == "gemma2" || arch == "gemma3" }
+
+// Gemma2's soft-caps as Google's configs set them.
+const (
+	gemma2AttnSoftcap  = 50
+	gemma2FinalSoftcap = 30
+)
 
 func configErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
@@ -99,7 +119,7 @@ func (c Config) Normalize() (Config, error) {
 		c.Type = "F32"
 	}
 	switch c.Arch {
-	case "llama", "mistral", "qwen2", "qwen3", "qwen3moe":
+	case "llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3":
 	default:
 		return c, configErr("architecture %q is not one of %s", c.Arch, strings.Join(Arches(), ", "))
 	}
@@ -124,6 +144,22 @@ func (c Config) Normalize() (Config, error) {
 	} else if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFF != 0 {
 		return c, configErr("experts are a qwen3moe feature, not %s", c.Arch)
 	}
+	if gemma(c.Arch) {
+		if c.SlidingWindow == 0 {
+			c.SlidingWindow = 16
+		}
+		if c.Arch == "gemma2" {
+			c.TiedOutput = true // llama.cpp reads no output.weight for gemma2
+			if c.FinalSoftcap == 0 {
+				c.FinalSoftcap = gemma2FinalSoftcap
+			}
+		}
+		if c.SlidingWindow < 0 || c.FinalSoftcap < 0 || math.IsNaN(c.FinalSoftcap) || math.IsInf(c.FinalSoftcap, 0) {
+			return c, configErr("sliding-window %d and final-softcap %v must be positive", c.SlidingWindow, c.FinalSoftcap)
+		}
+	} else if c.SlidingWindow != 0 || c.FinalSoftcap != 0 {
+		return c, configErr("sliding-window and final-softcap are gemma2/gemma3 features, not %s", c.Arch)
+	}
 	t, ok := types[c.Type]
 	if !ok {
 		return c, configErr("type %q is not one of %s", c.Type, strings.Join(Types(), ", "))
@@ -143,8 +179,8 @@ func (c Config) Normalize() (Config, error) {
 		c.HeadDim = c.Embd / c.Heads
 	}
 	if c.HeadDim != c.Embd/c.Heads || c.Embd%c.Heads != 0 {
-		if c.Arch != "qwen3" && c.Arch != "qwen3moe" {
-			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3 and qwen3moe may differ)", c.HeadDim, c.Arch)
+		if c.Arch != "qwen3" && c.Arch != "qwen3moe" && !gemma(c.Arch) {
+			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3, qwen3moe and the gemmas may differ)", c.HeadDim, c.Arch)
 		}
 	}
 	if c.HeadDim%2 != 0 {
@@ -264,10 +300,16 @@ func (c Config) Tensors() []TensorSpec {
 				TensorSpec{p + "attn_k.bias", []uint64{kv}, initBias},
 				TensorSpec{p + "attn_v.bias", []uint64{kv}, initBias},
 			)
-		case "qwen3", "qwen3moe":
+		case "qwen3", "qwen3moe", "gemma3":
 			ts = append(ts,
 				TensorSpec{p + "attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
 				TensorSpec{p + "attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
+			)
+		}
+		if gemma(c.Arch) {
+			ts = append(ts,
+				TensorSpec{p + "post_attention_norm.weight", []uint64{e}, initNorm},
+				TensorSpec{p + "post_ffw_norm.weight", []uint64{e}, initNorm},
 			)
 		}
 	}
@@ -331,11 +373,27 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		kv["rope.freq_base"] = float32(1e6)
 		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
 		kv["tokenizer.chat_template"] = chatMLTemplate
+	case "gemma2", "gemma3":
+		// gemma3's global layers rope at 1e6, its sliding ones at
+		// llama.cpp's fixed 10000; gemma2's all at 10000.
+		kv["rope.freq_base"] = float32(10000)
+		if c.Arch == "gemma3" {
+			kv["rope.freq_base"] = float32(1e6)
+		}
+		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
+		kv["attention.sliding_window"] = uint32(c.SlidingWindow)
+		kv["tokenizer.chat_template"] = gemmaTemplate
+		if c.Arch == "gemma2" {
+			kv["attn_logit_softcapping"] = float32(gemma2AttnSoftcap)
+		}
+		if c.FinalSoftcap > 0 {
+			kv["final_logit_softcapping"] = float32(c.FinalSoftcap)
+		}
 	}
 	if c.ChatTemplate != "" {
 		kv["tokenizer.chat_template"] = c.ChatTemplate
 	}
-	if c.Arch == "qwen3" || c.Arch == "qwen3moe" {
+	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || gemma(c.Arch) {
 		kv["attention.key_length"] = uint32(c.HeadDim)
 		kv["attention.value_length"] = uint32(c.HeadDim)
 	}
@@ -381,6 +439,10 @@ func Current(path string, c Config) (bool, error) {
 }
 
 const chatMLTemplate = `{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
+
+// gemmaTemplate is Gemma's turn format (llama.cpp knows it by
+// <start_of_turn>; the model role is "model").
+const gemmaTemplate = `{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}`
 
 const mistralTemplate = `{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}`
 

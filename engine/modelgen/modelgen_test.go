@@ -95,7 +95,7 @@ func TestNormalizeRejects(t *testing.T) {
 		{"negative ff", func(c *Config) { c.FF = -1 }, "ff must be positive"},
 		{"heads not dividing embd", func(c *Config) { c.Heads = 3 }, "not a multiple of heads"},
 		{"kv heads not dividing heads", func(c *Config) { c.KVHeads = 3 }, "not a multiple of kv-heads"},
-		{"head dim on llama", func(c *Config) { c.HeadDim = 32 }, "only qwen3 and qwen3moe may differ"},
+		{"head dim on llama", func(c *Config) { c.HeadDim = 32 }, "only qwen3, qwen3moe and the gemmas may differ"},
 		{"experts on llama", func(c *Config) { c.Experts = 8 }, "experts are a qwen3moe feature"},
 		{"more used than experts", func(c *Config) { c.Arch = "qwen3moe"; c.Experts, c.ExpertsUsed = 4, 5 }, "experts-used 5 must be 1 to the 4 experts"},
 		{"too many experts", func(c *Config) { c.Arch = "qwen3moe"; c.Experts = 513 }, "experts 513 must be 1 to 512"},
@@ -254,7 +254,12 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				if wantScale := map[bool]float64{true: 0.25, false: 1}[c.RopeScaleLinear == 4]; s.RopeFreqScale != wantScale || s.RopeScaling != "linear" {
 					t.Errorf("rope scaling %s x%v, want linear x%v", s.RopeScaling, s.RopeFreqScale, wantScale)
 				}
-				if s.TiedOutput != c.TiedOutput {
+				if arch == "gemma2" || arch == "gemma3" {
+					if s.SlidingWindow != 16 { // the default window
+						t.Errorf("%s: sliding window %d, want 16", arch, s.SlidingWindow)
+					}
+				}
+				if s.TiedOutput != (c.TiedOutput || arch == "gemma2") { // gemma2's head is always token_embd
 					t.Errorf("tied output %v, want %v", s.TiedOutput, c.TiedOutput)
 				}
 				if s.HasRopeFreqs != (arch == "llama") || s.ChatTemplate != (arch != "llama") {
