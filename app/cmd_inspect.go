@@ -57,6 +57,10 @@ type inspectReport struct {
 	Experts       int     `json:"experts,omitempty"`      // per layer; 0: dense
 	ExpertsUsed   int     `json:"experts_used,omitempty"` // routed per token
 	ExpertFF      int     `json:"expert_feed_forward_length,omitempty"`
+	// Sliding-window attention (gemma2, gemma3): SlidingLayers of the
+	// layers see only the last SlidingWindow positions.
+	SlidingWindow int `json:"sliding_window,omitempty"`
+	SlidingLayers int `json:"sliding_window_layers,omitempty"`
 	// ActiveBytes is the weight bytes one token reads: every layer's
 	// always-read tensors, ExpertsUsed/Experts of its expert tensors, the
 	// output head and one row of token_embd. ModelBytes is all weights.
@@ -131,6 +135,7 @@ func inspectFile(path string) (inspectReport, error) {
 		ChatTemplate: s.ChatTemplate, TiedOutput: s.TiedOutput, KVBytesToken: s.KVBytesPerToken(2),
 		Input: partOf(l.Input), Output: partOf(l.Output), Other: partOf(l.Other),
 		Experts: s.NExpert, ExpertsUsed: s.NExpertUsed, ExpertFF: s.NFFExp,
+		SlidingWindow: s.SlidingWindow, SlidingLayers: slidingLayers(s),
 	}
 	r.ModelBytes, r.ActiveBytes = activeBytes(s, l)
 	if _, err := f.Check(); err != nil {
@@ -215,7 +220,13 @@ func printInspect(w io.Writer, r inspectReport) {
 	if r.RopeFreqs {
 		rope += ", rope_freqs tensor"
 	}
+	if r.SlidingLayers > 0 && r.Architecture == "gemma3" {
+		rope += "; sliding-window layers base 10000, no scaling"
+	}
 	fmt.Fprintf(tw, "rope\t%s\n", rope)
+	if r.SlidingLayers > 0 {
+		fmt.Fprintf(tw, "sliding window\t%d positions on %d of %d layers (the others attend to all)\n", r.SlidingWindow, r.SlidingLayers, r.Layers)
+	}
 	fmt.Fprintf(tw, "chat template\t%s\n", yes(r.ChatTemplate))
 	fmt.Fprintf(tw, "tied output\t%s\n", yes(r.TiedOutput))
 	fmt.Fprintf(tw, "KV cache (F16)\t%s bytes per token per layer\n", groupDigits(r.KVBytesToken))
@@ -313,4 +324,16 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
 	}
 	return fmt.Sprintf("%.2f GiB", float64(n)/(k*k*k))
+}
+
+// slidingLayers counts the layers with sliding-window attention, by
+// llama.cpp's set_swa_pattern rule.
+func slidingLayers(s gguf.ModelShape) int {
+	n := 0
+	for il := range s.NLayer {
+		if s.SWAPattern > 0 && s.SlidingWindow > 0 && il%s.SWAPattern < s.SWAPattern-1 {
+			n++
+		}
+	}
+	return n
 }

@@ -74,6 +74,39 @@ func TestInspectGeneratedQwen3(t *testing.T) {
 	}
 }
 
+// TestInspectGeneratedGemma: inspect knows both Gemma families' tensors
+// (post-norms, gemma3's q/k norms, gemma2's tied head) and shows which
+// layers slide: gemma3 five of every six, gemma2 every other one.
+func TestInspectGeneratedGemma(t *testing.T) {
+	for _, tt := range []struct {
+		c    modelgen.Config
+		want []string
+	}{
+		{modelgen.Config{Arch: "gemma3", Layers: 7, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 128, Vocab: 400, Type: "Q8_0", SlidingWindow: 32, RopeScaleLinear: 8},
+			[]string{"architecture    gemma3", "supported       yes", "heads           4 (KV heads 2, head dim 128)",
+				"rope            128 dims, base 1e+06, linear scaling x8; sliding-window layers base 10000, no scaling",
+				"sliding window  32 positions on 6 of 7 layers (the others attend to all)", "tied output     no", "layers 0-6 (each)"}},
+		{modelgen.Config{Arch: "gemma2", Layers: 4, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 128, Vocab: 400, Type: "Q4_K"},
+			[]string{"architecture    gemma2", "supported       yes", "sliding window  16 positions on 2 of 4 layers", "tied output     yes"}},
+	} {
+		t.Run(tt.c.Arch, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tt.c.Arch+".gguf")
+			if err := modelgen.Generate(path, tt.c); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runInspect(t, path)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("report lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
 // TestInspectGeneratedQwen3MoE: inspect shows a MoE model's experts, how
 // many a token uses, and the weight bytes one token reads: every tensor but
 // the expert stacks, 2/8 of those, and one row of token_embd.
