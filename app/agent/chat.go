@@ -298,8 +298,12 @@ func (b *Agent) problem(path string, err error) error {
 			t = strings.ToUpper(t[:1]) + t[1:]
 		}
 		return problem.New(problem.BadRequest, t+".")
+	case errors.As(err, new(*problem.Error)):
+		return err
 	}
-	return err
+	// Anything else (the supervisor closed, the ring failed after its
+	// first token, the protocol broken) in the engine's own words.
+	return problem.Wrap(problem.ChatFailed, said(err), err)
 }
 
 func chatStats(st runner.Stats, model string) apitype.ChatStats {

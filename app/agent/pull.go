@@ -41,7 +41,7 @@ func (b *Agent) Pull(ref string) (apitype.Pull, error) {
 	}
 	set, err := config.LoadSettings(b.dir)
 	if err != nil {
-		return apitype.Pull{}, err
+		return apitype.Pull{}, unreadableSettings(err)
 	}
 	if set.ModelDir == "" {
 		return apitype.Pull{}, problem.New(problem.BadRequest, "No model folder is set, so there is nowhere to download to; choose one in Settings (or homering settings model_dir=PATH) and download again.")
@@ -130,7 +130,7 @@ func (b *Agent) CancelPull(id string) error {
 func (b *Agent) AddModel(name string, r io.Reader, size int64) (apitype.Pull, error) {
 	set, err := config.LoadSettings(b.dir)
 	if err != nil {
-		return apitype.Pull{}, err
+		return apitype.Pull{}, unreadableSettings(err)
 	}
 	if set.ModelDir == "" {
 		return apitype.Pull{}, problem.New(problem.BadRequest, "No model folder is set, so there is nowhere to add the file; choose one in Settings and drop it again.")

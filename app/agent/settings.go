@@ -83,7 +83,7 @@ func (b *Agent) savedSettings() (config.Settings, error) {
 	if c.f == nil {
 		f, err := config.LoadSettings(b.Status().ConfigDir)
 		if err != nil {
-			return config.Settings{}, err
+			return config.Settings{}, unreadableSettings(err)
 		}
 		c.f = &f
 	}
@@ -114,12 +114,19 @@ func (b *Agent) SaveSettings(s apitype.Settings) (before, after apitype.Settings
 	}
 	f := fromAPI(s)
 	if err := config.SaveSettings(st.ConfigDir, f); err != nil {
-		return before, after, err
+		return before, after, problem.Wrap(problem.SettingsWrite,
+			fmt.Sprintf("The settings cannot be saved to %s (%v).", filepath.Join(st.ConfigDir, config.SettingsFile), cause(err)), err)
 	}
 	b.apiSet.mu.Lock()
 	b.apiSet.f = &f
 	b.apiSet.mu.Unlock()
 	return before, toAPI(f, b.Status().Device.Name), nil
+}
+
+// unreadableSettings is config.LoadSettings's error as problem Settings:
+// its text already names the file and says what to do.
+func unreadableSettings(err error) error {
+	return problem.Wrap(problem.Settings, problem.Sentence(err.Error()), err)
 }
 
 // validateSettings checks a settings change; every problem is one sentence.
@@ -150,7 +157,7 @@ var validConvID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Conversations keeps the UI's conversations on disk, in the config
 // directory. Writes are atomic (config.WriteFile). Its errors are problems:
 // a bad ID or a damaged file (KindRequest), a missing conversation
-// (KindNotFound); any other is the disk's.
+// (KindNotFound), the disk's (ConversationDisk).
 type Conversations struct {
 	dir func() string // the config directory
 }
@@ -179,7 +186,7 @@ func (c *Conversations) Get(id string) (apitype.Conversation, error) {
 		return v, problem.Wrap(problem.NoConversation, "That conversation does not exist (deleted elsewhere?); pick another.", err)
 	}
 	if err != nil {
-		return v, err
+		return v, c.diskProblem(err)
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return v, problem.New(problem.BadConversation, said(fmt.Errorf("%s%s is damaged: %v", convSaid, p, err)))
@@ -211,10 +218,10 @@ func (c *Conversations) Put(id string, v apitype.Conversation) (apitype.Conversa
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return v, err
+		return v, c.diskProblem(err)
 	}
 	b, _ := json.MarshalIndent(v, "", " ")
-	return v, config.WriteFile(p, b)
+	return v, c.diskProblem(config.WriteFile(p, b))
 }
 
 // List returns every conversation, newest first.
@@ -225,7 +232,7 @@ func (c *Conversations) List() ([]apitype.ConversationSummary, error) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.diskProblem(err)
 	}
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
@@ -249,9 +256,31 @@ func (c *Conversations) Delete(id string) error {
 		return err
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return c.diskProblem(err)
 	}
 	return nil
+}
+
+// diskProblem is a conversation file's read or write failure as problem
+// ConversationDisk (nil stays nil).
+func (c *Conversations) diskProblem(err error) error {
+	if err == nil {
+		return nil
+	}
+	return problem.Wrap(problem.ConversationDisk,
+		fmt.Sprintf("The conversations folder %s cannot be read or written (%v).", filepath.Join(c.dir(), ConversationsDir), cause(err)), err)
+}
+
+// cause is the innermost error of err's chain ("permission denied"): the
+// sentence around it names the file.
+func cause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
 }
 
 // firstWords shortens s to at most n bytes at a word boundary.

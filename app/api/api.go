@@ -286,20 +286,11 @@ func statusOf(err error) int {
 	return http.StatusBadGateway
 }
 
-// sentence turns an error chain into one line starting with a capital letter.
-func sentence(err error) string {
-	s := err.Error()
-	for _, p := range []string{"node: ", "identity: ", "transport: ", "config: "} {
-		s = strings.ReplaceAll(s, p, "")
-	}
-	if s != "" {
-		s = strings.ToUpper(s[:1]) + s[1:]
-	}
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
-}
+// sentence is err as one sentence for a person. The agent's errors are
+// problems (app/problem) whose text is one already; what else reaches here
+// (a test's Chatter, a model file's parse error, the translators' request
+// errors) is capitalised and given its full stop.
+func sentence(err error) string { return problem.Sentence(err.Error()) }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -22,11 +22,7 @@ func LoadSettings(dir string) (apitype.Settings, error) { return agent.LoadSetti
 
 func (u *ui) getSettings(w http.ResponseWriter, r *http.Request) {
 	set, err := u.s.Agent.Settings()
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, apitype.Error{Error: sentence(err)})
-		return
-	}
-	reply(w, set, nil)
+	reply(w, set, err)
 }
 
 func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {

@@ -272,6 +272,40 @@ func TestUISettingsReachTheChat(t *testing.T) {
 	}
 }
 
+// What this computer's disk refuses (settings.json or the conversations
+// folder unusable) is a problem of the agent's: 500 with one sentence that
+// names the file, never 502 (no other device failed) nor a package prefix.
+func TestUIDiskFailures(t *testing.T) {
+	srv, dir, _ := uiServer(t)
+	// A folder where a file should be, and a file where a folder should be:
+	// unreadable and unwritable even for root.
+	if err := os.Mkdir(filepath.Join(dir, "settings.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConversationsDir), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		says         string
+	}{
+		{"GET", "/api/v1/settings", nil, "settings.json cannot be read"},
+		{"GET", "/api/v1/models", nil, "settings.json cannot be read"},
+		{"GET", "/api/v1/plan", nil, "settings.json cannot be read"},
+		{"POST", "/api/v1/settings", apitype.Settings{Name: "box", ContextTokens: 256}, "settings.json"},
+		{"GET", "/api/v1/conversations", nil, ConversationsDir},
+		{"PUT", "/api/v1/conversations/abc", apitype.Conversation{}, ConversationsDir},
+	} {
+		var e apitype.Error
+		code := do(t, srv, tc.method, tc.path, tc.body, &e)
+		if code != http.StatusInternalServerError || !strings.Contains(e.Error, tc.says) || !strings.HasSuffix(e.Error, ".") ||
+			strings.Contains(e.Error, "config: ") || strings.ToUpper(e.Error[:1]) != e.Error[:1] {
+			t.Errorf("%s %s: %d %q, want 500 and one sentence naming %s", tc.method, tc.path, code, e.Error, tc.says)
+		}
+	}
+}
+
 func TestUIConversations(t *testing.T) {
 	srv, dir, _ := uiServer(t)
 	c := apitype.Conversation{System: "be brief", Messages: []apitype.ConversationMessage{{Role: "user", Content: "Tell me   a story about a very small dragon who lives in a teapot"}, {Role: "assistant", Content: "Once"}}}

@@ -25,6 +25,8 @@ const (
 	ContextFull       Code = "context_full"       // a prompt the context cannot hold, even with old turns left out
 	NoChat            Code = "no_chat"            // an agent built without an engine
 	Settings          Code = "settings"           // settings.json cannot be read
+	SettingsWrite     Code = "settings_write"     // settings.json cannot be written
+	ChatFailed        Code = "chat_failed"        // the engine failed otherwise: not died, no load or request refused
 	Interface         Code = "interface"          // the chosen network interface is unusable
 	LinkPort          Code = "link_port"          // the link listener cannot listen
 	Advertise         Code = "advertise"          // mDNS advertising failed
@@ -33,15 +35,16 @@ const (
 	ChatAPIPort       Code = "chat_api_port"      // the compatible APIs cannot listen on their port
 
 	// A request about a peer, pairing or the settings that failed.
-	UnknownPeer     Code = "unknown_peer"     // the device named is not known, or has no address
-	PeerState       Code = "peer_state"       // the device (or this one) is not in the state the request needs
-	PairCode        Code = "pair_code"        // a pairing code that is mistyped
-	InvalidSettings Code = "invalid_settings" // a settings change that does not validate
-	PeerRefused     Code = "peer_refused"     // the other device refused, or is not the one expected
-	PeerFailed      Code = "peer_failed"      // the other device or the network failed
-	BadConversation Code = "conversation"     // a conversation ID that names no file, or a damaged file
-	NoConversation  Code = "no_conversation"  // a conversation that does not exist
-	Folder          Code = "folder"           // a folder the model folder's Browse cannot open
+	UnknownPeer      Code = "unknown_peer"      // the device named is not known, or has no address
+	PeerState        Code = "peer_state"        // the device (or this one) is not in the state the request needs
+	PairCode         Code = "pair_code"         // a pairing code that is mistyped
+	InvalidSettings  Code = "invalid_settings"  // a settings change that does not validate
+	PeerRefused      Code = "peer_refused"      // the other device refused, or is not the one expected
+	PeerFailed       Code = "peer_failed"       // the other device or the network failed
+	BadConversation  Code = "conversation"      // a conversation ID that names no file, or a damaged file
+	NoConversation   Code = "no_conversation"   // a conversation that does not exist
+	ConversationDisk Code = "conversation_disk" // the conversations folder cannot be read or written
+	Folder           Code = "folder"            // a folder the model folder's Browse cannot open
 )
 
 // Severity says how much a problem stands in the way.
@@ -88,6 +91,8 @@ var registry = []Spec{
 	{ContextFull, "The message does not fit in the context.", "Shorten it, or raise the context length.", SevError, KindRequest},
 	{NoChat, "Chat is not available in this agent.", "Start it with `homering headless --model FILE.gguf` or the app.", SevError, KindUnavailable},
 	{Settings, "The settings cannot be read.", "Check settings.json in the config folder, or save the settings again from the Settings page.", SevError, KindFailed},
+	{SettingsWrite, "The settings cannot be saved.", "Check that the config folder can be written and its disk has room, then save again.", SevError, KindFailed},
+	{ChatFailed, "The reply failed.", "Send the message again; if it keeps failing, restart Homering (its log says more).", SevError, KindFailed},
 	{Interface, "The chosen network interface cannot be used.", "Clear or fix interface in config.json.", SevWarning, KindState},
 	{LinkPort, "Cannot accept connections.", "Close the program using the port, or change link_port in config.json.", SevError, KindState},
 	{Advertise, "Other devices cannot find this one by themselves.", "Check the network connection (homering doctor), or add this device by address on the others.", SevWarning, KindState},
@@ -101,6 +106,7 @@ var registry = []Spec{
 	{PeerFailed, "The other device could not be reached.", "Check that it is on and on the network (homering doctor), then try again.", SevError, KindPeer},
 	{BadConversation, "That conversation cannot be read.", "Pick another conversation, or start a new one.", SevError, KindRequest},
 	{NoConversation, "That conversation does not exist.", "Pick another conversation, or start a new one.", SevError, KindNotFound},
+	{ConversationDisk, "The conversations cannot be read or saved.", "Check that the conversations folder in the config folder can be read and written and its disk has room.", SevError, KindFailed},
 	{Folder, "That folder cannot be opened.", "Pick another folder.", SevError, KindRequest},
 	{PeerCopy, "Two devices share one identity.", "On one of them, stop Homering, delete key.pem and cert.pem from its config directory and start it again.", SevWarning, KindState},
 }

@@ -12,6 +12,7 @@ import (
 // constant is registered once.
 func TestRegistry(t *testing.T) {
 	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, BadRequest, EmptyConversation, ContextFull, NoChat, Settings,
+		SettingsWrite, ChatFailed, ConversationDisk,
 		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort,
 		UnknownPeer, PeerState, PairCode, InvalidSettings, PeerRefused, PeerFailed, BadConversation, NoConversation, Folder}
 	seen := map[Code]bool{}
