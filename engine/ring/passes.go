@@ -1,11 +1,15 @@
 package ring
 
-import "time"
+import (
+	"time"
+
+	"homering/engine/ring/wire"
+)
 
 // The head's pass policies: how many rows a prefill pass carries, where each
 // pass of a (re-)prefill ends, how big a job's KV caches are, and where a
 // request resumes on a kept job. Pure functions of their arguments; the
-// runner's head job calls them (engine/runner).
+// head's ring job calls them (engine/ring/job).
 
 // PassBudget is the share of a device's memory (its cgroup limit, else its
 // RAM) that ggml's compute buffers of one prefill pass may take on it: they
@@ -64,6 +68,18 @@ func MicroRows(rows, devices int, release bool) int {
 		b *= 2
 	}
 	return min(b, rows)
+}
+
+// PlanMicroRows is MicroRows on plan p: over its devices, releasing when
+// any of them releases its windows' pages after each of k > 1 rounds (with
+// k = 1 a window is computed once per pass, so its pages are read once
+// whatever the micro-batches).
+func PlanMicroRows(rows int, p *wire.Plan) int {
+	release := false
+	for _, d := range p.Devices {
+		release = release || d.Release && p.K > 1
+	}
+	return MicroRows(rows, len(p.Devices), release)
 }
 
 // ExactReprefill is the most generated tokens a re-prefill after a re-plan

@@ -1,6 +1,10 @@
 package ring
 
-import "testing"
+import (
+	"testing"
+
+	"homering/engine/ring/wire"
+)
 
 func TestPassEnd(t *testing.T) {
 	fast := 10.0  // ms per token
@@ -149,6 +153,33 @@ func TestMicroRows(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := MicroRows(tt.rows, tt.devices, tt.release); got != tt.want {
 				t.Errorf("MicroRows(%d, %d, %v) = %d, want %d", tt.rows, tt.devices, tt.release, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanMicroRows(t *testing.T) {
+	plan := func(k int, release ...bool) *wire.Plan {
+		p := &wire.Plan{K: k}
+		for _, r := range release {
+			p.Devices = append(p.Devices, wire.Device{Release: r})
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name string
+		plan *wire.Plan
+		want int
+	}{
+		{"three devices, nothing released", plan(1, false, false, false), 64},
+		{"k = 1: a released window is read once per pass anyway", plan(1, false, true, false), 64},
+		{"k = 2, one device releases: one batch", plan(2, false, true, false), 512},
+		{"k = 2, nothing released", plan(2, false, false, false), 64},
+		{"the head alone", plan(1, true), 512},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PlanMicroRows(512, tt.plan); got != tt.want {
+				t.Errorf("PlanMicroRows(512, %s) = %d, want %d", MsgString(tt.plan), got, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package ring
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"homering/engine/ring/wire"
 	"homering/halda"
@@ -37,4 +38,22 @@ func FromHalda(id uint64, p halda.Plan, nEmbd int) (*wire.Plan, error) {
 		return nil, fmt.Errorf("ring: halda plan cannot be installed: %w", err)
 	}
 	return w, nil
+}
+
+// SamePlacement reports whether two plans place the same layers on the
+// same devices in the same order, with the same rounds, GPU layers,
+// releases and hidden-state dtype: a ring job set up for one runs the
+// other as it is (a kept job, engine/ring/job). Their IDs do not count:
+// the agent numbers every plan it makes.
+func SamePlacement(a, b *wire.Plan) bool {
+	if a == nil || b == nil || a.K != b.K || a.Layers != b.Layers || a.NEmbd != b.NEmbd || a.DType != b.DType || len(a.Devices) != len(b.Devices) {
+		return false
+	}
+	for i := range a.Devices {
+		da, db := a.Devices[i], b.Devices[i]
+		if da.ID != db.ID || da.Release != db.Release || da.GPULayers != db.GPULayers || !slices.Equal(da.Windows, db.Windows) {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 	"homering/halda"
 )
@@ -87,5 +88,37 @@ func TestFromHalda(t *testing.T) {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestSamePlacement(t *testing.T) {
+	base := func() *wire.Plan {
+		return &wire.Plan{ID: 1, K: 1, Layers: 4, NEmbd: 8, DType: wire.F32, Devices: []wire.Device{
+			{ID: deviceid.ForName("h"), Windows: []wire.Range{{Start: 0, End: 2}}}, {ID: deviceid.ForName("w"), Windows: []wire.Range{{Start: 2, End: 4}}}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(p *wire.Plan)
+		want   bool
+	}{
+		{"another ID only", func(p *wire.Plan) { p.ID = 9 }, true},
+		{"other windows", func(p *wire.Plan) { p.Devices[0].Windows[0].End, p.Devices[1].Windows[0].Start = 1, 1 }, false},
+		{"another device", func(p *wire.Plan) { p.Devices[1].ID = deviceid.ForName("x") }, false},
+		{"release set", func(p *wire.Plan) { p.Devices[1].Release = true }, false},
+		{"GPU layers moved", func(p *wire.Plan) { p.Devices[1].GPULayers = 1 }, false},
+		{"another k", func(p *wire.Plan) { p.K = 2 }, false},
+		{"hidden states in F16", func(p *wire.Plan) { p.DType = wire.F16 }, false},
+		{"a device fewer", func(p *wire.Plan) { p.Devices = p.Devices[:1] }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base()
+			tt.change(p)
+			if got := SamePlacement(base(), p); got != tt.want {
+				t.Errorf("SamePlacement = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if SamePlacement(nil, base()) || SamePlacement(base(), nil) {
+		t.Error("SamePlacement with no plan = true, want false")
 	}
 }
