@@ -125,16 +125,16 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 		return nil, ErrClosed
 	}
 	cp := C.hr_window_params{
-		first:       C.int(p.First),
-		last:        C.int(p.Last),
-		embed:       cbool(p.Embed),
-		output:      cbool(p.Output),
-		all_logits:  cbool(p.AllLogits),
-		n_ctx:       C.int(kvCap),
-		n_threads:   C.int(threads),
-		kernels:     kernels,
-		output_gpu:  cbool(p.OutputGPU),
-		gpu:         C.int(p.GPU),
+		first:      C.int(p.First),
+		last:       C.int(p.Last),
+		embed:      cbool(p.Embed),
+		output:     cbool(p.Output),
+		all_logits: cbool(p.AllLogits),
+		n_ctx:      C.int(kvCap),
+		n_threads:  C.int(threads),
+		kernels:    kernels,
+		output_gpu: cbool(p.OutputGPU),
+		gpu:        C.int(p.GPU),
 	}
 	var gl *C.int
 	if len(p.GPULayers) > 0 {

@@ -86,10 +86,10 @@ func TestF16HiddenParity(t *testing.T) {
 	prompt := []int32{1, 403, 407, 261, 378, 1256, 2, 3, 17, 99, 4, 250}
 	decode := []int32{12, 77, 300, 5, 42, 8, 160, 33}
 	for _, tt := range []struct {
-		name    string
-		path    string
-		k       int
-		bound   float64 // the largest |Δlogit| allowed, relative to F32's logit range
+		name  string
+		path  string
+		k     int
+		bound float64 // the largest |Δlogit| allowed, relative to F32's logit range
 	}{
 		{"stories260K k=1", stories, 1, 1e-3},
 		{"generated k=1", generated, 1, 2e-2},
