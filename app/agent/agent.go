@@ -17,6 +17,7 @@ import (
 	"homering/app/node"
 	"homering/app/planner"
 	"homering/engine/profile"
+	"homering/engine/profile/sysinfo"
 	"homering/engine/runner"
 	"homering/halda"
 )
@@ -61,9 +62,11 @@ type Agent struct {
 	// self reads this device's cached profile (cachedSelf); set once.
 	selfOnce sync.Once
 	self     func() (halda.Device, bool)
-	// loadProfile and ratios are Options.LoadProfile and Options.Ratios.
+	// loadProfile, ratios and readMemory are Options.LoadProfile,
+	// Options.Ratios and Options.ReadMemory.
 	loadProfile func(configDir string) (profile.Profile, bool, error)
 	ratios      func(model string, deviceIDs []string) map[string][]float64
+	readMemory  func() (sysinfo.Memory, error)
 	ring        ringMemory
 	look        looks         // the device map's samplers (looks.go)
 	apiSet      settingsCache // the settings as the API last read or saved them (settings.go)
@@ -98,6 +101,9 @@ type Options struct {
 	// rates by, per device ID, for a model file; nil: those this agent
 	// learnt from its runs (profile_calib.go).
 	Ratios func(model string, deviceIDs []string) map[string][]float64
+	// ReadMemory reads this device's memory as plans count it (a measured
+	// profile's speeds, today's memory); nil: engine/profile/sysinfo's.
+	ReadMemory func() (sysinfo.Memory, error)
 }
 
 // New builds the agent: the engine child's supervisor (the child starts on
@@ -116,6 +122,10 @@ func New(o Options) *Agent {
 
 		loadProfile: o.LoadProfile,
 		ratios:      o.Ratios,
+		readMemory:  o.ReadMemory,
+	}
+	if b.readMemory == nil {
+		b.readMemory = sysinfo.ReadMemory
 	}
 	store := ""
 	if o.Dir != "" {

@@ -460,20 +460,23 @@ func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 	fast := profile.Profile{OS: "linux", CPUFlops: flops, CPUReadBytesPerSec: 100e9,
 		Memory: sysinfo.Memory{Total: 16 << 30, Available: 12 << 30}, Disk: sysinfo.Disk{SeqBytesPerSec: 2e9, RandBytesPerSec: 1e9},
 		CPUVariant: "haswell"}
-	small := fast
-	small.Memory = sysinfo.Memory{Total: 1 << 30, Available: 2900 << 10} // room for the 2.2 MiB compute buffer, not all 1.1 MiB of weights
+	// Plans take the profile's speeds and the memory as it is now (a
+	// profile's memory is as it was when measured): short of memory is
+	// this device's reading.
+	small := sysinfo.Memory{Total: 1 << 30, Available: 2900 << 10} // room for the 2.2 MiB compute buffer, not all 1.1 MiB of weights
 	tests := []struct {
 		name    string
 		load    func(string) (profile.Profile, bool, error)
+		mem     *sysinfo.Memory
 		profile string
 		fit     string
 	}{
-		{"none cached", func(string) (profile.Profile, bool, error) { return profile.Profile{}, false, nil }, "default", "fits"},
+		{"none cached", func(string) (profile.Profile, bool, error) { return profile.Profile{}, false, nil }, nil, "default", "fits"},
 		{"unreadable cache", func(string) (profile.Profile, bool, error) {
 			return profile.Profile{}, false, errors.New("disk on fire")
-		}, "default", "fits"},
-		{"fast machine", func(string) (profile.Profile, bool, error) { return fast, true, nil }, "measured", "fits"},
-		{"short of memory", func(string) (profile.Profile, bool, error) { return small, true, nil }, "measured", "tight"},
+		}, nil, "default", "fits"},
+		{"fast machine", func(string) (profile.Profile, bool, error) { return fast, true, nil }, nil, "measured", "fits"},
+		{"short of memory", func(string) (profile.Profile, bool, error) { return fast, true, nil }, &small, "measured", "tight"},
 	}
 	models := t.TempDir()
 	if err := os.Symlink(storiesModel, filepath.Join(models, "stories260K.gguf")); err != nil {
@@ -485,6 +488,9 @@ func TestUIPlanUsesMeasuredProfile(t *testing.T) {
 			var asked []string
 			srv, dir, _ := uiServerWith(t, func(o *agent.Options) {
 				o.LoadProfile = func(d string) (profile.Profile, bool, error) { asked = append(asked, d); return tt.load(d) }
+				if tt.mem != nil {
+					o.ReadMemory = func() (sysinfo.Memory, error) { return *tt.mem, nil }
+				}
 			}, func(*Server) {})
 			do(t, srv, "POST", "/api/v1/settings", apitype.Settings{Name: "box", ModelDir: models, Model: storiesModel, ContextTokens: 256}, nil)
 			var p apitype.Plan
