@@ -123,19 +123,35 @@ var allowed = map[string][]string{
 	// once it parses as a GGUF.
 	"app/pull":    {"engine/gguf", "internal/bytesize"},
 	"app/problem": {"app/api/apitype"}, // the one registry of user-facing problems (issue 15 item 4)
+	// The process boundary (issue 15 item 3): the supervisor and the
+	// child's loop and protocol; the ring's jobs are engine/ring/job's.
 	"engine/runner": {
-		"engine/head", "engine/ggml", "engine/gguf", "engine/ring/transport",
-		"engine/ring", "engine/ring/wire", "engine/ring/driver", // the child owns the ring's data path (lesson 9)
-		"engine/ring/ggmlengine", // the driver's Engine over the mapped model or slices
-		"engine/slice",           // a worker fetches and caches its weight slice
-		"discovery/identity",     // the device IDs the ring links authenticate
+		"engine/head",
+		"engine/ggml",               // the GPU and CPU backend libraries the child loads when it starts (gpu.go)
+		"engine/ring/job",           // the ring's jobs, head and worker; its types on the pipe are aliased here
+		"engine/ring/wire", "halda", // the protocol carries the ring's plan and the problem a loss is re-planned from
+		"discovery/identity",     // ring_generate's identity directory, loaded before the job starts
 		"discovery/deviceid",     // the protocol's typed device IDs (issue 15 item 5)
-		"engine/profile/sysinfo", // memory pressure around ring jobs
+		"engine/profile/sysinfo", // the child's anonymous memory, read by the supervisor
 		// The protocol's generate parameters become engine/head's Request
 		// (messages, sampling), and the ring head's vocabulary goes to
 		// head.Run, the one generation loop; no prompt, sampler or
 		// detokenizer of the runner's own.
 		"engine/chat", "engine/sample", "engine/llama",
+	},
+	// The ring's jobs in the runner child (issue 15 item 3): the head's
+	// (dials, plans, re-plans, kept jobs; the Model of engine/head's one
+	// loop) and the worker's (slices, windows, the successor's link).
+	"engine/ring/job": {
+		"engine/ring", "engine/ring/wire", "engine/ring/driver", // the ring's policies and its event loop (lesson 9: the child owns the ring's data path)
+		"engine/ring/transport",      // the links, TLS pinned to device IDs
+		"engine/ring/ggmlengine",     // the driver's Engine over the mapped model or slices
+		"engine/ggml", "engine/gguf", // the head's mapped model; a worker's slices and the model index it fetched
+		"engine/llama",           // the head's vocabulary, for the generation loop
+		"engine/slice",           // the head serves weight slices; a worker fetches and caches them
+		"discovery/identity",     // the device IDs the ring links authenticate
+		"discovery/deviceid",     // the plan's and the links' typed device IDs
+		"engine/profile/sysinfo", // memory pressure around ring jobs, kept jobs' memory bounds
 		// A loss is re-planned in the child (issue 15 item 3): Halda over
 		// the ring's problem, which the agent sends with ring_generate,
 		// solved with lp_solve (ring.PlanWithout takes the solver).

@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"homering/discovery/identity"
 	"homering/engine/head"
 	"homering/engine/llama"
+	"homering/engine/ring/job"
 )
 
 // Serve is the child's loop: it answers Requests read from in with Events
@@ -78,12 +81,12 @@ type child struct {
 	genID  uint64
 	cancel context.CancelFunc
 
-	rm *ringModel // the head's ring model; touched only when gen is nil or by the generation
+	rh *job.Head // the head's ring model; touched only when gen is nil or by the generation
 
-	srv     *server // worker side, nil when not serving; touched by handle only
+	srv     *job.Worker // worker side, nil when not serving; touched by handle only
 	serveID uint64
 
-	gaps gapBook // peers' silences in earlier ring jobs, head and worker (ringgaps.go)
+	gaps job.Gaps // peers' silences in earlier ring jobs, head and worker
 }
 
 func (c *child) send(ev Event) error {
@@ -117,7 +120,7 @@ func errorText(s string) string {
 
 func enginePackage(name string) bool {
 	switch name {
-	case "ggml", "gguf", "runner", "slice", "driver", "ring", "wire", "transport", "head", "halda", "lpsolve", "profile", "llama":
+	case "ggml", "gguf", "runner", "job", "slice", "driver", "ring", "wire", "transport", "head", "halda", "lpsolve", "profile", "llama":
 		return true
 	}
 	return false
@@ -156,13 +159,13 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		c.stopServing()
-		srv, err := startServer(ctx, *req.Serve, &c.gaps, c.log)
+		srv, err := job.StartWorker(ctx, *req.Serve, &c.gaps, lowerPriority, c.log)
 		if err != nil {
 			c.fail(req.ID, CodeRing, err)
 			return
 		}
 		c.srv, c.serveID = srv, req.ID
-		_ = c.send(Event{ID: req.ID, Type: EvServing, Addr: srv.ln.Addr().String()})
+		_ = c.send(Event{ID: req.ID, Type: EvServing, Addr: srv.Addr()})
 		return
 	}
 	if c.busy() {
@@ -193,7 +196,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.unload()
 		_ = c.send(Event{ID: req.ID, Type: EvUnloaded})
 	case OpRingEnd:
-		c.rm.endKept()
+		c.rh.EndKept()
 		_ = c.send(Event{ID: req.ID, Type: EvEnded})
 	case OpRingGenerate:
 		c.startGen(ctx, req.ID, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req) })
@@ -240,7 +243,7 @@ func (c *child) stopServing() {
 	if c.srv == nil {
 		return
 	}
-	c.srv.stop()
+	c.srv.Stop()
 	_ = c.send(Event{ID: c.serveID, Type: EvDone, Stats: &Stats{Reason: ReasonCancelled}})
 	c.srv, c.serveID = nil, 0
 }
@@ -258,6 +261,58 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 	}
 	return Event{ID: id, Type: EvDone, Stats: &st}
 }
+
+// ringGenerate runs one generation as the head of a ring job
+// (engine/ring/job): the ring's model mapped (kept between requests), the
+// request checked, and the one generation loop run on the job.
+func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event {
+	start := time.Now()
+	fail := func(code string, err error) Event {
+		return errorEvent(id, code, err)
+	}
+	if req.Load == nil || req.Load.Model == "" || req.Ring == nil || req.Generate == nil {
+		return fail(CodeBadRequest, errors.New("runner: ring_generate needs load, ring and generate"))
+	}
+	g := *req.Generate
+	if err := g.sampling().Validate(); err != nil {
+		return fail(CodeBadRequest, err)
+	}
+	rp := *req.Ring
+	if rp.KeepMS < 0 || rp.KeepMS > maxKeepMS {
+		return fail(CodeBadRequest, fmt.Errorf("runner: keeping a ring job %d ms is out of range; give 0-%d ms", rp.KeepMS, maxKeepMS))
+	}
+	if c.rh == nil || c.rh.Path() != req.Load.Model {
+		c.rh.Close()
+		c.rh = nil
+		rh, err := job.OpenHead(req.Load.Model, &c.gaps, c.log)
+		if err != nil {
+			return fail(CodeLoad, err)
+		}
+		c.rh = rh
+	}
+	ident, err := identity.LoadOrCreate(rp.Identity, time.Now(), crand.Reader)
+	if err != nil {
+		return fail(CodeRing, err)
+	}
+	nCtx := head.ContextSize(req.Load.NCtx, c.rh.NCtxTrain())
+	r, err := c.rh.Request(job.Params{Plan: rp.Plan, Problem: rp.Problem, Peers: rp.Peers, Identity: rp.Identity,
+		NoPrefetch: rp.NoPrefetch, TickMS: rp.TickMS, KeepMS: rp.KeepMS, Threads: req.Load.Threads}, nCtx, ident,
+		func(p Progress) { _ = c.send(Event{ID: id, Type: EvProgress, Progress: &p}) })
+	if err != nil {
+		return fail(CodeBadRequest, err)
+	}
+	st, err := c.generation(ctx, id, r, c.rh.Vocab(), nCtx, g, start)
+	res := r.Finish(err)
+	if err != nil {
+		return errorEvent(id, errorCode(err), err)
+	}
+	st.Devices, st.Replans, st.Lost, st.Plan, st.PlanID = res.Devices, res.Replans, res.Lost, res.Plan, res.PlanID
+	st.LossToTokenMS, st.Passes, st.Rows, st.Trace = res.LossToTokenMS, res.Passes, res.Rows, res.Trace
+	return Event{ID: id, Type: EvDone, Stats: &st}
+}
+
+// maxKeepMS bounds RingParams.KeepMS: an hour.
+const maxKeepMS = 3600 * 1000
 
 // generation runs the one generation loop (engine/head.Run) of generate
 // and ring_generate on m, streaming token events, and returns its stats
@@ -388,6 +443,8 @@ func errorCode(err error) string {
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, new(*job.Error)):
+		return CodeRing // the ring itself: its links, plan or driver
 	case errors.Is(err, head.ErrEmptyPrompt), errors.Is(err, head.ErrTooLong), errors.Is(err, head.ErrConstraint):
 		return CodeBadRequest
 	}
@@ -410,8 +467,8 @@ func (c *child) stopAndWait() {
 
 func (c *child) unload() {
 	c.stopAndWait()
-	c.rm.close()
-	c.rm = nil
+	c.rh.Close()
+	c.rh = nil
 	if c.h != nil {
 		if err := c.h.Close(); err != nil {
 			c.log.Warn("closing the model", "err", err)

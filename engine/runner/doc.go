@@ -73,13 +73,17 @@
 //
 // # The ring (piped-ring parallelism across devices, engine/ring)
 //
-// Head: ring_generate is a generation whose layers run on a ring of devices.
-// The child maps the model (load.model; its own mapping, not the load op's
-// engine/head), dials every worker in ring.peers with the device identity in
-// ring.identity (mutual TLS, each worker pinned to its device ID), starts the
-// job on each (wire.JobStart; the worker answers JobAck), opens a second
-// connection per worker (transport.PurposeSlice) on which it serves the
-// weight slices, installs ring.plan and streams tokens as generate does:
+// The ring's jobs run in engine/ring/job, whose doc says what they do; the
+// child parses the requests below, calls into it and turns what it
+// reports into events. Its types on the pipe (RingPeer, DeviceStats,
+// ServeParams, Progress, RingTrace) are that package's, aliased here.
+//
+// Head: ring_generate is a generation whose layers run on a ring of
+// devices. The child maps load.model for ring jobs (kept until another
+// model, load or unload), dials every worker in ring.peers with the device
+// identity in ring.identity, serves them their weight slices, installs
+// ring.plan and streams tokens as generate does, on the same generation
+// loop (engine/head.Run; the ring job is its Model):
 //
 //	{"id":5,"op":"ring_generate","load":{"model":"/m.gguf","n_ctx":2048},
 //	      "ring":{"plan":{"ID":1,"K":1,"Layers":5,"NEmbd":64,"DType":1,
@@ -95,63 +99,22 @@
 //	{"id":5,"type":"done","stats":{…,"devices":[…],"replans":1,"lost":["WORKER-ID"],
 //	                               "plan":{…},"loss_to_token_ms":812}}
 //
-// When workers are lost (a link closes, a malformed frame, silence past
-// its limit: engine/ring's doc, "Silence"; the limits of a new job start
-// from the silences earlier jobs of this process, head or worker, saw the
-// same peers end in the last 5 minutes, at most 8 per peer; a worker that
-// cannot be reached or refuses the job) the child re-plans itself: Halda
-// over the ring's problem without the lost devices, and without any the
-// agent gave no address (ring.PlanWithout, the one re-plan; the agent hears
-// of it only in the done event's stats, so a loss crosses no process
-// boundary). It connects any new workers, installs the plan and re-prefills the
-// conversation so far from position 0: the prompt in the passes the first
-// prefill used, then the tokens already streamed one per pass, as they were
-// decoded (up to 64 of them and 10 s at the measured speed; more go in
-// batches), so that the re-prefill computes the unfaulted run's bits and,
-// with greedy sampling, the reply is the one an unfaulted run gives. Prompts go round the ring in passes of at most 512
-// tokens, fewer (down to 32) when the compute buffers of a pass would take
-// more than 2% of the head's memory (cgroup limit, else RAM). Until a plan
-// is up the head serves slices at GOGC 25 and then gives its free heap
-// back to the OS; at the end of each job it logs its peak anonymous memory
-// and its parts (Go heap, KV, compute buffers). generate and ring_generate
-// run the same generation loop (engine/head.Run: prompt, sampler, context
-// limits, UTF-8 hold-back, stats): on the ring its Model is the head job,
-// whose output window hands the head's logits to the loop, which samples
-// them as generate does. Stats.devices has, per device of the last plan, its
-// windows, measured compute ms per token, memory pressure (workers report
-// theirs) and slice bytes fetched. When the generation ends the head says
-// goodbye and closes its links: the job ends on every worker.
+// When workers are lost the child re-plans itself (ring.PlanWithout over
+// ring.problem without them), re-prefills and goes on: the agent hears of
+// it only in the done event's stats (replans, lost, plan,
+// loss_to_token_ms), so a loss crosses no process boundary.
+// Stats.devices has, per device of the last plan, its windows, measured
+// compute ms per token, memory pressure and slice bytes fetched;
+// stats.trace where the time went before and during the prompt.
 //
-// Kept jobs: a ring_generate with ring.keep_ms > 0 asks the head to hold
-// the job idle that long after the request (links, plan, every device's
-// windows and their KV caches) instead of ending it. Its KV caches hold
-// the request (need = prompt + max_tokens + 1) and room for a next turn:
-// max(2 × need, need + 128 + max_tokens + 1) positions, rounded up to 32,
-// at most n_ctx (max_tokens 0: n_ctx). The head sends each
-// worker wire.JobStart again with Idle set; the next ring_generate with
-// the same plan (its ID aside), peers, identity, tick, prefetch, threads
-// and n_ctx, whose prompt and max_tokens fit the caches, clears Idle and
-// skips the prefill passes a fresh job would compute alike: batched
-// passes round differently from other batches (on near-tie logits another
-// token wins), so only full passes of the prompt's pass size from position
-// 0 whose tokens the new prompt shares are kept (a conversation past 512
-// tokens keeps all but its last pass; a shorter one keeps its links and
-// windows and prefills again), the prefill resumes at the next (at least
-// the last pass, for its logits; every window truncates its cache there)
-// and the reply is a fresh job's, bit for bit. stats.cached_tokens counts
-// the kept positions, stats.passes and stats.rows what went round. Anything else
-// (another plan, a lost or departed worker, another model, settings or
-// context size, a prompt that does not fit) ends the kept job and starts
-// a fresh one, so the reply is a fresh job's. A kept job ends when its
-// time is up, when a worker is lost, when the head's model closes (load,
-// unload, another model) and on memory: a device (head or worker) whose
-// idle windows hold more than 5% of its memory (cgroup limit, else RAM)
-// in KV caches and compute buffers, or whose available memory falls
-// below 5%, lets the job go at once (checked every second while idle).
-// A worker asked for a job by another head ends an idle job rather than
-// refuse (and waits up to a second for a busy one that may be ending
-// before it refuses); a worker holds an idle job 10 minutes at most. The parent ends a
-// kept job at once with
+// Kept jobs: a ring_generate with ring.keep_ms > 0 (at most an hour) asks
+// the head to hold the job idle that long after the request; the next
+// ring_generate with the same plan (its ID aside), peers, identity, tick,
+// prefetch, threads and n_ctx, whose prompt fits its caches, reuses it and
+// skips the prefill passes a fresh job would compute alike, so the reply
+// is a fresh job's, bit for bit (stats.cached_tokens counts the kept
+// positions, stats.passes and stats.rows what went round); anything else
+// ends it and starts a fresh job. The parent ends a kept job at once with
 //
 //	{"id":9,"op":"ring_end"}  →  {"id":9,"type":"ended"}
 //
@@ -166,16 +129,8 @@
 //
 // Serving runs beside generations and emits nothing else until it stops. A
 // serving child lowers its CPU priority (nice 10 on every thread on Linux,
-// the process on macOS). It runs one job at a time: on the head's PlanInstall
-// it finds the layers of its windows in the slices of serve.cache_dir and
-// fetches into a new slice only the layers none of them holds (engine/slice:
-// verified, resumable; a warm restart, or a re-plan that leaves it layers
-// it held, fetches nothing and copies nothing), maps every slice it uses
-// (weights stay page cache), opens each window as consecutive sub-windows,
-// one per slice file it spans, prunes the cache (least recently used
-// slices, to max(2 × its slices, serve.cache_max or 1 GiB) and 1 GiB free
-// disk) and dials its successor in the ring (wire.JobLink first) unless
-// that is the head. A job ends when the
-// head says goodbye, its link closes or it falls silent: the windows close
-// and the slice is unmapped, and the child waits for the next job.
+// the process on macOS) and runs one job at a time (engine/ring/job's
+// Worker: slices fetched into serve.cache_dir and cached, windows opened,
+// the successor dialled). A job ends when the head says goodbye, its link
+// closes or it falls silent; the child waits for the next job.
 package runner

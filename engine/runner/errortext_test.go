@@ -7,6 +7,7 @@ func TestErrorText(t *testing.T) {
 		{"ggml: gguf: the file ends early (cut at 100 of 2000 bytes).", "the file ends early (cut at 100 of 2000 bytes)."},
 		{"open /m.gguf: no such file or directory", "open /m.gguf: no such file or directory"},
 		{"runner: the ring lost every worker", "the ring lost every worker"},
+		{"job: the head opened no slice connection", "the head opened no slice connection"}, // engine/ring/job
 		{"plain sentence", "plain sentence"},
 	} {
 		if got := errorText(tc.in); got != tc.want {

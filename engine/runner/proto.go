@@ -196,7 +196,7 @@ type Stats struct {
 	Passes int `json:"passes,omitempty"`
 	Rows   int `json:"rows,omitempty"`
 	// Trace is where a ring request's time went before and during its
-	// prompt (ringtrace.go).
+	// prompt (engine/ring/job).
 	Trace *RingTrace `json:"trace,omitempty"`
 }
 
@@ -215,13 +215,4 @@ type Event struct {
 	Addr string `json:"addr,omitempty"` // serving
 
 	Progress *Progress `json:"progress,omitempty"` // progress
-}
-
-// Progress is how far the head has sent a worker the weights of its
-// windows: Done of at most Total tensor bytes (a worker whose cache already
-// holds layers fetches less, and the transfer ends below Total).
-type Progress struct {
-	Device deviceid.ID `json:"device"`
-	Done   int64       `json:"done"`
-	Total  int64       `json:"total"`
 }

@@ -6,19 +6,28 @@ import (
 	"reflect"
 	"time"
 
-	"homering/discovery/deviceid"
+	"homering/engine/ring/job"
 	"homering/engine/ring/wire"
 	"homering/halda"
 )
 
-// RingPeer is one worker of a ring job: its device ID and the address its
-// runner child listens on (ServeRing's answer on that device).
-// Its ID travels as its readable text, as before it was typed: the JSON
-// of ring_generate is unchanged.
-type RingPeer struct {
-	ID   deviceid.ID `json:"id"`
-	Addr string      `json:"addr"`
-}
+// The ring's types on the pipe are engine/ring/job's, which produces and
+// consumes them; their JSON is this protocol's (doc.go).
+type (
+	// RingPeer is one worker of a ring job: its device ID and the address
+	// its runner child listens on (ServeRing's answer on that device).
+	RingPeer = job.Peer
+	// DeviceStats is one device's part of a ring generation, as measured.
+	DeviceStats = job.DeviceStats
+	// ServeParams say how a worker's child serves ring jobs.
+	ServeParams = job.ServeParams
+	// Progress is how far the head has sent a worker the weights of its
+	// windows.
+	Progress = job.Progress
+	// RingTrace is where a ring request's time went before and during its
+	// prompt.
+	RingTrace = job.Trace
+)
 
 // RingParams say how to run a ring job from the head.
 type RingParams struct {
@@ -42,49 +51,6 @@ type RingParams struct {
 	// OnProgress (parent side only) hears how far weight slices have been
 	// sent to each worker, at most a few times a second per worker.
 	OnProgress func(Progress) `json:"-"`
-}
-
-// DeviceStats is one device's part of a ring generation, as measured.
-type DeviceStats struct {
-	ID      deviceid.ID  `json:"id"`
-	Windows []wire.Range `json:"windows"`
-	// ComputeMS is the device's measured compute time per token, all its
-	// windows together (decode tokens only).
-	ComputeMS float64 `json:"compute_ms"`
-	// MemPressure is the largest memory pressure the device saw during the
-	// job: the drop of MemAvailable over MemTotal since the job began, or,
-	// inside a memory cgroup with a limit below the machine's RAM, the
-	// cgroup's usage less its page cache (mapped weights the kernel may
-	// evict) over the limit. 0..1.
-	MemPressure float64 `json:"mem_pressure"`
-	// Fetched is the weight-slice bytes the device fetched for the plan (0
-	// on a warm restart: its cache had the slice); SliceBytes its slice's
-	// tensor bytes. 0 on the head, which holds the model.
-	Fetched    int64 `json:"fetched,omitempty"`
-	SliceBytes int64 `json:"slice_bytes,omitempty"`
-	// PromptMS is the device's compute on this request's prompt (its
-	// windows over every micro-batch, the head's output head included),
-	// Prompts how many computes that took, PromptRows their rows.
-	PromptMS   float64 `json:"prompt_ms,omitempty"`
-	Prompts    int     `json:"prompts,omitempty"`
-	PromptRows int     `json:"prompt_rows,omitempty"`
-	// VRAMUsed is what the device's windows hold on its GPU (weights, KV,
-	// compute buffers, as allocated), VRAMFree what its GPU reported free
-	// then; 0 without GPU layers.
-	VRAMUsed int64 `json:"vram_used,omitempty"`
-	VRAMFree int64 `json:"vram_free,omitempty"`
-}
-
-// ServeParams say how a worker's child serves ring jobs.
-type ServeParams struct {
-	Identity string        `json:"identity"` // config dir holding this device's certificate and key
-	Allowed  []deviceid.ID `json:"allowed"`  // devices that may connect: the head and the other workers (their readable text in the JSON)
-	CacheDir string        `json:"cache_dir"`
-	// CacheMax is what the slice cache may keep beyond twice the current
-	// job's slices (engine/slice Budget); 0: slice.DefaultCap (1 GiB).
-	CacheMax int64  `json:"cache_max,omitempty"`
-	Listen   string `json:"listen"` // "": "[::]:0"
-	Threads  int    `json:"threads,omitempty"`
 }
 
 // RingGenerate runs g on the ring of rp with this device as the head: the

@@ -40,6 +40,10 @@ import (
 // depend on the batch size, so an output head alone stays exact).
 const smallModel = "../../testdata/models/llama-Q8_0.gguf"
 
+// prefillChunk is the most tokens the head's ring job sends round in one
+// pass (engine/ring/job: a window evaluates at most ggml.MaxBatch).
+const prefillChunk = ggml.MaxBatch
+
 type device struct {
 	dir   string // identity directory
 	id    string

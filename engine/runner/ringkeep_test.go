@@ -18,10 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"homering/discovery/deviceid"
-	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
-	"homering/engine/ring/wire"
 )
 
 // ringReply runs g on the ring of rp from d and returns the reply's tokens,
@@ -195,62 +192,6 @@ func anonKB(t *testing.T, pid int) int {
 		}
 	}
 	return 0
-}
-
-func TestIdleMemoryBounds(t *testing.T) {
-	const gib = 1 << 30
-	for _, tt := range []struct {
-		name        string
-		held, limit int64
-		mem         sysinfo.Memory
-		tooBig      bool
-		short       bool
-	}{
-		{"small KV, plenty free", 14 << 20, gib, sysinfo.Memory{Total: 16 * gib, Available: 8 * gib}, false, false},
-		{"over 5% of the device", 60 << 20, gib, sysinfo.Memory{Total: 16 * gib, Available: 8 * gib}, true, false},
-		{"RAM nearly used up", 1 << 20, 16 * gib, sysinfo.Memory{Total: 16 * gib, Available: gib / 2}, false, true},
-		{"cgroup: anonymous use near its limit", 1 << 20, gib, sysinfo.Memory{Total: 16 * gib, Available: 8 * gib,
-			Cgroup: &sysinfo.Cgroup{Limit: gib, Usage: gib, File: 20 << 20}}, false, true},
-		{"cgroup: full of page cache is not short", 1 << 20, gib, sysinfo.Memory{Total: 16 * gib, Available: 8 * gib,
-			Cgroup: &sysinfo.Cgroup{Limit: gib, Usage: gib, File: gib / 2}}, false, false},
-		{"unknown limit", 1 << 40, 0, sysinfo.Memory{}, false, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := idleTooBig(tt.held, tt.limit); got != tt.tooBig {
-				t.Errorf("idleTooBig(%d, %d) = %v, want %v", tt.held, tt.limit, got, tt.tooBig)
-			}
-			if got := memoryShort(tt.mem); got != tt.short {
-				t.Errorf("memoryShort(%+v) = %v, want %v", tt.mem, got, tt.short)
-			}
-		})
-	}
-}
-
-func TestSamePlan(t *testing.T) {
-	base := func() *wire.Plan {
-		return &wire.Plan{ID: 1, K: 1, Layers: 4, NEmbd: 8, DType: wire.F32, Devices: []wire.Device{
-			{ID: deviceid.ForName("h"), Windows: []wire.Range{{Start: 0, End: 2}}}, {ID: deviceid.ForName("w"), Windows: []wire.Range{{Start: 2, End: 4}}}}}
-	}
-	for _, tt := range []struct {
-		name   string
-		change func(p *wire.Plan)
-		want   bool
-	}{
-		{"another ID only", func(p *wire.Plan) { p.ID = 9 }, true},
-		{"other windows", func(p *wire.Plan) { p.Devices[0].Windows[0].End, p.Devices[1].Windows[0].Start = 1, 1 }, false},
-		{"another device", func(p *wire.Plan) { p.Devices[1].ID = deviceid.ForName("x") }, false},
-		{"release set", func(p *wire.Plan) { p.Devices[1].Release = true }, false},
-		{"GPU layers moved", func(p *wire.Plan) { p.Devices[1].GPULayers = 1 }, false},
-		{"another k", func(p *wire.Plan) { p.K = 2 }, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p := base()
-			tt.change(p)
-			if got := samePlan(base(), p); got != tt.want {
-				t.Errorf("samePlan = %v, want %v", got, tt.want)
-			}
-		})
-	}
 }
 
 // BenchmarkRingKeep times the first token of a conversation's second turn

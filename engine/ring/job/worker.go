@@ -1,4 +1,4 @@
-package runner
+package job
 
 import (
 	"context"
@@ -24,9 +24,9 @@ import (
 	"homering/engine/slice"
 )
 
-// server is the worker side of the ring in the child: a listener with the
-// device's identity that runs the jobs heads start, one at a time.
-type server struct {
+// Worker is the worker side of the ring in a runner process: a listener
+// with the device's identity that runs the jobs heads start, one at a time.
+type Worker struct {
 	sp    ServeParams
 	self  deviceid.ID
 	ep    *transport.Endpoint
@@ -34,7 +34,7 @@ type server struct {
 	log   *slog.Logger
 	allow map[identity.DeviceID]bool
 	cache *slice.Cache // the slice cache, shared by the jobs (one at a time)
-	gaps  *gapBook     // the process's silence history, seeding each job's session
+	gaps  *Gaps        // the process's silence history, seeding each job's session
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Serve and every job have ended
@@ -58,20 +58,23 @@ type modelIndex struct {
 	hash  map[string][32]byte
 }
 
-// startServer listens and serves in the background.
-func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.Logger) (*server, error) {
+// StartWorker listens with the identity in sp and serves heads' jobs in
+// the background until ctx ends or Stop. gaps is the process's silence
+// history, shared with its head side; nice, when not nil, lowers the
+// process's CPU priority once it listens.
+func StartWorker(ctx context.Context, sp ServeParams, gaps *Gaps, nice func() error, log *slog.Logger) (*Worker, error) {
 	if sp.CacheDir == "" || sp.Identity == "" {
-		return nil, errors.New("runner: serve_ring needs an identity directory and a cache directory")
+		return nil, errors.New("job: serve_ring needs an identity directory and a cache directory")
 	}
 	ident, err := identity.LoadOrCreate(sp.Identity, time.Now(), crand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{sp: sp, self: ident.ID, log: log.With("ring", "worker"), allow: map[identity.DeviceID]bool{}, done: make(chan struct{}),
+	s := &Worker{sp: sp, self: ident.ID, log: log.With("ring", "worker"), allow: map[identity.DeviceID]bool{}, done: make(chan struct{}),
 		cache: &slice.Cache{Dir: sp.CacheDir}, gaps: gaps}
 	for _, a := range sp.Allowed {
 		if a.IsZero() {
-			return nil, errors.New("runner: an allowed device without a device ID")
+			return nil, errors.New("job: an allowed device without a device ID")
 		}
 		s.allow[a] = true
 	}
@@ -94,14 +97,16 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return nil, fmt.Errorf("runner: listen for the ring on %s: %w", listen, err)
+		return nil, fmt.Errorf("job: listen for the ring on %s: %w", listen, err)
 	}
 	s.ln = ln
 	// A contributing device must not slow its owner down: lower the CPU
 	// priority of every thread (ggml's thread pool, made later by the
 	// first job, inherits it).
-	if err := lowerPriority(); err != nil {
-		s.log.Warn("cannot lower the CPU priority", "err", err)
+	if nice != nil {
+		if err := nice(); err != nil {
+			s.log.Warn("cannot lower the CPU priority", "err", err)
+		}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
@@ -117,9 +122,12 @@ func startServer(ctx context.Context, sp ServeParams, gaps *gapBook, log *slog.L
 	return s, nil
 }
 
-// stop ends serving: the job in flight ends (its windows close) and the
+// Addr is the address the worker listens on.
+func (s *Worker) Addr() string { return s.ln.Addr().String() }
+
+// Stop ends serving: the job in flight ends (its windows close) and the
 // listener closes.
-func (s *server) stop() {
+func (s *Worker) Stop() {
 	s.cancel()
 	<-s.done
 }
@@ -128,14 +136,14 @@ func (s *server) stop() {
 // each worker with the head, not the workers with each other; the head
 // (paired, so trusted) names the job's devices by certificate hash, which
 // is enough to admit the predecessor's activation link for this job only.
-func (s *server) inJob(id deviceid.ID) bool {
+func (s *Worker) inJob(id deviceid.ID) bool {
 	s.mu.Lock()
 	j := s.job
 	s.mu.Unlock()
 	return j != nil && j.knows(id)
 }
 
-func (s *server) endJob() {
+func (s *Worker) endJob() {
 	s.mu.Lock()
 	j := s.job
 	s.mu.Unlock()
@@ -145,7 +153,7 @@ func (s *server) endJob() {
 	}
 }
 
-func (s *server) handle(ctx context.Context, c *transport.Conn) {
+func (s *Worker) handle(ctx context.Context, c *transport.Conn) {
 	peer := c.Peer
 	if c.Hello.Purpose == transport.PurposeSlice {
 		s.mu.Lock()
@@ -187,7 +195,7 @@ func (s *server) handle(ctx context.Context, c *transport.Conn) {
 	}
 }
 
-func (s *server) startJob(ctx context.Context, head deviceid.ID, c *transport.Conn, js *wire.JobStart) {
+func (s *Worker) startJob(ctx context.Context, head deviceid.ID, c *transport.Conn, js *wire.JobStart) {
 	refuse := func(text string) {
 		if typ, p, err := wire.Encode(&wire.JobAck{Job: js.Job, Code: wire.CodeBadPlan, Text: text}); err == nil {
 			_ = c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p})
@@ -269,7 +277,7 @@ const endingWait = time.Second
 
 // workerJob is one ring job on a worker.
 type workerJob struct {
-	s      *server
+	s      *Worker
 	id     uint64
 	head   deviceid.ID
 	model  [32]byte
@@ -391,7 +399,7 @@ loop:
 		j.log.Info("the job's driver ended", "err", err)
 	}
 	// The driver has stopped: what the session learned of the head's
-	// silences goes to the next job (ringgaps.go).
+	// silences goes to the next job (gaps.go).
 	j.s.gaps.record(time.Now(), j.tick, j.sess.Gaps())
 	j.drv.CloseLinks()
 	j.eng.Close()
@@ -434,7 +442,7 @@ func (e *workerEngine) measures() driver.Measures {
 // Prepare runs on the driver's engine goroutine.
 func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 	if idx <= 0 {
-		return fmt.Errorf("runner: this device is not a worker of plan %d", plan.ID)
+		return fmt.Errorf("job: this device is not a worker of plan %d", plan.ID)
 	}
 	if e.mem == nil {
 		p := newPressure()
@@ -454,7 +462,7 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(30 * time.Second):
-			return errors.New("runner: the head opened no slice connection")
+			return errors.New("job: the head opened no slice connection")
 		}
 		e.src = &slice.ConnSource{C: c, Model: e.j.model}
 		s := e.j.s
@@ -464,7 +472,7 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 		if idx.g == nil || idx.model != e.j.model {
 			g, h, err := e.src.FetchIndex(ctx)
 			if err != nil {
-				return fmt.Errorf("runner: fetch the model index from the head: %w", err)
+				return fmt.Errorf("job: fetch the model index from the head: %w", err)
 			}
 			idx = modelIndex{model: e.j.model, g: g, hash: h}
 			s.mu.Lock()
@@ -645,12 +653,12 @@ func (e *workerEngine) dialSuccessor(plan *wire.Plan, idx int) *successorDial {
 	go func() {
 		defer close(d.done)
 		if addr == "" {
-			d.err = fmt.Errorf("runner: no address for the next device %s", next)
+			d.err = fmt.Errorf("job: no address for the next device %s", next)
 			return
 		}
 		c, err := e.j.s.ep.Dial(e.j.ctx, addr, next, transport.PurposeLink)
 		if err != nil {
-			d.err = fmt.Errorf("runner: link to the next device %s: %w", next, err)
+			d.err = fmt.Errorf("job: link to the next device %s: %w", next, err)
 			return
 		}
 		typ, p, _ := wire.Encode(&wire.JobLink{Job: e.j.id})

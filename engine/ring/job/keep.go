@@ -1,20 +1,18 @@
-package runner
+package job
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
-	"homering/engine/ring/wire"
 )
 
 // Kept ring jobs: a head holds its job (links, plan, every device's windows
-// and KV caches) idle after a request that asked for it (RingParams.KeepMS),
+// and KV caches) idle after a request that asked for it (Params.KeepMS),
 // so that the conversation's next turn needs no new job (links, slices,
 // windows) and skips the prefill passes a fresh job would compute alike
-// (keptPrefix): the reply is a fresh job's, bit for bit.
+// (ring.KeptPrefix): the reply is a fresh job's, bit for bit.
 
 // idleShare is the most of a device's memory (memLimit: its cgroup's limit,
 // else its RAM) that an idle job may hold in KV caches and compute buffers
@@ -75,28 +73,12 @@ func idleMemory(held int64) string {
 	return ""
 }
 
-// samePlan reports whether two plans place the same layers on the same
-// devices in the same order (their IDs aside: the agent numbers every plan
-// it makes).
-func samePlan(a, b *wire.Plan) bool {
-	if a == nil || b == nil || a.K != b.K || a.Layers != b.Layers || a.NEmbd != b.NEmbd || a.DType != b.DType || len(a.Devices) != len(b.Devices) {
-		return false
-	}
-	for i := range a.Devices {
-		da, db := a.Devices[i], b.Devices[i]
-		if da.ID != db.ID || da.Release != db.Release || da.GPULayers != db.GPULayers || !slices.Equal(da.Windows, db.Windows) {
-			return false
-		}
-	}
-	return true
-}
-
-// reusable says why the kept job h cannot serve a request with ring
-// parameters rp (normalized), load parameters lp and a context of nCtx for
-// prompt tokens and maxTokens, or "" when it can: the same plan on the same
-// peers, identity, tick, prefetch, threads and context, and a KV cache as
-// big as a fresh job's for this request (else the reply could end sooner).
-func (h *headJob) reusable(rp RingParams, lp LoadParams, nCtx, prompt, maxTokens int) string {
+// reusable says why the kept job h cannot serve a request with parameters
+// rp (normalized) and a context of nCtx for prompt tokens and maxTokens, or
+// "" when it can: the same plan on the same peers, identity, tick,
+// prefetch, threads and context, and a KV cache as big as a fresh job's
+// for this request (else the reply could end sooner).
+func (h *headJob) reusable(rp Params, nCtx, prompt, maxTokens int) string {
 	tick := defaultTick
 	if rp.TickMS > 0 {
 		tick = time.Duration(rp.TickMS) * time.Millisecond
@@ -104,9 +86,9 @@ func (h *headJob) reusable(rp RingParams, lp LoadParams, nCtx, prompt, maxTokens
 	switch {
 	case !h.up || h.plan == nil:
 		return "its plan is not up"
-	case !samePlan(h.plan, rp.Plan):
+	case !ring.SamePlacement(h.plan, rp.Plan):
 		return "the plan changed"
-	case rp.Identity != h.identity || tick != h.tick || rp.NoPrefetch != h.noPrefetch || lp.Threads != h.threads:
+	case rp.Identity != h.identity || tick != h.tick || rp.NoPrefetch != h.noPrefetch || rp.Threads != h.threads:
 		return "the ring's settings changed"
 	case nCtx != h.loadNCtx:
 		return "the context size changed"
@@ -230,7 +212,7 @@ func (h *headJob) setIdle(idle bool) {
 }
 
 // setKept makes h the kept job (ending any other).
-func (m *ringModel) setKept(h *headJob) {
+func (m *Head) setKept(h *headJob) {
 	m.mu.Lock()
 	old := m.kept
 	m.kept = h
@@ -241,7 +223,7 @@ func (m *ringModel) setKept(h *headJob) {
 }
 
 // forget drops h if it is the kept job.
-func (m *ringModel) forget(h *headJob) {
+func (m *Head) forget(h *headJob) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.kept == h {
@@ -250,7 +232,7 @@ func (m *ringModel) forget(h *headJob) {
 }
 
 // takeKept returns the kept job, claimed (its hold over), or nil.
-func (m *ringModel) takeKept() *headJob {
+func (m *Head) takeKept() *headJob {
 	m.mu.Lock()
 	h := m.kept
 	m.kept = nil
@@ -261,15 +243,16 @@ func (m *ringModel) takeKept() *headJob {
 	return h
 }
 
-// endKept ends the kept job, if any (ring_end); m may be nil.
-func (m *ringModel) endKept() {
+// EndKept ends the kept job, if any (the protocol's ring_end); m may be
+// nil.
+func (m *Head) EndKept() {
 	if m != nil {
 		m.dropKept("the agent ended it")
 	}
 }
 
 // dropKept ends the kept job, if any.
-func (m *ringModel) dropKept(reason string) {
+func (m *Head) dropKept(reason string) {
 	m.mu.Lock()
 	h := m.kept
 	m.kept = nil

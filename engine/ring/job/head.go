@@ -1,8 +1,7 @@
-package runner
+package job
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,7 +17,6 @@ import (
 	"homering/discovery/deviceid"
 	"homering/discovery/identity"
 	"homering/engine/ggml"
-	"homering/engine/head"
 	"homering/engine/llama"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
@@ -58,18 +56,24 @@ func memLimit() int64 {
 	return m.Total
 }
 
-// ringModel is the head's model for ring jobs, kept between requests.
-type ringModel struct {
+// Head is a runner process's head side of ring jobs: the model it maps
+// for them (weights, vocabulary, the slice server its workers fetch from),
+// kept between requests, and the job it holds idle for the next request
+// (keep.go).
+type Head struct {
 	path  string
 	model *ggml.Model
 	vocab *llama.Vocab
 	srv   *slice.Server
+	gaps  *Gaps // the process's silence history, seeding each job's session
+	log   *slog.Logger
 
 	mu   sync.Mutex
-	kept *headJob // a job held idle for the next request (ringkeep.go); guarded by mu
+	kept *headJob // a job held idle for the next request (keep.go); guarded by mu
 }
 
-func (m *ringModel) close() {
+// Close ends the kept job, if any, and unmaps the model; h may be nil.
+func (m *Head) Close() {
 	if m == nil {
 		return
 	}
@@ -79,7 +83,9 @@ func (m *ringModel) close() {
 	_ = m.model.Close()
 }
 
-func openRingModel(path string) (*ringModel, error) {
+// OpenHead maps the model at path for ring jobs headed by this process;
+// gaps is the process's silence history, shared with its worker side.
+func OpenHead(path string, gaps *Gaps, log *slog.Logger) (*Head, error) {
 	m, err := ggml.Open(path)
 	if err != nil {
 		return nil, err
@@ -95,24 +101,33 @@ func openRingModel(path string) (*ringModel, error) {
 		_ = m.Close()
 		return nil, err
 	}
-	return &ringModel{path: path, model: m, vocab: v, srv: srv}, nil
+	return &Head{path: path, model: m, vocab: v, srv: srv, gaps: gaps, log: log}, nil
 }
 
+// Path is the model's file.
+func (m *Head) Path() string { return m.path }
+
+// Vocab is the model's vocabulary, for the generation loop.
+func (m *Head) Vocab() *llama.Vocab { return m.vocab }
+
+// NCtxTrain is the context the model was trained with.
+func (m *Head) NCtxTrain() int { return m.model.Info().NCtxTrain }
+
 // normalize checks rp: its plan, its problem and its peers.
-func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
+func normalize(rp Params, self deviceid.ID) (Params, error) {
 	if rp.Plan == nil || len(rp.Plan.Devices) == 0 {
-		return rp, errors.New("runner: the ring needs a plan with at least the head")
+		return rp, errors.New("job: the ring needs a plan with at least the head")
 	}
 	p := *rp.Plan
-	p.DType = ringHidden() // the agent plans layers; the wire's dtype is this head's switch (ringenv.go)
+	p.DType = ringHidden() // the agent plans layers; the wire's dtype is this head's switch (env.go)
 	if rp.TickMS < 0 || rp.TickMS > 60000 {
-		return rp, fmt.Errorf("runner: a ring tick of %d ms is out of range; give 1-60000 ms, or 0 for the default", rp.TickMS)
+		return rp, fmt.Errorf("job: a ring tick of %d ms is out of range; give 1-60000 ms, or 0 for the default", rp.TickMS)
 	}
 	if p.Devices[0].ID != self {
-		return rp, fmt.Errorf("runner: the plan's head is %s, this device is %s", p.Devices[0].ID, self)
+		return rp, fmt.Errorf("job: the plan's head is %s, this device is %s", p.Devices[0].ID, self)
 	}
 	if _, _, err := wire.Encode(&p); err != nil {
-		return rp, fmt.Errorf("runner: the plan cannot be installed: %w", err)
+		return rp, fmt.Errorf("job: the plan cannot be installed: %w", err)
 	}
 	rp.Plan = &p
 	if rp.Problem != nil {
@@ -122,12 +137,12 @@ func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 	}
 	for _, pr := range rp.Peers {
 		if pr.ID.IsZero() {
-			return rp, fmt.Errorf("runner: a peer at %q has no device ID", pr.Addr)
+			return rp, fmt.Errorf("job: a peer at %q has no device ID", pr.Addr)
 		}
 	}
 	for _, d := range p.Devices[1:] {
-		if !slices.ContainsFunc(rp.Peers, func(pr RingPeer) bool { return pr.ID == d.ID }) {
-			return rp, fmt.Errorf("runner: the plan has device %s but no address for it", d.ID)
+		if !slices.ContainsFunc(rp.Peers, func(pr Peer) bool { return pr.ID == d.ID }) {
+			return rp, fmt.Errorf("job: the plan has device %s but no address for it", d.ID)
 		}
 	}
 	return rp, nil
@@ -139,11 +154,11 @@ func normalize(rp RingParams, self deviceid.ID) (RingParams, error) {
 func checkProblem(q halda.Problem, self deviceid.ID) error {
 	for _, d := range q.Devices {
 		if d.ID.IsZero() {
-			return fmt.Errorf("runner: the ring's problem has device %q without a device ID", d.Name)
+			return fmt.Errorf("job: the ring's problem has device %q without a device ID", d.Name)
 		}
 	}
 	if len(q.Devices) == 0 || q.Devices[0].ID != self {
-		return errors.New("runner: the ring's problem must start with this device, the head")
+		return errors.New("job: the ring's problem must start with this device, the head")
 	}
 	return nil
 }
@@ -151,10 +166,8 @@ func checkProblem(q halda.Problem, self deviceid.ID) error {
 // headJob is one ring job on the head: its links, its driver, the
 // conversation's tokens, and the passes of the request it serves.
 type headJob struct {
-	c          *child
-	id         uint64 // request id
 	log        *slog.Logger
-	rm         *ringModel
+	rm         *Head
 	ep         *transport.Endpoint
 	self       deviceid.ID
 	job        uint64
@@ -173,12 +186,12 @@ type headJob struct {
 	replanned *halda.Plan
 
 	sent      atomic.Pointer[transferProgress] // the request's; slice connections outlive it when the job is kept
-	peers     map[deviceid.ID]RingPeer         // every worker known to this job
+	peers     map[deviceid.ID]Peer             // every worker known to this job
 	connected map[deviceid.ID]bool
 	ctx       context.Context // the job's links and slice servers
 
-	// A job outlives its request when kept (ringkeep.go).
-	identity string             // RingParams.Identity the endpoint was made with
+	// A job outlives its request when kept (keep.go).
+	identity string             // Params.Identity the endpoint was made with
 	loadNCtx int                // the context asked for (LoadParams.NCtx resolved); nCtx is the KV's
 	keep     time.Duration      // hold the job idle this long after the request; 0: end it
 	cancel   context.CancelFunc // ends ctx: the driver and every link
@@ -200,7 +213,7 @@ type headJob struct {
 	passRows int       // this request's prefill pass size (ring.PassRows)
 	micro    int       // the micro-batch its prefill passes are pipelined in on the plan (ring.MicroRows); set when the plan is up
 	exactEnd int       // positions [0, exactEnd) were computed in full prompt micro-batches of micro from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
-	tr       trace     // where the request's time went (ringtrace.go)
+	tr       trace     // where the request's time went (trace.go)
 	logits   []float32 // the output window's, of the last pass back: written on the driver's engine goroutine before its EmitToken
 	decodeMS float64   // time of the passes of one generated token, for ring.PassEnd
 	decodeN  int
@@ -209,89 +222,55 @@ type headJob struct {
 	mem      *pressure
 	peak     memPeak
 	memTick  *time.Ticker
-	reqStats Stats // Passes, Rows, Replans, LossToTokenMS of the request
+	reqStats Result // Passes, Rows, Replans, LossToTokenMS of the request
 }
 
-func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event {
-	start := time.Now()
-	fail := func(code string, err error) Event {
-		return errorEvent(id, code, err)
-	}
-	if req.Load == nil || req.Load.Model == "" || req.Ring == nil || req.Generate == nil {
-		return fail(CodeBadRequest, errors.New("runner: ring_generate needs load, ring and generate"))
-	}
-	g := *req.Generate
-	if err := g.sampling().Validate(); err != nil {
-		return fail(CodeBadRequest, err)
-	}
-	if req.Ring.KeepMS < 0 || req.Ring.KeepMS > maxKeepMS {
-		return fail(CodeBadRequest, fmt.Errorf("runner: keeping a ring job %d ms is out of range; give 0-%d ms", req.Ring.KeepMS, maxKeepMS))
-	}
-	if c.rm == nil || c.rm.path != req.Load.Model {
-		c.rm.close()
-		c.rm = nil
-		rm, err := openRingModel(req.Load.Model)
-		if err != nil {
-			return fail(CodeLoad, err)
-		}
-		c.rm = rm
-	}
-	ident, err := identity.LoadOrCreate(req.Ring.Identity, time.Now(), crand.Reader)
+// Request is one ring request (the protocol's ring_generate) as the
+// generation loop's head.Model: Begin takes the kept job when it can serve
+// the prompt, else starts one; Eval runs passes round its ring; Finish
+// ends the request.
+type Request struct {
+	m          *Head
+	rp         Params // normalized
+	nCtx       int    // the context asked for, resolved
+	ident      *identity.Identity
+	onProgress func(Progress)
+	h          *headJob // set by Begin
+}
+
+// Request checks p against this device's identity (the plan's first device
+// must be ident) and makes the request for a context of nCtx positions
+// (the load's, resolved: engine/head.ContextSize). onProgress hears how far
+// the weight slices have been sent to each worker. Its error is the
+// request's fault (a bad request), never the ring's.
+func (m *Head) Request(p Params, nCtx int, ident *identity.Identity, onProgress func(Progress)) (*Request, error) {
+	rp, err := normalize(p, ident.ID)
 	if err != nil {
-		return fail(CodeRing, err)
+		return nil, err
 	}
-	rp, err := normalize(*req.Ring, ident.ID)
-	if err != nil {
-		return fail(CodeBadRequest, err)
-	}
-	nCtx := head.ContextSize(req.Load.NCtx, c.rm.model.Info().NCtxTrain)
-	r := &ringRequest{c: c, id: id, rp: rp, lp: *req.Load, nCtx: nCtx, ident: ident}
-	st, err := c.generation(ctx, id, r, c.rm.vocab, nCtx, g, start)
-	if r.h == nil {
-		if err != nil {
-			return errorEvent(id, errorCode(err), err)
-		}
-		return Event{ID: id, Type: EvDone, Stats: &st}
-	}
-	return r.h.finish(st, err)
+	return &Request{m: m, rp: rp, nCtx: nCtx, ident: ident, onProgress: onProgress}, nil
 }
 
-// maxKeepMS bounds RingParams.KeepMS: an hour.
-const maxKeepMS = 3600 * 1000
-
-// ringRequest is one ring_generate as the generation loop's head.Model:
-// Begin takes the kept job when it can serve the prompt, else starts one;
-// Eval runs passes round its ring.
-type ringRequest struct {
-	c     *child
-	id    uint64
-	rp    RingParams // normalized
-	lp    LoadParams
-	nCtx  int // the context asked for, resolved
-	ident *identity.Identity
-	h     *headJob // set by Begin
-}
-
-func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (int, error) {
-	c, rp := r.c, r.rp
+func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, error) {
+	m, rp := r.m, r.rp
 	keep := time.Duration(rp.KeepMS) * time.Millisecond
-	if h := c.rm.takeKept(); h != nil {
-		why := h.reusable(rp, r.lp, r.nCtx, len(toks), maxTokens)
+	if h := m.takeKept(); h != nil {
+		why := h.reusable(rp, r.nCtx, len(toks), maxTokens)
 		if why == "" {
 			// The agent's problem of this turn: its calibration may
 			// have moved since the job's plan was made.
-			h.id, h.keep, h.problem, h.lost = r.id, keep, rp.Problem, nil
-			h.sent.Store(newTransferProgress(c, r.id))
+			h.keep, h.problem, h.lost = keep, rp.Problem, nil
+			h.sent.Store(newTransferProgress(r.onProgress))
 			r.h = h
 			return h.resume(toks, maxTokens), nil
 		}
 		h.log.Info("the kept ring job cannot serve this request; starting afresh", "why", why)
 		h.end()
 	}
-	h := &headJob{c: c, id: r.id, log: c.log.With("ring", "head"), rm: c.rm, self: r.ident.ID, tick: defaultTick,
-		problem: rp.Problem, peers: map[deviceid.ID]RingPeer{}, connected: map[deviceid.ID]bool{}, job: rand.Uint64(), threads: r.lp.Threads, noPrefetch: rp.NoPrefetch,
+	h := &headJob{log: m.log.With("ring", "head"), rm: m, self: r.ident.ID, tick: defaultTick,
+		problem: rp.Problem, peers: map[deviceid.ID]Peer{}, connected: map[deviceid.ID]bool{}, job: rand.Uint64(), threads: rp.Threads, noPrefetch: rp.NoPrefetch,
 		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep}
-	h.sent.Store(newTransferProgress(c, r.id))
+	h.sent.Store(newTransferProgress(r.onProgress))
 	if rp.TickMS > 0 {
 		h.tick = time.Duration(rp.TickMS) * time.Millisecond
 	}
@@ -312,13 +291,30 @@ func (r *ringRequest) Begin(ctx context.Context, toks []int32, maxTokens int) (i
 	return 0, h.begin(ctx, rp, toks, maxTokens)
 }
 
-func (r *ringRequest) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+func (r *Request) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
 	return r.h.eval(ctx, toks, pos)
 }
 
-// ringError is an error of the ring itself (its links, plan or driver),
-// with CodeRing.
-func ringError(err error) error { return codedError{CodeRing, err} }
+// Finish ends the request that ended with err (nil: it went well) and
+// returns the ring's part of its stats: the job ends, or, when it asked to
+// be kept and its plan is up, is held idle for the next request. A request
+// whose job never began, or that failed, has none.
+func (r *Request) Finish(err error) Result {
+	if r.h == nil {
+		return Result{}
+	}
+	return r.h.finish(err)
+}
+
+// Error is an error of the ring itself (its links, plan or driver), not of
+// the request: the protocol's code "ring".
+type Error struct{ Err error }
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// ringError is an error of the ring itself.
+func ringError(err error) error { return &Error{err} }
 
 // ringErr is err of setting up a plan: ctx's error when it is cancelled
 // (the request was stopped), else a ring error.
@@ -331,7 +327,7 @@ func (h *headJob) ringErr(ctx context.Context, err error) error {
 
 // start sets up the request's passes over prompt toks (either job).
 func (h *headJob) start(toks []int32, maxTokens int) {
-	h.nPrompt, h.reqStats, h.replanned = len(toks), Stats{}, nil
+	h.nPrompt, h.reqStats, h.replanned = len(toks), Result{}, nil
 	h.inflight, h.decodeMS, h.decodeN, h.lossAt = 0, 0, 0, time.Time{}
 	// A fresh job's pass size, also on a kept job whose caches are bigger:
 	// a kept job must compute what a fresh one does.
@@ -355,7 +351,7 @@ func (h *headJob) start(toks []int32, maxTokens int) {
 
 // begin starts a fresh job for a request with prompt toks: its driver, its
 // plan installed and up on every device (nothing cached yet).
-func (h *headJob) begin(ctx context.Context, rp RingParams, toks []int32, maxTokens int) error {
+func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens int) error {
 	h.nCtx = ring.JobContext(h.loadNCtx, len(toks), maxTokens)
 	if h.keep > 0 {
 		h.nCtx = ring.KeptContext(h.loadNCtx, len(toks), maxTokens)
@@ -373,8 +369,8 @@ func (h *headJob) begin(ctx context.Context, rp RingParams, toks []int32, maxTok
 	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h.ctx, h.cancel = jctx, cancel
 	// The session's silence limits start from what earlier jobs of this
-	// process saw of the same peers (ringgaps.go).
-	h.sess = h.c.gaps.session(h.self, h.tick, h.log)
+	// process saw of the same peers (gaps.go).
+	h.sess = h.rm.gaps.session(h.self, h.tick, h.log)
 	h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
 	h.drv.NoPrefetch = h.noPrefetch
 	h.runDone = make(chan error, 1)
@@ -463,7 +459,7 @@ func (h *headJob) await(ctx context.Context) error {
 			return ctx.Err()
 		case err := <-h.runDone:
 			h.runDone <- err // for end
-			return ringError(fmt.Errorf("runner: the ring stopped: %w", err))
+			return ringError(fmt.Errorf("job: the ring stopped: %w", err))
 		case <-h.memTick.C:
 			h.mem.sample()
 			h.peak.sample()
@@ -524,11 +520,11 @@ func (h *headJob) await(ctx context.Context) error {
 	return nil
 }
 
-// finish ends the request with the loop's stats st and error err: the
-// event that ends it, and the job ended or, when it asked to be kept and
-// its plan is up, held idle for the next (its windows hold the KV of every
-// token evaluated so far; a pass still in flight adds to it).
-func (h *headJob) finish(st Stats, err error) Event {
+// finish ends the request that ended with err: the job ended or, when it
+// asked to be kept and its plan is up, held idle for the next (its windows
+// hold the KV of every token evaluated so far; a pass still in flight adds
+// to it). It returns the ring's part of the stats, none after an error.
+func (h *headJob) finish(err error) Result {
 	h.memTick.Stop()
 	debug.SetGCPercent(h.gc)
 	kept := err == nil && h.keep > 0 && h.up
@@ -546,33 +542,30 @@ func (h *headJob) finish(st Stats, err error) Event {
 	h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
 		"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
 	if err != nil {
-		return errorEvent(h.id, errorCode(err), err)
+		return Result{}
 	}
-	st.Devices, st.Replans, st.LossToTokenMS, st.Passes, st.Rows = devices, h.reqStats.Replans, h.reqStats.LossToTokenMS, h.reqStats.Passes, h.reqStats.Rows
+	res := h.reqStats
+	res.Devices = devices
 	if h.replanned != nil {
-		st.Lost, st.Plan = slices.Clone(h.lost), h.replanned
+		res.Lost, res.Plan = slices.Clone(h.lost), h.replanned
 	}
 	if h.plan != nil {
-		st.PlanID = h.plan.ID
+		res.PlanID = h.plan.ID
 	}
-	st.Trace = h.tr.result(h.micro)
-	h.log.Info("ring request trace", "dial_ms", st.Trace.DialMS, "prepare_ms", st.Trace.PrepareMS, "prompt_ms", st.Trace.PromptMS,
-		"prompt_passes", st.Trace.PromptPasses, "micro_rows", st.Trace.MicroRows, "devices", devices)
-	return Event{ID: h.id, Type: EvDone, Stats: &st}
+	res.Trace = h.tr.result(h.micro)
+	h.log.Info("ring request trace", "dial_ms", res.Trace.DialMS, "prepare_ms", res.Trace.PrepareMS, "prompt_ms", res.Trace.PromptMS,
+		"prompt_passes", res.Trace.PromptPasses, "micro_rows", res.Trace.MicroRows, "devices", devices)
+	return res
 }
 
 // microRows is the micro-batch of this request's prefill passes on the
-// installed plan (ring.MicroRows): not pipelined when a device releases its
+// installed plan (ring.PlanMicroRows): not pipelined when a device releases its
 // windows' pages after each of k > 1 rounds.
 func (h *headJob) microRows() int {
-	release := false
-	for _, d := range h.plan.Devices {
-		release = release || d.Release && h.plan.K > 1
-	}
 	if !ringPipelined() {
 		return h.passRows // one batch per pass (HOMERING_RING_PIPELINE=off)
 	}
-	return ring.MicroRows(h.passRows, len(h.plan.Devices), release)
+	return ring.PlanMicroRows(h.passRows, h.plan)
 }
 
 // servingGC is the head's GOGC while workers fetch slices from it (from
@@ -589,14 +582,14 @@ const servingGC = 25
 // for. The survivors need no asking: their children serve any head of
 // their paired devices until the job ends, and install's JobStart finds
 // one that no longer does. prev is the plan it replaces.
-func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (RingParams, error) {
+func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (Params, error) {
 	for _, id := range without {
 		if !slices.Contains(h.lost, id) {
 			h.lost = append(h.lost, id)
 		}
 	}
 	if h.problem == nil {
-		return RingParams{}, fmt.Errorf("runner: the ring lost %v and has no problem to re-plan from", without)
+		return Params{}, fmt.Errorf("job: the ring lost %v and has no problem to re-plan from", without)
 	}
 	gone := slices.Clone(h.lost)
 	for _, d := range h.problem.Devices[1:] {
@@ -607,15 +600,15 @@ func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (RingParams, er
 	start := time.Now()
 	q, plan, err := ring.PlanWithout(*h.problem, gone, lpsolve.Solver{})
 	if err != nil {
-		return RingParams{}, err
+		return Params{}, err
 	}
 	wp, err := ring.FromHalda(prev.ID+1, plan, prev.NEmbd)
 	if err != nil {
-		return RingParams{}, err
+		return Params{}, err
 	}
 	wp.DType = prev.DType
 	h.problem, h.replanned = &q, &plan
-	rp := RingParams{Plan: wp}
+	rp := Params{Plan: wp}
 	for _, d := range wp.Devices[1:] {
 		rp.Peers = append(rp.Peers, h.peers[d.ID])
 	}
@@ -626,7 +619,7 @@ func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (RingParams, er
 
 // install connects the plan's workers and installs it. A worker that cannot
 // be reached makes it ask for another plan without that worker.
-func (h *headJob) install(ctx context.Context, rp RingParams) error {
+func (h *headJob) install(ctx context.Context, rp Params) error {
 	for {
 		added := false
 		for _, p := range rp.Peers {
@@ -677,7 +670,7 @@ func (h *headJob) end() {
 	err := <-h.runDone
 	h.runDone <- err
 	if h.sess != nil { // the driver has stopped: the session is this goroutine's now
-		h.c.gaps.record(time.Now(), h.tick, h.sess.Gaps())
+		h.rm.gaps.record(time.Now(), h.tick, h.sess.Gaps())
 		h.sess = nil
 	}
 	h.drv.CloseLinks()
@@ -702,7 +695,7 @@ type dialFailure struct {
 // worker on the rig's 5 ms links), and returns those it could not reach.
 // ctx bounds the dials; the connections live as long as the job (h.ctx).
 func (h *headJob) connect(ctx context.Context, plan *wire.Plan) []dialFailure {
-	var need []RingPeer
+	var need []Peer
 	for _, d := range plan.Devices[1:] {
 		if !h.connected[d.ID] || !h.drv.HasLink(d.ID) {
 			need = append(need, h.peers[d.ID])
@@ -749,9 +742,9 @@ func (h *headJob) connect(ctx context.Context, plan *wire.Plan) []dialFailure {
 // dial opens one worker's link, starts the job js there and opens its
 // slice connection. It touches nothing of h but its endpoint: connect runs
 // one per worker at once.
-func (h *headJob) dial(ctx context.Context, p RingPeer, js *wire.JobStart) (link, slices *transport.Conn, err error) {
+func (h *headJob) dial(ctx context.Context, p Peer, js *wire.JobStart) (link, slices *transport.Conn, err error) {
 	if p.Addr == "" {
-		return nil, nil, fmt.Errorf("runner: no address for device %s", p.ID)
+		return nil, nil, fmt.Errorf("job: no address for device %s", p.ID)
 	}
 	conn, err := h.ep.Dial(ctx, p.Addr, p.ID, transport.PurposeLink)
 	if err != nil {
@@ -760,11 +753,11 @@ func (h *headJob) dial(ctx context.Context, p RingPeer, js *wire.JobStart) (link
 	ack, err := roundTrip(ctx, conn, js, 10*time.Second)
 	if err != nil {
 		_ = conn.Close()
-		return nil, nil, fmt.Errorf("runner: start the job on %s: %w", p.ID, err)
+		return nil, nil, fmt.Errorf("job: start the job on %s: %w", p.ID, err)
 	}
 	if a, ok := ack.(*wire.JobAck); !ok || a.Job != js.Job || a.Code != wire.CodeOK {
 		_ = conn.Close()
-		return nil, nil, fmt.Errorf("runner: device %s refused the job: %s", p.ID, ring.MsgString(ack))
+		return nil, nil, fmt.Errorf("job: device %s refused the job: %s", p.ID, ring.MsgString(ack))
 	}
 	sc, err := h.ep.Dial(ctx, p.Addr, p.ID, transport.PurposeSlice)
 	if err != nil {
@@ -818,7 +811,7 @@ func recvOne(ctx context.Context, c *transport.Conn, timeout time.Duration) (wir
 	return wire.Decode(wire.Type(f.Type), f.Payload)
 }
 
-// deviceStats turns the driver's measurements into the parent's Stats.
+// deviceStats turns the driver's measurements into the request's DeviceStats.
 func (h *headJob) deviceStats(plan *wire.Plan, mem *pressure) []DeviceStats {
 	if plan == nil {
 		return nil
@@ -882,11 +875,10 @@ func (p *pressure) sample() float64 {
 
 func mb(n int64) float64 { return math.Round(float64(n)/(1<<20)*10) / 10 }
 
-// transferProgress counts the weight bytes sent to each worker and tells the
-// parent, at most every progressEvery per worker and once at the total.
+// transferProgress counts the weight bytes sent to each worker and tells
+// report, at most every progressEvery per worker and once at the total.
 type transferProgress struct {
-	c  *child
-	id uint64 // the ring_generate request
+	report func(Progress) // nil: nobody listens
 
 	mu    sync.Mutex
 	done  map[deviceid.ID]int64
@@ -896,8 +888,8 @@ type transferProgress struct {
 
 const progressEvery = 200 * time.Millisecond
 
-func newTransferProgress(c *child, id uint64) *transferProgress {
-	return &transferProgress{c: c, id: id, done: map[deviceid.ID]int64{}, total: map[deviceid.ID]int64{}, last: map[deviceid.ID]time.Time{}}
+func newTransferProgress(report func(Progress)) *transferProgress {
+	return &transferProgress{report: report, done: map[deviceid.ID]int64{}, total: map[deviceid.ID]int64{}, last: map[deviceid.ID]time.Time{}}
 }
 
 func (t *transferProgress) setTotal(dev deviceid.ID, n int64) {
@@ -917,5 +909,7 @@ func (t *transferProgress) add(dev deviceid.ID, n int64) {
 	}
 	t.last[dev] = now
 	t.mu.Unlock()
-	_ = t.c.send(Event{ID: t.id, Type: EvProgress, Progress: &Progress{Device: dev, Done: done, Total: max(total, done)}})
+	if t.report != nil {
+		t.report(Progress{Device: dev, Done: done, Total: max(total, done)})
+	}
 }

@@ -1,4 +1,4 @@
-package runner
+package job
 
 import (
 	"time"
@@ -7,11 +7,11 @@ import (
 	"homering/engine/ring/wire"
 )
 
-// RingTrace is where a ring request's time went before and during its
+// Trace is where a ring request's time went before and during its
 // prompt (issue 19): setting up the job (dials, the plan prepared on every
 // device) and the prompt's passes, whose wall time less each device's
 // compute (DeviceStats.PromptMS) is transfer and waiting.
-type RingTrace struct {
+type Trace struct {
 	// DialMS is the time spent connecting workers for this request (the
 	// link, the job's ask and answer, the slice connection); 0 on a kept
 	// job.
@@ -37,9 +37,9 @@ type trace struct {
 	base                  map[deviceid.ID]wire.DeviceStats // the devices' stats when the request began (a kept job's add up)
 }
 
-// result is the request's RingTrace.
-func (t *trace) result(micro int) *RingTrace {
-	r := &RingTrace{DialMS: ms(t.dial), PromptPasses: t.passes, MicroRows: micro}
+// result is the request's Trace.
+func (t *trace) result(micro int) *Trace {
+	r := &Trace{DialMS: ms(t.dial), PromptPasses: t.passes, MicroRows: micro}
 	if !t.installed.IsZero() && t.up.After(t.installed) {
 		r.PrepareMS = ms(t.up.Sub(t.installed))
 	}
@@ -58,3 +58,5 @@ func promptPart(s, base wire.DeviceStats) (us uint64, n, rows uint32) {
 	}
 	return s.PromptUS, s.Prompts, s.PromptRows
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
