@@ -82,13 +82,22 @@
 //     MaxForgiven (3) late ticks go uncounted per silence, so a device
 //     starved for good still finds a dead peer, after at most limit + 3
 //     ticks.
-//   - Limit: SilenceTicks(tick, rtt, gap) = max(3 ticks, 4 × the last RTT,
+//   - Limit: SilenceLimit = max(3 ticks, max(4 × RTT, RTT + 4 × RTTVAR),
 //     2 × the largest silence the peer ended in the last GapWindow (120)
-//     ticks), capped at SilenceCap (12 ticks: 6 s at the runner's 500 ms
-//     tick, well inside the 10 s from a fault to the next token). A peer
-//     that once went quiet for 4 ticks (paging, starved at a low priority)
-//     and came back is allowed 8 from then on; a minute later it is
-//     forgotten.
+//     ticks) + 2 × this device's jitter, capped at SilenceCap (12 ticks:
+//     6 s at the runner's 500 ms tick, well inside the 10 s from a fault to
+//     the next token). RTT and RTTVAR are the peer's pong round trips
+//     smoothed as RFC 6298 does, so a link whose answers come back at
+//     varying speed (a loaded peer, Wi-Fi) is allowed the variation. The
+//     jitter is how late (beyond a period, short of forgiven) this
+//     device's own ticks came in the last GapWindow ticks: a loaded
+//     device reads its pongs late, and in a home its peers are likely
+//     loaded too. A peer that once went quiet for 4 ticks (paging, starved
+//     at a low priority) and came back is allowed 8 from then on; a
+//     minute later it is forgotten. Whatever the measures, a peer that
+//     really went silent is lost within SilenceCap + MaxForgiven ticks of
+//     its last sign of life (7.5 s at 500 ms), and at once when its link
+//     closes.
 //   - Preparing: while a plan is prepared, a worker that has not
 //     acknowledged it yet (to the head) and the head until the plan is up
 //     (to a worker, whose slice it serves) get SilenceCap: fetching,
@@ -103,6 +112,24 @@
 //     first GapWindow ticks with a plan Up (preparing may take minutes)
 //     the largest counts as one of the peer's own gaps. A peer that
 //     really hangs is still lost within SilenceCap.
+//
+// # Stalls
+//
+// A peer whose engine hangs while its link lives (its pinger answers, so
+// it is never silent) would hold the ring for ever. Each worker reports
+// every activation it sends on (Passed, with what its window took; the
+// driver sends a DeviceStats after each). The head counts the
+// activations it sent into the ring and each worker's reports, so it knows
+// which worker holds the oldest activation not yet passed on, and since
+// when: since it got it, or since it passed its previous one. That
+// worker is lost when it has held it for StallTicks(tick, expected, jitter)
+// = 4 × its expected time for that activation + StallMargin (16 ticks) +
+// 2 × jitter: the expected time is the larger of what the head was told
+// (Expect: a window's decode time and prefill time per row) and the
+// largest the worker reported under this plan, times the rows for a
+// prefill micro-batch. With nothing known yet the bound is StallUnknown
+// (120 ticks). With k > 1 each round's activation is its own item, so
+// progress is checked per round, not per token.
 //
 // A device that joins is not the session's business: the agent's planner
 // plans with it from the next request, and only when Adopt(current,

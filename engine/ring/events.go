@@ -29,6 +29,16 @@ type Heard struct {
 	RTTMs int
 }
 
+// Passed is a worker's word that it has sent an activation on to the next
+// device (engine/ring/driver turns the DeviceStats a worker sends after
+// each window it runs into it): on the head, the ring's progress that stall
+// detection counts (doc.go, "Stalls"); it is also a sign of life.
+// ComputeMs is what that window took on the worker (0: unknown).
+type Passed struct {
+	From      deviceid.ID
+	ComputeMs int
+}
+
 // PeerLost says the link to a peer closed.
 type PeerLost struct {
 	ID     deviceid.ID
@@ -72,6 +82,7 @@ type ComputeDone struct {
 func (FrameIn) isEvent()       {}
 func (Tick) isEvent()          {}
 func (Heard) isEvent()         {}
+func (Passed) isEvent()        {}
 func (PeerLost) isEvent()      {}
 func (PlanInstalled) isEvent() {}
 func (Prepared) isEvent()      {}

@@ -65,12 +65,15 @@ type Session struct {
 	idx   int         // this device's position in plan.Devices
 	head  deviceid.ID // plan.Devices[0].ID
 
-	now     int                      // ticks since the session began
-	watched map[deviceid.ID]*silence // per watched peer: its silence so far
-	rtt     map[deviceid.ID]int      // ms, per peer; 0 until measured
-	gaps    map[deviceid.ID][]gap    // per peer, silences it ended lately (longer than a tick)
-	seeds   map[deviceid.ID]int      // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
-	upTicks int                      // ticks with a plan Up: seeds count for the first GapWindow
+	now       int                         // ticks since the session began
+	watched   map[deviceid.ID]*silence    // per watched peer: its silence so far
+	rtt       map[deviceid.ID]rttEstimate // per peer, its smoothed round trip; absent until measured
+	lateTicks []lateTick                  // this device's ticks that came late, in the last GapWindow ticks (jitter)
+	expect    map[deviceid.ID]Expectation // head: per worker, its window times as told (Expect)
+	prog      progress                    // head: the activations in the ring (stall detection)
+	gaps      map[deviceid.ID][]gap       // per peer, silences it ended lately (longer than a tick)
+	seeds     map[deviceid.ID]int         // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
+	upTicks   int                         // ticks with a plan Up: seeds count for the first GapWindow
 
 	// next[r] is the seq of the next activation of round r this device
 	// accepts (on the head: the next one back from the last device). Every
@@ -103,7 +106,10 @@ type gap struct{ at, ticks int }
 
 // New returns a session for device self, Down; tickMs is the period of Tick.
 func New(self deviceid.ID, tickMs int) *Session {
-	return &Session{self: self, tickMs: tickMs, watched: map[deviceid.ID]*silence{}, rtt: map[deviceid.ID]int{}, gaps: map[deviceid.ID][]gap{}, seeds: map[deviceid.ID]int{}}
+	s := &Session{self: self, tickMs: tickMs, watched: map[deviceid.ID]*silence{}, rtt: map[deviceid.ID]rttEstimate{}, gaps: map[deviceid.ID][]gap{}, seeds: map[deviceid.ID]int{},
+		expect: map[deviceid.ID]Expectation{}}
+	s.resetProgress()
+	return s
 }
 
 // Gap is a silence a peer ended (doc.go, "Silence"): how many ticks it
@@ -170,18 +176,6 @@ const (
 	GapWindow = 120
 )
 
-// SilenceTicks is how many silent ticks make a peer lost: max(3 ticks,
-// 4 × RTT, 2 × the largest silence it ended lately (gapTicks)), rounded up
-// to whole ticks and capped at SilenceCap. A non-positive tick or RTT
-// leaves the RTT out.
-func SilenceTicks(tickMs, rttMs, gapTicks int) int {
-	n := 2 * max(gapTicks, 0)
-	if tickMs > 0 && rttMs > 0 {
-		n = max(n, (4*rttMs+tickMs-1)/tickMs)
-	}
-	return min(max(n, SilenceFloor), SilenceCap)
-}
-
 // Adopt reports whether a plan predicted to cost candidateMs per token is
 // worth switching to from one costing currentMs: the gain must be clear
 // (candidate < 0.95 × current, the thesis' τ) to pay for the re-prefill.
@@ -200,8 +194,13 @@ func (s *Session) Step(ev Event) []Action {
 	case Heard:
 		s.heard(ev.From)
 		if ev.RTTMs > 0 {
-			s.rtt[ev.From] = ev.RTTMs
+			e := s.rtt[ev.From]
+			e.add(ev.RTTMs)
+			s.rtt[ev.From] = e
 		}
+	case Passed:
+		s.heard(ev.From)
+		s.passed(ev)
 	case PeerLost:
 		return s.peerLost(ev.ID, "link closed: "+ev.Reason)
 	case PlanInstalled:
@@ -227,6 +226,7 @@ func (s *Session) tick(t Tick) []Action {
 	// A late tick means this device itself did not run (starved, paging):
 	// the peers' answers may be waiting unread, so it is not their silence.
 	late := s.tickMs > 0 && t.GapMs > LateTicks*s.tickMs
+	s.noteTick(t.GapMs)
 	var out []Action
 	// Sorted, so that the actions do not depend on map order.
 	for _, id := range slices.SortedFunc(maps.Keys(s.watched), deviceid.ID.Compare) {
@@ -243,7 +243,10 @@ func (s *Session) tick(t Tick) []Action {
 			out = append(out, s.peerLost(id, fmt.Sprintf("silent for %d ticks (limit %d)", w.ticks, limit))...)
 		}
 	}
-	return out
+	if len(out) > 0 {
+		return out
+	}
+	return s.stalls()
 }
 
 // heard notes a sign of life of peer id: its silence ends, and is
@@ -275,7 +278,8 @@ func (s *Session) silenceLimit(id deviceid.ID) int {
 			largest = max(largest, g.ticks)
 		}
 	}
-	return SilenceTicks(s.tickMs, s.rtt[id], largest)
+	r := s.rtt[id]
+	return SilenceLimit(Silence{TickMs: s.tickMs, RTTMs: r.srtt, RTTVarMs: r.rttvar, GapTicks: largest, JitterMs: s.jitter()})
 }
 
 // SilenceOf returns how many ticks peer id has been silent and how many
@@ -329,6 +333,7 @@ func (s *Session) installHead(p *wire.Plan) []Action {
 	s.lost = map[deviceid.ID]bool{}
 	s.without = nil
 	s.nextSeq, s.inflight = 0, false
+	s.resetProgress()
 	out := make([]Action, 0, len(p.Devices))
 	for _, d := range p.Devices[1:] {
 		out = append(out, Send{To: d.ID, Msg: p})
@@ -459,6 +464,9 @@ func (s *Session) computeDone(ev ComputeDone) []Action {
 	} else {
 		to := s.plan.Devices[(s.idx+1)%len(s.plan.Devices)].ID
 		out = append(out, Send{To: to, Msg: &a})
+		if s.isHead() {
+			s.sentItem(a.Rows)
+		}
 	}
 	return append(out, s.schedule()...)
 }

@@ -40,7 +40,9 @@ type Env struct {
 type dev struct {
 	id       string
 	s        *ring.Session
-	slow     int // ticks a Compute takes
+	slow     int  // ticks a Compute takes
+	frozen   bool // its engine never finishes a Compute; its link still answers pings
+	gapMs    int  // its ticks come this long after the previous one (0: on time)
 	gone     bool
 	stalled  int        // ticks it stays stopped (stall)
 	missed   int        // ticks it missed while stopped
@@ -116,6 +118,18 @@ func (e *Env) handle(c Cmd) error {
 			n = atoi(c.Args[0])
 		}
 		late, _ := c.Arg("late")
+		// gap=DEV:MS,…: those devices' ticks come MS after the previous one.
+		if g, ok := c.Arg("gap"); ok {
+			for _, dg := range strings.Split(g, ",") {
+				id, ms, _ := strings.Cut(dg, ":")
+				e.devs[id].gapMs = atoi(ms)
+			}
+			defer func() {
+				for _, d := range e.devs {
+					d.gapMs = 0
+				}
+			}()
+		}
 		for range n {
 			e.tick(strings.Split(late, ","))
 		}
@@ -123,6 +137,34 @@ func (e *Env) handle(c Cmd) error {
 		for _, a := range c.Args {
 			id, v, _ := strings.Cut(a, "=")
 			e.devs[id].stalled = atoi(v)
+		}
+	case "freeze":
+		// freeze DEV…: a worker whose engine hangs while its pinger runs.
+		for _, id := range c.Args {
+			e.devs[id].frozen = true
+		}
+	case "expect":
+		// expect HEAD PEER decode=MS row=MS: what the head is told of a
+		// worker's window times.
+		d, ok := e.devs[c.Args[0]]
+		if !ok || len(c.Args) < 2 {
+			return fmt.Errorf("expect: give a head and a peer")
+		}
+		var x ring.Expectation
+		if v, ok := c.Arg("decode"); ok {
+			x.DecodeMs = atoi(v)
+		}
+		if v, ok := c.Arg("row"); ok {
+			x.RowMs = atoi(v)
+		}
+		d.s.Expect(ID(c.Args[1]), x)
+	case "stalls":
+		for _, id := range e.ids() {
+			for _, o := range e.ids() {
+				if n, limit, ok := e.devs[id].s.StallOf(ID(o)); ok {
+					fmt.Fprintf(&e.out, "%s: %s holds an activation %d of %d ticks\n", id, o, n, limit)
+				}
+			}
 		}
 	case "slow":
 		for _, a := range c.Args {
@@ -372,6 +414,9 @@ func (e *Env) tick(late []string) {
 			}
 		}
 		gap := e.TickMs
+		if d.gapMs > 0 {
+			gap = d.gapMs
+		}
 		if slices.Contains(late, id) {
 			gap = 3 * e.TickMs
 		}
@@ -431,6 +476,11 @@ func (e *Env) do(d *dev, a ring.Action) {
 		}
 		e.queue = append(e.queue, in)
 		if _, ok := m.(*wire.Activation); ok {
+			// A worker reports each window it passed on to its head, after
+			// the activation, as the driver's DeviceStats does.
+			if p := d.s.Plan(); p != nil && p.Index(ID(d.id)) > 0 {
+				e.queue = append(e.queue, delivery{e.name(p.Devices[0].ID), ring.Passed{From: ID(d.id), ComputeMs: d.slow * e.TickMs}})
+			}
 			if e.dupNext[l] {
 				delete(e.dupNext, l)
 				fmt.Fprintf(&e.out, "  (duplicated)\n")
@@ -450,6 +500,10 @@ func (e *Env) do(d *dev, a ring.Action) {
 		e.queue = append(e.queue, delivery{d.id, ev})
 	case ring.Compute:
 		fmt.Fprintf(&e.out, "%s: %s\n", d.id, a)
+		if d.frozen {
+			fmt.Fprintf(&e.out, "  (%s's engine is frozen)\n", d.id)
+			return
+		}
 		if d.slow > 0 {
 			d.pending = append(d.pending, pendingCompute{d.slow, a})
 			return
