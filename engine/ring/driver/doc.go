@@ -21,10 +21,23 @@
 // pings every link and steps Tick{GapMs}: the time since the previous tick
 // by this process's clock, so that the session can tell a tick late
 // because this process was starved from a silent peer (engine/ring, doc
-// "Silence"). A link's reader answers a ping itself, waiting on neither the
-// loop nor the engine, and a link's writer sends pings and pongs ahead of
-// the frames queued (activations, stats), so a busy link still answers in
-// time.
+// "Silence").
+//
+// # Pings
+//
+// The code that answers pings never waits behind paging, hashing or the
+// loop. A link's reader answers a ping itself, waiting on neither the loop
+// nor the engine, and a link's writer sends pings and pongs ahead of the
+// frames queued (activations, stats), so a busy link still answers in time.
+// The reader records the pongs it reads in a table of its own that the loop
+// steps as Heard before each Tick, never waiting on the loop's channel. Each
+// reader has an OS thread of its own (runtime.LockOSThread), and on Linux
+// raises that thread back to nice 0 where it may (CAP_SYS_NICE or
+// RLIMIT_NICE: a serving runner lowers every thread to nice 10, and a
+// nice-10 thread waits behind CPU burners). The engine and the slice
+// hashing run on other goroutines (and cgo threads), so their page faults
+// do not hold the reader. Memory is not locked: mlockall would lock the
+// mapped weights too, and the reader's own working set is small and hot.
 //
 // Actions that concern the caller (EmitToken, Ready, Replan, EndJob) are
 // delivered on Out; the caller must keep reading it. On EndJob the driver
@@ -33,10 +46,13 @@
 //
 // Job messages (wire.JobStart, JobAck, JobLink) arriving on a link go to
 // OnJobMsg, never to the session. Workers report wire.DeviceStats to the
-// head once per token (after their last round's activation has gone) and
+// head after each activation they send on (every round of every pass) and
 // before acknowledging a plan: their measured compute time of decode passes
 // and Measure's memory pressure and slice transfer; Stats returns what each
-// device of the plan reported (the head's own compute included).
+// device of the plan reported (the head's own compute included). On the
+// head each report after the first of a plan is also a ring.Passed, with
+// the compute time since the previous one: the progress that the
+// session's stall detection counts (engine/ring, doc "Stalls").
 //
 // # Engine
 //

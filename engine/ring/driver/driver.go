@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,12 +80,19 @@ type Driver struct {
 
 	statsMu sync.Mutex
 	stats   map[deviceid.ID]wire.DeviceStats // per device of the current plan, self included; guarded by statsMu
+
+	// pongs holds the round trips of the pongs read since the loop last
+	// took them, per peer: a link's reader records a pong here and never
+	// waits for the loop, so a busy loop cannot hold back the pings
+	// behind it (doc.go, "Pings").
+	pongMu sync.Mutex
+	pongs  map[deviceid.ID][]int // guarded by pongMu
 }
 
 // New returns a driver for session s; Out delivers the caller's actions.
 func New(s *ring.Session, e Engine, tick time.Duration, log *slog.Logger) *Driver {
 	return &Driver{s: s, engine: e, log: log, tick: tick, start: time.Now(), in: make(chan ring.Event, 64), out: make(chan ring.Action, 64),
-		links: map[deviceid.ID]Link{}, stats: map[deviceid.ID]wire.DeviceStats{}}
+		links: map[deviceid.ID]Link{}, stats: map[deviceid.ID]wire.DeviceStats{}, pongs: map[deviceid.ID][]int{}}
 }
 
 // Stats returns what each device of the current plan measured: this
@@ -246,6 +255,7 @@ func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn)
 	d.links[id] = l
 	d.mu.Unlock()
 	go func() {
+		pingThread(d.log)
 		defer func() {
 			_ = l.Close()
 			d.mu.Lock()
@@ -270,7 +280,11 @@ func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn)
 			case transport.MsgPong:
 				if len(f.Payload) == 8 {
 					rtt := time.Since(d.start) - time.Duration(binary.BigEndian.Uint64(f.Payload))
-					_ = d.Post(ctx, ring.Heard{From: id, RTTMs: max(1, int(rtt.Milliseconds()))})
+					d.pongMu.Lock()
+					if len(d.pongs[id]) < 64 {
+						d.pongs[id] = append(d.pongs[id], max(1, int(rtt.Milliseconds())))
+					}
+					d.pongMu.Unlock()
 				}
 				continue
 			}
@@ -283,10 +297,21 @@ func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn)
 			var ev ring.Event = ring.FrameIn{From: id, Msg: m}
 			switch m := m.(type) {
 			case *wire.DeviceStats:
+				// A worker reports after each activation it sends on: the
+				// head's progress signal (ring.Passed), with the compute
+				// time since its previous report.
 				d.statsMu.Lock()
+				prev, had := d.stats[id]
 				d.stats[id] = *m
 				d.statsMu.Unlock()
 				ev = ring.Heard{From: id}
+				if had && prev.Plan == m.Plan { // the first of a plan comes before its ack
+					p := ring.Passed{From: id}
+					if now, was := m.ComputeUS+m.PromptUS, prev.ComputeUS+prev.PromptUS; now > was {
+						p.ComputeMs = int((now - was + 999) / 1000)
+					}
+					ev = p
+				}
 			case *wire.JobStart, *wire.JobAck, *wire.JobLink:
 				if d.OnJobMsg != nil {
 					d.OnJobMsg(id, m)
@@ -379,6 +404,7 @@ func (d *Driver) onTick(ctx context.Context, now time.Time, results <-chan ring.
 	for n := len(d.in); n > 0; n-- { // only this loop takes from d.in
 		pending = d.step(ctx, <-d.in, pending)
 	}
+	pending = d.stepPongs(ctx, pending)
 	select {
 	case ev := <-results:
 		pending = d.step(ctx, ev, pending)
@@ -395,6 +421,21 @@ func (d *Driver) onTick(ctx context.Context, now time.Time, results <-chan ring.
 		_ = l.Send(transport.Frame{Type: transport.MsgPing, Payload: stamp})
 	}
 	return d.step(ctx, ring.Tick{GapMs: gap}, pending)
+}
+
+// stepPongs steps a Heard for every pong read since the last tick, in the
+// order each link read them; d.mu held.
+func (d *Driver) stepPongs(ctx context.Context, pending []engineOp) []engineOp {
+	d.pongMu.Lock()
+	pongs := d.pongs
+	d.pongs = map[deviceid.ID][]int{}
+	d.pongMu.Unlock()
+	for _, id := range slices.SortedFunc(maps.Keys(pongs), deviceid.ID.Compare) {
+		for _, ms := range pongs[id] {
+			pending = d.step(ctx, ring.Heard{From: id, RTTMs: ms}, pending)
+		}
+	}
+	return pending
 }
 
 // runOp does one engine operation on the engine goroutine and returns the
@@ -526,9 +567,10 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []
 				d.log.Warn("ring send failed", "to", a.To, "err", err)
 				go func() { _ = d.Post(ctx, ring.PeerLost{ID: a.To, Reason: err.Error()}) }()
 			}
-			// A worker reports after the activation of its last round has
-			// gone: once per token, never in front of the token's data.
-			if act, ok := a.Msg.(*wire.Activation); ok && plan != nil && act.Round == plan.K-1 {
+			// A worker reports after each activation it sent on, never in
+			// front of its data: the head counts the reports as the ring's
+			// progress, per round (ring.Passed).
+			if _, ok := a.Msg.(*wire.Activation); ok && plan != nil {
 				d.report(plan)
 			}
 		case ring.Compute:
