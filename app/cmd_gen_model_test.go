@@ -55,7 +55,7 @@ func TestGenModelRejects(t *testing.T) {
 	}{
 		{"no output", []string{"--arch", "llama"}, 2, "give the output file with -o FILE"},
 		{"bad arch", []string{"--arch", "gpt2", "-o", out}, 1, `architecture "gpt2" is not one of llama, mistral, qwen2, qwen3`},
-		{"bad type", []string{"--type", "Q3_K", "-o", out}, 1, `type "Q3_K" is not one of F32, F16, Q8_0, Q4_0, Q4_K, Q6_K`},
+		{"bad type", []string{"--type", "Q4_1", "-o", out}, 1, `type "Q4_1" is not one of F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q4_K, Q3_K, Q2_K, Q5_0, Q4_0, IQ4_XS, IQ4_NL, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ1_S, MXFP4, Q4_K_M, MXFP4_MOE`},
 		{"k-quant rows", []string{"--type", "Q4_K", "--ff", "300", "-o", out}, 1, "needs a multiple of 256"},
 		{"unwritable", []string{"-o", filepath.Join(out, "sub", "m.gguf")}, 1, "homering gen-model: modelgen:"},
 	}

@@ -25,6 +25,19 @@
 #                              attention soft-cap 50, final soft-cap 30
 #   gemma3-softcap-F32.gguf    gemma3-F32 with final_logit_softcapping 5
 #   (F32 ~13 MB, Q4_K ~2 MB each)
+# Every other quant type common in released GGUFs, one llama model each (as
+# llama-F32, every 2-D weight in the type, as llama-quantize --pure writes):
+#   llama-<T>.gguf for T in BF16 Q5_K Q3_K Q2_K Q5_0 IQ4_XS IQ4_NL IQ3_XXS IQ3_S
+#                  IQ2_XXS IQ2_XS IQ1_S MXFP4 (IQ2_XXS, IQ2_XS and IQ1_S with a
+#                  generated importance matrix: ggml refuses them without one)
+# llama.cpp's mixes (engine/modelgen follows llama-quant.cpp's rules):
+#   llama-Q4_K_M.gguf     head Q6_K; attn_v, ffn_down of layers 2, 3 Q6_K; rest Q4_K
+#   gemma3-Q4_K_M.gguf    tied: token_embd Q6_K as the head; layers 2, 5, 6 Q6_K
+#   qwen3moe-Q4_K_M.gguf  8 experts: attn_k, attn_v Q8_0, attn_output Q5_K,
+#                         ffn_down_exps of layers 2, 3 Q6_K, rest Q4_K
+#   qwen3moe-MXFP4_MOE.gguf  gpt-oss's layout: expert stacks MXFP4, the rest Q8_0
+# IQ2_XXS, IQ2_XS and IQ1_S take 2-13 s each, nearly all of it ggml building
+# its codebook tables once per process (ggml_quantize_init); the rest < 1 s.
 # Rope variants (llama, F32, otherwise as llama-F32):
 #   llama-rope-freqs-F32.gguf   rope_freqs.weight [32] (Llama 3.1 factors), base 500000
 #   llama-rope-linear-F32.gguf  rope.scaling.type=linear, rope.scaling.factor=4
@@ -64,6 +77,13 @@ for t in F32 F16 Q8_0 Q4_0 Q4_K Q6_K; do
 	gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256
 	gen "gemma3-$t.gguf" --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --tied --sliding-window 16 --rope-scale-linear 8
 	gen "gemma2-$t.gguf" --arch gemma2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --sliding-window 16
+done
+for t in BF16 Q5_K Q3_K Q2_K Q5_0 IQ4_XS IQ4_NL IQ3_XXS IQ3_S IQ2_XXS IQ2_XS IQ1_S MXFP4 Q4_K_M; do
+	gen "llama-$t.gguf" --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t"
+done
+gen gemma3-Q4_K_M.gguf --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type Q4_K_M --tied --sliding-window 16 --rope-scale-linear 8
+for t in Q4_K_M MXFP4_MOE; do
+	gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256
 done
 gen llama-rope-freqs-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-freqs
 gen llama-rope-linear-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-scale-linear 4

@@ -13,7 +13,11 @@
 //     linear rope scaling, and gemma3 with a final soft-cap), the logits of every token of a 32-token prompt and
 //     of 16 greedy decode steps agree with llama.cpp's to
 //     max |Δ| <= 1e-4 × max |logit|. Bit-identical is the target; each model's
-//     max |Δ| is logged (go test -v) so it can be quoted.
+//     max |Δ| is logged (go test -v) so it can be quoted. Every other quant
+//     type common in released GGUFs (BF16, Q5_K, Q3_K, Q2_K, Q5_0, IQ4_XS,
+//     IQ4_NL, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ1_S, MXFP4, on llama) and
+//     llama.cpp's mixes (Q4_K_M on llama, gemma3 and qwen3moe; MXFP4_MOE on
+//     qwen3moe) must be bit-identical.
 //   - Generation: the greedy 64-token continuation of "Once upon a time" on
 //     stories260K by engine/head equals llama.cpp's, token for token.
 //   - Tokens: the vocab-only load engine/head uses tokenizes a corpus

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -23,6 +24,18 @@ const (
 	relTol      = 1e-4
 )
 
+// bitExact lists the models whose logits must be llama.cpp's bits, not just
+// within relTol: every other quant type on llama (the engine hands them to
+// ggml's kernels unchanged, as llama.cpp does), and llama.cpp's mixes
+// (Q4_K_M on a dense, a tied-head and an 8-expert model; gpt-oss's
+// MXFP4_MOE).
+var bitExact = []string{
+	"llama-BF16.gguf", "llama-Q5_K.gguf", "llama-Q3_K.gguf", "llama-Q2_K.gguf", "llama-Q5_0.gguf",
+	"llama-IQ4_XS.gguf", "llama-IQ4_NL.gguf", "llama-IQ3_XXS.gguf", "llama-IQ3_S.gguf",
+	"llama-IQ2_XXS.gguf", "llama-IQ2_XS.gguf", "llama-IQ1_S.gguf", "llama-MXFP4.gguf",
+	"llama-Q4_K_M.gguf", "gemma3-Q4_K_M.gguf", "qwen3moe-Q4_K_M.gguf", "qwen3moe-MXFP4_MOE.gguf",
+}
+
 // models lists every model the logits must match on.
 func models(t *testing.T) []string {
 	t.Helper()
@@ -31,6 +44,9 @@ func models(t *testing.T) []string {
 		for _, typ := range []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} {
 			paths = append(paths, filepath.Join(modelDir, arch+"-"+typ+".gguf"))
 		}
+	}
+	for _, name := range bitExact {
+		paths = append(paths, filepath.Join(modelDir, name))
 	}
 	paths = append(paths, filepath.Join(modelDir, "llama-rope-freqs-F32.gguf"), filepath.Join(modelDir, "llama-rope-linear-F32.gguf"),
 		filepath.Join(modelDir, "gemma3-softcap-F32.gguf"))
@@ -154,6 +170,9 @@ func TestLogitsMatchLlamaCpp(t *testing.T) {
 			}
 			t.Logf("%s: max |Δ| = %.3g, max |logit| = %.3g (%s) over %d prompt + %d decode tokens",
 				name, d.maxAbs, d.maxLogit, status, promptLen, decodeSteps)
+			if !d.exact && slices.Contains(bitExact, name) {
+				t.Errorf("logits differ from llama.cpp's (max |Δ| %.3g); this model must match bit for bit", d.maxAbs)
+			}
 			if d.maxAbs > relTol*d.maxLogit {
 				t.Errorf("max |Δ| %.3g exceeds %g × max |logit| %.3g", d.maxAbs, relTol, d.maxLogit)
 			}

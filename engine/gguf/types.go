@@ -10,22 +10,33 @@ type Type uint32
 // The ggml types Homering names in code. Every other valid number is still
 // accepted, sized and named (see Type.String).
 const (
-	TypeF32   Type = 0
-	TypeF16   Type = 1
-	TypeQ4_0  Type = 2
-	TypeQ4_1  Type = 3
-	TypeQ5_0  Type = 6
-	TypeQ5_1  Type = 7
-	TypeQ8_0  Type = 8
-	TypeQ8_1  Type = 9
-	TypeQ2_K  Type = 10
-	TypeQ3_K  Type = 11
-	TypeQ4_K  Type = 12
-	TypeQ5_K  Type = 13
-	TypeQ6_K  Type = 14
-	TypeQ8_K  Type = 15
-	TypeBF16  Type = 30
-	TypeMXFP4 Type = 39
+	TypeF32  Type = 0
+	TypeF16  Type = 1
+	TypeQ4_0 Type = 2
+	TypeQ4_1 Type = 3
+	TypeQ5_0 Type = 6
+	TypeQ5_1 Type = 7
+	TypeQ8_0 Type = 8
+	TypeQ8_1 Type = 9
+	TypeQ2_K Type = 10
+	TypeQ3_K Type = 11
+	TypeQ4_K Type = 12
+	TypeQ5_K Type = 13
+	TypeQ6_K Type = 14
+	TypeQ8_K Type = 15
+	// The i-quants (importance-matrix codebooks) and MXFP4 (gpt-oss's
+	// experts): common in released 30-70B GGUFs.
+	TypeIQ2_XXS Type = 16
+	TypeIQ2_XS  Type = 17
+	TypeIQ3_XXS Type = 18
+	TypeIQ1_S   Type = 19
+	TypeIQ4_NL  Type = 20
+	TypeIQ3_S   Type = 21
+	TypeIQ2_S   Type = 22
+	TypeIQ4_XS  Type = 23
+	TypeIQ1_M   Type = 29
+	TypeBF16    Type = 30
+	TypeMXFP4   Type = 39
 	// TypeCount is GGML_TYPE_COUNT at the pinned ggml: no valid type is >= it.
 	TypeCount Type = 40
 )

@@ -42,11 +42,19 @@
 // Variants: Config.TiedOutput leaves out output.weight (the head reuses
 // token_embd.weight, as small Llama 3.2 and Qwen2.5 models do).
 //
-// Tensor types: every 2-D weight (token_embd, output and all projection
-// matrices) and 3-D expert stack has the requested type (not the MoE router); 1-D tensors (norms, biases, rope_freqs)
-// are F32, as llama.cpp's converter writes them. K-quants need rows that are
-// a multiple of 256 elements, Q4_0 and Q8_0 a multiple of 32; Generate refuses
-// shapes that do not fit instead of silently changing a tensor's type.
+// Tensor types (Types): F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q4_K, Q3_K, Q2_K,
+// Q5_0, Q4_0, IQ4_XS, IQ4_NL, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ1_S and
+// MXFP4 give every 2-D weight (token_embd, output and all projection
+// matrices) and 3-D expert stack that type (not the MoE router), as
+// llama-quantize --pure does; 1-D tensors (norms, biases, rope_freqs) are
+// F32, as llama.cpp's converter writes them. Two of llama.cpp's mixes follow
+// llama-quant.cpp's per-tensor rules (q4KMType says which it leaves out):
+// Q4_K_M (head Q6_K; attn_v and ffn_down Q6_K in use_more_bits layers; with
+// 8 experts attn_k/attn_v Q8_0 and attn_output Q5_K; the rest Q4_K) and
+// MXFP4_MOE (gpt-oss's: expert stacks MXFP4, the rest Q8_0). K- and
+// i-quants need rows that are a multiple of 256 elements (IQ4_NL, MXFP4,
+// Q4_0, Q5_0 and Q8_0 32); Generate refuses shapes that do not fit instead of
+// silently changing a tensor's type.
 //
 // Weights: each tensor draws from its own PCG stream seeded by (Config.Seed,
 // FNV-1a of the tensor name), so a file is a pure function of its Config and
@@ -56,8 +64,11 @@
 // head N(0, 4/embd) (logits of standard
 // deviation ~2, so that greedy decoding has clear winners); norm weights
 // 1 + N(0, 0.1²); biases N(0, 0.1²). Quantization uses ggml's own quantizers
-// (ollama's ml/backend/ggml.Quantize, cgo) so that the bytes are exactly what
-// llama-quantize would write for the same F32 values. Quantized tensors of
+// (engine/ggml/quant: ggml_quantize_chunk) so that the bytes are exactly what
+// llama-quantize would write for the same F32 values. IQ2_XXS, IQ2_XS and
+// IQ1_S, which ggml (and llama-quantize) refuse without an importance
+// matrix, get a generated one per tensor (positive, log-normal across input
+// columns; see importance); the other types none. Quantized tensors of
 // more than 2^18 values (the ~1 GB benchmark models' and MoE expert stacks) are
 // assembled instead from blocks drawn at random from a pool of 2^22 values
 // quantized once per distribution: ggml's K-quantizers take ~130 ns per value

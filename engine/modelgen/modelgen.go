@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	fsggml "github.com/ollama/ollama/fs/ggml"
-	mlggml "github.com/ollama/ollama/ml/backend/ggml"
 
+	"homering/engine/ggml/quant"
 	"homering/engine/gguf"
 )
 
@@ -29,7 +29,7 @@ type Config struct {
 	KVHeads int
 	HeadDim int // 0: Embd/Heads (qwen3, qwen3moe and the gemmas may differ; the others must not)
 	Vocab   int
-	Type    string // F32, F16, Q8_0, Q4_0, Q4_K or Q6_K
+	Type    string // one of Types(): a tensor type, or a llama.cpp mix (Q4_K_M, MXFP4_MOE)
 	Seed    uint64
 	Ctx     int // context_length key; 0: 4096
 
@@ -72,22 +72,114 @@ const GeneratorVersion = 2
 // ErrConfig is wrapped by every error about a Config that cannot be generated.
 var ErrConfig = errors.New("modelgen: bad model configuration")
 
-// types maps a type name to ggml's type, llama_ftype and the row multiple.
-var types = map[string]struct {
-	tt       fsggml.TensorType
+// fileType is what --type names: every 2-D weight in one ggml type (tt), or
+// a llama.cpp mix (layout), and the llama_ftype general.file_type says.
+type fileType struct {
+	tt       gguf.Type
+	layout   func(c Config, name string, shape []uint64) gguf.Type // nil: every weight is tt
 	fileType uint32
-	rowMul   int
-}{
-	"F32":  {fsggml.TensorTypeF32, 0, 1},
-	"F16":  {fsggml.TensorTypeF16, 1, 1},
-	"Q4_0": {fsggml.TensorTypeQ4_0, 2, 32},
-	"Q8_0": {fsggml.TensorTypeQ8_0, 7, 32},
-	"Q4_K": {fsggml.TensorTypeQ4_K, 15, 256}, // LLAMA_FTYPE_MOSTLY_Q4_K_M
-	"Q6_K": {fsggml.TensorTypeQ6_K, 18, 256},
 }
 
-// Types lists the tensor types Generate writes, in a stable order.
-func Types() []string { return []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} }
+// types maps a type name to what Generate writes. A single-type file is what
+// llama-quantize --pure writes (its file_type the closest llama_ftype);
+// Q4_K_M and MXFP4_MOE follow llama-quant.cpp's per-tensor rules.
+var types = map[string]fileType{
+	"F32":       {tt: gguf.TypeF32, fileType: 0},
+	"F16":       {tt: gguf.TypeF16, fileType: 1},
+	"BF16":      {tt: gguf.TypeBF16, fileType: 32},
+	"Q8_0":      {tt: gguf.TypeQ8_0, fileType: 7},
+	"Q6_K":      {tt: gguf.TypeQ6_K, fileType: 18},
+	"Q5_K":      {tt: gguf.TypeQ5_K, fileType: 16}, // LLAMA_FTYPE_MOSTLY_Q5_K_S
+	"Q4_K":      {tt: gguf.TypeQ4_K, fileType: 15}, // LLAMA_FTYPE_MOSTLY_Q4_K_M (kept: changing it would change every Q4_K file's bytes)
+	"Q3_K":      {tt: gguf.TypeQ3_K, fileType: 11}, // LLAMA_FTYPE_MOSTLY_Q3_K_S
+	"Q2_K":      {tt: gguf.TypeQ2_K, fileType: 10},
+	"Q5_0":      {tt: gguf.TypeQ5_0, fileType: 8},
+	"Q4_0":      {tt: gguf.TypeQ4_0, fileType: 2},
+	"IQ4_XS":    {tt: gguf.TypeIQ4_XS, fileType: 30},
+	"IQ4_NL":    {tt: gguf.TypeIQ4_NL, fileType: 25},
+	"IQ3_XXS":   {tt: gguf.TypeIQ3_XXS, fileType: 23},
+	"IQ3_S":     {tt: gguf.TypeIQ3_S, fileType: 26},
+	"IQ2_XXS":   {tt: gguf.TypeIQ2_XXS, fileType: 19},
+	"IQ2_XS":    {tt: gguf.TypeIQ2_XS, fileType: 20},
+	"IQ1_S":     {tt: gguf.TypeIQ1_S, fileType: 24},
+	"MXFP4":     {tt: gguf.TypeMXFP4, fileType: 38},
+	"Q4_K_M":    {tt: gguf.TypeQ4_K, layout: q4KMType, fileType: 15},
+	"MXFP4_MOE": {tt: gguf.TypeMXFP4, layout: mxfp4MoEType, fileType: 38},
+}
+
+// Types lists the type names Generate writes, in a stable order: the
+// single types, then the mixes.
+func Types() []string {
+	return []string{
+		"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K", "Q4_K", "Q3_K", "Q2_K", "Q5_0", "Q4_0",
+		"IQ4_XS", "IQ4_NL", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ1_S", "MXFP4",
+		"Q4_K_M", "MXFP4_MOE",
+	}
+}
+
+// useMoreBits is llama-quant.cpp's use_more_bits: the layers a *_M mix
+// gives more bits (the first and last eighth, and every third between).
+func useMoreBits(i, n int) bool {
+	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+}
+
+// layerOf is the block number of a tensor name ("blk.3.attn_v.weight": 3),
+// or -1.
+func layerOf(name string) int {
+	var n int
+	if _, err := fmt.Sscanf(name, "blk.%d.", &n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// q4KMType is llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M at the
+// pinned llama.cpp (llama-quant.cpp), for the tensors Generate writes and
+// without an imatrix: the head (token_embd when tied) Q6_K; attn_v and
+// ffn_down (ffn_down_exps too) Q6_K in the use_more_bits layers; with
+// exactly 8 experts attn_v and attn_k Q8_0 and attn_output Q5_K; the rest
+// Q4_K. llama.cpp counts attn_v and ffn_down tensors in its loader's order
+// (by layer), which is the layer number here. Left out: the 70B rule
+// (attn_v Q5_K at 80 layers), Falcon's and the fused-QKV rules (no such
+// model here), and the fallback for rows that are not whole 256-blocks
+// (Normalize refuses those instead).
+func q4KMType(c Config, name string, _ []uint64) gguf.Type {
+	il := layerOf(name)
+	switch {
+	case name == "output.weight" || (c.TiedOutput && name == "token_embd.weight"):
+		return gguf.TypeQ6_K
+	case strings.HasSuffix(name, ".attn_v.weight"):
+		if c.Experts == 8 {
+			return gguf.TypeQ8_0
+		}
+		if useMoreBits(il, c.Layers) {
+			return gguf.TypeQ6_K
+		}
+	case strings.HasSuffix(name, ".attn_k.weight"):
+		if c.Experts == 8 {
+			return gguf.TypeQ8_0
+		}
+	case strings.Contains(name, ".ffn_down"):
+		if useMoreBits(il, c.Layers) {
+			return gguf.TypeQ6_K
+		}
+	case strings.HasSuffix(name, ".attn_output.weight"):
+		if c.Experts == 8 {
+			return gguf.TypeQ5_K
+		}
+	}
+	return gguf.TypeQ4_K
+}
+
+// mxfp4MoEType is llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+// (gpt-oss's layout): the experts' 3-D stacks MXFP4, every other weight
+// (head and embedding included) Q8_0.
+func mxfp4MoEType(_ Config, _ string, shape []uint64) gguf.Type {
+	if len(shape) > 2 && shape[2] > 1 {
+		return gguf.TypeMXFP4
+	}
+	return gguf.TypeQ8_0
+}
 
 // Arches lists the families Generate writes.
 func Arches() []string {
@@ -160,8 +252,7 @@ func (c Config) Normalize() (Config, error) {
 	} else if c.SlidingWindow != 0 || c.FinalSoftcap != 0 {
 		return c, configErr("sliding-window and final-softcap are gemma2/gemma3 features, not %s", c.Arch)
 	}
-	t, ok := types[c.Type]
-	if !ok {
+	if _, ok := types[c.Type]; !ok {
 		return c, configErr("type %q is not one of %s", c.Type, strings.Join(Types(), ", "))
 	}
 	for _, f := range []struct {
@@ -199,8 +290,8 @@ func (c Config) Normalize() (Config, error) {
 		return c, configErr("rope scale %v must be positive", c.RopeScaleLinear)
 	}
 	for _, s := range c.Tensors() {
-		if c.kind(s) != fsggml.TensorTypeF32 && int(s.Shape[0])%t.rowMul != 0 {
-			return c, configErr("tensor %s has rows of %d elements, which %s cannot hold (needs a multiple of %d)", s.Name, s.Shape[0], c.Type, t.rowMul)
+		if k := c.kind(s); int64(s.Shape[0])%k.BlockSize() != 0 {
+			return c, configErr("tensor %s has rows of %d elements, which %s cannot hold (needs a multiple of %d)", s.Name, s.Shape[0], k, k.BlockSize())
 		}
 	}
 	return c, nil
@@ -237,12 +328,21 @@ func routerScale(j int) float64 { return 4 * math.Pow(0.75, float64(j)) }
 
 // kind is the type a tensor is written in: 1-D tensors (norms, biases) and
 // the MoE router are F32, as llama.cpp's quantizer leaves them; the rest
-// have the file's type.
-func (c Config) kind(s TensorSpec) fsggml.TensorType {
+// have the file's type, or the type its mix gives the tensor.
+func (c Config) kind(s TensorSpec) gguf.Type {
 	if len(s.Shape) == 1 || s.init == initRouter {
-		return fsggml.TensorTypeF32
+		return gguf.TypeF32
+	}
+	if t := types[c.Type]; t.layout != nil {
+		return t.layout(c, s.Name, s.Shape)
 	}
 	return types[c.Type].tt
+}
+
+// blockQuantized reports whether t stores blocks with their own scales
+// (anything but the float types), which the block pool may recombine.
+func blockQuantized(t gguf.Type) bool {
+	return t != gguf.TypeF32 && t != gguf.TypeF16 && t != gguf.TypeBF16
 }
 
 // Tensors lists the tensors of the model c describes (c must be normalized).
@@ -459,17 +559,24 @@ func Generate(path string, c Config) error {
 	}
 	specs := c.Tensors()
 	ts := make([]*fsggml.Tensor, len(specs))
-	pools := map[float64][]byte{}
+	type poolKey struct {
+		kind gguf.Type
+		std  float64
+	}
+	pools := map[poolKey][]byte{}
 	for i, s := range specs {
 		kind := c.kind(s)
 		d := &tensorData{spec: s, kind: kind, cfg: c}
-		if kind.IsQuantized() && elements(s.Shape) > directElems {
+		if blockQuantized(kind) && elements(s.Shape) > directElems {
 			// Only zero-mean (2-D) tensors get here: norms are 1-D and F32.
 			_, std := d.distribution()
-			if pools[std] == nil {
-				pools[std] = quantizedPool(kind, c.Seed, std)
+			k := poolKey{kind, std}
+			if pools[k] == nil {
+				if pools[k], err = quantizedPool(kind, c.Seed, std); err != nil {
+					return err
+				}
 			}
-			d.pool = pools[std]
+			d.pool = pools[k]
 		}
 		ts[i] = &fsggml.Tensor{Name: s.Name, Kind: uint32(kind), Shape: s.Shape, WriterTo: d}
 	}
@@ -499,7 +606,7 @@ func Generate(path string, c Config) error {
 // holds more than a chunk of rows per tensor in memory.
 type tensorData struct {
 	spec TensorSpec
-	kind fsggml.TensorType
+	kind gguf.Type
 	cfg  Config
 	pool []byte // quantized blocks to draw from; nil: quantize every value
 }
@@ -527,14 +634,39 @@ func elements(shape []uint64) uint64 {
 }
 
 // quantizedPool quantizes poolElems values of N(0, std²) into kind's blocks.
-func quantizedPool(kind fsggml.TensorType, seed uint64, std float64) []byte {
+func quantizedPool(kind gguf.Type, seed uint64, std float64) ([]byte, error) {
 	rng := rand.New(rand.NewPCG(seed, math.Float64bits(std)))
 	f := make([]float32, poolElems)
 	for i := range f {
 		f[i] = float32(std * rng.NormFloat64())
 	}
 	const rowLen = 256 // a multiple of every block size
-	return mlggml.Quantize(kind, f, []uint64{rowLen, poolElems / rowLen})
+	b, err := quant.Quantize(int(kind), f, rowLen, importance(kind, seed, "pool", rowLen))
+	if err != nil {
+		return nil, fmt.Errorf("modelgen: %w", err)
+	}
+	return b, nil
+}
+
+// importance is the importance matrix a tensor of kind is quantized with:
+// nil (llama-quantize without --imatrix), except for the types ggml refuses
+// to quantize without one (IQ2_XXS, IQ2_XS, IQ1_S). There it is generated,
+// not measured: rowLen values exp(N(0, 0.5²)), seeded by the tensor's name,
+// positive and uneven across input columns as a real imatrix (mean squared
+// activations) is. The values the model computes do not depend on it, only
+// which codebook points the quantizer picks.
+func importance(kind gguf.Type, seed uint64, name string, rowLen int) []float32 {
+	if !quant.NeedsImatrix(int(kind)) {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte("imatrix " + name))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	im := make([]float32, rowLen)
+	for i := range im {
+		im[i] = float32(math.Exp(0.5 * rng.NormFloat64()))
+	}
+	return im
 }
 
 // distribution returns the mean and standard deviation of the tensor's values.
@@ -558,7 +690,7 @@ func (d *tensorData) distribution() (mean, std float64) {
 // writePooled writes the tensor as blocks drawn at random from d.pool.
 func (d *tensorData) writePooled(w io.Writer, rng *rand.Rand) (int64, error) {
 	blockBytes := int(d.kind.TypeSize())
-	nBlocks := int(elements(d.spec.Shape) / d.kind.BlockSize())
+	nBlocks := int(elements(d.spec.Shape) / uint64(d.kind.BlockSize()))
 	poolBlocks := len(d.pool) / blockBytes
 	const blocksPerChunk = 1 << 14
 	buf := make([]byte, 0, blocksPerChunk*blockBytes)
@@ -607,6 +739,7 @@ func (d *tensorData) WriteTo(w io.Writer) (int64, error) {
 		return d.writePooled(w, rng)
 	}
 	mean, std := d.distribution()
+	im := importance(d.kind, d.cfg.Seed, d.spec.Name, rowLen)
 	rowsPerChunk := max(1, chunkElems/rowLen)
 	buf := make([]float32, min(rows, rowsPerChunk)*rowLen)
 	var total int64
@@ -616,8 +749,7 @@ func (d *tensorData) WriteTo(w io.Writer) (int64, error) {
 		for i := range f {
 			f[i] = float32(mean + std*rng.NormFloat64())
 		}
-		var b []byte
-		if d.kind == fsggml.TensorTypeF32 {
+		if d.kind == gguf.TypeF32 {
 			k, err := writeF32(w, f)
 			total += k
 			if err != nil {
@@ -625,7 +757,10 @@ func (d *tensorData) WriteTo(w io.Writer) (int64, error) {
 			}
 			continue
 		}
-		b = mlggml.Quantize(d.kind, f, []uint64{uint64(rowLen), uint64(n)})
+		b, err := quant.Quantize(int(d.kind), f, rowLen, im)
+		if err != nil {
+			return total, fmt.Errorf("modelgen: tensor %s: %w", d.spec.Name, err)
+		}
 		k, err := w.Write(b)
 		total += int64(k)
 		if err != nil {
@@ -717,7 +852,7 @@ func FileSize(c Config) (int64, error) {
 	for i, s := range specs {
 		n += 8 + int64(len(s.Name)) + 4 + 8*int64(len(s.Shape)) + 4 + 8
 		kind := c.kind(s)
-		size := int64(elements(s.Shape) / kind.BlockSize() * kind.TypeSize())
+		size := int64(elements(s.Shape)) / kind.BlockSize() * kind.TypeSize()
 		pad := (align - size%align) % align
 		data += size + pad
 		if writeOrderLess(specs[last].Name, s.Name) {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -90,7 +92,7 @@ func TestNormalizeRejects(t *testing.T) {
 		want   string
 	}{
 		{"unknown arch", func(c *Config) { c.Arch = "gemma" }, `architecture "gemma"`},
-		{"unknown type", func(c *Config) { c.Type = "Q5_K" }, `type "Q5_K"`},
+		{"unknown type", func(c *Config) { c.Type = "Q4_1" }, `type "Q4_1"`},
 		{"zero layers", func(c *Config) { c.Layers = 0 }, "layers must be positive"},
 		{"negative ff", func(c *Config) { c.FF = -1 }, "ff must be positive"},
 		{"heads not dividing embd", func(c *Config) { c.Heads = 3 }, "not a multiple of heads"},
@@ -202,6 +204,10 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 	dir := t.TempDir()
 	for _, arch := range Arches() {
 		for _, typ := range Types() {
+			if !slices.Contains([]string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q4_K_M", "MXFP4_MOE"}, typ) &&
+				arch != "llama" && arch != "qwen3moe" {
+				continue // the other types on a dense and a MoE family: the i-quants take seconds each
+			}
 			t.Run(arch+"-"+typ, func(t *testing.T) {
 				c := small(arch, typ)
 				if arch == "llama" {
@@ -268,7 +274,13 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				for _, ti := range f.Tensors {
 					wantType := gguf.TypeF32
 					if len(ti.Shape) >= 2 && !strings.HasSuffix(ti.Name, "ffn_gate_inp.weight") { // the router stays F32
-						wantType = map[string]gguf.Type{"F32": gguf.TypeF32, "F16": gguf.TypeF16, "Q8_0": gguf.TypeQ8_0, "Q4_0": gguf.TypeQ4_0, "Q4_K": gguf.TypeQ4_K, "Q6_K": gguf.TypeQ6_K}[typ]
+						if types[typ].layout != nil {
+							continue // the mixes: TestMixLayouts
+						}
+						wantType = types[typ].tt
+						if wantType.String() != typ {
+							t.Fatalf("type %s writes %s", typ, wantType)
+						}
 					}
 					if ti.Type != wantType {
 						t.Errorf("%s is %s, want %s", ti.Name, ti.Type, wantType)
@@ -372,5 +384,86 @@ func TestRouterIsSkewed(t *testing.T) {
 	}
 	if topShare < 0.75 {
 		t.Errorf("top expert's mean normalised weight %.2f: routing too flat to test the weighting", topShare)
+	}
+}
+
+// TestMixLayouts: the per-tensor types of llama.cpp's mixes, worked out by
+// hand from llama-quant.cpp's llama_tensor_get_type (use_more_bits(i, 4)
+// holds for layers 2 and 3, (i, 7) for 2, 5 and 6).
+func TestMixLayouts(t *testing.T) {
+	q4, q5, q6, q8, mx := gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeMXFP4
+	layers := func(n int, per func(i int) map[string]gguf.Type) map[string]gguf.Type {
+		m := map[string]gguf.Type{}
+		for i := range n {
+			for k, v := range per(i) {
+				m[fmt.Sprintf("blk.%d.%s.weight", i, k)] = v
+			}
+		}
+		return m
+	}
+	moreBits := map[int][]int{4: {2, 3}, 7: {2, 5, 6}} // layers, by model depth
+	more := func(i, n int, yes, no gguf.Type) gguf.Type {
+		if slices.Contains(moreBits[n], i) {
+			return yes
+		}
+		return no
+	}
+	dense := func(n int) func(i int) map[string]gguf.Type {
+		return func(i int) map[string]gguf.Type {
+			return map[string]gguf.Type{"attn_q": q4, "attn_k": q4, "attn_v": more(i, n, q6, q4), "attn_output": q4,
+				"ffn_gate": q4, "ffn_up": q4, "ffn_down": more(i, n, q6, q4)}
+		}
+	}
+	with := func(m map[string]gguf.Type, kv ...any) map[string]gguf.Type {
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1].(gguf.Type)
+		}
+		return m
+	}
+	moe := Config{Arch: "qwen3moe", Layers: 4, Embd: 256, FF: 512, Heads: 8, KVHeads: 2, HeadDim: 64, Vocab: 400, Seed: 1}
+	gemma := Config{Arch: "gemma3", Layers: 7, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 128, Vocab: 400, Seed: 1, TiedOutput: true}
+	tests := []struct {
+		name string
+		c    Config
+		want map[string]gguf.Type
+	}{
+		{"llama Q4_K_M", Config{Arch: "llama", Layers: 4, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, Vocab: 400, Seed: 1, Type: "Q4_K_M"},
+			with(layers(4, dense(4)), "token_embd.weight", q4, "output.weight", q6)},
+		{"gemma3 tied Q4_K_M", func() Config { c := gemma; c.Type = "Q4_K_M"; return c }(),
+			with(layers(7, dense(7)), "token_embd.weight", q6)},
+		{"qwen3moe Q4_K_M", func() Config { c := moe; c.Type = "Q4_K_M"; return c }(),
+			with(layers(4, func(i int) map[string]gguf.Type {
+				return map[string]gguf.Type{"attn_q": q4, "attn_k": q8, "attn_v": q8, "attn_output": q5,
+					"ffn_gate_exps": q4, "ffn_up_exps": q4, "ffn_down_exps": more(i, 4, q6, q4)}
+			}), "token_embd.weight", q4, "output.weight", q6)},
+		{"qwen3moe MXFP4_MOE", func() Config { c := moe; c.Type = "MXFP4_MOE"; return c }(),
+			with(layers(4, func(int) map[string]gguf.Type {
+				return map[string]gguf.Type{"attn_q": q8, "attn_k": q8, "attn_v": q8, "attn_output": q8,
+					"ffn_gate_exps": mx, "ffn_up_exps": mx, "ffn_down_exps": mx}
+			}), "token_embd.weight", q8, "output.weight", q8)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if err := Generate(path, tt.c); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]gguf.Type{}
+			for _, ti := range f.Tensors {
+				if len(ti.Shape) >= 2 && !strings.HasSuffix(ti.Name, "ffn_gate_inp.weight") {
+					got[ti.Name] = ti.Type
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("tensor types (-want +got):\n%s", diff)
+			}
+			if _, err := f.Check(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
