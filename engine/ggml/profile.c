@@ -34,9 +34,43 @@ int hr_prof_type_ok(int t) {
 	case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1:
 	case GGML_TYPE_Q8_0: case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K:
 	case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K:
+	case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
+	case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ4_NL: case GGML_TYPE_IQ4_XS:
+	case GGML_TYPE_MXFP4:
 		return 1;
 	}
 	return 0;
+}
+
+// fill_row writes one row of k weights of type t from src. The 2-bit and
+// 1-bit i-quants are not quantized: ggml_quantize_init builds their codebook
+// tables first (2-13 s on a laptop core), and their kernels' speed does not
+// depend on which codebook points a block names, so their blocks are random
+// bits with an ordinary scale (each block starts with its F16 d: 1.0).
+// Every other type goes through ggml's quantizer; IQ3_XXS and IQ3_S (whose
+// tables take ~0.1 s) with an importance matrix of ones.
+static void fill_row(enum ggml_type t, const float *src, char *row, int64_t k, uint32_t *seed) {
+	switch (t) {
+	case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ1_S: {
+		const size_t bs = ggml_type_size(t), rs = ggml_row_size(t, k);
+		for (size_t i = 0; i < rs; i++) {
+			*seed = *seed * 1664525u + 1013904223u;
+			row[i] = (char)(*seed >> 24);
+		}
+		const ggml_fp16_t one = ggml_fp32_to_fp16(1.0f);
+		for (size_t b = 0; b < rs; b += bs) memcpy(row + b, &one, sizeof(one));
+		return;
+	}
+	default:
+		break;
+	}
+	float *im = NULL;
+	if (t == GGML_TYPE_IQ3_XXS || t == GGML_TYPE_IQ3_S) {
+		im = malloc((size_t)k * sizeof(float));
+		for (int64_t i = 0; im && i < k; i++) im[i] = 1.0f;
+	}
+	ggml_quantize_chunk(t, src, row, 0, 1, k, im);
+	free(im);
 }
 
 // A small deterministic generator: the values only have to be ordinary
@@ -114,7 +148,7 @@ static int build(graph *g, ggml_backend_t be, int type, int64_t k, int64_t rows,
 		return -1;
 	}
 	for (int64_t i = 0; i < k; i++) src[i] = rnd(&seed);
-	ggml_quantize_chunk((enum ggml_type)type, src, row, 0, 1, k, NULL);
+	fill_row((enum ggml_type)type, src, row, k, &seed);
 	if (ggml_backend_buffer_is_host(g->buf)) {
 		for (int i = 0; i < n_w; i++) {
 			char *d = (char *)w[i]->data;

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"homering/engine/gguf"
 	"homering/engine/profile/envelope"
 	"homering/engine/profile/sysinfo"
 )
@@ -127,9 +128,13 @@ func (c *Cache) refresh(ctx context.Context, k string, o Options) {
 func (c *Cache) keyFor(o Options) (string, error) {
 	o = o.withDefaults()
 	layer, output := defaultLayer, (*Shape)(nil)
+	var types []gguf.Type
 	if o.Model != "" {
 		var err error
 		if layer, output, err = LayerShapes(o.Model); err != nil {
+			return "", err
+		}
+		if types, err = WeightTypes(o.Model); err != nil {
 			return "", err
 		}
 	}
@@ -137,7 +142,7 @@ func (c *Cache) keyFor(o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return key(fingerprint(mem), o.Threads, layer, output, gpus()), nil
+	return key(fingerprint(mem), o.Threads, layer, output, types, gpus()), nil
 }
 
 func (c *Cache) path(k string) string { return filepath.Join(c.Dir, k+".json") }

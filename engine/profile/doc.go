@@ -17,8 +17,13 @@
 //     cold (copies of the matrix cycled through 128 MiB, more than any
 //     last-level cache, so the weights stream from RAM as in a real token).
 //     s^q = the layer's FLOPs of type q / their hot time. Every type of the
-//     model plus F32, F16, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K is measured (hot,
-//     at the layer's width, when the layer does not hold it).
+//     model's weight matrices, in any layer or the head (WeightTypes: a
+//     mixed file such as Q4_K_M holds Q6_K in some layers only), plus F32,
+//     F16, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K is measured (hot, at the layer's
+//     width, when the first layer does not hold it); the i-quants and MXFP4
+//     too (the 2- and 1-bit i-quants' blocks are random codebook indices
+//     with scale 1, not quantized: ggml builds their tables in 2-13 s and
+//     their kernels' speed does not depend on the indices).
 //   - Memory read throughput 𝒯^cpu = the layer's weight bytes / (cold − hot
 //     time of its products): what reading the weights costs beyond computing
 //     on them, measured with ggml's kernel at the tensors' sizes as the

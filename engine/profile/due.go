@@ -55,19 +55,16 @@ func Due(entries []Profile, now time.Time, maxAge time.Duration, threads int, ty
 }
 
 // ModelTypes lists the weight types (halda's keys: ggml names in lower
-// case) of the matrices the model's layers and output use: what a profile
-// must rate to plan it.
+// case) of the matrices the model's layers (every layer: a mixed file's
+// differ) and output use: what a profile must rate to plan it.
 func ModelTypes(path string) ([]string, error) {
-	layer, output, err := LayerShapes(path)
+	types, err := WeightTypes(path)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	if output != nil {
-		layer = append(layer, *output)
-	}
-	for _, s := range layer {
-		if k := typeKey(s.Type); !slices.Contains(out, k) {
+	for _, t := range types {
+		if k := typeKey(t); !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}

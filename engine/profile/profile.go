@@ -216,6 +216,33 @@ func LayerShapes(path string) (layer []Shape, output *Shape, err error) {
 	return layer, output, nil
 }
 
+// WeightTypes lists the types of every weight matrix of the model's layers
+// and its output head (token_embd when tied), in ggml's order: a mixed file
+// (Q4_K_M's Q6_K attn_v and ffn_down in some layers, an MoE's Q8_0
+// attention) holds types its first layer, which LayerShapes describes, may
+// not.
+func WeightTypes(path string) ([]gguf.Type, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	head := "output.weight"
+	if _, ok := f.Tensor(head); !ok {
+		head = "token_embd.weight"
+	}
+	var out []gguf.Type
+	for _, t := range f.Tensors {
+		if len(t.Shape) < 2 || t.Shape[1] <= 1 || !strings.HasPrefix(t.Name, "blk.") && t.Name != head {
+			continue
+		}
+		if !slices.Contains(out, t.Type) {
+			out = append(out, t.Type)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // defaultLayer stands in for a model: a 4096-wide Q4_K layer.
 var defaultLayer = []Shape{{Type: gguf.TypeQ4_K, K: 4096, Rows: 4096, Count: 4}, {Type: gguf.TypeQ4_K, K: 4096, Rows: 11008, Count: 3}}
 
@@ -225,9 +252,13 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	o = o.withDefaults()
 	start := time.Now()
 	layer, output := defaultLayer, (*Shape)(nil)
+	var modelTypes []gguf.Type
 	if o.Model != "" {
 		var err error
 		if layer, output, err = LayerShapes(o.Model); err != nil {
+			return Profile{}, err
+		}
+		if modelTypes, err = WeightTypes(o.Model); err != nil {
 			return Profile{}, err
 		}
 	}
@@ -247,7 +278,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		}
 	}
 	p.Fingerprint = fingerprint(mem)
-	p.Key = key(p.Fingerprint, o.Threads, layer, output, p.GPUs)
+	p.Key = key(p.Fingerprint, o.Threads, layer, output, modelTypes, p.GPUs)
 
 	// The steps, counted ahead for the progress bar: each layer shape, each
 	// further type, memory, the layer probe (with a model), disk, faults.
@@ -261,7 +292,8 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 		shapes = append(shapes, s)
 		seen[typeKey(s.Type)] = true
 	}
-	extra := slices.Clone(requiredTypes)
+	// Every other type the model holds (a mixed file's), then the required.
+	extra := append(slices.Clone(modelTypes), requiredTypes...)
 	if output != nil {
 		extra = append([]gguf.Type{output.Type}, extra...)
 	}
@@ -590,7 +622,7 @@ func fingerprint(mem sysinfo.Memory) string {
 
 // key names one measurement: the machine plus what was measured, with
 // which GPUs.
-func key(fp string, threads int, layer []Shape, output *Shape, gpus []GPU) string {
+func key(fp string, threads int, layer []Shape, output *Shape, types []gguf.Type, gpus []GPU) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "v%d t%d", Version, threads)
 	for _, g := range gpus {
@@ -601,6 +633,13 @@ func key(fp string, threads int, layer []Shape, output *Shape, gpus []GPU) strin
 	}
 	if output != nil {
 		fmt.Fprintf(&b, " out%d", output.Type)
+	}
+	// A mixed file's types beyond its first layer's and head's are rated too
+	// (a single-type model's key is as it was).
+	for _, t := range types {
+		if !slices.ContainsFunc(layer, func(s Shape) bool { return s.Type == t }) && (output == nil || output.Type != t) {
+			fmt.Fprintf(&b, " +%d", t)
+		}
 	}
 	// Another CPU variant's kernels run at other rates: measured again.
 	if v := ggml.CPUVariant(); v != ggml.BuiltinCPU {

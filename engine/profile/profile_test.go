@@ -9,12 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"homering/discovery/identity"
+	"homering/engine/gguf"
 	"homering/engine/ring/transport"
 	"homering/halda"
 	"homering/halda/lpsolve"
@@ -333,5 +337,62 @@ func TestLoadCached(t *testing.T) {
 	}
 	if f.count() != 2 {
 		t.Errorf("LoadCached measured: calls = %d, want still 2", f.count())
+	}
+}
+
+// TestWeightTypes (in ggml order): a mixed file's types beyond its first layer (Q4_K_M puts
+// Q6_K in layers 2 and 3 of 4; with 8 experts Q8_0 and Q5_K in attention),
+// the head's, and the F32 router; a tied head is token_embd.
+func TestWeightTypes(t *testing.T) {
+	tests := []struct {
+		model string
+		want  []gguf.Type
+	}{
+		{"llama-Q4_K.gguf", []gguf.Type{gguf.TypeQ4_K}},
+		{"llama-Q4_K_M.gguf", []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K}},
+		{"gemma3-Q4_K_M.gguf", []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K}},
+		{"qwen3moe-Q4_K_M.gguf", []gguf.Type{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}},
+		{"qwen3moe-MXFP4_MOE.gguf", []gguf.Type{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeMXFP4}},
+		{"llama-IQ1_S.gguf", []gguf.Type{gguf.TypeIQ1_S}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			got, err := WeightTypes(filepath.Join("../../testdata/models", tt.model))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("WeightTypes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMeasureRatesEveryType: the profile of a model rates every weight type
+// it holds, the i-quants and MXFP4 (not among the required types) included,
+// and ModelTypes asks for them.
+func TestMeasureRatesEveryType(t *testing.T) {
+	for model, typ := range map[string]string{"llama-IQ1_S.gguf": "iq1_s", "llama-IQ2_XS.gguf": "iq2_xs",
+		"llama-IQ3_S.gguf": "iq3_s", "qwen3moe-MXFP4_MOE.gguf": "mxfp4"} {
+		t.Run(model, func(t *testing.T) {
+			path := filepath.Join("../../testdata/models", model)
+			p, err := Measure(context.Background(), quick(path), testLog(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			types, err := ModelTypes(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(types, typ) {
+				t.Errorf("ModelTypes = %v, lacks %s", types, typ)
+			}
+			for _, k := range types {
+				if !(p.CPUFlops[k] > 0) {
+					t.Errorf("CPUFlops[%s] = %v, want > 0", k, p.CPUFlops[k])
+				}
+			}
+			t.Logf("%s: CPU FLOPS %v", model, p.CPUFlops)
+		})
 	}
 }
