@@ -3,7 +3,7 @@
 // device and of a ring of devices alike (a single device is a ring of one
 // window): it evaluates tokens on a Model, which is either a Head (the
 // whole model as one engine/ggml window [0, L) with the token embedding and
-// the output head on this machine) or engine/runner's ring head job (the
+// the output head on this machine) or engine/ring/job's head job (the
 // windows of a ring, the head's first, whose passes go round the devices;
 // its output window on the head gives the logits). What the loop owns
 // exists nowhere else: the prompt, the seeded sampler, the context limits,

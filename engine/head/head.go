@@ -157,7 +157,7 @@ func (h *Head) PromptTokens(req Request) ([]int32, error) { return PromptTokens(
 
 // PromptTokens formats req with v's chat template (its messages; else its
 // raw prompt) and tokenizes it: the one prompt handling of the single-device
-// head and the ring's (engine/runner).
+// head and the ring's (engine/ring/job).
 func PromptTokens(v *llama.Vocab, req Request) ([]int32, error) {
 	text := req.Prompt
 	if len(req.Messages) > 0 {
@@ -204,7 +204,7 @@ func NewSampler(p sample.Params, seed uint64) (*sample.Sampler, error) {
 
 // Model is what the generation loop evaluates tokens on: this device's
 // window of the whole model (Head) or a ring of devices' windows, the head's
-// first (engine/runner); a single device is a ring of one window. Both
+// first (engine/ring/job); a single device is a ring of one window. Both
 // methods end early with ctx's error when ctx is cancelled.
 type Model interface {
 	// Begin readies the KV caches for a request whose prompt is toks

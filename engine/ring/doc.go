@@ -62,7 +62,7 @@
 // when it has been silent too long (a hung, stopped or unplugged one; see
 // Silence). A lost worker makes the head drop the plan and emit
 // Replan{Without}; the conversation is then re-prefilled on the new plan
-// (the runner's head job knows its request was cut). A lost head ends the job on a worker (EndJob),
+// (engine/ring/job's head job knows its request was cut). A lost head ends the job on a worker (EndJob),
 // which frees its memory.
 //
 // # Silence

@@ -577,7 +577,7 @@ func (s *Session) peerLost(id deviceid.ID, reason string) []Action {
 }
 
 // dropPlan stops serving on the head: the request in flight (if any) is
-// resumed by a re-prefill once the next plan is Up (the runner's head job
+// resumed by a re-prefill once the next plan is Up (engine/ring/job's head job
 // knows it is mid-request).
 func (s *Session) dropPlan(out []Action) []Action {
 	s.state, s.inflight, s.busy, s.ready = Down, false, false, nil

@@ -81,7 +81,7 @@ func hops(t *testing.T, m *ggml.Model, plan *wire.Plan, prompt []int32, decode [
 // 8-9e-3 on the random-weight model, whose hidden states grow larger), and
 // a token costs half the activation bytes. Greedy may pick another token
 // only where F32's two best logits are closer than twice the change: F16
-// hops are not bit-exact, so they are not the default (runner/ringenv.go).
+// hops are not bit-exact, so they are not the default (engine/ring/job/env.go).
 func TestF16HiddenParity(t *testing.T) {
 	prompt := []int32{1, 403, 407, 261, 378, 1256, 2, 3, 17, 99, 4, 250}
 	decode := []int32{12, 77, 300, 5, 42, 8, 160, 33}
