@@ -159,7 +159,9 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		c.stopServing()
-		srv, err := job.StartWorker(ctx, *req.Serve, &c.gaps, lowerPriority, c.log)
+		sp := *req.Serve
+		sp.OnServing = func(st job.Serving) { _ = c.send(Event{ID: req.ID, Type: EvJob, Serving: &st}) }
+		srv, err := job.StartWorker(ctx, sp, &c.gaps, lowerPriority, c.log)
 		if err != nil {
 			c.fail(req.ID, CodeRing, err)
 			return

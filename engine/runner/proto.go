@@ -13,8 +13,10 @@ import (
 // generate carries a grammar (GenerateParams.Grammar, JSONSchema), which a
 // child of version 1 would drop without a word and answer unconstrained.
 // 3: the JSON schema may be a forced tool call's (GenerateParams.Call),
-// which a child of version 2 would drop.
-const Proto = 3
+// which a child of version 2 would drop. 4: a serving child sends job
+// events (EvJob) unasked, which a parent of version 3 would queue among
+// its answers.
+const Proto = 4
 
 // MaxLine is the longest protocol line either side accepts; a longer line is
 // a protocol error, not an allocation.
@@ -44,6 +46,10 @@ const (
 	EvServing  = "serving"  // serve_ring: listening at Addr
 	EvProgress = "progress" // ring_generate: weights sent to a worker so far
 	EvEnded    = "ended"    // ring_end: no ring job is held any more
+	// EvJob is sent unasked, with serve_ring's ID, while serving: what the
+	// worker does for a head (a job started, its plan up, its memory, its
+	// end). The supervisor keeps the last one (Supervisor.Serving).
+	EvJob = "job"
 )
 
 // Error codes of an error Event.
@@ -215,4 +221,6 @@ type Event struct {
 	Addr string `json:"addr,omitempty"` // serving
 
 	Progress *Progress `json:"progress,omitempty"` // progress
+
+	Serving *Serving `json:"serving,omitempty"` // job
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"time"
 
 	"homering/engine/ring/job"
@@ -27,6 +28,8 @@ type (
 	// RingTrace is where a ring request's time went before and during its
 	// prompt.
 	RingTrace = job.Trace
+	// Serving is what the child's worker does for a head (EvJob).
+	Serving = job.Serving
 )
 
 // RingParams say how to run a ring job from the head.
@@ -201,8 +204,22 @@ func (s *Supervisor) endServing() {
 		close(s.serveStop)
 	}
 	s.smu.Lock()
-	s.serveID, s.serving, s.serveAddr, s.serveStop = 0, nil, "", nil
+	s.serveID, s.serving, s.serveAddr, s.serveStop, s.job = 0, nil, "", nil, nil
 	s.smu.Unlock()
+}
+
+// Serving is the ring job the child's worker runs for another head now
+// (its last EvJob), or nil: not serving, or between jobs. It answers at
+// once, even while a call holds the child.
+func (s *Supervisor) Serving() *Serving {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.job == nil || s.job.Ended {
+		return nil
+	}
+	j := *s.job
+	j.Windows = slices.Clone(j.Windows)
+	return &j
 }
 
 // EndRingJob ends the ring job the child holds idle after a request with

@@ -217,12 +217,37 @@ func TestRingEqualsSingleDevice(t *testing.T) {
 				}
 				sent[p.Device] = p
 			}
-			got, st, err := ringTokens(t, head, lp, rp, g, nil)
+			// While the reply streams, each worker's supervisor says whose
+			// job it serves and with which layers (EvJob).
+			serving := map[deviceid.ID]Serving{}
+			got, st, err := ringTokens(t, head, lp, rp, g, func(int) {
+				for _, w := range tt.workers {
+					if j := w.sup.Serving(); j != nil && len(j.Windows) > 0 {
+						serving[w.did] = *j
+					}
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tokens (-single device +ring)\n%s", diff)
+			}
+			for i, w := range tt.workers {
+				j, ok := serving[w.did]
+				if d := rp.Plan.Devices[i+1]; !ok || j.Head != head.did || !slices.Equal(j.Windows, d.Windows) || j.AnonBytes <= 0 || j.Since.IsZero() {
+					t.Errorf("worker %s serving %+v (seen %v) during the reply, want head %s, windows %v and its memory", w.id, j, ok, head.id, d.Windows)
+				}
+			}
+			// The job ends with the request (no KeepMS): the workers say so.
+			for _, w := range tt.workers {
+				deadline := time.Now().Add(5 * time.Second)
+				for w.sup.Serving() != nil && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if j := w.sup.Serving(); j != nil {
+					t.Errorf("worker %s still serving %+v after the job ended", w.id, j)
+				}
 			}
 			if coldCaches {
 				// The first job ships every worker all of its windows' weights,

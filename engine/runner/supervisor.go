@@ -105,6 +105,9 @@ type Supervisor struct {
 	serving   *ServeParams
 	serveAddr string
 	serveStop chan struct{} // closed when serving ends (StopServing, a death)
+	// job is the child's last EvJob while serving (nil: none, or serving
+	// ended); guarded by smu, written by the child's reader.
+	job *Serving
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -561,6 +564,16 @@ func (s *Supervisor) start() (*proc, error) {
 				if ev.Type != EvHello || ev.Proto != Proto {
 					p.protoErr = fmt.Errorf("%w: it speaks protocol %d, this agent %d; both must come from the same build", ErrProtocol, ev.Proto, Proto)
 					break
+				}
+				continue
+			}
+			if ev.Type == EvJob {
+				// Unasked and unawaited: kept, never queued among the
+				// answers a call waits for.
+				if ev.Serving != nil {
+					s.smu.Lock()
+					s.job = ev.Serving
+					s.smu.Unlock()
 				}
 				continue
 			}

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"time"
+
 	"homering/discovery/deviceid"
 	"homering/engine/ring/wire"
 	"homering/halda"
@@ -73,6 +75,34 @@ type ServeParams struct {
 	CacheMax int64  `json:"cache_max,omitempty"`
 	Listen   string `json:"listen"` // "": "[::]:0"
 	Threads  int    `json:"threads,omitempty"`
+
+	// OnServing (child side only) hears what the worker does for a head:
+	// when a job starts, when each plan is up, when its memory or idleness
+	// changes (checked every second) and when it ends. It must not block.
+	OnServing func(Serving) `json:"-"`
+}
+
+// Serving is what a worker does for a head now, as engine/runner's child
+// tells its parent (the agent shows it: whose chat, which layers, what
+// memory). Its JSON names are that protocol's.
+type Serving struct {
+	Job  uint64      `json:"job"`
+	Head deviceid.ID `json:"head"`
+	// Windows are this device's layers in the plan that is up (one range
+	// per round), GPULayers how many of each run on its GPU; empty until
+	// the first plan is up.
+	Windows   []wire.Range `json:"windows,omitempty"`
+	GPULayers int          `json:"gpu_layers,omitempty"`
+	// AnonBytes is the engine process's resident anonymous memory (KV
+	// caches, compute buffers, heap: the weights are page cache), Pressure
+	// the memory taken since the job began as a fraction of the machine's
+	// (or its cgroup limit), as in DeviceStats.
+	AnonBytes int64   `json:"anon_bytes,omitempty"`
+	Pressure  float64 `json:"pressure,omitempty"`
+	Idle      bool    `json:"idle,omitempty"`  // the head holds the job between its requests
+	Ended     bool    `json:"ended,omitempty"` // the job ended: the device serves no one now
+	// Since is when the job started.
+	Since time.Time `json:"since"`
 }
 
 // Progress is how far the head has sent a worker the weights of its

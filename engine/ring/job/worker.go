@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"homering/discovery/identity"
 	"homering/engine/ggml"
 	"homering/engine/gguf"
+	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
 	"homering/engine/ring/driver"
 	"homering/engine/ring/ggmlengine"
@@ -231,7 +233,7 @@ func (s *Worker) startJob(ctx context.Context, head deviceid.ID, c *transport.Co
 		<-old.done
 	}
 	jctx, cancel := context.WithCancel(ctx)
-	j := &workerJob{s: s, id: js.Job, head: head, model: js.Model, nCtx: js.NCtx, ctx: jctx, cancel: cancel,
+	j := &workerJob{s: s, id: js.Job, head: head, model: js.Model, nCtx: js.NCtx, ctx: jctx, cancel: cancel, since: time.Now(),
 		done: make(chan struct{}), sliceConns: make(chan *transport.Conn, 1), peers: map[deviceid.ID]string{}, log: s.log.With("job", js.Job)}
 	j.setPeers(js.Peers)
 	j.eng = &workerEngine{j: j, g: &ggmlengine.GGML{NCtx: js.NCtx, Threads: s.sp.Threads}}
@@ -290,6 +292,8 @@ type workerJob struct {
 	sess   *ring.Session // the driver's; read once the driver has stopped
 	tick   time.Duration // the session's tick
 	eng    *workerEngine
+	since  time.Time // when the job started
+	told   Serving   // what report last told the parent; run's goroutine only
 
 	sliceConns chan *transport.Conn
 
@@ -359,6 +363,7 @@ func (j *workerJob) addr(id deviceid.ID) string {
 func (j *workerJob) run() {
 	defer close(j.done)
 	j.log.Info("ring job started", "head", j.head)
+	j.report(false)
 	runDone := make(chan error, 1)
 	go func() { runDone <- j.drv.Run(j.ctx) }()
 	reason := "stopped serving"
@@ -372,6 +377,7 @@ loop:
 		case <-j.ctx.Done():
 			break loop
 		case <-check.C:
+			j.report(false)
 			if !j.drv.HasLink(j.head) {
 				reason = "the head's link closed"
 				break loop
@@ -391,6 +397,7 @@ loop:
 				break loop
 			case ring.Ready:
 				j.log.Debug("ring plan up", "plan", a.Plan)
+				j.report(false)
 			}
 		}
 	}
@@ -405,6 +412,35 @@ loop:
 	j.eng.Close()
 	j.eng.closeSlices()
 	j.log.Info("ring job ended; windows closed", "reason", reason)
+	j.report(true)
+}
+
+// report tells the parent (ServeParams.OnServing) what the job is doing
+// now, when that differs from what it last told: another plan, idleness,
+// memory by a MiB or pressure by 0.1%, or the job's end.
+func (j *workerJob) report(ended bool) {
+	on := j.s.sp.OnServing
+	if on == nil {
+		return
+	}
+	e := j.eng
+	e.mu.Lock()
+	st := Serving{Job: j.id, Head: j.head, Windows: slices.Clone(e.windows), GPULayers: e.gpuLayers,
+		Idle: j.isIdle(), Ended: ended, Since: j.since}
+	if e.mem != nil {
+		st.Pressure = e.mem.sample()
+	}
+	e.mu.Unlock()
+	if !ended {
+		st.AnonBytes = sysinfo.ProcessAnon()
+	}
+	t := j.told
+	if !ended && slices.Equal(st.Windows, t.Windows) && st.GPULayers == t.GPULayers && st.Idle == t.Idle &&
+		st.AnonBytes>>20 == t.AnonBytes>>20 && math.Round(st.Pressure*1000) == math.Round(t.Pressure*1000) && t.Job == j.id {
+		return
+	}
+	j.told = st
+	on(st)
 }
 
 // workerEngine is a worker's driver.Engine: Prepare finds the layers of the
@@ -421,8 +457,12 @@ type workerEngine struct {
 	hash   map[string][32]byte
 	mem    *pressure
 
-	mu                sync.Mutex // guards fetched, sliceLen, vram (read by the driver's loop)
+	mu                sync.Mutex // guards fetched, sliceLen, vram, windows, mem (read by the driver's loop)
 	fetched, sliceLen int64
+	// windows and gpuLayers are this device's part of the plan whose
+	// windows are open (for the parent: report).
+	windows   []wire.Range
+	gpuLayers int
 	// vramUsed, vramFree: the GPU memory of the plan's windows, read once
 	// they are open (a GPU window reserves its largest evaluation then), so
 	// the driver's reports never wait on a compute for it.
@@ -525,6 +565,7 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 	used, free := e.g.GPUMemory()
 	e.mu.Lock()
 	e.vramUsed, e.vramFree = used, free
+	e.windows, e.gpuLayers = slices.Clone(plan.Devices[idx].Windows), plan.Devices[idx].GPULayers
 	e.mu.Unlock()
 	inUse := e.paths()
 	cache.Touch(inUse...)
