@@ -63,11 +63,19 @@ func said(err error) string {
 	return s
 }
 
-// Status is a snapshot of this device: its identity, contributing, problems.
-func (b *Agent) Status() apitype.Status { return b.node.Status() }
+// Status is a snapshot of this device: its identity, contributing,
+// problems, and the ring job it serves for another head.
+func (b *Agent) Status() apitype.Status {
+	st := b.node.Status()
+	if j := b.sup.Serving(); j != nil {
+		st.Serving = servingJob(j, b.node.Peers())
+	}
+	return st
+}
 
-// Peers lists every device seen, plus paired devices not seen now.
-func (b *Agent) Peers() apitype.Peers { return b.node.Peers() }
+// Peers lists every device seen, plus paired devices not seen now; the
+// head this device serves counts as seen.
+func (b *Agent) Peers() apitype.Peers { return withServingHead(b.node.Peers(), b.sup.Serving()) }
 
 // Watch subscribes to the node's events until cancel (app/node's Watch).
 func (b *Agent) Watch() (events <-chan apitype.Event, cancel func()) { return b.node.Watch() }

@@ -2,6 +2,7 @@ package tray
 
 import (
 	"fmt"
+	"strings"
 
 	"homering/app/api/apitype"
 )
@@ -10,6 +11,9 @@ import (
 type View struct {
 	Status  apitype.Status
 	Peers   apitype.Peers
+	// NoPeers: the agent answered its status but not its peers, so the
+	// devices line cannot count them.
+	NoPeers bool
 	Active  apitype.ChatActive
 	Err     string // the agent cannot be reached: why
 	Pending bool   // a click is being applied
@@ -72,34 +76,77 @@ func statusLine(v View) string {
 			return "Head: generating with " + v.Active.Models[0].Name
 		}
 		return "Head: generating"
+	case v.Status.Serving != nil:
+		return servingLine(*v.Status.Serving)
 	case v.Status.Contribute:
 		return "Contributing, idle"
 	}
 	return "Idle, not contributing"
 }
 
-// devicesLine counts this device and the peers it can see.
+// servingLine says whose chat this device serves, its layers and memory:
+// "Serving Kitchen's chat: layers 11-19, 24 MB".
+func servingLine(s apitype.ServingJob) string {
+	who := s.HeadName
+	if who == "" {
+		who = s.HeadID.Short()
+	}
+	verb := "Serving"
+	if s.Idle {
+		verb = "Holding" // the head keeps the job between its requests
+	}
+	if len(s.Layers) == 0 {
+		return fmt.Sprintf("%s %s's chat: getting its layers ready", verb, who)
+	}
+	var ls []string
+	for _, w := range s.Layers {
+		ls = append(ls, fmt.Sprintf("%d-%d", w.Start, w.End-1))
+	}
+	return fmt.Sprintf("%s %s's chat: layers %s, %s", verb, who, strings.Join(ls, ", "), megabytes(s.MemoryBytes))
+}
+
+// megabytes is n for a person: "24 MB", "1.5 GB" (binary units, as the
+// window shows them).
+func megabytes(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MB", (n+1<<19)>>20)
+}
+
+// devicesLine counts the devices online (this one and the peers it can
+// see, the head it serves included: app/agent marks it seen), the paired
+// ones online out of all paired, and those contributing (this one too).
 func devicesLine(v View) string {
-	if v.Err != "" {
+	if v.Err != "" || v.NoPeers {
 		return "Devices: unknown"
 	}
-	seen, paired, contributing := 1, 0, 0
+	seen, pairedOn, paired, contributing := 1, 0, 0, 0
+	if v.Status.Contribute {
+		contributing++
+	}
 	for _, p := range v.Peers.Peers {
+		if p.Paired {
+			paired++
+		}
 		if !p.Visible {
 			continue
 		}
 		seen++
 		if p.Paired {
-			paired++
+			pairedOn++
 			if p.Contribute {
 				contributing++
 			}
 		}
 	}
-	if seen == 1 {
+	switch {
+	case seen == 1 && paired == 0:
 		return "1 device (this one)"
+	case seen == 1:
+		return fmt.Sprintf("This device only; %d paired offline", paired)
 	}
-	return fmt.Sprintf("%d devices (%d paired, %d contributing)", seen, paired, contributing)
+	return fmt.Sprintf("%d devices online (%d of %d paired, %d contributing)", seen, pairedOn, paired, contributing)
 }
 
 // icon states.
@@ -120,7 +167,7 @@ func iconFor(v View) iconKind {
 	switch {
 	case v.Err != "":
 		return iconOff
-	case v.Active.Running > 0:
+	case v.Active.Running > 0, v.Status.Serving != nil:
 		return iconBusy
 	case v.Status.Contribute:
 		return iconContributing

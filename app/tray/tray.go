@@ -201,7 +201,9 @@ func (t *tray) fetch(ctx context.Context) View {
 	if v.Status, err = c.Status(ctx); err != nil {
 		return View{Err: "the agent does not answer"}
 	}
-	v.Peers, _ = c.Peers(ctx)
+	if v.Peers, err = c.Peers(ctx); err != nil {
+		v.NoPeers = true
+	}
 	v.Active, _ = c.ChatActive(ctx)
 	return v
 }

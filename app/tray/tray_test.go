@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"homering/app/api/apitype"
+	"homering/discovery/deviceid"
 )
 
 func TestMenuModel(t *testing.T) {
@@ -22,6 +23,16 @@ func TestMenuModel(t *testing.T) {
 	peers := View{Status: apitype.Status{Contribute: true}, Peers: apitype.Peers{Peers: []apitype.Peer{
 		{Visible: true, Paired: true, Contribute: true}, {Visible: true, Paired: true}, {Visible: true}, {Visible: false, Paired: true},
 	}}}
+	// Paired devices all offline, this one not contributing.
+	alone := View{Peers: apitype.Peers{Peers: []apitype.Peer{{Paired: true, Contribute: true}, {Paired: true}}}}
+	kitchen := deviceid.ForName("kitchen")
+	job := apitype.ServingJob{HeadID: kitchen, HeadName: "Kitchen", Layers: []apitype.Window{{Start: 11, End: 20}}, MemoryBytes: 24 << 20}
+	serving := View{Status: apitype.Status{Contribute: true, Serving: &job}, Peers: apitype.Peers{Peers: []apitype.Peer{{ID: kitchen, Name: "Kitchen", Paired: true, Visible: true}}}}
+	held := job
+	held.Idle, held.HeadName, held.MemoryBytes = true, "", 3<<29
+	held.Layers = []apitype.Window{{Start: 0, End: 4}, {Start: 8, End: 12}}
+	holding := statusOf(apitype.Status{Contribute: true, Serving: &held})
+	starting := statusOf(apitype.Status{Contribute: true, Serving: &apitype.ServingJob{HeadID: kitchen, HeadName: "Kitchen", Layers: []apitype.Window{}}})
 	for _, tc := range []struct {
 		name       string
 		v          View
@@ -37,7 +48,12 @@ func TestMenuModel(t *testing.T) {
 		{"problem first", problem, false, "Problem: Port 47470 is taken", "1 device (this one)", iconOff, []string{idStatus, idDevices}},
 		{"an error before a warning", warnFirst, false, "Problem: Cannot accept connections.", "1 device (this one)", iconOff, []string{idStatus, idDevices}},
 		{"a warning alone", warnOnly, false, "Warning: Cannot advertise.", "1 device (this one)", iconOff, []string{idStatus, idDevices}},
-		{"peers counted when visible", peers, true, "Contributing, idle", "4 devices (2 paired, 1 contributing)", iconContributing, []string{idStatus, idDevices}},
+		{"peers counted when visible", peers, true, "Contributing, idle", "4 devices online (2 of 3 paired, 2 contributing)", iconContributing, []string{idStatus, idDevices}},
+		{"paired devices offline", alone, false, "Idle, not contributing", "This device only; 2 paired offline", iconOff, []string{idStatus, idDevices}},
+		{"peers unknown", View{NoPeers: true}, false, "Idle, not contributing", "Devices: unknown", iconOff, []string{idStatus, idDevices}},
+		{"serving another head", serving, true, "Serving Kitchen's chat: layers 11-19, 24 MB", "2 devices online (1 of 1 paired, 1 contributing)", iconBusy, []string{idStatus, idDevices}},
+		{"holding an idle job", holding, true, "Holding " + kitchen.Short() + "'s chat: layers 0-3, 8-11, 1.5 GB", "1 device (this one)", iconBusy, []string{idStatus, idDevices}},
+		{"a job before its plan", starting, true, "Serving Kitchen's chat: getting its layers ready", "1 device (this one)", iconBusy, []string{idStatus, idDevices}},
 		{"agent gone", View{Err: "the agent is not running"}, false, "Not running: the agent is not running", "Devices: unknown", iconOff,
 			[]string{idContribute, idOpen, idStatus, idDevices, idSettings}},
 		{"click pending", View{Pending: true}, false, "Idle, not contributing", "1 device (this one)", iconOff, []string{idContribute, idStatus, idDevices}},

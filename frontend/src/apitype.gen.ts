@@ -48,6 +48,27 @@ export interface Status {
   // network addresses (Interfaces, same port), asking other computers
   // for the API key (Settings: share the chat API).
   chat_api_shared?: boolean
+  // Serving is the ring job this device runs for another device's chat
+  // now (contributing); nil when it serves no one.
+  serving?: ServingJob
+}
+
+// ServingJob is what this device does for another head's chat: whose
+// chat, which layers, what memory.
+export interface ServingJob {
+  head_id: string
+  head_name?: string // the paired name; "" when unknown
+  // Layers are this device's windows in the head's plan (one per
+  // round), the first GPU layers of each on its GPU; empty until the
+  // plan is up.
+  layers: Window[] | null
+  // MemoryBytes is the engine's anonymous memory (KV caches, compute
+  // buffers: the weights are page cache the system may evict), Pressure
+  // the memory taken since the job began as a fraction of the machine's.
+  memory_bytes: number
+  pressure: number
+  idle: boolean // the head holds the job between its requests
+  since: string
 }
 
 // Peer is one other device.

@@ -53,6 +53,27 @@ type Status struct {
 	// network addresses (Interfaces, same port), asking other computers
 	// for the API key (Settings: share the chat API).
 	ChatAPIShared bool `json:"chat_api_shared,omitempty"`
+	// Serving is the ring job this device runs for another device's chat
+	// now (contributing); nil when it serves no one.
+	Serving *ServingJob `json:"serving,omitempty"`
+}
+
+// ServingJob is what this device does for another head's chat: whose
+// chat, which layers, what memory.
+type ServingJob struct {
+	HeadID   deviceid.ID `json:"head_id"`
+	HeadName string      `json:"head_name,omitempty"` // the paired name; "" when unknown
+	// Layers are this device's windows in the head's plan (one per
+	// round), the first GPU layers of each on its GPU; empty until the
+	// plan is up.
+	Layers []Window `json:"layers"`
+	// MemoryBytes is the engine's anonymous memory (KV caches, compute
+	// buffers: the weights are page cache the system may evict), Pressure
+	// the memory taken since the job began as a fraction of the machine's.
+	MemoryBytes int64     `json:"memory_bytes"`
+	Pressure    float64   `json:"pressure"`
+	Idle        bool      `json:"idle"` // the head holds the job between its requests
+	Since       time.Time `json:"since"`
 }
 
 // Peer is one other device.
