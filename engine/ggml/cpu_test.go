@@ -190,7 +190,13 @@ func cpuLibDir(t *testing.T) string {
 	if d := os.Getenv("HOMERING_CPU_LIB_DIR"); d != "" {
 		return d
 	}
-	out, err := exec.Command("bash", "../../build/gpu-lib.sh", "cpu").Output()
+	// By its absolute path: the script cds to the module root and then
+	// hashes and re-runs itself by the path it was given.
+	script, err := filepath.Abs("../../build/gpu-lib.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", script, "cpu").Output()
 	if err != nil {
 		t.Fatalf("build/gpu-lib.sh cpu: %v", err)
 	}
