@@ -66,6 +66,9 @@ func cmdStatus(ctx context.Context, e env) int {
 		contrib = "on, listening on " + st.Listening
 	}
 	fmt.Fprintf(e.stdout, "device %s (%s), contribute %s\n", st.Device.Short, st.Device.Name, contrib)
+	if j := st.Serving; j != nil {
+		fmt.Fprintln(e.stdout, servingText(*j, time.Now()))
+	}
 	if st.ChatAPI != "" {
 		fmt.Fprintf(e.stdout, "chat API %s (OpenAI clients: base URL %s/v1; Anthropic and Ollama clients: %s)\n", st.ChatAPI, st.ChatAPI, st.ChatAPI)
 		if st.ChatAPIShared {
@@ -100,6 +103,43 @@ func cmdStatus(ctx context.Context, e env) int {
 			s.Model, s.MeasuredMs, s.PredictedMs, s.CalibratedRuns, s.UncalibratedMs)
 	}
 	return 0
+}
+
+// servingText says whose chat this device serves, with which layers and
+// memory: "serving the chat of kitchen (ABCDEFG): layers 11-19 (4 on the
+// GPU), 24 MiB of memory, for 12s".
+func servingText(j apitype.ServingJob, now time.Time) string {
+	who := j.HeadID.Short()
+	if j.HeadName != "" {
+		who = j.HeadName + " (" + who + ")"
+	}
+	verb := "serving"
+	if j.Idle {
+		verb = "holding (idle between its requests)"
+	}
+	if len(j.Layers) == 0 {
+		return fmt.Sprintf("%s the chat of %s: getting its layers ready", verb, who)
+	}
+	var ls []string
+	gpu := 0
+	for _, w := range j.Layers {
+		ls = append(ls, layerSpan(w))
+		gpu += w.GPU
+	}
+	on := ""
+	if gpu > 0 {
+		on = fmt.Sprintf(" (%d on the GPU)", gpu)
+	}
+	return fmt.Sprintf("%s the chat of %s: layers %s%s, %.1f MiB of memory, for %s", verb, who, strings.Join(ls, ", "), on,
+		float64(j.MemoryBytes)/(1<<20), now.Sub(j.Since).Round(time.Second))
+}
+
+// layerSpan is a window's layers as a person reads them: "11-19", "4".
+func layerSpan(w apitype.Window) string {
+	if w.End-w.Start == 1 {
+		return strconv.Itoa(w.Start)
+	}
+	return fmt.Sprintf("%d-%d", w.Start, w.End-1)
 }
 
 // printNext prints the plan the next chat runs: each device of its ring

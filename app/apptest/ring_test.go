@@ -322,6 +322,7 @@ func TestRing(t *testing.T) {
 		})
 	}
 
+	var kept apitype.ChatStats // the kept job's turn, which the workers still hold
 	t.Run("the next turn on the same ring reuses its job", func(t *testing.T) {
 		// The head holds the last chat's ring job (k=2 over six one-layer
 		// windows: a new plan could only order the devices otherwise, which
@@ -341,6 +342,40 @@ func TestRing(t *testing.T) {
 			t.Error("the head's engine did not log running on the kept ring job")
 		}
 		report = append(report, fmt.Sprintf("next turn on the kept ring job: TTFT %.0f ms, TPOT %.2f ms/token", st.TTFTMS, st.TPOTMS))
+		kept = st
+	})
+
+	t.Run("each worker shows whose chat it serves and its layers", func(t *testing.T) {
+		// The head holds its job idle for the next turn: each worker's
+		// status names the head and the layers of its windows in that job.
+		if kept.Ring == nil {
+			t.Fatal("no kept ring job to look at")
+		}
+		head, err := deviceid.Parse(ids[a])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []*Node{b, c} {
+			var layers []string
+			for _, d := range kept.Ring.Devices {
+				if d.ID.String() == ids[w] {
+					for _, win := range d.Windows {
+						span := fmt.Sprint(win.Start) // one layer: "4"
+						if win.End-win.Start > 1 {
+							span = fmt.Sprintf("%d-%d", win.Start, win.End-1)
+						}
+						layers = append(layers, span)
+					}
+				}
+			}
+			// "the chat of NAME (SHORT): layers …": the name is the node's host name.
+			want := fmt.Sprintf("(%s): layers %s, ", head.Short(), strings.Join(layers, ", "))
+			out := w.MustCLI(t, "status")
+			if len(layers) == 0 || !strings.Contains(out, "the chat of ") || !strings.Contains(out, want) {
+				t.Errorf("homering status on worker %s:\n%s\nwant it serving %s with %q", w.Name, out, head.Short(), want)
+			}
+			t.Logf("worker %s: %s", w.Name, firstLineWith(out, "the chat of"))
+		}
 	})
 
 	t.Run("homering status shows the last ring", func(t *testing.T) {
@@ -559,4 +594,14 @@ func TestRing(t *testing.T) {
 			t.Errorf("b's runner is gone after the head left (%v); it should end the job and keep serving", err)
 		}
 	})
+}
+
+// firstLineWith is the first line of out containing s, or "".
+func firstLineWith(out, s string) string {
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, s) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -9,8 +9,8 @@ import (
 
 // View is what the tray shows: the agent's answers, gathered in one place.
 type View struct {
-	Status  apitype.Status
-	Peers   apitype.Peers
+	Status apitype.Status
+	Peers  apitype.Peers
 	// NoPeers: the agent answered its status but not its peers, so the
 	// devices line cannot count them.
 	NoPeers bool
@@ -100,6 +100,10 @@ func servingLine(s apitype.ServingJob) string {
 	}
 	var ls []string
 	for _, w := range s.Layers {
+		if w.End-w.Start == 1 {
+			ls = append(ls, fmt.Sprint(w.Start))
+			continue
+		}
 		ls = append(ls, fmt.Sprintf("%d-%d", w.Start, w.End-1))
 	}
 	return fmt.Sprintf("%s %s's chat: layers %s, %s", verb, who, strings.Join(ls, ", "), megabytes(s.MemoryBytes))

@@ -30,7 +30,7 @@ func TestMenuModel(t *testing.T) {
 	serving := View{Status: apitype.Status{Contribute: true, Serving: &job}, Peers: apitype.Peers{Peers: []apitype.Peer{{ID: kitchen, Name: "Kitchen", Paired: true, Visible: true}}}}
 	held := job
 	held.Idle, held.HeadName, held.MemoryBytes = true, "", 3<<29
-	held.Layers = []apitype.Window{{Start: 0, End: 4}, {Start: 8, End: 12}}
+	held.Layers = []apitype.Window{{Start: 0, End: 4}, {Start: 8, End: 9}}
 	holding := statusOf(apitype.Status{Contribute: true, Serving: &held})
 	starting := statusOf(apitype.Status{Contribute: true, Serving: &apitype.ServingJob{HeadID: kitchen, HeadName: "Kitchen", Layers: []apitype.Window{}}})
 	for _, tc := range []struct {
@@ -52,7 +52,7 @@ func TestMenuModel(t *testing.T) {
 		{"paired devices offline", alone, false, "Idle, not contributing", "This device only; 2 paired offline", iconOff, []string{idStatus, idDevices}},
 		{"peers unknown", View{NoPeers: true}, false, "Idle, not contributing", "Devices: unknown", iconOff, []string{idStatus, idDevices}},
 		{"serving another head", serving, true, "Serving Kitchen's chat: layers 11-19, 24 MB", "2 devices online (1 of 1 paired, 1 contributing)", iconBusy, []string{idStatus, idDevices}},
-		{"holding an idle job", holding, true, "Holding " + kitchen.Short() + "'s chat: layers 0-3, 8-11, 1.5 GB", "1 device (this one)", iconBusy, []string{idStatus, idDevices}},
+		{"holding an idle job", holding, true, "Holding " + kitchen.Short() + "'s chat: layers 0-3, 8, 1.5 GB", "1 device (this one)", iconBusy, []string{idStatus, idDevices}},
 		{"a job before its plan", starting, true, "Serving Kitchen's chat: getting its layers ready", "1 device (this one)", iconBusy, []string{idStatus, idDevices}},
 		{"agent gone", View{Err: "the agent is not running"}, false, "Not running: the agent is not running", "Devices: unknown", iconOff,
 			[]string{idContribute, idOpen, idStatus, idDevices, idSettings}},
