@@ -274,18 +274,7 @@ func TestRing(t *testing.T) {
 	if out, err := exec.Command(env.Bin, "gen-model", "-layers", "6", "-type", "Q8_0", "-o", gen).CombinedOutput(); err != nil {
 		t.Fatalf("gen-model: %v\n%s", err, out)
 	}
-	for _, n := range nodes {
-		n.MustCLI(t, "contribute", "on")
-		if err := os.WriteFile(filepath.Join(n.Home, "settings.json"), []byte(`{"context_tokens": 512}`), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); n.Start(t) }()
-	}
-	wg.Wait()
+	contributing(t, 512, nodes...)
 
 	// The single-device replies, before any device is paired.
 	const prompt = "Once upon a time"
