@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# How fast a ring worker answers pings under load (issue 21 item 2): the
+# driver's BenchmarkPongUnderLoad (a worker driver answering pings while its
+# own process hashes a mapped, paged-out file on every CPU) at nice 10, as
+# a serving runner is, with 3 CPU burners (nice 0) and a process paging
+# through a 1 GiB file under a 128 MiB memory cap beside it. Runs twice: as
+# root (the link reader's thread raises itself back to nice 0) and as
+# nobody (it cannot: it stays at nice 10). Prints the round trips'
+# percentiles and the load average. Needs root and cgroup v1 or v2 memory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. build/env.sh
+out=$(mktemp -d)
+pids=()
+cg=""
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ -n "$cg" ] && rmdir "$cg" 2>/dev/null || true
+	rm -rf "$out"
+}
+trap cleanup EXIT
+go test -c -o "$out/driver.test" ./engine/ring/driver/
+chmod 1777 "$out"; chmod 755 "$out/driver.test"
+for _ in 1 2 3; do
+	sh -c 'while :; do :; done' &
+	pids+=($!)
+done
+# The pager: reads a 1 GiB file through a mapping, over and over, in a
+# cgroup whose cap makes it fault most pages back in from disk.
+head -c $((1 << 30)) /dev/urandom >"$out/big"
+if [ -d /sys/fs/cgroup/memory ]; then
+	cg=/sys/fs/cgroup/memory/pingload.$$
+	mkdir "$cg" && echo $((128 << 20)) >"$cg/memory.limit_in_bytes"
+else
+	cg=/sys/fs/cgroup/pingload.$$
+	mkdir "$cg" && echo $((128 << 20)) >"$cg/memory.max"
+fi
+sh -c "echo \$\$ >$cg/cgroup.procs; exec python3 -c '
+import mmap, os
+f = open(\"$out/big\", \"rb\"); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+while True:
+    for off in range(0, len(m), 4096): m[off]
+'" &
+pids+=($!)
+sleep 3
+run() { # $1: label; the rest: how to run the benchmark
+	local label=$1
+	shift
+	echo "== $label (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+	TMPDIR=$out "$@" nice -n 10 "$out/driver.test" -test.run XXX -test.bench PongUnderLoad -test.benchtime 1000x | grep Benchmark
+}
+run "root: reader thread raised to nice 0"
+run "nobody: reader thread left at nice 10" setpriv --reuid=nobody --regid=nogroup --clear-groups
