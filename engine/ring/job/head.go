@@ -671,6 +671,9 @@ func (h *headJob) end() {
 	h.runDone <- err
 	if h.sess != nil { // the driver has stopped: the session is this goroutine's now
 		h.rm.gaps.record(time.Now(), h.tick, h.sess.Gaps())
+		stats := h.drv.Stats()
+		delete(stats, h.self)
+		h.rm.gaps.measured(stats)
 		h.sess = nil
 	}
 	h.drv.CloseLinks()
