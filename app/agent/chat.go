@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,13 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 	}
 	if path == "" {
 		return apitype.ChatStats{}, problem.New(problem.NoModel, "No model is selected; choose one in the chat's model menu or under Models (or start the agent with --model FILE.gguf).")
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// Deleted or moved since it was chosen: say so before planning
+		// a ring or starting the engine on it.
+		return apitype.ChatStats{}, problem.Wrap(problem.ModelUnreadable, fmt.Sprintf(
+			"%s is no longer in %s (deleted or moved); choose another model in the chat's model menu or under Models.",
+			filepath.Base(path), filepath.Dir(path)), err)
 	}
 	if req.NumCtx > 0 {
 		nCtx = req.NumCtx
@@ -277,6 +285,14 @@ func (b *Agent) problem(path string, err error) error {
 	var died *runner.DiedError
 	var re *runner.RequestError
 	switch {
+	case errors.As(err, &died) && died.ModelChange != "":
+		// A file cut short under the engine's mapping kills it with
+		// SIGBUS: the change, not the crash, is what a person can act on.
+		name := filepath.Base(died.Model)
+		b.report(problem.Make(problem.ModelChanged, fmt.Sprintf("%s %s while the engine was using it.", name, died.ModelChange)))
+		return problem.New(problem.ModelChanged, fmt.Sprintf(
+			"%s %s while the engine was using it, which stopped the engine; send the message again once the file is complete, or choose another model.",
+			name, died.ModelChange))
 	case errors.As(err, &died):
 		what := died.LastLine()
 		if what == "" {
@@ -288,6 +304,11 @@ func (b *Agent) problem(path string, err error) error {
 			died.During, what))
 	case errors.As(err, &re) && re.Code == runner.CodeLoad:
 		b.report(problem.Make(problem.ModelLoad, fmt.Sprintf("%s: %s", filepath.Base(path), re.Text)))
+		if strings.Contains(strings.TrimSuffix(re.Text, "."), ". ") {
+			// The engine's words already say what to do (engine/gguf's
+			// "… is incomplete: …. Download it again."): one fix is enough.
+			return problem.New(problem.ModelLoad, fmt.Sprintf("Cannot load %s: %s", filepath.Base(path), re.Text))
+		}
 		return problem.New(problem.ModelLoad, fmt.Sprintf(
 			"Cannot load %s: %s. Choose another model in the chat's model menu or under Models.", filepath.Base(path), strings.TrimSuffix(re.Text, ".")))
 	case errors.As(err, &re):

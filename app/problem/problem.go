@@ -20,6 +20,7 @@ const (
 	NoPlan            Code = "plan"               // Halda finds no plan on these devices
 	EngineDied        Code = "engine"             // the engine child died
 	ModelLoad         Code = "model"              // the engine cannot load the model
+	ModelChanged      Code = "model_changed"      // the model file changed on disk while the engine used it
 	BadRequest        Code = "bad_request"        // a chat request the engine refuses
 	EmptyConversation Code = "empty_conversation" // a chat without messages
 	ContextFull       Code = "context_full"       // a prompt the context cannot hold, even with old turns left out
@@ -86,6 +87,7 @@ var registry = []Spec{
 	{NoPlan, "No plan for this model on these devices.", "Pick a smaller model, pair and turn on more devices, or raise the memory budget.", SevError, KindUnusable},
 	{EngineDied, "The engine stopped unexpectedly.", "Your next message restarts it. If this keeps happening, the model file may be damaged or too big for this machine: choose another in Settings.", SevError, KindFailed},
 	{ModelLoad, "The selected model cannot be loaded.", "Choose another model in the chat's model menu or under Models.", SevError, KindUnusable},
+	{ModelChanged, "The model file changed while it was in use.", "Send the message again once the file is complete (a copy or download may still be running), or choose another model.", SevError, KindFailed},
 	{BadRequest, "The engine refused the request.", "Change the request as the message says and send it again.", SevError, KindRequest},
 	{EmptyConversation, "The conversation is empty.", "Send at least one message.", SevError, KindRequest},
 	{ContextFull, "The message does not fit in the context.", "Shorten it, or raise the context length.", SevError, KindRequest},

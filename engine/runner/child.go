@@ -82,6 +82,8 @@ type child struct {
 	cancel context.CancelFunc
 
 	rh *job.Head // the head's ring model; touched only when gen is nil or by the generation
+	// rhFile is rh's model file as it was when mapped.
+	rhFile os.FileInfo
 
 	srv     *job.Worker // worker side, nil when not serving; touched by handle only
 	serveID uint64
@@ -283,14 +285,17 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	if rp.KeepMS < 0 || rp.KeepMS > maxKeepMS {
 		return fail(CodeBadRequest, fmt.Errorf("runner: keeping a ring job %d ms is out of range; give 0-%d ms", rp.KeepMS, maxKeepMS))
 	}
-	if c.rh == nil || c.rh.Path() != req.Load.Model {
+	now := statModel(req.Load.Model)
+	if c.rh == nil || c.rh.Path() != req.Load.Model || !sameModel(now, c.rhFile) {
+		// A file changed since it was mapped is mapped afresh, and so
+		// checked again (modelfile.go).
 		c.rh.Close()
 		c.rh = nil
 		rh, err := job.OpenHead(req.Load.Model, &c.gaps, c.log)
 		if err != nil {
 			return fail(CodeLoad, err)
 		}
-		c.rh = rh
+		c.rh, c.rhFile = rh, now
 	}
 	ident, err := identity.LoadOrCreate(rp.Identity, time.Now(), crand.Reader)
 	if err != nil {

@@ -79,6 +79,7 @@ func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingPar
 	if err := s.started(ctx); err != nil {
 		return Stats{}, err
 	}
+	s.mapped, s.mappedFile = lp.Model, statModel(lp.Model) // the child maps it anew when it changed (child.ringGenerate)
 	id := s.id()
 	if err := s.p.send(Request{ID: id, Op: OpRingGenerate, Load: &lp, Ring: &rp, Generate: &g}); err != nil {
 		return Stats{}, s.dead("generating on the ring")

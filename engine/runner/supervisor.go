@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ type DiedError struct {
 	Stderr []string // the child's last stderr lines, oldest first
 	Crash  string   // the first stderr line that names a crash ("SIGABRT: abort", "GGML_ASSERT…", "panic: …"), if any
 	During string   // what it was doing: "loading /m.gguf", "generating"
+	// Model is the model file the engine had mapped and ModelChange how
+	// that file changed on disk since ("was cut short from 1634400 to
+	// 817200 bytes", "was deleted"; modelfile.go): a file cut short under
+	// the mapping kills the engine with SIGBUS. "" when it did not change.
+	Model, ModelChange string
 }
 
 func (e *DiedError) Error() string {
@@ -96,6 +102,14 @@ type Supervisor struct {
 	deaths int       // deaths in a row, for the backoff
 	died   time.Time // when the last one died
 	nextID uint64
+
+	// loadedFile is model's file as it was when loaded: a request on a
+	// changed file loads it again (modelfile.go). mapped is the model file
+	// the child was last given (a load or a ring generation) and
+	// mappedFile that file as it was then: a death names the change.
+	loadedFile os.FileInfo
+	mapped     string
+	mappedFile os.FileInfo
 
 	serveID uint64 // the child's serve_ring request; 0 when not serving
 	// serving (what it serves with) and serveAddr are written with both
@@ -197,12 +211,19 @@ func (s *Supervisor) started(ctx context.Context) error {
 
 // ensure starts the child when none runs and loads lp into it.
 func (s *Supervisor) ensure(ctx context.Context, lp LoadParams) error {
+	now := statModel(lp.Model)
 	if s.p != nil && s.model == lp {
-		return nil
+		if sameModel(now, s.loadedFile) {
+			s.mapped, s.mappedFile = lp.Model, s.loadedFile
+			return nil
+		}
+		s.log.Info("the model file changed on disk since it was loaded; loading it again", "path", lp.Model,
+			"change", modelChange(lp.Model, s.loadedFile))
 	}
 	if err := s.started(ctx); err != nil {
 		return err
 	}
+	s.mapped, s.mappedFile = lp.Model, now
 	id := s.id()
 	if err := s.p.send(Request{ID: id, Op: OpLoad, Load: &lp}); err != nil {
 		return s.dead("loading " + lp.Model)
@@ -217,7 +238,7 @@ func (s *Supervisor) ensure(ctx context.Context, lp LoadParams) error {
 		}
 		switch ev.Type {
 		case EvLoaded:
-			s.model = lp
+			s.model, s.loadedFile = lp, now
 			if ev.Model != nil {
 				s.info = *ev.Model
 			}
@@ -256,7 +277,8 @@ func (s *Supervisor) dead(during string) error {
 	<-p.exited
 	s.deaths++
 	s.died = time.Now()
-	e := &DiedError{State: "exited", Stderr: p.tail.Lines(), Crash: p.tail.Crash(), During: during}
+	e := &DiedError{State: "exited", Stderr: p.tail.Lines(), Crash: p.tail.Crash(), During: during,
+		Model: s.mapped, ModelChange: modelChange(s.mapped, s.mappedFile)}
 	if p.protoErr != nil {
 		e.State = p.protoErr.Error()
 	}
