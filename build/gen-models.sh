@@ -24,6 +24,16 @@
 #   gemma2-<T>.gguf   gemma2   4 layers, as gemma3 without q/k norms, window 16 on even layers,
 #                              attention soft-cap 50, final soft-cap 30
 #   gemma3-softcap-F32.gguf    gemma3-F32 with final_logit_softcapping 5
+#   phi3-<T>.gguf     phi3     ff 512, 4 heads / 2 KV heads, head_dim 64, fused attn_qkv and
+#                              ffn_up (gate|up), LongRoPE factors (rope_factors_long/short)
+#                              with original_context_length 128: llama.cpp's context (64,
+#                              rounded up to 256) is longer, so both ropes use the long ones
+#   phi3-short-F32.gguf        phi3-F32 with original_context_length 4096: the short factors
+#   gpt-oss-<T>.gguf  gpt-oss  8 heads / 2 KV heads, head_dim 64 (q proj 256->512), q/k/v/o
+#                              biases, attention sinks, sliding window 16 on even layers,
+#                              8 experts of ff 256 with biases, 4 used per token (top-4 by
+#                              biased router logits, softmax over those), swiglu-oai (expert
+#                              gate/up N(0,16/fan_in): the clamp at 7 bites), YaRN x32
 #   (F32 ~13 MB, Q4_K ~2 MB each)
 # Every other quant type common in released GGUFs, one llama model each (as
 # llama-F32, every 2-D weight in the type, as llama-quantize --pure writes):
@@ -36,6 +46,7 @@
 #   qwen3moe-Q4_K_M.gguf  8 experts: attn_k, attn_v Q8_0, attn_output Q5_K,
 #                         ffn_down_exps of layers 2, 3 Q6_K, rest Q4_K
 #   qwen3moe-MXFP4_MOE.gguf  gpt-oss's layout: expert stacks MXFP4, the rest Q8_0
+#   gpt-oss-MXFP4_MOE.gguf   gpt-oss in its released layout (the same rule)
 # IQ2_XXS, IQ2_XS and IQ1_S take 2-13 s each, nearly all of it ggml building
 # its codebook tables once per process (ggml_quantize_init); the rest < 1 s.
 # Rope variants (llama, F32, otherwise as llama-F32):
@@ -76,6 +87,8 @@ for t in F32 F16 Q8_0 Q4_0 Q4_K Q6_K; do
 	gen "qwen3-$t.gguf" --arch qwen3 --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t"
 	gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256
 	gen "gemma3-$t.gguf" --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --tied --sliding-window 16 --rope-scale-linear 8
+	gen "phi3-$t.gguf" --arch phi3 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t"
+	gen "gpt-oss-$t.gguf" --arch gpt-oss --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 4 --expert-ff 256
 	gen "gemma2-$t.gguf" --arch gemma2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --sliding-window 16
 done
 for t in BF16 Q5_K Q3_K Q2_K Q5_0 IQ4_XS IQ4_NL IQ3_XXS IQ3_S IQ2_XXS IQ2_XS IQ1_S MXFP4 Q4_K_M; do
@@ -85,6 +98,8 @@ gen gemma3-Q4_K_M.gguf --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --
 for t in Q4_K_M MXFP4_MOE; do
 	gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256
 done
+gen gpt-oss-MXFP4_MOE.gguf --arch gpt-oss --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type MXFP4_MOE --experts 8 --experts-used 4 --expert-ff 256
+gen phi3-short-F32.gguf --arch phi3 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-orig-ctx 4096
 gen llama-rope-freqs-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-freqs
 gen llama-rope-linear-F32.gguf --arch llama --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type F32 --rope-scale-linear 4
 gen gemma3-softcap-F32.gguf --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type F32 --tied --sliding-window 16 --rope-scale-linear 8 --final-softcap 5

@@ -34,13 +34,14 @@ var bitExact = []string{
 	"llama-IQ4_XS.gguf", "llama-IQ4_NL.gguf", "llama-IQ3_XXS.gguf", "llama-IQ3_S.gguf",
 	"llama-IQ2_XXS.gguf", "llama-IQ2_XS.gguf", "llama-IQ1_S.gguf", "llama-MXFP4.gguf",
 	"llama-Q4_K_M.gguf", "gemma3-Q4_K_M.gguf", "qwen3moe-Q4_K_M.gguf", "qwen3moe-MXFP4_MOE.gguf",
+	"gpt-oss-MXFP4_MOE.gguf",
 }
 
 // models lists every model the logits must match on.
 func models(t *testing.T) []string {
 	t.Helper()
 	paths := []string{stories260K}
-	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3"} {
+	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "gpt-oss"} {
 		for _, typ := range []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} {
 			paths = append(paths, filepath.Join(modelDir, arch+"-"+typ+".gguf"))
 		}
@@ -49,7 +50,7 @@ func models(t *testing.T) []string {
 		paths = append(paths, filepath.Join(modelDir, name))
 	}
 	paths = append(paths, filepath.Join(modelDir, "llama-rope-freqs-F32.gguf"), filepath.Join(modelDir, "llama-rope-linear-F32.gguf"),
-		filepath.Join(modelDir, "gemma3-softcap-F32.gguf"))
+		filepath.Join(modelDir, "gemma3-softcap-F32.gguf"), filepath.Join(modelDir, "phi3-short-F32.gguf"))
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%v: run build/setup.sh (build/gen-models.sh) to generate the test models", err)

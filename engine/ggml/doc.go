@@ -13,9 +13,10 @@
 // hands the tensor table to C. A malformed file is a Go error
 // (ErrNotGGUF, ErrTruncated, ErrCorrupt, ErrBadModel); an architecture other
 // than llama (incl. Mistral, which GGUF calls llama), qwen2, qwen3,
-// qwen3moe, gemma2 and gemma3 is an *UnsupportedError ("architecture X is not supported yet"),
-// never wrong numbers, and so is an expert_count on any architecture but
-// qwen3moe (Mixtral says llama).
+// qwen3moe, gemma2, gemma3, phi3 and gpt-oss is an *UnsupportedError
+// ("architecture X is not supported yet"), never wrong numbers, and so is an
+// expert_count on any architecture but qwen3moe and gpt-oss (Mixtral says
+// llama).
 //
 // A file may be a weight slice (engine/slice): a GGUF holding only some
 // layers, the input (token_embd) and/or the output (output_norm, output),
@@ -42,7 +43,7 @@
 //
 // # Exactness
 //
-// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3,qwen3moe,gemma2-iswa,gemma3}.cpp
+// The graph is llama.cpp's, op for op (src/models/{llama,qwen2,qwen3,qwen3moe,gemma2-iswa,gemma3,phi3,openai-moe-iswa}.cpp
 // and build_attn/build_ffn/build_moe_ffn/build_norm in src/llama-graph.cpp at
 // the pinned version; a qwen3moe layer's FFN is the router's softmax, the
 // top-k experts by argsort, their probabilities divided by their clamped sum,
@@ -51,7 +52,15 @@
 // never gemm.c's, whose kernels take 2-D weights; a gemma layer adds the
 // post-norms, the Q scale before the product, the GELU-gated FFN, the
 // embeddings scaled by sqrt(n_embd), the soft-caps, and sliding-window
-// layers with a second mask (and gemma3's own rope base for them): the
+// layers with a second mask (and gemma3's own rope base for them); a phi3
+// layer takes Q, K and V as views of one fused product, its gate and up
+// from one ffn_up (ggml_swiglu), Q scaled before the product, and the
+// LongRoPE factors llama.cpp picks for the context (rope_factors_long when
+// n_ctx rounded up to 256 exceeds original_context_length); a gpt-oss
+// layer has q/k/v/o biases, attention sinks (ggml_soft_max_add_sinks),
+// every other layer sliding, and a MoE FFN routed by the top-k biased
+// logits with a softmax over those, expert biases (ggml_add_id) and
+// swiglu-oai (alpha 1.702, clamp 7) between the stacks: the
 // cache keeps every position in its own cell, so a sliding window is that
 // mask alone, and truncating the cache or reusing a prefix needs nothing
 // more): F16 KV cache written with set_rows, the non-flash attention path

@@ -53,6 +53,13 @@ typedef struct {
 	// experts' stacked weights, 3-D [.., .., n_expert]. Only ggml's
 	// ggml_mul_mat_id reads the stacks; gemm.c's kernels take 2-D weights.
 	struct ggml_tensor *gate_inp, *gate_exps, *up_exps, *down_exps;
+	// gpt-oss: the router's and the experts' biases ([n_expert],
+	// [.., n_expert]) and the attention sinks, one logit per head.
+	struct ggml_tensor *gate_inp_b, *gate_exps_b, *up_exps_b, *down_exps_b, *sinks;
+	// phi3: Q, K and V in one [n_embd, n_embd + 2 n_embd_gqa] weight.
+	struct ggml_tensor *wqkv;
+	// rope frequency factors: llama's rope_freqs, phi3's long or short
+	// LongRoPE factors (one tensor for all layers, as in the file).
 	struct ggml_tensor *rope_freqs;
 	// Gemma: RMS norms of the attention's and the FFN's outputs.
 	struct ggml_tensor *attn_post_norm, *ffn_post_norm;
@@ -421,7 +428,26 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			L->k_norm = get(m, "blk.%d.attn_k_norm.weight", il);
 		}
 		L->ffn_norm = get(m, "blk.%d.ffn_norm.weight", il);
-		if (hp->arch == HR_ARCH_QWEN3MOE) {
+		if (hp->arch == HR_ARCH_GPTOSS) {
+			// Its FFN norm is named post_attention_norm.
+			L->ffn_norm = get(m, "blk.%d.post_attention_norm.weight", il);
+			L->sinks = get(m, "blk.%d.attn_sinks.weight", il);
+			L->gate_inp_b = get(m, "blk.%d.ffn_gate_inp.bias", il);
+			L->gate_exps_b = get(m, "blk.%d.ffn_gate_exps.bias", il);
+			L->up_exps_b = get(m, "blk.%d.ffn_up_exps.bias", il);
+			L->down_exps_b = get(m, "blk.%d.ffn_down_exps.bias", il);
+		}
+		if (hp->arch == HR_ARCH_PHI3) {
+			L->wqkv = get(m, "blk.%d.attn_qkv.weight", il);
+			L->wq = L->wk = L->wv = NULL;
+			L->bq = L->bk = L->bv = L->bo = NULL;
+			// llama_model::get_rope_factors, with n_ctx_seq the padded
+			// context (one sequence).
+			L->rope_freqs = ggml_get_tensor(m->ctx, HR_PAD(p->n_ctx, HR_LONGROPE_CTX_PAD) > hp->n_ctx_orig
+									? "rope_factors_long.weight"
+									: "rope_factors_short.weight");
+		}
+		if (hp->arch == HR_ARCH_QWEN3MOE || hp->arch == HR_ARCH_GPTOSS) {
 			L->gate_inp = get(m, "blk.%d.ffn_gate_inp.weight", il);
 			L->gate_exps = get(m, "blk.%d.ffn_gate_exps.weight", il);
 			L->up_exps = get(m, "blk.%d.ffn_up_exps.weight", il);
@@ -475,7 +501,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 			hr_window_free(w);
 			return NULL;
 		}
-		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 30 + 4), NULL, true};
+		struct ggml_init_params ip = {ggml_tensor_overhead() * (size_t)(n_gpu * 36 + 4), NULL, true};
 		w->w_ctx_gpu = ggml_init(ip);
 		// GPU layers get copies of their weights; the mapping stays the source.
 		hr_layer *srcs = calloc(w->n_layers, sizeof(hr_layer));
@@ -503,6 +529,8 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 						    &L->bo, &L->q_norm, &L->k_norm, &L->ffn_norm, &L->gate, &L->up,
 						    &L->down, &L->gate_b, &L->up_b, &L->down_b, &L->rope_freqs,
 						    &L->gate_inp, &L->gate_exps, &L->up_exps, &L->down_exps,
+						    &L->gate_inp_b, &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b,
+						    &L->sinks, &L->wqkv,
 						    &L->attn_post_norm, &L->ffn_post_norm};
 			for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
 				*f[j] = gpu_dup(w, *f[j]);
@@ -545,11 +573,15 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 						     L->bo, L->q_norm, L->k_norm, L->ffn_norm, L->gate, L->up,
 						     L->down, L->gate_b, L->up_b, L->down_b, L->rope_freqs,
 						     L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
+						     L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b,
+						     L->sinks, L->wqkv,
 						     L->attn_post_norm, L->ffn_post_norm};
 			struct ggml_tensor *src[] = {S->attn_norm, S->wq, S->wk, S->wv, S->wo, S->bq, S->bk, S->bv,
 						     S->bo, S->q_norm, S->k_norm, S->ffn_norm, S->gate, S->up,
 						     S->down, S->gate_b, S->up_b, S->down_b, S->rope_freqs,
 						     S->gate_inp, S->gate_exps, S->up_exps, S->down_exps,
+						     S->gate_inp_b, S->gate_exps_b, S->up_exps_b, S->down_exps_b,
+						     S->sinks, S->wqkv,
 						     S->attn_post_norm, S->ffn_post_norm};
 			for (size_t j = 0; j < sizeof(dst) / sizeof(dst[0]); j++) {
 				if (dst[j]) {
@@ -691,34 +723,60 @@ static struct ggml_tensor *add_opt(struct ggml_context *ctx, struct ggml_tensor 
 	return b ? ggml_add(ctx, x, b) : x;
 }
 
-// moe_ffn is llm_graph_context::build_moe_ffn as qwen3moe calls it (SILU,
-// softmax gating, weights normalised, not scaled, no expert groups, no
-// biases), given the router's logits [n_expert, n]: softmax over the
-// experts, the top n_expert_used by argsort, their probabilities divided by
-// their (clamped) sum, each chosen expert's SwiGLU through ggml_mul_mat_id,
-// and the weighted outputs added in expert-slot order.
+// moe_ffn is llm_graph_context::build_moe_ffn as qwen3moe and gpt-oss call
+// it (no expert groups, weights not scaled), given the router's logits
+// [n_expert, n]. qwen3moe (SILU, SOFTMAX gating, weights normalised):
+// softmax over the experts, the top n_expert_used by argsort, their
+// probabilities divided by their (clamped) sum. gpt-oss
+// (SWIGLU_OAI_MOE, SOFTMAX_WEIGHT gating, biases): the top n_expert_used
+// by the biased logits, a softmax over just those, and each expert's
+// bias added (ggml_add_id) after its product. Each chosen expert runs
+// through ggml_mul_mat_id, and the weighted outputs are added in
+// expert-slot order.
 static struct ggml_tensor *moe_ffn(struct ggml_context *ctx, struct ggml_cgraph *gf, hr_window *w, hr_layer *L,
 				   struct ggml_tensor *cur, struct ggml_tensor *logits) {
 	const hr_hparams *hp = &w->m->hp;
 	const int64_t n_embd = cur->ne[0], n = cur->ne[1];
 	const int64_t n_used = hp->n_expert_used;
-	struct ggml_tensor *probs = ggml_soft_max(ctx, logits); // [n_expert, n]
+	const int oai = hp->arch == HR_ARCH_GPTOSS;
+	logits = add_opt(ctx, logits, L->gate_inp_b);
+	struct ggml_tensor *probs = oai ? logits : ggml_soft_max(ctx, logits); // [n_expert, n]
 	struct ggml_tensor *selected = ggml_argsort_top_k(ctx, probs, (int)n_used); // [n_used, n]
 	probs = ggml_reshape_3d(ctx, probs, 1, hp->n_expert, n);
 	struct ggml_tensor *weights = ggml_get_rows(ctx, probs, selected); // [1, n_used, n]
-	weights = ggml_reshape_2d(ctx, weights, n_used, n);
-	struct ggml_tensor *sum = ggml_sum_rows(ctx, weights); // [1, n]
-	// llama.cpp clamps to F16's smallest normal, against a division by 0.
-	sum = ggml_clamp(ctx, sum, 6.103515625e-5f, INFINITY);
-	weights = ggml_div(ctx, weights, sum);
-	weights = ggml_reshape_3d(ctx, weights, 1, n_used, n);
+	if (oai) {
+		weights = ggml_reshape_2d(ctx, weights, n_used, n);
+		weights = ggml_soft_max(ctx, weights);
+		weights = ggml_reshape_3d(ctx, weights, 1, n_used, n);
+	} else {
+		weights = ggml_reshape_2d(ctx, weights, n_used, n);
+		struct ggml_tensor *sum = ggml_sum_rows(ctx, weights); // [1, n]
+		// llama.cpp clamps to F16's smallest normal, against a division by 0.
+		sum = ggml_clamp(ctx, sum, 6.103515625e-5f, INFINITY);
+		weights = ggml_div(ctx, weights, sum);
+		weights = ggml_reshape_3d(ctx, weights, 1, n_used, n);
+	}
 	ggml_build_forward_expand(gf, weights);
 
 	cur = ggml_reshape_3d(ctx, cur, n_embd, 1, n);
 	struct ggml_tensor *up = ggml_mul_mat_id(ctx, L->up_exps, cur, selected); // [n_ff_exp, n_used, n]
+	if (L->up_exps_b) {
+		up = ggml_add_id(ctx, up, L->up_exps_b, selected);
+	}
 	struct ggml_tensor *gate = ggml_mul_mat_id(ctx, L->gate_exps, cur, selected);
-	cur = ggml_swiglu_split(ctx, gate, up);
+	if (L->gate_exps_b) {
+		gate = ggml_add_id(ctx, gate, L->gate_exps_b, selected);
+	}
+	if (oai) {
+		// llama.cpp's constants for LLM_FFN_SWIGLU_OAI_MOE (alpha, limit).
+		cur = ggml_swiglu_oai(ctx, gate, up, 1.702f, 7.0f);
+	} else {
+		cur = ggml_swiglu_split(ctx, gate, up);
+	}
 	struct ggml_tensor *experts = ggml_mul_mat_id(ctx, L->down_exps, cur, selected); // [n_embd, n_used, n]
+	if (L->down_exps_b) {
+		experts = ggml_add_id(ctx, experts, L->down_exps_b, selected);
+	}
 	experts = ggml_mul(ctx, experts, weights);
 	// The views first, then the adds: the order llama.cpp expands them in.
 	struct ggml_tensor *views[HR_MAX_EXPERTS_USED];
@@ -827,12 +885,21 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		struct ggml_tensor *inpSA = inpL;
 		cur = rms(ctx, inpL, L->attn_norm, hp->norm_eps);
 
-		struct ggml_tensor *Q = add_opt(ctx, mm(L->wq, cur), L->bq);
-		struct ggml_tensor *K = add_opt(ctx, mm(L->wk, cur), L->bk);
-		struct ggml_tensor *V = add_opt(ctx, mm(L->wv, cur), L->bv);
-		Q = ggml_reshape_3d(ctx, Q, hd, hp->n_head, n);
-		K = ggml_reshape_3d(ctx, K, hd, hp->n_head_kv, n);
-		V = ggml_reshape_3d(ctx, V, hd, hp->n_head_kv, n);
+		struct ggml_tensor *Q, *K, *V;
+		if (L->wqkv) { // phi3: views of one product, rows [Q | K | V]
+			struct ggml_tensor *qkv = mm(L->wqkv, cur);
+			const size_t fs = sizeof(float);
+			Q = ggml_view_3d(ctx, qkv, hd, hp->n_head, n, hd * fs, qkv->nb[1], 0);
+			K = ggml_view_3d(ctx, qkv, hd, hp->n_head_kv, n, hd * fs, qkv->nb[1], fs * hp->n_embd);
+			V = ggml_view_3d(ctx, qkv, hd, hp->n_head_kv, n, hd * fs, qkv->nb[1], fs * (hp->n_embd + n_embd_gqa));
+		} else {
+			Q = add_opt(ctx, mm(L->wq, cur), L->bq);
+			K = add_opt(ctx, mm(L->wk, cur), L->bk);
+			V = add_opt(ctx, mm(L->wv, cur), L->bv);
+			Q = ggml_reshape_3d(ctx, Q, hd, hp->n_head, n);
+			K = ggml_reshape_3d(ctx, K, hd, hp->n_head_kv, n);
+			V = ggml_reshape_3d(ctx, V, hd, hp->n_head_kv, n);
+		}
 		if (L->q_norm) { // qwen3: norm before rope
 			Q = rms(ctx, Q, L->q_norm, hp->norm_eps);
 		}
@@ -864,7 +931,10 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 		{ // llama_kv_cache::cpy_k / cpy_v (V transposed: one row per element)
 			struct ggml_tensor *kc = ggml_view_2d(ctx, K, n_embd_gqa, n, K->nb[2], 0);
 			ggml_build_forward_expand(gf, ggml_set_rows(ctx, L->k, kc, k_idxs));
-			struct ggml_tensor *vc = ggml_reshape_2d(ctx, V, n_embd_gqa, n);
+			// A view of phi3's fused product is not contiguous: cpy_v copies it.
+			struct ggml_tensor *vc = V->nb[2] == ggml_row_size(V->type, n_embd_gqa)
+							 ? ggml_reshape_2d(ctx, V, n_embd_gqa, n)
+							 : ggml_cont_2d(ctx, V, n_embd_gqa, n);
 			struct ggml_tensor *v_view = ggml_reshape_2d(ctx, L->v, 1, ggml_nelements(L->v));
 			vc = ggml_reshape_2d(ctx, vc, 1, ggml_nelements(vc));
 			ggml_build_forward_expand(gf, ggml_set_rows(ctx, v_view, vc, v_idxs));
@@ -890,6 +960,7 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 			kq = softcap(ctx, kq, hp->attn_softcap);
 		}
 		kq = ggml_soft_max_ext(ctx, kq, L->swa ? g->kq_mask_swa : kq_mask, hp->kq_scale, 0.0f);
+		ggml_soft_max_add_sinks(kq, L->sinks); // gpt-oss; NULL: none
 		struct ggml_tensor *kqv = ggml_mul_mat(ctx, v, kq);
 		cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
 		cur = ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
@@ -914,6 +985,10 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 			cur = rms(ctx, cur, L->ffn_post_norm, hp->norm_eps);
 		} else if (L->gate_inp) {
 			cur = moe_ffn(ctx, gf, w, L, cur, mm(L->gate_inp, cur));
+		} else if (!L->gate) {
+			// build_ffn(SWIGLU, SEQ): phi3's ffn_up holds gate and up.
+			cur = ggml_swiglu(ctx, mm(L->up, cur));
+			cur = mm(L->down, cur);
 		} else {
 			// build_ffn(SILU, PAR)
 			struct ggml_tensor *tmp = add_opt(ctx, mm(L->up, cur), L->up_b);

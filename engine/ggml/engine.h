@@ -1,6 +1,7 @@
 // The C half of the window engine: a transformer forward pass over layers
 // [first, last) built on ggml's C API, op for op as llama.cpp builds it
-// (src/models/{llama,qwen2,qwen3,qwen3moe,gemma2-iswa,gemma3}.cpp, src/llama-graph.cpp), so that the same
+// (src/models/{llama,qwen2,qwen3,qwen3moe,gemma2-iswa,gemma3,phi3,openai-moe-iswa}.cpp,
+// src/llama-graph.cpp), so that the same
 // kernels run on the same inputs in the same order and the logits are the same
 // bits. The Go side validates every argument before calling in here: nothing
 // in this file checks file contents, and a failed ggml assertion aborts.
@@ -20,7 +21,9 @@ enum hr_arch {
 	HR_ARCH_QWEN3 = 2,
 	HR_ARCH_QWEN3MOE = 3,
 	HR_ARCH_GEMMA2 = 4,
-	HR_ARCH_GEMMA3 = 5
+	HR_ARCH_GEMMA3 = 5,
+	HR_ARCH_PHI3 = 6,
+	HR_ARCH_GPTOSS = 7 // llama.cpp's LLM_ARCH_OPENAI_MOE
 };
 
 typedef struct {
@@ -48,6 +51,11 @@ typedef struct {
 	int n_swa, swa_pattern;
 	float freq_base_swa, freq_scale_swa;
 } hr_hparams;
+
+// HR_LONGROPE_CTX_PAD is llama.cpp's padding of n_ctx (llama_context: a
+// multiple of 256): phi3 takes rope_factors_long when the padded context
+// exceeds n_ctx_orig (llama_model::get_rope_factors), else the short ones.
+#define HR_LONGROPE_CTX_PAD 256
 
 // HR_MAX_EXPERTS bounds n_expert (llama.cpp's LLAMA_MAX_EXPERTS) and
 // HR_MAX_EXPERTS_USED n_expert_used (real models route to 8 or fewer).

@@ -257,6 +257,8 @@ func (m *Model) ranges(p WindowParams) []ByteRange {
 	}
 	if p.Last > p.First {
 		add("rope_freqs.weight")
+		add("rope_factors_long.weight")
+		add("rope_factors_short.weight")
 	}
 	if p.Embed {
 		add("token_embd.weight")
@@ -464,7 +466,8 @@ func ggufError(err, other error) error {
 }
 
 // rope scaling types as llama.cpp names them.
-var ropeScalingTypes = map[string]bool{"none": true, "linear": true, "yarn": true}
+// "longrope" (phi3) scales as linear does: its factors are tensors.
+var ropeScalingTypes = map[string]bool{"none": true, "linear": true, "yarn": true, "longrope": true}
 
 func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	var hp C.hr_hparams
@@ -493,6 +496,12 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	case "gemma3":
 		hp.arch = C.HR_ARCH_GEMMA3
 		hp.rope_type = 2
+	case "phi3":
+		hp.arch = C.HR_ARCH_PHI3
+		hp.rope_type = 2
+	case "gpt-oss":
+		hp.arch = C.HR_ARCH_GPTOSS
+		hp.rope_type = 2
 	default:
 		return hp, info, &UnsupportedError{Arch: arch}
 	}
@@ -520,7 +529,7 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	if info.NEmbd, err = need("embedding_length"); err != nil {
 		return hp, info, err
 	}
-	moe := arch == "qwen3moe"
+	moe := gguf.MoE(arch)
 	if moe { // llama.cpp reads it, but only n_ff_exp sizes the experts
 		info.NFF, err = opt("feed_forward_length", 0)
 	} else {
@@ -637,6 +646,8 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	for il := 0; il < info.NLayer && info.TypeName == ""; il++ {
 		if t, ok := f.tensor(fmt.Sprintf("blk.%d.attn_q.weight", il)); ok {
 			info.TypeName = typeName(t.typ)
+		} else if t, ok := f.tensor(fmt.Sprintf("blk.%d.attn_qkv.weight", il)); ok {
+			info.TypeName = typeName(t.typ)
 		}
 	}
 	info.RopeFreqBase, info.RopeFreqScale, info.NormEps = freqBase, freqScale, eps
@@ -661,10 +672,27 @@ func readHParams(f *ggufFile) (C.hr_hparams, ModelInfo, error) {
 	hp.n_expert = C.int(info.NExpert)
 	hp.n_expert_used = C.int(info.NExpertUsed)
 	hp.n_ff_exp = C.int(info.NFFExp)
-	if arch == "gemma2" || arch == "gemma3" {
+	hp.freq_base_swa, hp.freq_scale_swa = hp.freq_base, hp.freq_scale
+	switch arch {
+	case "gemma2", "gemma3":
 		if err := readGemma(f, p, &hp, &info); err != nil {
 			return hp, info, err
 		}
+	case "phi3":
+		// llm_build_phi3 scales Q by 1/sqrt(head size) after rope and
+		// calls build_attn with kq_scale 1. Its sliding window stays off
+		// in llama.cpp (load_hparams: "Phi SWA is currently disabled").
+		hp.attn_scale = C.float(float32(1) / float32(math.Sqrt(float64(float32(info.NEmbdHead)))))
+		hp.kq_scale = 1
+	case "gpt-oss":
+		// load_hparams: a required window, every other layer sliding
+		// (set_swa_pattern(2)), both layer types with the model's rope.
+		window, ok := f.uint(p + "attention.sliding_window")
+		if !ok || window == 0 || window > 1<<24 {
+			return hp, info, fmt.Errorf("%w: %sattention.sliding_window is missing or out of range", ErrBadModel, p)
+		}
+		info.SlidingWindow, info.SWAPattern = int(window), 2
+		hp.n_swa, hp.swa_pattern = C.int(window), 2
 	}
 	return hp, info, nil
 }
@@ -759,7 +787,10 @@ func readExperts(f *ggufFile, p string, info *ModelInfo) error {
 		return &UnsupportedError{Arch: info.Arch, Feature: "expert groups"}
 	}
 	info.NExpert, info.NExpertUsed = int(n), int(used)
-	info.NFFExp = info.NFF / info.NExpertUsed // llama.cpp's default
+	info.NFFExp = info.NFF / info.NExpertUsed // llama.cpp's default (qwen3moe)
+	if _, ok := f.uint(p + "expert_feed_forward_length"); !ok && info.Arch == "gpt-oss" {
+		return fmt.Errorf("%w: %sexpert_feed_forward_length is missing", ErrBadModel, p)
+	}
 	if v, ok := f.uint(p + "expert_feed_forward_length"); ok && v > 0 {
 		if v > 1<<24 {
 			return fmt.Errorf("%w: %sexpert_feed_forward_length %d is out of range", ErrBadModel, p, v)
@@ -812,16 +843,34 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 	if info.Arch == "qwen2" {
 		ws = append(ws, want{"output.bias", nv, 0, true, false})
 	}
+	if info.Arch == "phi3" {
+		// LongRoPE: llama.cpp picks one by the context length; without
+		// either, rope has no factors.
+		ws = append(ws, want{"rope_factors_long.weight", hd / 2, 0, true, false},
+			want{"rope_factors_short.weight", hd / 2, 0, true, false})
+	}
 	for il := 0; il < info.NLayer; il++ {
 		b := fmt.Sprintf("blk.%d.", il)
-		ws = append(ws,
-			want{b + "attn_norm.weight", e, 0, false, false},
-			want{b + "attn_q.weight", e, qd, false, true},
-			want{b + "attn_k.weight", e, kvd, false, true},
-			want{b + "attn_v.weight", e, kvd, false, true},
-			want{b + "attn_output.weight", qd, e, false, true},
-			want{b + "ffn_norm.weight", e, 0, false, false})
-		if info.NExpert > 0 {
+		ws = append(ws, want{b + "attn_norm.weight", e, 0, false, false})
+		if info.Arch == "phi3" {
+			ws = append(ws, want{b + "attn_qkv.weight", e, qd + 2*kvd, false, true})
+		} else {
+			ws = append(ws,
+				want{b + "attn_q.weight", e, qd, false, true},
+				want{b + "attn_k.weight", e, kvd, false, true},
+				want{b + "attn_v.weight", e, kvd, false, true})
+		}
+		ws = append(ws, want{b + "attn_output.weight", qd, e, false, true})
+		if info.Arch == "gpt-oss" {
+			ws = append(ws, want{b + "post_attention_norm.weight", e, 0, false, false})
+		} else {
+			ws = append(ws, want{b + "ffn_norm.weight", e, 0, false, false})
+		}
+		if info.Arch == "phi3" {
+			ws = append(ws,
+				want{b + "ffn_up.weight", e, 2 * ff, false, true},
+				want{b + "ffn_down.weight", ff, e, false, true})
+		} else if info.NExpert > 0 {
 			ne, fe := int64(info.NExpert), int64(info.NFFExp)
 			exps := func(name string, ne0, ne1 int64) want {
 				stacked[b+name] = ne
@@ -832,6 +881,13 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 				exps("ffn_gate_exps.weight", e, fe),
 				exps("ffn_up_exps.weight", e, fe),
 				exps("ffn_down_exps.weight", fe, e))
+			if info.Arch == "gpt-oss" {
+				ws = append(ws,
+					want{b + "ffn_gate_inp.bias", ne, 0, false, false},
+					want{b + "ffn_gate_exps.bias", fe, ne, false, false},
+					want{b + "ffn_up_exps.bias", fe, ne, false, false},
+					want{b + "ffn_down_exps.bias", e, ne, false, false})
+			}
 		} else {
 			ws = append(ws,
 				want{b + "ffn_gate.weight", e, ff, false, true},
@@ -862,6 +918,13 @@ func checkTensors(f *ggufFile, info ModelInfo, hold gguf.Holding) error {
 			ws = append(ws,
 				want{b + "attn_q_norm.weight", hd, 0, false, false},
 				want{b + "attn_k_norm.weight", hd, 0, false, false})
+		case "gpt-oss":
+			ws = append(ws,
+				want{b + "attn_q.bias", qd, 0, false, false},
+				want{b + "attn_k.bias", kvd, 0, false, false},
+				want{b + "attn_v.bias", kvd, 0, false, false},
+				want{b + "attn_output.bias", e, 0, false, false},
+				want{b + "attn_sinks.weight", int64(info.NHead), 0, false, false})
 		}
 		if info.Arch == "gemma2" || info.Arch == "gemma3" {
 			ws = append(ws,

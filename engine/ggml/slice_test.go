@@ -22,7 +22,8 @@ import (
 // Weight slices built by engine/slice from real models: a window over the
 // parts a slice holds computes the same bits as on the whole file.
 
-var sliceModels = []string{stories, "../../testdata/models/llama-Q8_0.gguf", "../../testdata/models/qwen3-Q4_K.gguf", "../../testdata/models/qwen3moe-Q4_K.gguf"}
+var sliceModels = []string{stories, "../../testdata/models/llama-Q8_0.gguf", "../../testdata/models/qwen3-Q4_K.gguf", "../../testdata/models/qwen3moe-Q4_K.gguf",
+	"../../testdata/models/phi3-Q8_0.gguf", "../../testdata/models/gpt-oss-MXFP4_MOE.gguf"}
 
 // fileSource serves tensors from a local GGUF, as the head does from its file.
 type fileSource struct {

@@ -50,7 +50,7 @@ func testModels(t *testing.T) []string {
 	t.Helper()
 	paths := []string{stories}
 	gen, _ := filepath.Glob("../../testdata/models/*.gguf")
-	re := regexp.MustCompile(`^(llama|mistral|qwen2|qwen3|qwen3moe|gemma2|gemma3)-(rope-freqs-|rope-linear-)?(F32|F16|Q8_0|Q4_0|Q4_K|Q6_K)\.gguf$`)
+	re := regexp.MustCompile(`^(llama|mistral|qwen2|qwen3|qwen3moe|gemma2|gemma3|phi3|gpt-oss)-(rope-freqs-|rope-linear-|short-)?(F32|F16|Q8_0|Q4_0|Q4_K|Q6_K)\.gguf$`)
 	for _, g := range gen {
 		if re.MatchString(filepath.Base(g)) {
 			paths = append(paths, g)

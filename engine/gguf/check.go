@@ -9,7 +9,7 @@ import (
 // (general.architecture). Mistral models say "llama".
 func Supported(arch string) bool {
 	switch arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "gpt-oss":
 		return true
 	}
 	return false
@@ -18,7 +18,7 @@ func Supported(arch string) bool {
 // MoE reports whether the engine runs arch's mixture-of-experts layers
 // (routed experts, no shared expert): an expert_count key on any other
 // architecture (Mixtral says llama) makes the model unsupported.
-func MoE(arch string) bool { return arch == "qwen3moe" }
+func MoE(arch string) bool { return arch == "qwen3moe" || arch == "gpt-oss" }
 
 // IsExpertTensor reports whether a tensor holds routed experts' weights
 // (ffn_{gate,up,down}_exps, 3-D: one matrix per expert), of which a token
@@ -53,21 +53,37 @@ func expectedTensors(s ModelShape) []tensorRule {
 	if s.Arch == "llama" {
 		rules = append(rules, tensorRule{"rope_freqs.weight", []int64{int64(s.NRot / 2)}, true})
 	}
+	if s.Arch == "phi3" { // LongRoPE factors, shared by every layer
+		rules = append(rules, tensorRule{"rope_factors_long.weight", []int64{int64(s.NRot / 2)}, true},
+			tensorRule{"rope_factors_short.weight", []int64{int64(s.NRot / 2)}, true})
+	}
 	for i := range s.NLayer {
 		b := func(n string) string { return fmt.Sprintf("blk.%d.%s", i, n) }
 		oIn := q
 		if s.Arch == "qwen2" {
 			q, oIn = e, e
 		}
-		rules = append(rules,
-			tensorRule{b("attn_norm.weight"), []int64{e}, false},
-			tensorRule{b("attn_q.weight"), []int64{e, q}, false},
-			tensorRule{b("attn_k.weight"), []int64{e, kGQA}, false},
-			tensorRule{b("attn_v.weight"), []int64{e, vGQA}, false},
-			tensorRule{b("attn_output.weight"), []int64{oIn, e}, false},
-			tensorRule{b("ffn_norm.weight"), []int64{e}, false},
-		)
-		if s.NExpert > 0 {
+		rules = append(rules, tensorRule{b("attn_norm.weight"), []int64{e}, false})
+		if s.Arch == "phi3" { // Q, K and V fused, as every phi3 GGUF has them
+			rules = append(rules, tensorRule{b("attn_qkv.weight"), []int64{e, q + kGQA + vGQA}, false})
+		} else {
+			rules = append(rules,
+				tensorRule{b("attn_q.weight"), []int64{e, q}, false},
+				tensorRule{b("attn_k.weight"), []int64{e, kGQA}, false},
+				tensorRule{b("attn_v.weight"), []int64{e, vGQA}, false})
+		}
+		rules = append(rules, tensorRule{b("attn_output.weight"), []int64{oIn, e}, false})
+		if s.Arch == "gpt-oss" { // its FFN norm's name
+			rules = append(rules, tensorRule{b("post_attention_norm.weight"), []int64{e}, false})
+		} else {
+			rules = append(rules, tensorRule{b("ffn_norm.weight"), []int64{e}, false})
+		}
+		if s.Arch == "phi3" { // gate and up fused in ffn_up
+			rules = append(rules,
+				tensorRule{b("ffn_down.weight"), []int64{ff, e}, false},
+				tensorRule{b("ffn_up.weight"), []int64{e, 2 * ff}, false},
+			)
+		} else if s.NExpert > 0 {
 			ne, fe := int64(s.NExpert), int64(s.NFFExp)
 			rules = append(rules,
 				tensorRule{b("ffn_gate_inp.weight"), []int64{e, ne}, false},
@@ -75,6 +91,14 @@ func expectedTensors(s ModelShape) []tensorRule {
 				tensorRule{b("ffn_down_exps.weight"), []int64{fe, e, ne}, false},
 				tensorRule{b("ffn_up_exps.weight"), []int64{e, fe, ne}, false},
 			)
+			if s.Arch == "gpt-oss" {
+				rules = append(rules,
+					tensorRule{b("ffn_gate_inp.bias"), []int64{ne}, false},
+					tensorRule{b("ffn_gate_exps.bias"), []int64{fe, ne}, false},
+					tensorRule{b("ffn_down_exps.bias"), []int64{e, ne}, false},
+					tensorRule{b("ffn_up_exps.bias"), []int64{fe, ne}, false},
+				)
+			}
 		} else {
 			rules = append(rules,
 				tensorRule{b("ffn_gate.weight"), []int64{e, ff}, false},
@@ -103,6 +127,14 @@ func expectedTensors(s ModelShape) []tensorRule {
 			rules = append(rules,
 				tensorRule{b("attn_q_norm.weight"), []int64{int64(s.HeadDimK)}, false},
 				tensorRule{b("attn_k_norm.weight"), []int64{int64(s.HeadDimK)}, false},
+			)
+		case "gpt-oss":
+			rules = append(rules,
+				tensorRule{b("attn_q.bias"), []int64{q}, false},
+				tensorRule{b("attn_k.bias"), []int64{kGQA}, false},
+				tensorRule{b("attn_v.bias"), []int64{vGQA}, false},
+				tensorRule{b("attn_output.bias"), []int64{e}, false},
+				tensorRule{b("attn_sinks.weight"), []int64{int64(s.NHead)}, false},
 			)
 		}
 		if s.Arch == "gemma2" || s.Arch == "gemma3" {
@@ -147,7 +179,7 @@ func (f *File) checkShape(s ModelShape) error {
 		if err := f.checkExperts(s); err != nil {
 			return err
 		}
-	} else if s.NFF == 0 {
+	} else if s.NFF == 0 { // phi3's too: ffn_up is [n_embd, 2 n_ff]
 		return f.metaErr(ErrBadMetadata, "the model has feed-forward length 0")
 	}
 	if s.NLayer == 0 || s.NVocab == 0 {

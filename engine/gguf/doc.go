@@ -45,8 +45,10 @@
 //	    rope.dimension_count = key_length, rope.freq_base = 10000, ...).
 //	File.CheckTensors(shape): the architecture is supported (llama — also
 //	    Mistral —, qwen2, qwen3, gemma2, gemma3 (post-norms; gemma2's head
-//	    always token_embd), and qwen3moe with its routed experts; an
-//	    expert_count on any other architecture is unsupported) and every
+//	    always token_embd), phi3 (fused attn_qkv and ffn_up, LongRoPE
+//	    factors), and qwen3moe and gpt-oss (biases, sinks, expert biases)
+//	    with their routed experts; an expert_count on any other
+//	    architecture is unsupported) and every
 //	    tensor llama.cpp's loader requires is there with its shape (expert
 //	    weights 3-D, one matrix per expert), with no tensor it would not use.
 //	Part.ExpertBytes: the routed experts' share of a layer's bytes, of which

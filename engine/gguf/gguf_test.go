@@ -331,7 +331,7 @@ func TestCheckTensorsRejects(t *testing.T) {
 		kind   error
 		msg    string
 	}{
-		{"other arch", func(s *ModelShape) { s.Arch = "phi3" }, ErrUnsupported, "uses architecture phi3, which is not supported yet"},
+		{"other arch", func(s *ModelShape) { s.Arch = "phi2" }, ErrUnsupported, "uses architecture phi2, which is not supported yet"},
 		{"wrong ff", func(s *ModelShape) { s.NFF = 128 }, ErrBadTensor, "blk.0.ffn_gate.weight has shape [64 172] where a llama model with these hyper-parameters has [64 128]"},
 		{"more layers", func(s *ModelShape) { s.NLayer = 6 }, ErrBadTensor, "tensor blk.5.attn_norm.weight is missing"},
 		{"fewer layers", func(s *ModelShape) { s.NLayer = 4 }, ErrUnsupported, "has tensor blk.4."},
@@ -683,5 +683,74 @@ func TestGemma(t *testing.T) {
 				t.Errorf("gemma3 tensors checked as gemma2: %v, want %q", err, want)
 			}
 		}
+	}
+}
+
+// TestPhi3AndGPTOSS: the generated phi3 and gpt-oss files pass the checks
+// (phi3's fused attn_qkv and ffn_up, its LongRoPE factors; gpt-oss's
+// biases, sinks, expert biases and window read as llama.cpp reads them),
+// gpt-oss's expert biases count as expert bytes, and a wrong shape of the
+// tensors only these families have is named.
+func TestPhi3AndGPTOSS(t *testing.T) {
+	phi, err := Open("../../testdata/models/phi3-Q8_0.gguf")
+	if err != nil {
+		t.Fatalf("%v (build/gen-models.sh generates it)", err)
+	}
+	ps, err := phi.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.RopeOrigCtx != 128 || ps.SlidingWindow != 0 || ps.NExpert != 0 {
+		t.Errorf("phi3: original context %d, window %d, experts %d; want 128, 0, 0", ps.RopeOrigCtx, ps.SlidingWindow, ps.NExpert)
+	}
+	oss, err := Open("../../testdata/models/gpt-oss-MXFP4_MOE.gguf")
+	if err != nil {
+		t.Fatalf("%v (build/gen-models.sh generates it)", err)
+	}
+	gs, err := oss.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := []int{gs.NExpert, gs.NExpertUsed, gs.NFFExp, gs.SlidingWindow, gs.SWAPattern}, []int{8, 4, 256, 16, 2}; !slices.Equal(got, want) {
+		t.Errorf("gpt-oss experts, used, expert ff, window, pattern = %v, want %v", got, want)
+	}
+	l, err := oss.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, name := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
+		for _, kind := range []string{"weight", "bias"} {
+			ti, ok := oss.Tensor(fmt.Sprintf("blk.0.%s.%s", name, kind))
+			if !ok {
+				t.Fatalf("blk.0.%s.%s is missing", name, kind)
+			}
+			want += ti.Size
+		}
+	}
+	if l.Layers[0].ExpertBytes != want {
+		t.Errorf("gpt-oss layer 0: expert bytes %d, want %d", l.Layers[0].ExpertBytes, want)
+	}
+	for _, tt := range []struct {
+		name   string
+		f      *File
+		s      ModelShape
+		change func(s *ModelShape)
+		msg    string
+	}{
+		{"phi3 more KV heads", phi, ps, func(s *ModelShape) { s.NHeadKV = 4 }, "blk.0.attn_qkv.weight has shape [256 512] where a phi3 model with these hyper-parameters has [256 768]"},
+		{"phi3 wider ffn", phi, ps, func(s *ModelShape) { s.NFF = 1024 }, "blk.0.ffn_down.weight has shape [512 256] where a phi3 model with these hyper-parameters has [1024 256]"},
+		{"phi3 as llama", phi, ps, func(s *ModelShape) { s.Arch = "llama" }, "blk.0.attn_q.weight is missing"},
+		{"gpt-oss more heads", oss, gs, func(s *ModelShape) { s.NHead = 16 }, "blk.0.attn_q.weight has shape [256 512] where a gpt-oss model with these hyper-parameters has [256 1024]"},
+		{"gpt-oss wider experts", oss, gs, func(s *ModelShape) { s.NFFExp = 512 }, "blk.0.ffn_gate_exps.weight has shape [256 256 8] where a gpt-oss model with these hyper-parameters has [256 512 8]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := tt.s
+			tt.change(&bad)
+			err := tt.f.CheckTensors(bad)
+			if !errors.Is(err, ErrBadTensor) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want %v containing %q", err, ErrBadTensor, tt.msg)
+			}
+		})
 	}
 }

@@ -30,10 +30,10 @@ type ModelShape struct {
 	NExpertUsed int
 	NFFExp      int
 
-	// Sliding-window attention (gemma2, gemma3; 0 elsewhere and in a gemma3
-	// without attention.sliding_window): layer il sees only the last
-	// SlidingWindow positions when il % SWAPattern < SWAPattern-1
-	// (llama.cpp's set_swa_pattern: gemma2 2, gemma3 6).
+	// Sliding-window attention (gemma2, gemma3, gpt-oss; 0 elsewhere and
+	// in a gemma3 without attention.sliding_window): layer il sees only the
+	// last SlidingWindow positions when il % SWAPattern < SWAPattern-1
+	// (llama.cpp's set_swa_pattern: gemma2 and gpt-oss 2, gemma3 6).
 	SlidingWindow int
 	SWAPattern    int
 
@@ -150,6 +150,12 @@ func (f *File) Shape() (ModelShape, error) {
 	case "gemma3":
 		if geti(&s.SlidingWindow, k("attention.sliding_window"), false, 0); s.SlidingWindow > 0 {
 			s.SWAPattern = 6
+		}
+	case "gpt-oss": // load_hparams requires the window; a window of 0 masks everything
+		s.SWAPattern = 2
+		geti(&s.SlidingWindow, k("attention.sliding_window"), true, 0)
+		if err == nil && s.SlidingWindow == 0 {
+			return s, f.metaErr(ErrBadMetadata, "%s is 0; a gpt-oss model needs a sliding window", k("attention.sliding_window"))
 		}
 	}
 	if err != nil {

@@ -116,7 +116,8 @@ func (f *File) keyText(key string) string {
 }
 
 // HoldsTensor reports whether a tensor named name belongs to a part h
-// holds. rope_freqs belongs to every layer.
+// holds. rope_freqs and phi3's rope_factors_{long,short} belong to every
+// layer.
 func (h Holding) HoldsTensor(name string) bool {
 	switch {
 	case strings.HasPrefix(name, "blk."):
@@ -131,7 +132,7 @@ func (h Holding) HoldsTensor(name string) bool {
 		return h.Input
 	case strings.HasPrefix(name, "output_norm."), strings.HasPrefix(name, "output."):
 		return h.Output
-	case strings.HasPrefix(name, "rope_freqs."):
+	case strings.HasPrefix(name, "rope_freqs."), strings.HasPrefix(name, "rope_factors_"):
 		return true
 	}
 	return false

@@ -38,6 +38,22 @@
 //	         about 3.6 times as often as expert 7 (TestRouterIsSkewed), as
 //	         real routers are skewed, and the softmax is peaky enough that
 //	         the normalised weights differ from token to token.
+//	phi3     general.architecture=phi3; blk.N.attn_qkv.weight [embd, q+2kv]
+//	         and blk.N.ffn_up.weight [embd, 2ff] (gate|up) as every phi3
+//	         GGUF fuses them, rope_factors_long/short.weight [head_dim/2]
+//	         (LongRoPE, F32), rope.scaling.original_context_length
+//	         (RopeOrigCtx, default ctx/32) and Phi-3's
+//	         rope.scaling.attn_factor; Phi-3's control tokens
+//	         (<|endoftext|>, <|end|>, ...) end the vocabulary, as llama.cpp's
+//	         vocab loader looks them up in a model named phi3.
+//	gpt-oss  general.architecture=gpt-oss; as qwen3moe's experts (8, 2
+//	         used by default) plus q/k/v/o biases, blk.N.attn_sinks.weight
+//	         [heads], the router's and each expert stack's biases (F32,
+//	         2-D for the stacks), post_attention_norm as the FFN norm,
+//	         attention.sliding_window (16: even layers slide), YaRN rope
+//	         (factor 32 over 4096, base 150000) as gpt-oss-20b; expert
+//	         gate/up weights N(0, 16/fan_in) so swiglu-oai's clamp at 7
+//	         is reached.
 //
 // Variants: Config.TiedOutput leaves out output.weight (the head reuses
 // token_embd.weight, as small Llama 3.2 and Qwen2.5 models do).

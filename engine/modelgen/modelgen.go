@@ -21,29 +21,29 @@ import (
 // Config says what model to generate. Zero fields take the defaults that
 // Normalize documents.
 type Config struct {
-	Arch    string // llama, mistral, qwen2, qwen3, qwen3moe, gemma2 or gemma3
+	Arch    string // llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3 or gpt-oss
 	Layers  int
 	Embd    int
 	FF      int // feed_forward_length (qwen3moe: what a dense layer would have)
 	Heads   int
 	KVHeads int
-	HeadDim int // 0: Embd/Heads (qwen3, qwen3moe and the gemmas may differ; the others must not)
+	HeadDim int // 0: Embd/Heads (qwen3, qwen3moe, the gemmas and gpt-oss may differ; the others must not)
 	Vocab   int
 	Type    string // one of Types(): a tensor type, or a llama.cpp mix (Q4_K_M, MXFP4_MOE)
 	Seed    uint64
 	Ctx     int // context_length key; 0: 4096
 
-	// Mixture of experts (qwen3moe only; 0 takes the default): Experts
-	// experts (8) of ExpertFF (FF/ExpertsUsed, llama.cpp's default rule),
-	// ExpertsUsed (2) routed per token.
+	// Mixture of experts (qwen3moe and gpt-oss only; 0 takes the
+	// default): Experts experts (8) of ExpertFF (FF/ExpertsUsed,
+	// llama.cpp's default rule), ExpertsUsed (2) routed per token.
 	Experts     int
 	ExpertsUsed int
 	ExpertFF    int
 
-	// Gemma (gemma2, gemma3 only): SlidingWindow is
+	// Gemma (gemma2, gemma3) and gpt-oss: SlidingWindow is
 	// attention.sliding_window (0 takes 16, small enough for a short test
-	// to slide; gemma3 then has a global layer every sixth, gemma2 every
-	// second). FinalSoftcap > 0 writes final_logit_softcapping (gemma2's
+	// to slide; gemma3 then has a global layer every sixth, gemma2 and
+	// gpt-oss every second). FinalSoftcap > 0 writes final_logit_softcapping (gemma2's
 	// default is 30, gemma3's none); gemma2 also gets its attention
 	// soft-cap of 50. Gemma2's output head is always token_embd.
 	SlidingWindow int
@@ -55,6 +55,12 @@ type Config struct {
 	// RopeScaleLinear > 0 writes rope.scaling.type=linear and
 	// rope.scaling.factor (llama.cpp then divides positions by it).
 	RopeScaleLinear float64
+	// RopeOrigCtx (phi3 only) is rope.scaling.original_context_length
+	// (0: Ctx/32, as Phi-3-mini-128k's 4096 of 131072). llama.cpp ropes
+	// with rope_factors_long when its context (n_ctx rounded up to 256)
+	// exceeds it, else rope_factors_short; with Ctx > RopeOrigCtx the file
+	// also gets Phi-3's rope.scaling.attn_factor.
+	RopeOrigCtx int
 	// TiedOutput leaves out output.weight: the output head reuses
 	// token_embd.weight, as Llama 3.2 1B and Qwen2.5 0.5B do.
 	TiedOutput bool
@@ -183,8 +189,11 @@ func mxfp4MoEType(_ Config, _ string, shape []uint64) gguf.Type {
 
 // Arches lists the families Generate writes.
 func Arches() []string {
-	return []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3"}
+	return []string{"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "gpt-oss"}
 }
+
+// moe reports whether arch routes its FFN to experts.
+func moe(arch string) bool { return arch == "qwen3moe" || arch == "gpt-oss" }
 
 // gemma reports whether arch is one of the Gemma families.
 func gemma(arch string) bool { return arch == "gemma2" || arch == "gemma3" }
@@ -211,11 +220,11 @@ func (c Config) Normalize() (Config, error) {
 		c.Type = "F32"
 	}
 	switch c.Arch {
-	case "llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3":
+	case "llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "gpt-oss":
 	default:
 		return c, configErr("architecture %q is not one of %s", c.Arch, strings.Join(Arches(), ", "))
 	}
-	if c.Arch == "qwen3moe" {
+	if moe(c.Arch) {
 		if c.Experts == 0 {
 			c.Experts = 8
 		}
@@ -234,9 +243,29 @@ func (c Config) Normalize() (Config, error) {
 			return c, configErr("expert-ff must be positive, not %d", c.ExpertFF)
 		}
 	} else if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFF != 0 {
-		return c, configErr("experts are a qwen3moe feature, not %s", c.Arch)
+		return c, configErr("experts are a qwen3moe and gpt-oss feature, not %s", c.Arch)
 	}
-	if gemma(c.Arch) {
+	if c.Arch == "phi3" {
+		if c.RopeOrigCtx == 0 {
+			c.RopeOrigCtx = max(1, c.Ctx/32)
+		}
+		if c.RopeOrigCtx < 0 || c.RopeOrigCtx > c.Ctx {
+			return c, configErr("rope-orig-ctx %d must be 1 to the context length %d", c.RopeOrigCtx, c.Ctx)
+		}
+	} else if c.RopeOrigCtx != 0 {
+		return c, configErr("rope-orig-ctx is a phi3 feature, not %s", c.Arch)
+	}
+	if c.Arch == "gpt-oss" {
+		if c.RopeScaleLinear != 0 {
+			return c, configErr("gpt-oss ropes with YaRN; rope-scale-linear does not apply")
+		}
+		if c.SlidingWindow == 0 {
+			c.SlidingWindow = 16
+		}
+		if c.SlidingWindow < 0 || c.FinalSoftcap != 0 {
+			return c, configErr("gpt-oss takes a positive sliding-window (not %d) and no final-softcap", c.SlidingWindow)
+		}
+	} else if gemma(c.Arch) {
 		if c.SlidingWindow == 0 {
 			c.SlidingWindow = 16
 		}
@@ -250,7 +279,7 @@ func (c Config) Normalize() (Config, error) {
 			return c, configErr("sliding-window %d and final-softcap %v must be positive", c.SlidingWindow, c.FinalSoftcap)
 		}
 	} else if c.SlidingWindow != 0 || c.FinalSoftcap != 0 {
-		return c, configErr("sliding-window and final-softcap are gemma2/gemma3 features, not %s", c.Arch)
+		return c, configErr("sliding-window and final-softcap are gemma2/gemma3 (sliding-window also gpt-oss) features, not %s", c.Arch)
 	}
 	if _, ok := types[c.Type]; !ok {
 		return c, configErr("type %q is not one of %s", c.Type, strings.Join(Types(), ", "))
@@ -270,8 +299,8 @@ func (c Config) Normalize() (Config, error) {
 		c.HeadDim = c.Embd / c.Heads
 	}
 	if c.HeadDim != c.Embd/c.Heads || c.Embd%c.Heads != 0 {
-		if c.Arch != "qwen3" && c.Arch != "qwen3moe" && !gemma(c.Arch) {
-			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3, qwen3moe and the gemmas may differ)", c.HeadDim, c.Arch)
+		if c.Arch != "qwen3" && c.Arch != "qwen3moe" && !gemma(c.Arch) && c.Arch != "gpt-oss" {
+			return c, configErr("head-dim %d must equal embd/heads for %s (only qwen3, qwen3moe, the gemmas and gpt-oss may differ)", c.HeadDim, c.Arch)
 		}
 	}
 	if c.HeadDim%2 != 0 {
@@ -315,6 +344,10 @@ const (
 	initBias                      // N(0, 0.01)
 	initRopeFreqs                 // Llama 3.1 frequency factors
 	initRouter                    // MoE router rows N(0, routerScale(row)²/fan_in)
+	initWide                      // N(0, 16/fan_in): gpt-oss's expert gate and up, wide enough for swiglu-oai's clamp at 7
+	initSink                      // N(0, 1): gpt-oss's attention sinks, one logit per head
+	initRopeLong                  // phi3's rope_factors_long
+	initRopeShort                 // phi3's rope_factors_short
 )
 
 // routerScale is the standard deviation of expert j's router logit (for
@@ -330,7 +363,7 @@ func routerScale(j int) float64 { return 4 * math.Pow(0.75, float64(j)) }
 // the MoE router are F32, as llama.cpp's quantizer leaves them; the rest
 // have the file's type, or the type its mix gives the tensor.
 func (c Config) kind(s TensorSpec) gguf.Type {
-	if len(s.Shape) == 1 || s.init == initRouter {
+	if len(s.Shape) == 1 || s.init == initRouter || s.init == initBias { // gpt-oss's expert biases are 2-D
 		return gguf.TypeF32
 	}
 	if t := types[c.Type]; t.layout != nil {
@@ -367,26 +400,55 @@ func (c Config) Tensors() []TensorSpec {
 	if c.RopeFreqs {
 		ts = append(ts, TensorSpec{"rope_freqs.weight", []uint64{uint64(c.HeadDim / 2)}, initRopeFreqs})
 	}
+	if c.Arch == "phi3" {
+		ts = append(ts, TensorSpec{"rope_factors_long.weight", []uint64{uint64(c.HeadDim / 2)}, initRopeLong},
+			TensorSpec{"rope_factors_short.weight", []uint64{uint64(c.HeadDim / 2)}, initRopeShort})
+	}
 	for i := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		ts = append(ts,
-			TensorSpec{p + "attn_norm.weight", []uint64{e}, initNorm},
-			TensorSpec{p + "attn_q.weight", []uint64{e, q}, initLinear},
-			TensorSpec{p + "attn_k.weight", []uint64{e, kv}, initLinear},
-			TensorSpec{p + "attn_v.weight", []uint64{e, kv}, initLinear},
-			TensorSpec{p + "attn_output.weight", []uint64{q, e}, initLinear},
-			TensorSpec{p + "ffn_norm.weight", []uint64{e}, initNorm},
-		)
-		if c.Arch == "qwen3moe" {
+		ts = append(ts, TensorSpec{p + "attn_norm.weight", []uint64{e}, initNorm})
+		if c.Arch == "phi3" { // Q, K and V in one weight, as every phi3 GGUF has them
+			ts = append(ts, TensorSpec{p + "attn_qkv.weight", []uint64{e, q + 2*kv}, initLinear})
+		} else {
+			ts = append(ts,
+				TensorSpec{p + "attn_q.weight", []uint64{e, q}, initLinear},
+				TensorSpec{p + "attn_k.weight", []uint64{e, kv}, initLinear},
+				TensorSpec{p + "attn_v.weight", []uint64{e, kv}, initLinear})
+		}
+		ts = append(ts, TensorSpec{p + "attn_output.weight", []uint64{q, e}, initLinear})
+		if c.Arch == "gpt-oss" { // its FFN norm's name in llama.cpp
+			ts = append(ts, TensorSpec{p + "post_attention_norm.weight", []uint64{e}, initNorm})
+		} else {
+			ts = append(ts, TensorSpec{p + "ffn_norm.weight", []uint64{e}, initNorm})
+		}
+		switch {
+		case moe(c.Arch):
 			// ggml order: one [rows, cols] matrix per expert, experts last.
 			n, fe := uint64(c.Experts), uint64(c.ExpertFF)
+			gateUp := initLinear
+			if c.Arch == "gpt-oss" {
+				gateUp = initWide
+			}
 			ts = append(ts,
 				TensorSpec{p + "ffn_gate_inp.weight", []uint64{e, n}, initRouter},
-				TensorSpec{p + "ffn_gate_exps.weight", []uint64{e, fe, n}, initLinear},
-				TensorSpec{p + "ffn_up_exps.weight", []uint64{e, fe, n}, initLinear},
+				TensorSpec{p + "ffn_gate_exps.weight", []uint64{e, fe, n}, gateUp},
+				TensorSpec{p + "ffn_up_exps.weight", []uint64{e, fe, n}, gateUp},
 				TensorSpec{p + "ffn_down_exps.weight", []uint64{fe, e, n}, initLinear},
 			)
-		} else {
+			if c.Arch == "gpt-oss" {
+				ts = append(ts,
+					TensorSpec{p + "ffn_gate_inp.bias", []uint64{n}, initBias},
+					TensorSpec{p + "ffn_gate_exps.bias", []uint64{fe, n}, initBias},
+					TensorSpec{p + "ffn_up_exps.bias", []uint64{fe, n}, initBias},
+					TensorSpec{p + "ffn_down_exps.bias", []uint64{e, n}, initBias},
+				)
+			}
+		case c.Arch == "phi3": // gate and up in one weight: ffn_up [embd, 2 ff]
+			ts = append(ts,
+				TensorSpec{p + "ffn_up.weight", []uint64{e, 2 * ff}, initLinear},
+				TensorSpec{p + "ffn_down.weight", []uint64{ff, e}, initLinear},
+			)
+		default:
 			ts = append(ts,
 				TensorSpec{p + "ffn_gate.weight", []uint64{e, ff}, initLinear},
 				TensorSpec{p + "ffn_up.weight", []uint64{e, ff}, initLinear},
@@ -404,6 +466,14 @@ func (c Config) Tensors() []TensorSpec {
 			ts = append(ts,
 				TensorSpec{p + "attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
 				TensorSpec{p + "attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, initNorm},
+			)
+		case "gpt-oss":
+			ts = append(ts,
+				TensorSpec{p + "attn_q.bias", []uint64{q}, initBias},
+				TensorSpec{p + "attn_k.bias", []uint64{kv}, initBias},
+				TensorSpec{p + "attn_v.bias", []uint64{kv}, initBias},
+				TensorSpec{p + "attn_output.bias", []uint64{e}, initBias},
+				TensorSpec{p + "attn_sinks.weight", []uint64{uint64(c.Heads)}, initSink},
 			)
 		}
 		if gemma(c.Arch) {
@@ -489,15 +559,31 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		if c.FinalSoftcap > 0 {
 			kv["final_logit_softcapping"] = float32(c.FinalSoftcap)
 		}
+	case "phi3":
+		// As convert_hf_to_gguf.py's Phi3MiniModel writes a 128k model:
+		// the LongRoPE factors are tensors, the attention factor a key.
+		kv["rope.freq_base"] = float32(10000)
+		kv["rope.scaling.original_context_length"] = uint32(c.RopeOrigCtx)
+		if c.Ctx > c.RopeOrigCtx {
+			scale := float64(c.Ctx) / float64(c.RopeOrigCtx)
+			kv["rope.scaling.attn_factor"] = float32(math.Sqrt(1 + math.Log(scale)/math.Log(float64(c.RopeOrigCtx))))
+		}
+	case "gpt-oss":
+		// gpt-oss-20b's rope: YaRN, factor 32 over 4096 positions.
+		kv["rope.freq_base"] = float32(150000)
+		kv["rope.scaling.type"] = "yarn"
+		kv["rope.scaling.factor"] = float32(32)
+		kv["rope.scaling.original_context_length"] = uint32(4096)
+		kv["attention.sliding_window"] = uint32(c.SlidingWindow)
 	}
 	if c.ChatTemplate != "" {
 		kv["tokenizer.chat_template"] = c.ChatTemplate
 	}
-	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || gemma(c.Arch) {
+	if c.Arch == "qwen3" || moe(c.Arch) || gemma(c.Arch) {
 		kv["attention.key_length"] = uint32(c.HeadDim)
 		kv["attention.value_length"] = uint32(c.HeadDim)
 	}
-	if c.Arch == "qwen3moe" {
+	if moe(c.Arch) {
 		kv["expert_count"] = uint32(c.Experts)
 		kv["expert_used_count"] = uint32(c.ExpertsUsed)
 		kv["expert_feed_forward_length"] = uint32(c.ExpertFF)
@@ -553,7 +639,7 @@ func Generate(path string, c Config) error {
 	if err != nil {
 		return err
 	}
-	voc, err := BuildVocab(c.Vocab)
+	voc, err := c.vocab()
 	if err != nil {
 		return err
 	}
@@ -675,6 +761,10 @@ func (d *tensorData) distribution() (mean, std float64) {
 	switch d.spec.init {
 	case initLinear:
 		return 0, 1 / math.Sqrt(rowLen)
+	case initWide:
+		return 0, 4 / math.Sqrt(rowLen)
+	case initSink:
+		return 0, 1
 	case initEmbed:
 		return 0, 1
 	case initOutput:
@@ -724,6 +814,9 @@ func (d *tensorData) WriteTo(w io.Writer) (int64, error) {
 	}
 	if d.spec.init == initRopeFreqs {
 		return writeF32(w, ropeFreqFactors(d.cfg.HeadDim))
+	}
+	if d.spec.init == initRopeLong || d.spec.init == initRopeShort {
+		return writeF32(w, longRopeFactors(rowLen, d.spec.init == initRopeLong))
 	}
 	if d.spec.init == initRouter {
 		f := make([]float32, rows*rowLen)
@@ -801,6 +894,44 @@ func ropeFreqFactors(dims int) []float32 {
 	return out
 }
 
+// phi3Specials are Phi-3's added control tokens, which llama.cpp's vocab
+// loader looks up by name in any model whose general.name says phi3.
+var phi3Specials = []string{"<|endoftext|>", "<|assistant|>", "<|end|>", "<|system|>", "<|user|>"}
+
+// vocab is the model's vocabulary: BuildVocab's, with phi3's control
+// tokens last (ids after the SentencePiece pieces, as in Phi-3's).
+func (c Config) vocab() (Vocab, error) {
+	if c.Arch != "phi3" {
+		return BuildVocab(c.Vocab)
+	}
+	v, err := BuildVocab(c.Vocab - len(phi3Specials))
+	if err != nil {
+		return v, err
+	}
+	for _, t := range phi3Specials {
+		v.Tokens = append(v.Tokens, t)
+		v.Scores = append(v.Scores, 0)
+		v.Types = append(v.Types, tokenControl)
+	}
+	return v, nil
+}
+
+// longRopeFactors are LongRoPE factors of n dimensions shaped as Phi-3's:
+// 1 for the fastest-turning dimensions, growing towards the slow ones, the
+// long ones (up to 64) much further than the short ones (up to 2).
+func longRopeFactors(n int, long bool) []float32 {
+	top := 2.0
+	if long {
+		top = 64
+	}
+	out := make([]float32, n)
+	for i := range out {
+		x := float64(i) / float64(max(1, n-1))
+		out[i] = float32(math.Pow(top, x*x))
+	}
+	return out
+}
+
 // FileSize returns the exact size in bytes of the file Generate writes for c,
 // without writing it (so that set-up can tell a complete file from a cut one).
 // It follows ollama's fs/ggml.WriteGGUF: GGUF v3, keys sorted, each tensor's
@@ -810,7 +941,7 @@ func FileSize(c Config) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	voc, err := BuildVocab(c.Vocab)
+	voc, err := c.vocab()
 	if err != nil {
 		return 0, err
 	}
