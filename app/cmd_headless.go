@@ -55,9 +55,16 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if c, ok := runningAgent(ctx, dir, 0); ok { // the tray's second launch opens its window instead
 		return fmt.Errorf("an agent already runs for %s (pid %d)", dir, c.Info.PID)
 	}
+	// A damaged config file does not keep the agent from starting: it is
+	// set aside and the agent runs on the defaults, saying so (damaged.go).
+	var damaged []apitype.Problem
 	cfg, err := config.Load(dir)
 	if err != nil {
-		return err
+		damaged = append(damaged, setAside(dir, config.FileName, err))
+		cfg = config.Default()
+	}
+	if _, err := config.LoadSettings(dir); err != nil {
+		damaged = append(damaged, setAside(dir, config.SettingsFile, err))
 	}
 	if pin != "" {
 		cfg.Interface = pin
@@ -68,7 +75,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	paired, err := identity.LoadPaired(dir)
 	if err != nil {
-		return err
+		damaged = append(damaged, setAside(dir, identity.PairedFile, err))
+		paired = identity.Paired{}
 	}
 	var runBytes [4]byte
 	if _, err := rand.Read(runBytes[:]); err != nil {
@@ -80,6 +88,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		Dir: dir, Config: cfg, Identity: id, Paired: paired, App: Version, Hostname: host,
 		Log: log, Now: time.Now, Random: rand.Reader, Run: mdns.NewRun(runBytes),
 	})
+	for _, p := range damaged {
+		n.SetProblem(p)
+		fmt.Fprintf(f.stderr, "homering: %s\n", p.Text) // one sentence, not a stack of errors
+	}
 
 	ln, token, err := listenControl(dir, cfg.APIAddr)
 	if err != nil {

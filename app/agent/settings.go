@@ -240,8 +240,20 @@ func (c *Conversations) List() ([]apitype.ConversationSummary, error) {
 			continue
 		}
 		v, err := c.Get(id)
+		var pe *problem.Error
+		if errors.As(err, &pe) && pe.Code == problem.BadConversation {
+			// A damaged file stays listed (and on disk): opening it says
+			// what is wrong with it, rather than the conversation
+			// vanishing without a word.
+			var mod time.Time
+			if fi, err := e.Info(); err == nil {
+				mod = fi.ModTime()
+			}
+			out = append(out, apitype.ConversationSummary{ID: id, Title: "Damaged: " + e.Name(), Updated: mod})
+			continue
+		}
 		if err != nil {
-			continue // a damaged file is skipped, not fatal for the list
+			continue // gone since ReadDir, or an invalid ID
 		}
 		out = append(out, apitype.ConversationSummary{ID: v.ID, Title: v.Title, Updated: v.Updated, Messages: len(v.Messages)})
 	}

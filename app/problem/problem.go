@@ -26,6 +26,7 @@ const (
 	ContextFull       Code = "context_full"       // a prompt the context cannot hold, even with old turns left out
 	NoChat            Code = "no_chat"            // an agent built without an engine
 	Settings          Code = "settings"           // settings.json cannot be read
+	DamagedFile       Code = "damaged_file"       // a config file the agent could not read at its start and set aside
 	SettingsWrite     Code = "settings_write"     // settings.json cannot be written
 	ChatFailed        Code = "chat_failed"        // the engine failed otherwise: not died, no load or request refused
 	Interface         Code = "interface"          // the chosen network interface is unusable
@@ -93,6 +94,7 @@ var registry = []Spec{
 	{ContextFull, "The message does not fit in the context.", "Shorten it, or raise the context length.", SevError, KindRequest},
 	{NoChat, "Chat is not available in this agent.", "Start it with `homering headless --model FILE.gguf` or the app.", SevError, KindUnavailable},
 	{Settings, "The settings cannot be read.", "Check settings.json in the config folder, or save the settings again from the Settings page.", SevError, KindFailed},
+	{DamagedFile, "A configuration file was damaged and set aside.", "Homering runs on the defaults: set them again (pair devices again for paired.json), or stop Homering, fix the kept file and give it its name back.", SevWarning, KindState},
 	{SettingsWrite, "The settings cannot be saved.", "Check that the config folder can be written and its disk has room, then save again.", SevError, KindFailed},
 	{ChatFailed, "The reply failed.", "Send the message again; if it keeps failing, restart Homering (its log says more).", SevError, KindFailed},
 	{Interface, "The chosen network interface cannot be used.", "Clear or fix interface in config.json.", SevWarning, KindState},

@@ -11,7 +11,7 @@ import (
 // Every registered problem has the words a person needs, and every code
 // constant is registered once.
 func TestRegistry(t *testing.T) {
-	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, ModelChanged, BadRequest, EmptyConversation, ContextFull, NoChat, Settings,
+	codes := []Code{NoModel, ModelUnreadable, NoPlan, EngineDied, ModelLoad, ModelChanged, BadRequest, EmptyConversation, ContextFull, NoChat, Settings, DamagedFile,
 		SettingsWrite, ChatFailed, ConversationDisk,
 		Interface, LinkPort, Advertise, SelfCopy, PeerCopy, ChatAPIPort,
 		UnknownPeer, PeerState, PairCode, InvalidSettings, PeerRefused, PeerFailed, BadConversation, NoConversation, Folder}
