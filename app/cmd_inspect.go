@@ -49,14 +49,17 @@ type inspectReport struct {
 	RopeScaling   string  `json:"rope_scaling"`
 	RopeFreqScale float64 `json:"rope_freq_scale"`
 	RopeFreqs     bool    `json:"rope_freqs_tensor"`
-	RMSEps        float64 `json:"rms_norm_eps"`
-	Tokenizer     string  `json:"tokenizer"`
-	ChatTemplate  bool    `json:"chat_template"`
-	TiedOutput    bool    `json:"tied_output"`
-	KVBytesToken  int64   `json:"kv_bytes_per_token_per_layer_f16"`
-	Experts       int     `json:"experts,omitempty"`      // per layer; 0: dense
-	ExpertsUsed   int     `json:"experts_used,omitempty"` // routed per token
-	ExpertFF      int     `json:"expert_feed_forward_length,omitempty"`
+	// LongRoPE is phi3's original_context_length when the file has
+	// rope_factors_long: llama.cpp ropes with those past it, else the short ones.
+	LongRoPE     int     `json:"longrope_original_context,omitempty"`
+	RMSEps       float64 `json:"rms_norm_eps"`
+	Tokenizer    string  `json:"tokenizer"`
+	ChatTemplate bool    `json:"chat_template"`
+	TiedOutput   bool    `json:"tied_output"`
+	KVBytesToken int64   `json:"kv_bytes_per_token_per_layer_f16"`
+	Experts      int     `json:"experts,omitempty"`      // per layer; 0: dense
+	ExpertsUsed  int     `json:"experts_used,omitempty"` // routed per token
+	ExpertFF     int     `json:"expert_feed_forward_length,omitempty"`
 	// Sliding-window attention (gemma2, gemma3): SlidingLayers of the
 	// layers see only the last SlidingWindow positions.
 	SlidingWindow int `json:"sliding_window,omitempty"`
@@ -136,6 +139,9 @@ func inspectFile(path string) (inspectReport, error) {
 		Input: partOf(l.Input), Output: partOf(l.Output), Other: partOf(l.Other),
 		Experts: s.NExpert, ExpertsUsed: s.NExpertUsed, ExpertFF: s.NFFExp,
 		SlidingWindow: s.SlidingWindow, SlidingLayers: slidingLayers(s),
+	}
+	if _, ok := f.Tensor("rope_factors_long.weight"); ok && s.Arch == "phi3" {
+		r.LongRoPE = s.RopeOrigCtx
 	}
 	r.ModelBytes, r.ActiveBytes = activeBytes(s, l)
 	if _, err := f.Check(); err != nil {
@@ -219,6 +225,9 @@ func printInspect(w io.Writer, r inspectReport) {
 	}
 	if r.RopeFreqs {
 		rope += ", rope_freqs tensor"
+	}
+	if r.LongRoPE > 0 {
+		rope += fmt.Sprintf(", LongRoPE factors (long for contexts over %d)", r.LongRoPE)
 	}
 	if r.SlidingLayers > 0 && r.Architecture == "gemma3" {
 		rope += "; sliding-window layers base 10000, no scaling"
