@@ -55,6 +55,9 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if c, ok := runningAgent(ctx, dir, 0); ok { // the tray's second launch opens its window instead
 		return fmt.Errorf("an agent already runs for %s (pid %d)", dir, c.Info.PID)
 	}
+	if err := writableDir(dir); err != nil {
+		return err
+	}
 	// A damaged config file does not keep the agent from starting: it is
 	// set aside and the agent runs on the defaults, saying so (damaged.go).
 	var damaged []apitype.Problem

@@ -61,3 +61,26 @@ func damage(path string, loadErr error) string {
 	}
 	return "its contents are not what this version of Homering writes"
 }
+
+// writableDir checks at the agent's start that the config directory can be
+// written: the agent writes its address there (api.json) for the CLI and
+// the tray, and its identity, pairings and conversations. One sentence
+// when it cannot, rather than the first write's error further on.
+func writableDir(dir string) error {
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		var f *os.File
+		if f, err = os.CreateTemp(dir, ".write-check-*"); err == nil {
+			err = errors.Join(f.Close(), os.Remove(f.Name()))
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	why := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err.Error()
+	}
+	return fmt.Errorf("the config folder %s cannot be written (%s); make it writable, or start Homering with %s set to a folder that is", dir, why, config.EnvHome)
+}

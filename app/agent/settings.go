@@ -109,7 +109,11 @@ func (b *Agent) SaveSettings(s apitype.Settings) (before, after apitype.Settings
 	before = toAPI(old, st.Device.Name)
 	if s.Name != st.Device.Name {
 		if err := b.SetName(s.Name); err != nil {
-			return before, after, err
+			if !errors.As(err, new(*fs.PathError)) {
+				return before, after, err
+			}
+			return before, after, problem.Wrap(problem.SettingsWrite,
+				fmt.Sprintf("The device name cannot be saved to %s (%v).", filepath.Join(st.ConfigDir, config.FileName), cause(err)), err)
 		}
 	}
 	f := fromAPI(s)
