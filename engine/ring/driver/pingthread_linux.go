@@ -4,11 +4,17 @@ import (
 	"log/slog"
 	"runtime"
 	"syscall"
+	"unsafe"
 )
 
 // pingNice is the nice value a link's reader thread asks for: the
 // priority of an ordinary process, whatever the runner lowered itself to.
 const pingNice = 0
+
+// PingThreadName is the name (/proc/PID/task/TID/comm) of a link reader's
+// thread, so that it can be told from the engine's threads that stay at the
+// runner's lowered priority.
+const PingThreadName = "ring-link"
 
 // pingThread gives the calling goroutine (a link's reader, which answers
 // its pings) an OS thread of its own for the rest of its life, and raises
@@ -21,6 +27,8 @@ const pingNice = 0
 // still keeps it out of the engine's and hashing goroutines' way).
 func pingThread(log *slog.Logger) {
 	runtime.LockOSThread() // never unlocked: the thread ends with the reader
+	name := []byte(PingThreadName + "\x00")
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0)
 	tid := syscall.Gettid()
 	cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
 	// The raw syscall returns 20 − nice.
