@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -44,10 +46,15 @@ type Config struct {
 	Log       *slog.Logger                                                      // non-nil
 	Timeout   time.Duration                                                     // for TLS + websocket + Hello; 0 means 10 s
 	Dial      func(ctx context.Context, network, addr string) (net.Conn, error) // nil: net.Dialer
+	// Refusals counts what Serve refuses; nil: the Endpoint keeps its own.
+	Refusals *Refusals
 }
 
 // Endpoint dials and serves links for one device.
 type Endpoint struct{ cfg Config }
+
+// Refusals is where Serve counts what it refuses.
+func (e *Endpoint) Refusals() *Refusals { return e.cfg.Refusals }
 
 // New returns an Endpoint. cfg's non-nil fields must be set.
 func New(cfg Config) *Endpoint {
@@ -56,6 +63,9 @@ func New(cfg Config) *Endpoint {
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = (&net.Dialer{}).DialContext
+	}
+	if cfg.Refusals == nil {
+		cfg.Refusals = &Refusals{}
 	}
 	return &Endpoint{cfg: cfg}
 }
@@ -71,11 +81,13 @@ func (e *Endpoint) serverTLS(hi *tls.ClientHelloInfo) (*tls.Config, error) {
 		ClientAuth: tls.RequireAnyClientCert,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			if len(raw) == 0 {
+				e.cfg.Refusals.Add(RefusedNoCert)
 				e.cfg.Log.Warn("refused connection without a certificate", "addr", remote)
 				return ErrNotAllowed
 			}
 			id := identity.IDFromCert(raw[0])
 			if e.cfg.Authorize(id) == Refuse {
+				e.cfg.Refusals.Add(RefusedUnpaired)
 				e.cfg.Log.Warn("refused connection from an unpaired device", "addr", remote, "peer", id)
 				return fmt.Errorf("%w: %s", ErrNotAllowed, id)
 			}
@@ -106,6 +118,7 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 		_ = ws.SetReadDeadline(time.Now().Add(e.cfg.Timeout))
 		c, err := e.serverHandshake(&wsStream{ws: ws}, peer, r.RemoteAddr)
 		if err != nil {
+			e.cfg.Refusals.Add(setupReason(err))
 			e.cfg.Log.Info("link setup failed", "addr", r.RemoteAddr, "peer", peer, "err", err)
 			_ = ws.Close()
 			return
@@ -120,8 +133,9 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 			Certificates:       []tls.Certificate{e.cfg.Identity.Cert},
 			GetConfigForClient: e.serverTLS,
 		},
-		// Handshake failures (refusals) are logged by serverTLS with context.
-		ErrorLog:    slog.NewLogLogger(e.cfg.Log.Handler(), slog.LevelDebug),
+		// Handshake failures reach ErrorLog only as text: handshakeLog
+		// counts them by reason and logs them.
+		ErrorLog:    log.New(&handshakeLog{e: e}, "", 0),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	done := make(chan struct{})
@@ -138,6 +152,60 @@ func (e *Endpoint) Serve(ctx context.Context, ln net.Listener, handle func(conte
 		return nil
 	}
 	return err
+}
+
+// setupReason is the refusal reason of a link whose Hello exchange failed.
+func setupReason(err error) string {
+	var ve *VersionError
+	switch {
+	case errors.As(err, &ve):
+		return RefusedVersion
+	case errors.Is(err, ErrNotAllowed):
+		return RefusedUnpaired // paired for pairing only, asking for a link
+	case errors.Is(err, ErrFrameTooBig):
+		return RefusedFrameSize
+	}
+	return RefusedHello
+}
+
+// handshakeLog receives net/http's server log. Its only lines of interest
+// are failed TLS handshakes, which crypto/tls reports as unexported error
+// strings: the text is all there is to classify them by.
+type handshakeLog struct {
+	e      *Endpoint
+	mu     sync.Mutex
+	failed uint64 // handshakes that ended for no refusal of ours
+}
+
+func (h *handshakeLog) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	e := h.e
+	switch {
+	case !strings.Contains(line, "TLS handshake error"):
+		e.cfg.Log.Debug(line)
+	case strings.Contains(line, ErrNotAllowed.Error()):
+		// Refused by serverTLS, which counted and logged it with the device.
+	case strings.Contains(line, "invalid signature by the client certificate"):
+		// The certificate names a device whose key the peer does not
+		// hold: it claims another device's ID.
+		e.cfg.Refusals.Add(RefusedWrongID)
+		e.cfg.Log.Warn("refused a device presenting another device's certificate without its key", "err", line)
+	case strings.Contains(line, "didn't provide a certificate"):
+		e.cfg.Refusals.Add(RefusedNoCert)
+		e.cfg.Log.Warn("refused connection without a certificate", "err", line)
+	default:
+		// Port scanners, floods and dropped connections: counted, logged
+		// once and then every 100th so that a flood cannot fill the log.
+		e.cfg.Refusals.Add(RefusedHandshake)
+		h.mu.Lock()
+		h.failed++
+		n := h.failed
+		h.mu.Unlock()
+		if n == 1 || n%100 == 0 {
+			e.cfg.Log.Info("connection dropped before its TLS handshake completed", "so_far", n, "err", line)
+		}
+	}
+	return len(p), nil
 }
 
 func (e *Endpoint) serverHandshake(rw *wsStream, peer identity.DeviceID, remote string) (*Conn, error) {
