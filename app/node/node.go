@@ -105,6 +105,7 @@ func New(o Options) *Node {
 		Authorize: n.authorize,
 		Log:       o.Log.With("component", "transport"),
 		Timeout:   5 * time.Second,
+		Refusals:  &transport.Refusals{},
 	})
 	return n
 }
@@ -421,6 +422,7 @@ func (n *Node) Status() apitype.Status {
 		ConfigDir:   n.o.Dir,
 		Pairing:     n.pairStatusLocked(),
 		Problems:    []apitype.Problem{},
+		Refused:     n.ep.Refusals().Snapshot(),
 	}
 	for _, f := range ifaces {
 		i := apitype.Interface{Name: f.Name, Used: f.Use, Reason: f.Reason}
@@ -616,6 +618,11 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 	log.Info("link up", "name", c.Hello.Name, "app", c.Hello.App, "proto", c.Proto)
 	for {
 		f, err := c.Recv()
+		if errors.Is(err, transport.ErrFrameTooBig) {
+			n.ep.Refusals().Add(transport.RefusedFrameSize)
+			log.Warn("dropped a link whose frame is larger than the limit", "err", err)
+			return
+		}
 		if err != nil {
 			log.Debug("link closed", "err", err)
 			return
@@ -640,7 +647,11 @@ func (n *Node) handleLink(ctx context.Context, c *transport.Conn) {
 			n.closeControl(c.Peer)
 			return
 		default:
-			n.serveRingControl(ctx, c, f) // ring.go
+			if !n.serveRingControl(ctx, c, f) { // ring.go
+				// Ring frames travel on the engine's own links, never here.
+				n.ep.Refusals().Add(transport.RefusedFrameType)
+				log.Warn("dropped a frame this link does not carry", "type", f.Type, "bytes", len(f.Payload))
+			}
 		}
 	}
 }

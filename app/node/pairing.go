@@ -57,6 +57,9 @@ func (n *Node) servePairing(c *transport.Conn, log *slog.Logger) {
 	n.window = nil // one attempt, right or wrong
 	n.mu.Unlock()
 	if w == nil || !n.o.Now().Before(w.expires) {
+		// No code shown: a replayed or late exchange, or a stranger trying.
+		n.ep.Refusals().Add(transport.RefusedPairReplay)
+		log.Warn("refused a pairing attempt: no pairing code is shown", "name", c.Hello.Name)
 		_ = c.SendError(transport.CodeRefused, "no pairing code is shown on this device")
 		return
 	}
@@ -67,6 +70,7 @@ func (n *Node) servePairing(c *transport.Conn, log *slog.Logger) {
 	res := apitype.PairResult{Peer: c.Peer, Name: c.Hello.Name, OK: err == nil, At: n.o.Now()}
 	if err != nil {
 		res.Error = err.Error()
+		n.ep.Refusals().Add(transport.RefusedPairFailed)
 		log.Warn("pairing failed; the code is used up", "err", err)
 	} else {
 		log.Info("paired", "name", c.Hello.Name)

@@ -260,6 +260,9 @@ func (n *Node) Doctor() apitype.Doctor {
 	for _, c := range ps.SelfCopies {
 		add("identity copy", false, "another device at %v runs with this device's ID: its config directory is a copy of this one", c.Addrs)
 	}
+	// Refusals are information, not a fault here: the other devices are
+	// the ones misbehaving, and the line says which ways.
+	add("refused", true, "%s", transport.FormatRefusals(st.Refused))
 	for _, p := range st.Problems {
 		add("problem", false, "%s %s %s", p.Title, p.Text, p.Fix)
 	}

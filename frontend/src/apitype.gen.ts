@@ -51,6 +51,10 @@ export interface Status {
   // Serving is the ring job this device runs for another device's chat
   // now (contributing); nil when it serves no one.
   serving?: ServingJob
+  // Refused counts the connections and frames other devices sent that
+  // this one refused since it started, by reason ("unpaired",
+  // "wrong ID", "protocol version", …); empty when none.
+  refused?: Record<string, number>
 }
 
 // ServingJob is what this device does for another head's chat: whose

@@ -56,6 +56,10 @@ type Status struct {
 	// Serving is the ring job this device runs for another device's chat
 	// now (contributing); nil when it serves no one.
 	Serving *ServingJob `json:"serving,omitempty"`
+	// Refused counts the connections and frames other devices sent that
+	// this one refused since it started, by reason ("unpaired",
+	// "wrong ID", "protocol version", …); empty when none.
+	Refused map[string]uint64 `json:"refused,omitempty"`
 }
 
 // ServingJob is what this device does for another head's chat: whose

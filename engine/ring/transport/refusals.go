@@ -19,7 +19,7 @@ const (
 	RefusedFrameSize  = "oversized frame"   // a length prefix over the limit
 	RefusedFrameType  = "unknown frame"     // a frame type the link does not carry
 	RefusedPairReplay = "pairing replayed"  // a pairing exchange with no code shown (used up or never opened)
-	RefusedPairCode   = "pairing code"      // a pairing exchange that did not prove the code
+	RefusedPairFailed = "pairing failed"    // a pairing exchange that did not complete (wrong code, broken off)
 	RefusedBusy       = "handshake backlog" // a connection dropped because too many were in setup at once
 )
 
