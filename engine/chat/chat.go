@@ -52,3 +52,14 @@ func (ChatML) Format(msgs []Message, addAssistant bool) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// AnswerOnly is an earlier assistant turn as the reasoning families'
+// templates (Qwen 3, QwQ, DeepSeek-R1) render it: the text after its last
+// </think>, leading newlines dropped, so that a client sending back a
+// reply with its thinking inline prompts as one that sent the answer.
+func AnswerOnly(content string) string {
+	if i := strings.LastIndex(content, "</think>"); i >= 0 {
+		return strings.TrimLeft(content[i+len("</think>"):], "\n")
+	}
+	return content
+}

@@ -543,6 +543,9 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		kv["rope.freq_base"] = float32(1e6)
 		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
 		kv["tokenizer.chat_template"] = chatMLTemplate
+		if c.Arch != "qwen2" {
+			kv["tokenizer.chat_template"] = qwen3Template
+		}
 	case "gemma2", "gemma3":
 		// gemma3's global layers rope at 1e6, its sliding ones at
 		// llama.cpp's fixed 10000; gemma2's all at 10000.
@@ -552,7 +555,10 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		}
 		kv["attention.layer_norm_rms_epsilon"] = float32(1e-6)
 		kv["attention.sliding_window"] = uint32(c.SlidingWindow)
-		kv["tokenizer.chat_template"] = gemmaTemplate
+		kv["tokenizer.chat_template"] = gemma2Template
+		if c.Arch == "gemma3" {
+			kv["tokenizer.chat_template"] = gemma3Template
+		}
 		if c.Arch == "gemma2" {
 			kv["attn_logit_softcapping"] = float32(gemma2AttnSoftcap)
 		}
@@ -560,6 +566,7 @@ func (c Config) KV(v Vocab) fsggml.KV {
 			kv["final_logit_softcapping"] = float32(c.FinalSoftcap)
 		}
 	case "phi3":
+		kv["tokenizer.chat_template"] = phi3Template
 		// As convert_hf_to_gguf.py's Phi3MiniModel writes a 128k model:
 		// the LongRoPE factors are tensors, the attention factor a key.
 		kv["rope.freq_base"] = float32(10000)
@@ -575,6 +582,7 @@ func (c Config) KV(v Vocab) fsggml.KV {
 		kv["rope.scaling.factor"] = float32(32)
 		kv["rope.scaling.original_context_length"] = uint32(4096)
 		kv["attention.sliding_window"] = uint32(c.SlidingWindow)
+		kv["tokenizer.chat_template"] = harmonyTemplate
 	}
 	if c.ChatTemplate != "" {
 		kv["tokenizer.chat_template"] = c.ChatTemplate
@@ -626,9 +634,125 @@ func Current(path string, c Config) (bool, error) {
 
 const chatMLTemplate = `{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
 
-// gemmaTemplate is Gemma's turn format (llama.cpp knows it by
-// <start_of_turn>; the model role is "model").
-const gemmaTemplate = `{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}`
+// The generated models' chat templates are each family's template as its
+// released GGUFs carry it, written here from the family's documented turn
+// format (condensed where the release handles images or options a
+// generated model cannot use). llama.cpp matches each to its built-in
+// format by its markers (engine/llama's TestFamilyTemplates holds the
+// rendering to the documented bytes).
+
+// gemma2Template is Gemma 2's: no system role, the assistant is "model",
+// contents trimmed.
+const gemma2Template = `{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}`
+
+// gemma3Template is Gemma 3's (text only): a system message opens the first
+// user turn, followed by a blank line.
+const gemma3Template = `{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {{- message['content'] | trim -}}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{ '<start_of_turn>model\n' }}
+{%- endif -%}
+`
+
+// phi3Template is Phi-3's: <|role|>, a newline, the content, <|end|>.
+const phi3Template = `{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}`
+
+// qwen3Template is Qwen 3's ChatML with tools in the system turn and
+// thinking: an earlier answer is kept without its <think> part, and
+// enable_thinking=false opens the reply with an empty one.
+const qwen3Template = `{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message.role == "user" or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- elif '</think>' in content %}
+            {%- set content = content.split('</think>')[-1].lstrip('\n') %}
+        {%- endif %}
+        {{- '<|im_start|>assistant\n' + content }}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' + tool_call.name + '", "arguments": ' + (tool_call.arguments | tojson) + '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or messages[loop.index0 - 1].role != "tool" %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+        {%- if loop.last or messages[loop.index0 + 1].role != "tool" %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}`
+
+// harmonyTemplate is gpt-oss's harmony format: a system header, the
+// client's system prompt as developer instructions, and assistant turns on
+// channels (analysis for reasoning, final for the answer).
+const harmonyTemplate = `{{- '<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: ' + strftime_now('%Y-%m-%d') + '\n\nReasoning: ' + (reasoning_effort | default('medium')) + '\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>' -}}
+{%- if messages[0].role in ['system', 'developer'] -%}
+    {{- '<|start|>developer<|message|># Instructions\n\n' + messages[0].content + '\n\n<|end|>' -}}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if message.role == 'assistant' -%}
+        {%- if message.thinking and loop.last -%}
+            {{- '<|start|>assistant<|channel|>analysis<|message|>' + message.thinking + '<|end|>' -}}
+        {%- endif -%}
+        {{- '<|start|>assistant<|channel|>final<|message|>' + message.content + '<|end|>' -}}
+    {%- elif message.role == 'tool' -%}
+        {{- '<|start|>functions.' + message.name + ' to=assistant<|channel|>commentary<|message|>' + message.content + '<|end|>' -}}
+    {%- else -%}
+        {{- '<|start|>' + message.role + '<|message|>' + message.content + '<|end|>' -}}
+    {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '<|start|>assistant' -}}
+{%- endif -%}`
 
 const mistralTemplate = `{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}`
 

@@ -278,8 +278,7 @@ func TestGeneratedModelsPassGGUFChecks(t *testing.T) {
 				if s.TiedOutput != (c.TiedOutput || arch == "gemma2") { // gemma2's head is always token_embd
 					t.Errorf("tied output %v, want %v", s.TiedOutput, c.TiedOutput)
 				}
-				// phi3's and gpt-oss's templates are not written yet (issue 20 item 3).
-				if s.HasRopeFreqs != (arch == "llama") || s.ChatTemplate != (arch != "llama" && arch != "phi3" && arch != "gpt-oss") {
+				if s.HasRopeFreqs != (arch == "llama") || s.ChatTemplate != (arch != "llama") {
 					t.Errorf("rope freqs %v, chat template %v", s.HasRopeFreqs, s.ChatTemplate)
 				}
 				for _, ti := range f.Tensors {
