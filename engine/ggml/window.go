@@ -63,7 +63,18 @@ type Window struct {
 	kvCap int // cells allocated: NCtx rounded up to kvPad or KVRound
 	// mapped: the GPU reads the GPU layers from the mapping (unified memory)
 	mapped bool
+	// maxRows > 0 evaluates longer batches in parts of at most maxRows
+	// (vulkanMoERows: see there).
+	maxRows int
 }
+
+// vulkanMoERows bounds a batch of a MoE window with GPU layers on a Vulkan
+// GPU: ggml-vulkan's MUL_MAT_ID gave wrong rows for batches over 32 on
+// lavapipe (0.005-0.012 × max |logit| off the CPU up to 32 rows, 6.0 at 33:
+// llama.cpp on the same library was as wrong, and two of its runs differed
+// by 5.6), where up to 32 rows it takes another path. Parts of 32 rows put
+// the same positions in the KV cache and cost a little prompt speed.
+const vulkanMoERows = 32
 
 // NewWindow checks p against the model and allocates the window's KV cache
 // and scheduler. Weights are not read until the first evaluation.
@@ -158,6 +169,11 @@ func (m *Model) NewWindow(p WindowParams) (*Window, error) {
 	}
 	m.windows++
 	w := &Window{m: m, p: p, c: cw, kvCap: kvCap, mapped: C.hr_window_gpu_mapped(cw) != 0}
+	if info.NExpert > 0 && len(p.GPULayers) > 0 {
+		if devs := GPUDevices(); p.GPU < len(devs) && strings.HasPrefix(devs[p.GPU].Name, "Vulkan") {
+			w.maxRows = vulkanMoERows
+		}
+	}
 	// The GPU layers' weights were copied to the GPU: their file pages
 	// would only sit in the page cache beside the copy, so they go now
 	// (on unified memory the GPU reads those very pages: they stay).
@@ -213,7 +229,7 @@ func (w *Window) EvalTokens(tokens []int32, pos int) ([]float32, error) {
 			return nil, fmt.Errorf("%w: token %d at index %d is outside the vocabulary [0, %d)", ErrBadInput, t, i, w.m.info.NVocab)
 		}
 	}
-	return w.eval(tokens, nil, len(tokens), pos)
+	return w.evalParts(tokens, nil, len(tokens), pos)
 }
 
 // EvalHidden evaluates the hidden state [n*NEmbd] F32 of n tokens at positions
@@ -229,7 +245,37 @@ func (w *Window) EvalHidden(hidden []float32, pos int) ([]float32, error) {
 	if len(hidden) == 0 || len(hidden)%e != 0 {
 		return nil, fmt.Errorf("%w: hidden state of %d values is not a positive multiple of n_embd %d", ErrBadInput, len(hidden), e)
 	}
-	return w.eval(nil, hidden, len(hidden)/e, pos)
+	return w.evalParts(nil, hidden, len(hidden)/e, pos)
+}
+
+// evalParts is eval, in parts of at most w.maxRows when the window has a
+// bound: each part's hidden states (or, with AllLogits, logits) in order,
+// or the last part's logits.
+func (w *Window) evalParts(tokens []int32, hidden []float32, n, pos int) ([]float32, error) {
+	if w.maxRows <= 0 || n <= w.maxRows || n > MaxBatch {
+		return w.eval(tokens, hidden, n, pos)
+	}
+	e := w.m.info.NEmbd
+	var out []float32
+	for off := 0; off < n; off += w.maxRows {
+		k := min(w.maxRows, n-off)
+		var part []float32
+		var err error
+		if tokens != nil {
+			part, err = w.eval(tokens[off:off+k], nil, k, pos+off)
+		} else {
+			part, err = w.eval(nil, hidden[off*e:(off+k)*e], k, pos+off)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if w.p.Output && !w.p.AllLogits {
+			out = part // only the last row's logits are asked for
+		} else {
+			out = append(out, part...)
+		}
+	}
+	return out, nil
 }
 
 // MaxBatch bounds one evaluation, as llama.cpp's default n_ubatch does (and

@@ -178,14 +178,36 @@ var tolerance = map[string]float64{
 	"Q6_K": 5e-2,
 }
 
+// moeTolerance scales tolerance for a mixture-of-experts model: its router
+// picks the top-k experts, so where two experts' scores nearly tie, the
+// GPU's other rounding picks the other expert and that row's output moves
+// by a whole expert's contribution, not by a rounding (measured on
+// lavapipe, qwen3moe with every layer on the GPU: F32 1.1e-3, Q8_0 1.9e-2,
+// Q4_0 5.8e-2 and Q4_K 8.6e-2 × max |logit|, the quantized ones in the
+// prompt's rows; decode steps 1.2e-2 and 2.2e-2). Prompt batches of a MoE
+// model run in parts of 32 rows on Vulkan (engine/ggml's vulkanMoERows):
+// without them the error was 6.0 × max |logit| at 33 rows.
+const moeTolerance = 2
+
 // TestGPULogitsNearCPU compares three GPU placements with the CPU-only window
 // on every generated model family and type: every logit of a 40-token prompt
-// and of 8 decode steps (the CPU's greedy tokens, fed to both).
+// and of 8 decode steps (the CPU's greedy tokens, fed to both). qwen3moe's
+// 40-token prompt is what caught ggml-vulkan's MUL_MAT_ID over 32 rows. The
+// families added later run F32 and Q4_K only: their layers add graph
+// shapes (norms, soft-caps, experts), not kernels, and lavapipe takes ~20
+// s a model. gpt-oss is not among them yet: on lavapipe it came out further
+// off than routing flips explain for qwen3moe (F32 5.5e-3, Q4_K 0.19 × max
+// |logit|, the same greedy token at 41 of 48 positions), not yet understood
+// (its attention sinks or swiglu-oai clamp on Vulkan are the suspects;
+// 16-row prompt parts gave the same numbers as 32).
 func TestGPULogitsNearCPU(t *testing.T) {
 	needGPU(t)
 	worst := map[string]float64{}
 	for _, typ := range []string{"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"} {
-		for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		for _, arch := range []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"} {
+			if later := !slices.Contains([]string{"llama", "qwen2", "qwen3"}, arch); later && typ != "F32" && typ != "Q4_K" {
+				continue
+			}
 			name := arch + "-" + typ
 			t.Run(name, func(t *testing.T) {
 				m := open(t, filepath.Join(modelDir, name+".gguf"))
@@ -240,8 +262,12 @@ func TestGPULogitsNearCPU(t *testing.T) {
 					}
 					t.Logf("%s, %s on the GPU: max |Δ| = %.2g × max |logit| (prompt %.2g, decode %.2g); same argmax at %d of %d positions",
 						name, pl.name, e, relErrRows(got, cpu, 0, promptLen), relErrRows(got, cpu, promptLen, len(cpu.logits)), agree, len(cpu.logits))
-					if e > tolerance[typ] || math.IsNaN(e) {
-						t.Errorf("%s on the GPU: max |Δ| = %.3g × max |logit|, above %s's tolerance %g", pl.name, e, typ, tolerance[typ])
+					tol := tolerance[typ]
+					if info.NExpert > 0 {
+						tol *= moeTolerance
+					}
+					if e > tol || math.IsNaN(e) {
+						t.Errorf("%s on the GPU: max |Δ| = %.3g × max |logit|, above %s's tolerance %g", pl.name, e, typ, tol)
 					}
 				}
 			})
