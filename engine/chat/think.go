@@ -38,12 +38,12 @@ type ThinkParser struct {
 type thinkState int
 
 const (
-	thinkStart   thinkState = iota // before the reply's first text: <think> or a harmony header may come
-	thinkInside                    // inside <think>…</think>
-	thinkAfter                     // just after </think>: the newlines before the answer are dropped
-	thinkAnswer                    // the answer: passed through
-	harmonyHead                    // a harmony header, up to <|message|>
-	harmonyBody                    // a harmony message's text
+	thinkStart  thinkState = iota // before the reply's first text: <think> or a harmony header may come
+	thinkInside                   // inside <think>…</think>
+	thinkAfter                    // just after </think>: the newlines before the answer are dropped
+	thinkAnswer                   // the answer: passed through
+	harmonyHead                   // a harmony header, up to <|message|>
+	harmonyBody                   // a harmony message's text
 )
 
 // Harmony's markers. llama.cpp always renders <|channel|>, <|message|> and
