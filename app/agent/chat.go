@@ -19,6 +19,7 @@ import (
 	"homering/app/node"
 	"homering/app/planner"
 	"homering/app/problem"
+	"homering/engine/chat"
 	"homering/engine/runner"
 )
 
@@ -100,7 +101,13 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		g.Messages = append(g.Messages, runner.Message{Role: "system", Content: req.System})
 	}
 	for _, m := range req.Messages {
-		g.Messages = append(g.Messages, runner.Message{Role: m.Role, Content: m.Content})
+		content := m.Content
+		if m.Role == "assistant" {
+			// An earlier answer sent back with its thinking inline is
+			// prompted as the reasoning families' templates write it.
+			content = chat.AnswerOnly(content)
+		}
+		g.Messages = append(g.Messages, runner.Message{Role: m.Role, Content: content})
 	}
 	g.Prompt = req.Prompt
 	if req.JSONSchema != "" {
