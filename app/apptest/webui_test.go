@@ -57,6 +57,13 @@ func TestWebUI(t *testing.T) {
 	if !strings.Contains(log, "device map shows 3 devices") {
 		t.Errorf("the device map check did not run")
 	}
+
+	// A worker's own page while the head's ring job holds it (issue 18
+	// item 7): its sidebar names the head's chat and its layers.
+	if _, st := chat(t, head, "-m", webUIModel, "-n", "8", "--devices", "all", "--rounds", "1", "Once upon a time"); st.Ring == nil {
+		t.Fatalf("the chat with --devices all ran on no ring: %+v", st)
+	}
+	runUIScript(t, nodes[1], "serving.mjs", 3, []string{"serving.png"}, "EXPECT_HEAD=kitchen")
 }
 
 // needFrontend fails t unless build/setup.sh installed and built the web
