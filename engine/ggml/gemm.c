@@ -92,6 +92,10 @@ void hr_gemm_arena_free(hr_gemm_arena **a) {
 // (their quantized inputs stay in L2 while the chunk's rows go by).
 #define HR_CHUNK_ROWS 16
 #define HR_COL_BLOCK 64
+// Batches of up to this many columns (token steps: decode, and speculation's
+// verification passes) run on the token-step kernels, which read each weight
+// byte once for all the columns, in place.
+#define HR_TOKEN_COLS 4
 
 #ifdef HR_GEMM
 #ifdef HR_GEMM_PRAGMA
@@ -397,12 +401,15 @@ static void q80_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, s
 	}
 }
 
-// Token steps: one column (decode; n = 1), where ggml runs its vector
-// kernels one row at a time (ggml_vec_dot_q8_0_q8_0: llamafile_sgemm takes
-// only n >= 2; ggml_vec_dot_q4_K_q8_K, _q6_K_q8_K). These compute 4 rows
-// per pass with each row's arithmetic exactly as the vec_dot does it, so the
-// column's loads and the per-block scalar work are shared and 4 independent
-// FMA chains hide each other's latency. The int32 lane sums are exact (no
+// Token steps: 1 to 4 columns (decode, speculation's verification passes),
+// where ggml runs its vector kernels one (row, column) at a time
+// (ggml_vec_dot_q4_K_q8_K, _q6_K_q8_K; for Q8_0 ggml_vec_dot_q8_0_q8_0 at
+// n = 1 and llamafile's tinyBLAS at n >= 2, whose per-output arithmetic is
+// the vec_dot's). These compute up to 4 rows per pass against all the
+// columns, each output's arithmetic exactly as ggml does it, so each weight
+// byte is read once per step, the columns' loads and the per-block scalar
+// work are shared, and the independent FMA chains hide each other's latency.
+// The int32 lane sums are exact (no
 // int16 pair saturates for quantized activations), so VNNI's vpdpbusd,
 // which sums the same 4 byte products per lane, gives the same integers.
 
@@ -411,51 +418,73 @@ static void q80_rows(const struct ggml_tensor *w, const struct ggml_tensor *q, s
 // the next 4 (one contiguous span) with software prefetches, front to
 // back at the same pace, so that memory sees one sequential stream.
 
-// q80_gemv: rows x[0..nr) (nr <= 4) against the Q8_0 column y, each as
-// ggml_vec_dot_q8_0_q8_0's AVX2 path: acc = fma(xd*yd, float(lane sums),
-// acc) per block, then hsum_float_8.
-static inline __attribute__((always_inline)) void q80_gemv(const char *x, size_t xs, int nbk, const hr_block_q8_0 *y,
-							    const int nr, float *out) {
+// q80_gemv: rows x[0..nr) (nr <= 4) against the nc (<= 4) Q8_0 columns
+// y + c*ys, each as ggml_vec_dot_q8_0_q8_0's AVX2 path (n = 1) and
+// llamafile's tinyBLAS_Q0_AVX (n >= 2) compute it, which is the same
+// arithmetic: acc = fma(xd*yd, float(lane sums), acc) per block, then
+// hsum_float_8. Each weight block is loaded once for all the columns.
+static inline __attribute__((always_inline)) void q80_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
+							    const int nr, const int nc, float *out, size_t os) {
 	const __m256i ones = _mm256_set1_epi16(1);
-	__m256 acc[4];
+	__m256 acc[4][4];
 	_Pragma("GCC unroll 4")
 	for (int i = 0; i < nr; i++) {
-		acc[i] = _mm256_setzero_ps();
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[i][c] = _mm256_setzero_ps();
+		}
 	}
 	for (int l = 0; l < nbk; l++) {
-		const __m256i yv = _mm256_loadu_si256((const __m256i *)y[l].qs);
-		const float yd = _cvtsh_ss(y[l].d);
+		__m256i yv[4];
+		float yd[4];
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_0 *b = (const hr_block_q8_0 *)(y + c * ys) + l;
+			yv[c] = _mm256_loadu_si256((const __m256i *)b->qs);
+			yd[c] = _cvtsh_ss(b->d);
+		}
 		_Pragma("GCC unroll 4")
 		for (int i = 0; i < nr; i++) {
 			const hr_block_q8_0 *a = (const hr_block_q8_0 *)(x + i * xs) + l;
-			_mm_prefetch(x + 4 * xs + (4 * l + i) * sizeof(hr_block_q8_0), _MM_HINT_T0);
+			_mm_prefetch(x + nr * xs + (nr * l + i) * sizeof(hr_block_q8_0), _MM_HINT_T0);
 			const __m256i av = _mm256_loadu_si256((const __m256i *)a->qs);
-			const __m256i dot = _mm256_madd_epi16(
-			    _mm256_maddubs_epi16(_mm256_sign_epi8(av, av), _mm256_sign_epi8(yv, av)), ones);
-			acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(a->d) * yd), _mm256_cvtepi32_ps(dot), acc[i]);
+			const __m256i ua = _mm256_sign_epi8(av, av);
+			const float ad = _cvtsh_ss(a->d);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				const __m256i dot =
+				    _mm256_madd_epi16(_mm256_maddubs_epi16(ua, _mm256_sign_epi8(yv[c], av)), ones);
+				acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(ad * yd[c]), _mm256_cvtepi32_ps(dot), acc[i][c]);
+			}
 		}
 	}
 	_Pragma("GCC unroll 4")
 	for (int i = 0; i < nr; i++) {
-		out[i] = hsum8(acc[i]);
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			out[c * os + i] = hsum8(acc[i][c]);
+		}
 	}
 }
 
-// q4k_gemv: rows x[0..nr) (nr <= 4) against the Q8_K column y, each as
-// ggml_vec_dot_q4_K_q8_K's AVX2 path (as q4k_row, rows and columns swapped).
-static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t xs, int nbk, const hr_block_q8_K *y,
-							    const int nr, float *out) {
+// q4k_gemv: rows x[0..nr) (nr <= 4) against the nc (<= 4) Q8_K columns
+// y + c*ys, each as ggml_vec_dot_q4_K_q8_K's AVX2 path (as q4k_row, rows and
+// columns swapped).
+static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
+							    const int nr, const int nc, float *out, size_t os) {
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	__m256 acc[4];
-	__m128 acc_m[4];
+	__m256 acc[4][4];
+	__m128 acc_m[4][4];
 	_Pragma("GCC unroll 4")
 	for (int r = 0; r < nr; r++) {
-		acc[r] = _mm256_setzero_ps();
-		acc_m[r] = _mm_setzero_ps();
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = _mm256_setzero_ps();
+			acc_m[r][c] = _mm_setzero_ps();
+		}
 	}
 	for (int i = 0; i < nbk; i++) {
-		const hr_block_q8_K *yb = y + i;
-		__m256i scales[4], sumi[4];
+		__m256i scales[4], sumi[4][4];
 		__m128i mins[4];
 		_Pragma("GCC unroll 4")
 		for (int r = 0; r < nr; r++) {
@@ -471,140 +500,202 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 			mins[r] = _mm256_extracti128_si256(ms, 1);
 			const __m128i sc128 = _mm256_extracti128_si256(ms, 0);
 			scales[r] = _mm256_set_m128i(sc128, sc128);
-			sumi[r] = _mm256_setzero_si256();
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				sumi[r][c] = _mm256_setzero_si256();
+			}
 		}
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
-			const __m256i q8l = _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * j));
-			const __m256i q8h = _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * j + 32));
 			const __m256i shl = _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j));
 			const __m256i shh = _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2));
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
-				_mm_prefetch(x + 4 * xs + ((4 * i + j) * 4 + r) * 36, _MM_HINT_T0);
+				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 36, _MM_HINT_T0);
 				const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
 				const __m256i q4l = _mm256_and_si256(q4bits, m4);
 				const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
-				const __m256i p16l =
-				    _mm256_madd_epi16(_mm256_shuffle_epi8(scales[r], shl), _mm256_maddubs_epi16(q4l, q8l));
-				const __m256i p16h =
-				    _mm256_madd_epi16(_mm256_shuffle_epi8(scales[r], shh), _mm256_maddubs_epi16(q4h, q8h));
-				sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p16l, p16h));
+				const __m256i scl = _mm256_shuffle_epi8(scales[r], shl);
+				const __m256i sch = _mm256_shuffle_epi8(scales[r], shh);
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nc; c++) {
+					const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
+					const __m256i p16l = _mm256_madd_epi16(
+					    scl, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
+					const __m256i p16h = _mm256_madd_epi16(
+					    sch, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+					sumi[r][c] = _mm256_add_epi32(sumi[r][c], _mm256_add_epi32(p16l, p16h));
+				}
 			}
 		}
-		const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-		const __m128i q8s = _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
 		_Pragma("GCC unroll 4")
-		for (int r = 0; r < nr; r++) {
-			const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
-			const float d = yb->d * _cvtsh_ss(xb->d);
-			const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-			const __m128i prod = _mm_madd_epi16(mins[r], q8s);
-			acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[r]);
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+			const __m128i q8s =
+			    _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
+				const float d = yb->d * _cvtsh_ss(xb->d);
+				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
+				const __m128i prod = _mm_madd_epi16(mins[r], q8s);
+				acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[r][c]);
+				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
+			}
 		}
 	}
 	_Pragma("GCC unroll 4")
 	for (int r = 0; r < nr; r++) {
-		__m128 m = acc_m[r];
-		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-		m = _mm_add_ss(m, _mm_movehdup_ps(m));
-		out[r] = hsum8(acc[r]) + _mm_cvtss_f32(m);
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			__m128 m = acc_m[r][c];
+			m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+			m = _mm_add_ss(m, _mm_movehdup_ps(m));
+			out[c * os + r] = hsum8(acc[r][c]) + _mm_cvtss_f32(m);
+		}
 	}
 }
 
-// q6k_gemv: rows x[0..nr) (nr <= 4) against the Q8_K column y, each as
-// ggml_vec_dot_q6_K_q8_K's AVX2 path (as q6k_row, rows and columns swapped).
-static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t xs, int nbk, const hr_block_q8_K *y,
-							    const int nr, float *out) {
+// q6k_gemv: rows x[0..nr) (nr <= 4) against the nc (<= 4) Q8_K columns
+// y + c*ys, each as ggml_vec_dot_q6_K_q8_K's AVX2 path (as q6k_row, rows and
+// columns swapped).
+static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
+							    const int nr, const int nc, float *out, size_t os) {
 	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32s = _mm256_set1_epi8(32);
-	__m256 acc[4];
+	__m256 acc[4][4];
 	_Pragma("GCC unroll 4")
 	for (int r = 0; r < nr; r++) {
-		acc[r] = _mm256_setzero_ps();
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = _mm256_setzero_ps();
+		}
 	}
 	for (int i = 0; i < nbk; i++) {
-		const hr_block_q8_K *yb = y + i;
-		__m256i sumi[4];
+		__m256i sumi[4][4];
 		__m128i scales[4];
 		_Pragma("GCC unroll 4")
 		for (int r = 0; r < nr; r++) {
 			scales[r] = _mm_loadu_si128((const __m128i *)((const hr_block_q6_K *)(x + r * xs) + i)->scales);
-			sumi[r] = _mm256_setzero_si256();
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				sumi[r][c] = _mm256_setzero_si256();
+			}
 		}
 		_Pragma("GCC unroll 1")
 		for (int k = 0; k < 8; k++) { // chunk k: j = k/4 of the vec_dot, its q4_{k%4}
 			const int j = k / 4, part = k % 4;
-			const __m256i q8 = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * k));
-			const __m256i q8s = _mm256_maddubs_epi16(m32s, q8);
+			__m256i q8[4], q8s[4];
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				q8[c] = _mm256_loadu_si256(
+				    (const __m256i *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 32 * k));
+				q8s[c] = _mm256_maddubs_epi16(m32s, q8[c]);
+			}
 			const __m128i shuf = _mm_set_epi64x((long long)(0x0101010101010101ULL * (2 * k + 1)),
 							    (long long)(0x0101010101010101ULL * (2 * k)));
 			const __m128i shift = _mm_cvtsi32_si128(2 * part);
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q6_K *xb = (const hr_block_q6_K *)(x + r * xs) + i;
-				_mm_prefetch(x + 4 * xs + ((8 * i + k) * 4 + r) * 27, _MM_HINT_T0);
+				_mm_prefetch(x + nr * xs + ((8 * i + k) * nr + r) * 27, _MM_HINT_T0);
 				const __m256i lo = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * j + 32 * (part & 1)));
 				const __m256i hi = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j));
 				const __m256i q6 = _mm256_or_si256(
 				    _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
 				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, shift), m2), 4));
 				const __m256i scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales[r], shuf));
-				const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q6, q8), q8s);
-				sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(scale, p16));
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nc; c++) {
+					const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q6, q8[c]), q8s[c]);
+					sumi[r][c] = _mm256_add_epi32(sumi[r][c], _mm256_madd_epi16(scale, p16));
+				}
 			}
 		}
 		_Pragma("GCC unroll 4")
 		for (int r = 0; r < nr; r++) {
-			const float d = yb->d * _cvtsh_ss(((const hr_block_q6_K *)(x + r * xs) + i)->d);
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+			const float xd = _cvtsh_ss(((const hr_block_q6_K *)(x + r * xs) + i)->d);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				const float d = ((const hr_block_q8_K *)(y + c * ys) + i)->d * xd;
+				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
+			}
 		}
 	}
 	_Pragma("GCC unroll 4")
 	for (int r = 0; r < nr; r++) {
-		out[r] = hsum8(acc[r]);
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			out[c * os + r] = hsum8(acc[r][c]);
+		}
 	}
 }
 
-// gemv_rows: rows [r0, r1) of w against the one column q, 4 at a time. The
+// GEMV_PASS: rows [r, r1) of w against the NC columns of q, R rows per pass
+// (as many as the variant's vector registers hold the accumulators of), the
+// rest one at a time.
+#define GEMV_PASS(fn, R, NC)                                                                                           \
+	do {                                                                                                           \
+		for (; r + (R) <= r1; r += (R)) fn((const char *)w->data + r * xs, xs, nbk, y, ys, R, NC, out + r, os); \
+		for (; r < r1; r++) fn((const char *)w->data + r * xs, xs, nbk, y, ys, 1, NC, out + r, os);          \
+	} while (0)
+
+// GEMV_TYPE: the product by fn for n = 1..4 columns, rows per pass R1..R4.
+#define GEMV_TYPE_(...) GEMV_TYPE(__VA_ARGS__)
+#define GEMV_TYPE(fn, R1, R2, R3, R4)                                                                                  \
+	switch (n) {                                                                                                   \
+	case 1: GEMV_PASS(fn, R1, 1); break;                                                                          \
+	case 2: GEMV_PASS(fn, R2, 2); break;                                                                          \
+	case 3: GEMV_PASS(fn, R3, 3); break;                                                                          \
+	default: GEMV_PASS(fn, R4, 4); break;                                                                         \
+	}
+
+// gemv_rows: rows [r0, r1) of w against the n (<= 4) columns of q. The
 // AVX-512 build of it (gemv_rows_avx512) is the same code given 32 vector
-// registers, and its Q8_0 pairs of rows share 512-bit registers.
-#define GEMV_ROWS(name, attr, q80_4)                                                                                   \
+// registers (so more rows per pass), and its decode Q8_0 pairs of rows share
+// 512-bit registers.
+#define GEMV_ROWS(name, attr, q80_1, Q80R, Q4KR, Q6KR)                                                                 \
 	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,        \
-			      int64_t r0, int64_t r1) {                                                                \
-		const size_t xs = w->nb[1];                                                                            \
+			      int64_t r0, int64_t r1, int n) {                                                         \
+		const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);                            \
+		const char *y = q->data;                                                                               \
 		float *out = (float *)dst->data;                                                                       \
 		int64_t r = r0;                                                                                        \
 		switch (w->type) {                                                                                     \
 		case GGML_TYPE_Q8_0: {                                                                                 \
 			const int nbk = (int)(w->ne[0] / 32);                                                          \
-			const hr_block_q8_0 *y = q->data;                                                              \
-			for (; r + 4 <= r1; r += 4) q80_4((const char *)w->data + r * xs, xs, nbk, y, out + r);        \
-			for (; r < r1; r++) q80_gemv((const char *)w->data + r * xs, xs, nbk, y, 1, out + r);          \
+			if (n == 1) {                                                                                  \
+				GEMV_PASS(q80_1, 4, 1);                                                                \
+			} else {                                                                                       \
+				GEMV_TYPE_(q80_gemv, Q80R);                                                             \
+			}                                                                                              \
 			break;                                                                                         \
 		}                                                                                                      \
 		case GGML_TYPE_Q4_K: {                                                                                 \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			const hr_block_q8_K *y = q->data;                                                              \
-			for (; r + 4 <= r1; r += 4) q4k_gemv((const char *)w->data + r * xs, xs, nbk, y, 4, out + r);  \
-			for (; r < r1; r++) q4k_gemv((const char *)w->data + r * xs, xs, nbk, y, 1, out + r);          \
+			GEMV_TYPE_(q4k_gemv, Q4KR);                                                                     \
 			break;                                                                                         \
 		}                                                                                                      \
 		default: {                                                                                             \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			const hr_block_q8_K *y = q->data;                                                              \
-			for (; r + 4 <= r1; r += 4) q6k_gemv((const char *)w->data + r * xs, xs, nbk, y, 4, out + r);  \
-			for (; r < r1; r++) q6k_gemv((const char *)w->data + r * xs, xs, nbk, y, 1, out + r);          \
+			GEMV_TYPE_(q6k_gemv, Q6KR);                                                                     \
 			break;                                                                                         \
 		}                                                                                                      \
 		}                                                                                                      \
 	}
 
-static void q80_gemv4(const char *x, size_t xs, int nbk, const hr_block_q8_0 *y, float *out) {
-	q80_gemv(x, xs, nbk, y, 4, out);
-}
-GEMV_ROWS(gemv_rows_avx2, , q80_gemv4)
+// Rows per pass for n = 1..4 columns: as many as keep the accumulators
+// (rows x columns of them, and Q4_K's 128-bit ones for the mins) and the
+// column's vectors in 16 registers (AVX2) or 32 (AVX-512).
+#define HR_AVX2_Q80R 4, 4, 2, 2
+#define HR_AVX2_Q4KR 4, 2, 1, 1
+#define HR_AVX2_Q6KR 4, 2, 1, 1
+#define HR_AVX512_Q80R 4, 4, 4, 4
+#define HR_AVX512_Q4KR 4, 4, 2, 2
+#define HR_AVX512_Q6KR 4, 4, 2, 2
+
+GEMV_ROWS(gemv_rows_avx2, , q80_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q6KR)
 
 #define HR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
@@ -646,7 +737,17 @@ HR_AVX512 static void q80_gemv4_avx512(const char *x, size_t xs, int nbk, const 
 	out[2] = hsum8(_mm512_castps512_ps256(acc23));
 	out[3] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc23), 1)));
 }
-GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv4_avx512)
+// q80_gemv1_avx512: q80_gemv of one column, 4 rows by q80_gemv4_avx512.
+HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv1_avx512(const char *x, size_t xs, int nbk,
+									       const char *y, size_t ys, const int nr,
+									       const int nc, float *out, size_t os) {
+	if (nr == 4) {
+		q80_gemv4_avx512(x, xs, nbk, (const hr_block_q8_0 *)y, out);
+	} else {
+		q80_gemv(x, xs, nbk, y, ys, nr, nc, out, os);
+	}
+}
+GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv1_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q6KR)
 
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
@@ -657,11 +758,11 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	const int64_t chunks = (m + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
 	for (int64_t ch = atomic_fetch_add(&node->next, 1); ch < chunks; ch = atomic_fetch_add(&node->next, 1)) {
 		const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
-		if (n == 1) {
+		if (n <= HR_TOKEN_COLS) {
 			if (node->kernels == HR_KERNELS_AVX512) {
-				gemv_rows_avx512(w, q, dst, r0, r1);
+				gemv_rows_avx512(w, q, dst, r0, r1, (int)n);
 			} else {
-				gemv_rows_avx2(w, q, dst, r0, r1);
+				gemv_rows_avx2(w, q, dst, r0, r1, (int)n);
 			}
 			continue;
 		}
@@ -733,7 +834,7 @@ static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **are
 		const size_t row = ggml_row_size(vt, x->ne[0]);
 		qn->type = vt;
 		qn->n = x->ne[1];
-		qn->scratch = w->type == GGML_TYPE_Q8_0 && qn->n > 1 ? (int64_t)((chunk_scratch_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
+		qn->scratch = w->type == GGML_TYPE_Q8_0 && qn->n > HR_TOKEN_COLS ? (int64_t)((chunk_scratch_bytes(x->ne[0] / 32) + row - 1) / row) : 0;
 		struct ggml_tensor *args[1] = {x};
 		struct ggml_tensor *q = ggml_custom_4d(ctx, GGML_TYPE_I8, (int64_t)row, qn->n + n_threads * qn->scratch,
 						       1, 1, args, 1, quantize_op, GGML_N_TASKS_MAX, qn);

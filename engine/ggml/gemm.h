@@ -48,7 +48,7 @@ int hr_gemm_products(const hr_gemm_arena *a);
 // (cpu.h) when it has AVX2 kernels: HR_KERNELS_GGML is ggml's own kernels
 // (the baseline, and the only choice under a backend without AVX2);
 // HR_KERNELS_AVX2 is AVX2 + FMA + F16C code; HR_KERNELS_AVX512 runs token
-// steps (n = 1) on AVX-512 F/BW/VL/VNNI code and prompts on the AVX2 code.
+// steps (n <= 4) on AVX-512 F/BW/VL/VNNI code and prompts on the AVX2 code.
 enum { HR_KERNELS_GGML = 1, HR_KERNELS_AVX2 = 2, HR_KERNELS_AVX512 = 3 };
 // hr_kernels_runs says whether this CPU, under the CPU backend in use, can run
 // the variant (CPUID, read once by the compiler's runtime).

@@ -29,7 +29,8 @@ func ourKernelsT(t *testing.T) []string {
 // this CPU runs, gives the same bits as one on ggml's (tinyBLAS for Q8_0
 // prompts, ggml_vec_dot_q8_0_q8_0 for Q8_0 decode steps,
 // ggml_vec_dot_q4_K_q8_K and ggml_vec_dot_q6_K_q8_K) for batches of 1 to 70
-// tokens at 1 and 2 threads, on Q8_0, Q4_K and Q6_K models, and the kernels
+// tokens (1 to 4: the token-step kernels; 5 up: the prompt kernels) at 1
+// and 2 threads, on Q8_0, Q4_K and Q6_K models, and the kernels
 // really ran: 7 products per layer plus the output head for every batch. The generated
 // 1003-token vocabulary gives an output head whose rows end in a partial
 // 4-row quad and a partial 16-row chunk; n_embd 288 and ff 800 give rows of
@@ -63,7 +64,7 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths = append(paths, p)
-	batches := []int{2, 1, 3, 5, 17, 1, 33, 70, 1}
+	batches := []int{2, 1, 3, 4, 5, 17, 1, 33, 4, 70, 1}
 	variants := ourKernelsT(t)
 	for _, path := range paths {
 		for _, threads := range []int{1, 2} {
