@@ -54,7 +54,8 @@ cpu_dir=$(bash build/gpu-lib.sh cpu | tail -n 1)
 echo "engine on ggml's CPU variants ($cpu_dir), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 bench/out/enginebench -models "$models" "${args[@]}" -cpu-variants "${BENCH_CPU_VARIANTS:-x64,haswell,icelake}" -cpu-dir "$cpu_dir"
 
-# Our token-step kernels (decode) against ggml's own at the same CPU variant
+# Our token-step kernels (steps of n = 1..4 tokens: decode, speculation's
+# verification passes) against ggml's own at the same CPU variant
 # and thread count, one after the other on the same weights (issue 22):
 # engine/ggml's BenchmarkTokenKernels, a generated one-layer llama of a 7B's
 # matrix shapes (4096x4096, 4096x11008) in Q8_0, Q4_K and Q6_K, 1 thread,
@@ -67,6 +68,6 @@ echo "token kernels, ours vs ggml's (same variant), load average $(cut -d' ' -f1
 (cd engine/ggml && go test -run '^$' -bench BenchmarkTokenKernels -benchtime "${steps}x" -count 1 . |
 	awk '/^BenchmarkTokenKernels/ {
 		for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i
-		printf "%-40s ours %7.2f ms/tok  ggml %7.2f ms/tok  ggml/ours %5.2f  %5.1f GB/s\n", $1, v["ms/tok-ours"], v["ms/tok-ggml"], v["ggml/ours"], v["GB/s-ours"]
+		printf "%-40s ours %7.2f ms/step  ggml %7.2f ms/step  ggml/ours %5.2f  %5.1f GB/s\n", $1, v["ms/step-ours"], v["ms/step-ggml"], v["ggml/ours"], v["GB/s-ours"]
 	}')
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

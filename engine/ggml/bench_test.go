@@ -5,6 +5,7 @@
 package ggml
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,11 +257,12 @@ func BenchmarkPromptKernels(b *testing.B) {
 	}
 }
 
-// BenchmarkTokenKernels times decode steps (one token on a 32-token cache)
+// BenchmarkTokenKernels times token steps of n = 1 to 4 tokens (decode, and
+// speculation's verification passes) on a 32-token cache
 // through a generated one-layer llama of a 7B's matrix shapes (n_embd 4096,
 // ff 11008: 4096x4096 and 4096x11008 weights, ~0.2 GB in Q8_0) in Q8_0, Q4_K
 // and Q6_K, one thread, on each variant of gemm.c's kernels this CPU runs and
-// on ggml's (GGMLMatMul), back to back, and reports each side's ms per token,
+// on ggml's (GGMLMatMul), back to back, and reports each side's ms per step,
 // the weight bytes per second ours reads, and the median of the pairs'
 // ratios ggml/ours (> 1: ours faster).
 func BenchmarkTokenKernels(b *testing.B) {
@@ -275,7 +277,9 @@ func BenchmarkTokenKernels(b *testing.B) {
 			if v == KernelsGGML {
 				continue
 			}
-			b.Run(typ+"/"+v, func(b *testing.B) { benchTokenKernels(b, path, v) })
+			for n := 1; n <= 4; n++ {
+				b.Run(fmt.Sprintf("%s/%s/n=%d", typ, v, n), func(b *testing.B) { benchTokenKernels(b, path, v, n) })
+			}
 		}
 		if err := os.Remove(path); err != nil {
 			b.Fatal(err)
@@ -283,7 +287,7 @@ func BenchmarkTokenKernels(b *testing.B) {
 	}
 }
 
-func benchTokenKernels(b *testing.B, path, variant string) {
+func benchTokenKernels(b *testing.B, path, variant string, n int) {
 	m, err := Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -305,10 +309,14 @@ func benchTokenKernels(b *testing.B, path, variant string) {
 	for _, r := range ours.WeightRanges() {
 		wbytes += r.Len
 	}
+	toks := make([]int32, n)
 	run := func(w *Window, tok int32) time.Duration {
 		w.KVTruncate(32)
+		for i := range toks {
+			toks[i] = tok + int32(i)
+		}
 		t0 := time.Now()
-		if _, err := w.EvalTokens([]int32{tok}, 32); err != nil {
+		if _, err := w.EvalTokens(toks, 32); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(t0)
@@ -335,8 +343,8 @@ func benchTokenKernels(b *testing.B, path, variant string) {
 		ratios = append(ratios, t.Seconds()/a.Seconds())
 	}
 	slices.Sort(ratios)
-	b.ReportMetric(float64(tOurs.Microseconds())/1e3/float64(b.N), "ms/tok-ours")
-	b.ReportMetric(float64(tTheirs.Microseconds())/1e3/float64(b.N), "ms/tok-ggml")
+	b.ReportMetric(float64(tOurs.Microseconds())/1e3/float64(b.N), "ms/step-ours")
+	b.ReportMetric(float64(tTheirs.Microseconds())/1e3/float64(b.N), "ms/step-ggml")
 	b.ReportMetric(float64(wbytes)*float64(b.N)/tOurs.Seconds()/1e9, "GB/s-ours")
 	b.ReportMetric(ratios[len(ratios)/2], "ggml/ours")
 }
