@@ -140,3 +140,25 @@ func RenderTools(req *apitype.ChatRequest, path, model string, now time.Time) (*
 	req.Prompt, req.Messages, req.System, req.Tools = prompt, nil, "", nil
 	return tt.Parser(), nil
 }
+
+// ThinkParser splits a reply into its thinking and its answer (engine/chat's).
+type ThinkParser = chat.ThinkParser
+
+// NewThinkParser returns the parser of a reply rendered by the chat
+// template of the GGUF at path, when that template's family reasons apart
+// from its answer (Qwen 3, QwQ and R1's <think>, gpt-oss's harmony
+// channels); nil otherwise, and then the reply passes through untouched.
+func NewThinkParser(path string) *ThinkParser {
+	if path == "" {
+		return nil
+	}
+	src, err := toolCache.chatTemplate(path)
+	if err != nil {
+		return nil
+	}
+	f := chat.ThinkFormatOf(src)
+	if f == chat.NoThinking {
+		return nil
+	}
+	return chat.NewThinkParser(f)
+}

@@ -169,11 +169,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := newSSE(w)
-	c, err := s.chatter()
+	_, err := s.chatter()
 	if err == nil {
 		ev.start() // the UI sees the stream open before the model loads
 		var st apitype.ChatStats
-		st, err = c.Chat(r.Context(), req, func(text string) error { return ev.send("token", apitype.ChatToken{Text: text}) })
+		st, _, err = s.runTools(r.Context(), req, replyParse{think: s.uiThinkParser(req)},
+			func(text string) error { return ev.send("token", apitype.ChatToken{Text: text}) },
+			func(text string) error { return ev.send("token", apitype.ChatToken{Thinking: text}) })
 		if err == nil {
 			_ = ev.send("done", apitype.ChatDone{Stats: st})
 			return
@@ -190,6 +192,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		e.Code = string(pe.Code) // the UI puts a message too long for the context back to edit (context_full)
 	}
 	_ = ev.send("error", e)
+}
+
+// uiThinkParser splits the thinking off a reply to the UI's chat (nil
+// when the model's template has none, or for a raw prompt): the model
+// the request names, by path or name, else the selected one.
+func (s *Server) uiThinkParser(req apitype.ChatRequest) *agent.ThinkParser {
+	if req.Prompt != "" && len(req.Messages) == 0 {
+		return nil
+	}
+	path := req.ModelPath
+	if path == "" {
+		if m, ok := s.findModel(req.Model); ok {
+			path = m.Path
+		}
+	}
+	return agent.NewThinkParser(path)
 }
 
 // registerCompat wraps next (the token-protected API and UI) with the
@@ -333,17 +351,18 @@ func newID(prefix string) string {
 // with from and resolves its model (findModel: a model of another name runs
 // through ModelPath; an unknown name is the API's own 404), capping its
 // max_tokens at the context (capMaxTokens). A request with tools is
-// rendered by the model's template family (renderTools) and tp parses its
-// reply; tp is nil without tools. When any of that fails it answers in
-// api's shape and ok is false. req.Model is then the name the answer gives
-// the model.
+// rendered by the model's template family (renderTools) and rp.tools parses its
+// reply (nil without tools); a reply to messages (not to a raw prompt) of a
+// model whose template reasons apart has its thinking split off by
+// rp.think. When any of that fails it answers in api's shape and ok is
+// false. req.Model is then the name the answer gives the model.
 func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api compatAPI,
-	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, tp *agent.ToolParser, ok bool) {
+	from func(T) (apitype.ChatRequest, error)) (in T, req apitype.ChatRequest, rp replyParse, ok bool) {
 	fail := compatFail(w, api)
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
 	if err := dec.Decode(&in); err != nil {
 		fail(http.StatusBadRequest, "The request body is not valid JSON: "+err.Error()+".")
-		return in, req, nil, false
+		return in, req, rp, false
 	}
 	req, err := from(in)
 	if err == nil {
@@ -351,12 +370,12 @@ func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api
 	}
 	if err != nil {
 		fail(chatFailure(err))
-		return in, req, nil, false
+		return in, req, rp, false
 	}
 	m, found := s.findModel(req.Model)
 	if !found {
 		modelNotFound(w, api, req.Model)
-		return in, req, nil, false
+		return in, req, rp, false
 	}
 	if m.Name != "" {
 		req.Model = m.Name
@@ -364,14 +383,17 @@ func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api
 	if !m.selected && m.Path != "" {
 		req.ModelPath = m.Path
 	}
-	tp, err = agent.RenderTools(&req, m.Path, m.Name, time.Now())
+	if req.Prompt == "" {
+		rp.think = agent.NewThinkParser(m.Path)
+	}
+	rp.tools, err = agent.RenderTools(&req, m.Path, m.Name, time.Now())
 	if err != nil {
 		msg, _ := isToolsError(err)
 		fail(http.StatusBadRequest, msg)
-		return in, req, nil, false
+		return in, req, rp, false
 	}
 	s.capMaxTokens(w, &req)
-	return in, req, tp, true
+	return in, req, rp, true
 }
 
 // run calls the Chatter, or reports why there is none.
@@ -383,17 +405,27 @@ func (s *Server) run(ctx context.Context, req apitype.ChatRequest, emit func(str
 	return c.Chat(ctx, req, emit)
 }
 
+// wholeReply is a reply run to its end: its answer, its thinking (when the
+// model's template reasons apart) and its calls.
+type wholeReply struct {
+	text, thinking string
+	calls          []apitype.ToolCall
+	st             apitype.ChatStats
+}
+
 // runWhole runs req to its end for an answer that is not streamed (its
-// reply parsed by tp when not nil); when it fails it answers in api's shape
+// reply split by rp); when it fails it answers in api's shape
 // (compatChatFail) and ok is false.
-func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, tp *agent.ToolParser, w http.ResponseWriter, api compatAPI) (text string, calls []apitype.ToolCall, st apitype.ChatStats, ok bool) {
-	var b strings.Builder
-	st, calls, err := s.runTools(ctx, req, tp, func(t string) error { b.WriteString(t); return nil })
+func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, rp replyParse, w http.ResponseWriter, api compatAPI) (wr wholeReply, ok bool) {
+	var b, th strings.Builder
+	st, calls, err := s.runTools(ctx, req, rp,
+		func(t string) error { b.WriteString(t); return nil },
+		func(t string) error { th.WriteString(t); return nil })
 	if err != nil {
 		compatChatFail(w, api, err)
-		return "", nil, st, false
+		return wholeReply{}, false
 	}
-	return b.String(), calls, st, true
+	return wholeReply{text: b.String(), thinking: th.String(), calls: calls, st: st}, true
 }
 
 // openaiReply is what differs between /v1/chat/completions and
@@ -401,25 +433,26 @@ func (s *Server) runWhole(ctx context.Context, req apitype.ChatRequest, tp *agen
 // the calls a streamed reply made (chat only) and of the closing chunk
 // that carries the usage.
 type openaiReply struct {
-	whole func(text string, calls []apitype.ToolCall, st apitype.ChatStats) any
-	piece func(text string) any
+	whole func(wr wholeReply) any
+	piece func(text, thinking string) any
 	calls func(calls []apitype.ToolCall) []any
 	final func(st apitype.ChatStats, calls []apitype.ToolCall) any
 }
 
 // serveOpenAI runs one OpenAI-style request, whole or as SSE ending in [DONE],
-// its reply parsed for tool calls by tp when not nil. An error after the
-// stream started is sent as an error chunk, since the status line is gone
-// by then.
-func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *agent.ToolParser, stream bool, reply openaiReply) {
+// its reply split by rp. An error after the stream started is sent as an
+// error chunk, since the status line is gone by then.
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, rp replyParse, stream bool, reply openaiReply) {
 	if !stream {
-		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiOpenAI); ok {
-			writeJSON(w, http.StatusOK, reply.whole(text, calls, st))
+		if wr, ok := s.runWhole(r.Context(), req, rp, w, apiOpenAI); ok {
+			writeJSON(w, http.StatusOK, reply.whole(wr))
 		}
 		return
 	}
 	ev := newSSE(w)
-	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { return ev.send("", reply.piece(t)) })
+	st, calls, err := s.runTools(r.Context(), req, rp,
+		func(t string) error { return ev.send("", reply.piece(t, "")) },
+		func(t string) error { return ev.send("", reply.piece("", t)) })
 	if err != nil {
 		if !ev.started {
 			compatChatFail(w, apiOpenAI, err)
@@ -439,18 +472,21 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, req apitype
 }
 
 func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request) {
-	in, req, tp, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
+	in, req, rp, ok := compatRequest(s, w, r, apiOpenAI, openai.FromChat)
 	if !ok {
 		return
 	}
 	id, created, model := newID("chatcmpl-"), time.Now().Unix(), req.Model
 	first := true
-	s.serveOpenAI(w, r, req, tp, in.Stream, openaiReply{
-		whole: func(text string, calls []apitype.ToolCall, st apitype.ChatStats) any {
-			return openai.NewChatCompletion(id, model, created, text, calls, st)
+	s.serveOpenAI(w, r, req, rp, in.Stream, openaiReply{
+		whole: func(wr wholeReply) any {
+			c := openai.NewChatCompletion(id, model, created, wr.text, wr.calls, wr.st)
+			c.Choices[0].Message.ReasoningContent = wr.thinking
+			return c
 		},
-		piece: func(t string) any {
+		piece: func(t, thinking string) any {
 			c := openai.NewChunk(id, model, created, t, first)
+			c.Choices[0].Delta.ReasoningContent = thinking
 			first = false
 			return c
 		},
@@ -474,11 +510,11 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created, model := newID("cmpl-"), time.Now().Unix(), req.Model
-	s.serveOpenAI(w, r, req, nil, in.Stream, openaiReply{
-		whole: func(text string, _ []apitype.ToolCall, st apitype.ChatStats) any {
-			return openai.NewCompletion(id, model, created, text, &st)
+	s.serveOpenAI(w, r, req, replyParse{}, in.Stream, openaiReply{
+		whole: func(wr wholeReply) any {
+			return openai.NewCompletion(id, model, created, wr.text, &wr.st)
 		},
-		piece: func(t string) any { return openai.NewCompletion(id, model, created, t, nil) },
+		piece: func(t, _ string) any { return openai.NewCompletion(id, model, created, t, nil) },
 		final: func(st apitype.ChatStats, _ []apitype.ToolCall) any {
 			return openai.NewCompletion(id, model, created, "", &st)
 		},
@@ -486,14 +522,17 @@ func (s *Server) openaiCompletion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	in, req, tp, ok := compatRequest(s, w, r, apiAnthropic, anthropic.FromMessages)
+	in, req, rp, ok := compatRequest(s, w, r, apiAnthropic, anthropic.FromMessages)
 	if !ok {
 		return
 	}
 	id, model := newID("msg_"), req.Model
+	// The thinking is split off the answer and not sent: Anthropic's
+	// thinking blocks carry a signature the API checks when a client sends
+	// them back, which a local model cannot give.
 	if !in.Stream {
-		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiAnthropic); ok {
-			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, text, calls, st, req.MaxTokens))
+		if wr, ok := s.runWhole(r.Context(), req, rp, w, apiAnthropic); ok {
+			writeJSON(w, http.StatusOK, anthropic.NewResponse(id, model, wr.text, wr.calls, wr.st, req.MaxTokens))
 		}
 		return
 	}
@@ -504,10 +543,10 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sendAll(anthropic.Start(id, model, 0))
-	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error {
+	st, calls, err := s.runTools(r.Context(), req, rp, func(t string) error {
 		d := anthropic.Delta(t)
 		return ev.send(d.Name, d.Data)
-	})
+	}, nil)
 	if err != nil {
 		_, msg := chatFailure(err)
 		_ = ev.send("error", anthropic.NewError("api_error", msg))
@@ -538,7 +577,7 @@ func ndjson(w http.ResponseWriter) func(v any) error {
 }
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	in, req, tp, ok := compatRequest(s, w, r, apiOllama, ollama.FromChat)
+	in, req, rp, ok := compatRequest(s, w, r, apiOllama, ollama.FromChat)
 	if !ok {
 		return
 	}
@@ -548,45 +587,56 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	// their API's error, as those services answer. (A request with tools
 	// is one rendered prompt: it is not trimmed.)
 	req.FitContext = true
-	s.ollamaRun(w, r, req, tp, ollama.Streams(in.Stream), req.Model,
-		func(m string, t string, calls []apitype.ToolCall) any {
+	s.ollamaRun(w, r, req, rp, ollama.Streams(in.Stream), req.Model,
+		func(m string, t, thinking string, calls []apitype.ToolCall) any {
 			p := ollama.ChatPiece(m, time.Now(), t)
+			p.Message.Thinking = thinking
 			p.Message.ToolCalls = ollama.ToolCalls(calls)
 			return p
 		},
-		func(m, t string, calls []apitype.ToolCall, st apitype.ChatStats) any {
-			d := ollama.ChatDone(m, time.Now(), t, st)
-			d.Message.ToolCalls = ollama.ToolCalls(calls)
+		func(m string, wr wholeReply) any {
+			d := ollama.ChatDone(m, time.Now(), wr.text, wr.st)
+			d.Message.Thinking = wr.thinking
+			d.Message.ToolCalls = ollama.ToolCalls(wr.calls)
 			return d
 		})
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
-	in, req, _, ok := compatRequest(s, w, r, apiOllama, ollama.FromGenerate)
+	in, req, rp, ok := compatRequest(s, w, r, apiOllama, ollama.FromGenerate)
 	if !ok {
 		return
 	}
-	s.ollamaRun(w, r, req, nil, ollama.Streams(in.Stream), req.Model,
-		func(m string, t string, _ []apitype.ToolCall) any { return ollama.GeneratePiece(m, time.Now(), t) },
-		func(m, t string, _ []apitype.ToolCall, st apitype.ChatStats) any {
-			return ollama.GenerateDone(m, time.Now(), t, st)
+	s.ollamaRun(w, r, req, rp, ollama.Streams(in.Stream), req.Model,
+		func(m string, t, thinking string, _ []apitype.ToolCall) any {
+			p := ollama.GeneratePiece(m, time.Now(), t)
+			p.Thinking = thinking
+			return p
+		},
+		func(m string, wr wholeReply) any {
+			d := ollama.GenerateDone(m, time.Now(), wr.text, wr.st)
+			d.Thinking = wr.thinking
+			return d
 		})
 }
 
 // ollamaRun answers an Ollama request whole or as NDJSON: piece is a
-// streamed object (of text, or of the reply's calls, sent whole before
-// the last object, as Ollama sends them), done the last one.
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, tp *agent.ToolParser, stream bool, model string,
-	piece func(string, string, []apitype.ToolCall) any, done func(string, string, []apitype.ToolCall, apitype.ChatStats) any) {
+// streamed object (of text, of thinking, or of the reply's calls, sent
+// whole before the last object, as Ollama sends them), done the last one
+// (the whole reply when not streaming; only the stats when streaming).
+func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.ChatRequest, rp replyParse, stream bool, model string,
+	piece func(model, text, thinking string, calls []apitype.ToolCall) any, done func(string, wholeReply) any) {
 	if !stream {
-		if text, calls, st, ok := s.runWhole(r.Context(), req, tp, w, apiOllama); ok {
-			writeJSON(w, http.StatusOK, done(model, text, calls, st))
+		if wr, ok := s.runWhole(r.Context(), req, rp, w, apiOllama); ok {
+			writeJSON(w, http.StatusOK, done(model, wr))
 		}
 		return
 	}
 	send := ndjson(w)
 	sent := false
-	st, calls, err := s.runTools(r.Context(), req, tp, func(t string) error { sent = true; return send(piece(model, t, nil)) })
+	st, calls, err := s.runTools(r.Context(), req, rp,
+		func(t string) error { sent = true; return send(piece(model, t, "", nil)) },
+		func(t string) error { sent = true; return send(piece(model, "", t, nil)) })
 	if err != nil {
 		if !sent {
 			// Nothing streamed yet (a format the engine cannot follow, a
@@ -599,7 +649,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, req apitype.C
 		return
 	}
 	if len(calls) > 0 {
-		_ = send(piece(model, "", calls))
+		_ = send(piece(model, "", "", calls))
 	}
-	_ = send(done(model, "", nil, st))
+	_ = send(done(model, wholeReply{st: st}))
 }

@@ -26,23 +26,57 @@ func finishTools(p *agent.ToolParser) (rest string, calls []apitype.ToolCall) {
 	return rest, calls
 }
 
-// runTools runs req, streaming the content through emit (parsed by p when
-// not nil), and returns the calls the reply made.
-func (s *Server) runTools(ctx context.Context, req apitype.ChatRequest, p *agent.ToolParser, emit func(string) error) (apitype.ChatStats, []apitype.ToolCall, error) {
-	if p == nil {
-		st, err := s.run(ctx, req, emit)
-		return st, nil, err
+// replyParse is how a reply is split on its way to an API: its thinking
+// first (think, nil when the model's template has none), so that no
+// thinking ever reaches the tool parser or the answer; then the answer's
+// tool calls (tools, nil without tools). Both nil: the reply passes
+// through as the engine gave it.
+type replyParse struct {
+	think *agent.ThinkParser
+	tools *agent.ToolParser
+}
+
+// runTools runs req, streaming the answer through emit and the thinking
+// through thought (dropped when thought is nil), and returns the calls the
+// reply made.
+func (s *Server) runTools(ctx context.Context, req apitype.ChatRequest, rp replyParse, emit, thought func(string) error) (apitype.ChatStats, []apitype.ToolCall, error) {
+	answer := emit
+	if p := rp.tools; p != nil {
+		answer = func(t string) error {
+			if c := p.Feed(t); c != "" {
+				return emit(c)
+			}
+			return nil
+		}
 	}
-	st, err := s.run(ctx, req, func(t string) error {
-		if c := p.Feed(t); c != "" {
-			return emit(c)
+	split := func(th, a string) error {
+		if th != "" && thought != nil {
+			if err := thought(th); err != nil {
+				return err
+			}
+		}
+		if a != "" {
+			return answer(a)
 		}
 		return nil
-	})
+	}
+	feed := answer
+	if rp.think != nil {
+		feed = func(t string) error { return split(rp.think.Feed(t)) }
+	}
+	st, err := s.run(ctx, req, feed)
 	if err != nil {
 		return st, nil, err
 	}
-	rest, calls := finishTools(p)
+	if rp.think != nil {
+		if err := split(rp.think.Finish()); err != nil {
+			return st, nil, err
+		}
+	}
+	if rp.tools == nil {
+		return st, nil, nil
+	}
+	rest, calls := finishTools(rp.tools)
 	if rest != "" {
 		if err := emit(rest); err != nil {
 			return st, nil, err

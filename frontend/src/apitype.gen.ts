@@ -262,6 +262,10 @@ export interface ChatRequest {
 // ChatToken is the SSE event `token` of /api/v1/chat.
 export interface ChatToken {
   text: string
+  // Thinking, when not "", is a piece of the reply's reasoning instead
+  // (a model whose template reasons apart: Qwen 3, QwQ, R1, gpt-oss);
+  // Text is "" then.
+  thinking?: string
 }
 
 // ChatStats describe a finished generation.
@@ -631,6 +635,9 @@ export interface Task {
 export interface ConversationMessage {
   role: string // "user", "assistant"
   content: string
+  // Thinking is an assistant answer's reasoning (ChatToken's), shown
+  // folded above it; it is not sent back to the model.
+  thinking?: string
   stats?: Record<string, unknown>
 }
 

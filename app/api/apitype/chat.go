@@ -84,6 +84,10 @@ type ChatRequest struct {
 // ChatToken is the SSE event `token` of /api/v1/chat.
 type ChatToken struct {
 	Text string `json:"text"`
+	// Thinking, when not "", is a piece of the reply's reasoning instead
+	// (a model whose template reasons apart: Qwen 3, QwQ, R1, gpt-oss);
+	// Text is "" then.
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // ChatStats describe a finished generation.

@@ -166,9 +166,12 @@ type Task struct {
 // ConversationMessage is one saved message of a conversation (Stats from
 // the chat's done event).
 type ConversationMessage struct {
-	Role    string         `json:"role"` // "user", "assistant"
-	Content string         `json:"content"`
-	Stats   map[string]any `json:"stats,omitempty"`
+	Role    string `json:"role"` // "user", "assistant"
+	Content string `json:"content"`
+	// Thinking is an assistant answer's reasoning (ChatToken's), shown
+	// folded above it; it is not sent back to the model.
+	Thinking string         `json:"thinking,omitempty"`
+	Stats    map[string]any `json:"stats,omitempty"`
 }
 
 // Conversation is one saved chat.

@@ -64,7 +64,9 @@ func (c *Client) Chat(ctx context.Context, req apitype.ChatRequest, onToken func
 			if err := json.Unmarshal([]byte(data), &t); err != nil {
 				return apitype.ChatStats{}, err
 			}
-			onToken(t.Text)
+			if t.Text != "" { // a piece of thinking: the answer alone is printed
+				onToken(t.Text)
+			}
 		case "done":
 			var d apitype.ChatDone
 			err := json.Unmarshal([]byte(data), &d)

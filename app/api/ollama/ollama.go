@@ -32,8 +32,12 @@ type Options struct {
 // "tool" message is a call's result (ToolName names the function, as
 // newer clients send it).
 type Message struct {
-	Role      string     `json:"role"`
-	Content   string     `json:"content"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// Thinking is an answer's reasoning, kept apart from its content (a
+	// model whose template reasons apart), as Ollama's "thinking"; one sent
+	// back in a conversation is not prompted, as those templates do.
+	Thinking  string     `json:"thinking,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	ToolName  string     `json:"tool_name,omitempty"`
 }
@@ -230,6 +234,7 @@ type GenerateResponse struct {
 	Model     string    `json:"model"`
 	CreatedAt time.Time `json:"created_at"`
 	Response  string    `json:"response"`
+	Thinking  string    `json:"thinking,omitempty"` // as Message's
 	Done      bool      `json:"done"`
 	Final
 }

@@ -370,9 +370,13 @@ func UsageOf(st apitype.ChatStats) Usage {
 // ResponseMessage is the assistant's message. Content is null in a
 // reply that only calls tools, as OpenAI's is.
 type ResponseMessage struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// ReasoningContent is the reply's thinking, kept apart from its answer
+	// (a model whose template reasons apart: Qwen 3, QwQ, R1, gpt-oss), as
+	// DeepSeek's API and vLLM name it.
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Choice is one answer.
@@ -409,9 +413,10 @@ func NewChatCompletion(id, model string, created int64, text string, calls []api
 
 // Delta is a streamed piece of the message.
 type Delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   string          `json:"content,omitempty"`
-	ToolCalls []DeltaToolCall `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          string          `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"` // a piece of the thinking (ResponseMessage's)
+	ToolCalls        []DeltaToolCall `json:"tool_calls,omitempty"`
 }
 
 // DeltaToolCall is a piece of a streamed call, as OpenAI streams them: the
