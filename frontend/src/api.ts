@@ -68,7 +68,7 @@ export async function readSSE(body: ReadableStream<Uint8Array>, onEvent: (e: SSE
 export async function streamChat(
   req: ChatRequest,
   signal: AbortSignal,
-  on: { token: (t: string) => void; done: (stats: ChatStats) => void },
+  on: { token: (t: string) => void; thinking?: (t: string) => void; done: (stats: ChatStats) => void },
 ): Promise<void> {
   let res: Response
   try {
@@ -92,7 +92,10 @@ export async function streamChat(
   try {
     await readSSE(res.body, (e) => {
       const d = JSON.parse(e.data)
-      if (e.event === 'token') on.token(d.text ?? '')
+      // A token is a piece of the answer or, for a model that reasons
+      // apart (Qwen 3, gpt-oss…), of its thinking.
+      if (e.event === 'token' && d.thinking) on.thinking?.(d.thinking)
+      else if (e.event === 'token') on.token(d.text ?? '')
       else if (e.event === 'done') on.done(d.stats)
       else if (e.event === 'error') { failure = d.error || 'The model stopped with an error.'; code = d.code ?? '' }
     })
