@@ -119,6 +119,16 @@
 // the API's 400: "This model's chat template has no tool calling (…)".
 // Ollama's /api/show lists the "tools" capability of a model that has it.
 //
+// Thinking (tools.go's replyParse): a reply to messages from a model whose
+// template reasons apart from its answer (engine/chat.ThinkFormatOf: Qwen
+// 3, QwQ and R1's <think>…</think>, gpt-oss's analysis channel) has its
+// thinking split off by a ThinkParser before the tool parser, so no
+// thinking reaches the calls or the answer. It goes out as OpenAI's
+// reasoning_content (message, stream deltas), Ollama's thinking (message,
+// generate), the UI chat's token events with thinking; Anthropic's clients
+// get the answer alone (a thinking block carries a signature a local model
+// cannot give). Other models and raw prompts get the reply byte for byte.
+//
 // Every /api/v1 call also accepts the token cookie instead of the header;
 // the app's static files need no token (they hold no secrets).
 //
