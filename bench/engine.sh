@@ -58,7 +58,7 @@ bench/out/enginebench -models "$models" "${args[@]}" -cpu-variants "${BENCH_CPU_
 # verification passes) against ggml's own at the same CPU variant
 # and thread count, one after the other on the same weights (issue 22):
 # engine/ggml's BenchmarkTokenKernels, a generated one-layer llama of a 7B's
-# matrix shapes (4096x4096, 4096x11008) in Q8_0, Q4_K and Q6_K, 1 thread,
+# matrix shapes (4096x4096, 4096x11008) in Q8_0, Q4_K, Q5_K and Q6_K, 1 thread,
 # each variant of our kernels this CPU runs (avx512, avx2); ggml/ours is the
 # median of the pairs' ratios (> 1: ours faster), GB/s-ours the weight bytes
 # ours reads per second. BENCH_QUICK=1: 20 steps each, else 100.

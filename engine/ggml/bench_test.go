@@ -260,13 +260,13 @@ func BenchmarkPromptKernels(b *testing.B) {
 // BenchmarkTokenKernels times token steps of n = 1 to 4 tokens (decode, and
 // speculation's verification passes) on a 32-token cache
 // through a generated one-layer llama of a 7B's matrix shapes (n_embd 4096,
-// ff 11008: 4096x4096 and 4096x11008 weights, ~0.2 GB in Q8_0) in Q8_0, Q4_K
-// and Q6_K, one thread, on each variant of gemm.c's kernels this CPU runs and
+// ff 11008: 4096x4096 and 4096x11008 weights, ~0.2 GB in Q8_0) in Q8_0, Q4_K,
+// Q5_K and Q6_K, one thread, on each variant of gemm.c's kernels this CPU runs and
 // on ggml's (GGMLMatMul), back to back, and reports each side's ms per step,
 // the weight bytes per second ours reads, and the median of the pairs'
 // ratios ggml/ours (> 1: ours faster).
 func BenchmarkTokenKernels(b *testing.B) {
-	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
+	for _, typ := range []string{"Q8_0", "Q4_K", "Q5_K", "Q6_K"} {
 		path := filepath.Join(b.TempDir(), "llama-7b1l-"+typ+".gguf")
 		err := modelgen.Generate(path, modelgen.Config{Arch: "llama", Layers: 1, Embd: 4096, FF: 11008,
 			Heads: 32, KVHeads: 32, Vocab: 512, Type: typ, Seed: 1})

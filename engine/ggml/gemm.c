@@ -38,6 +38,13 @@ typedef struct {
 } hr_block_q4_K;
 
 typedef struct {
+	uint16_t d, dmin;
+	uint8_t scales[12];
+	uint8_t qh[32];
+	uint8_t qs[128];
+} hr_block_q5_K;
+
+typedef struct {
 	uint8_t ql[128];
 	uint8_t qh[64];
 	int8_t scales[16];
@@ -558,6 +565,112 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 	}
 }
 
+// q5k_gemv: rows x[0..nr) (nr <= 4) against the nc (<= 4) Q8_K columns
+// y + c*ys, each as ggml_vec_dot_q5_K_q8_K's AVX2 path computes it: the
+// mins' part summed as a scalar per superblock, summs = fma(dmin, float(sum),
+// summs) (ggml's summs += dmin * sum, contracted as GCC does under gnu C),
+// the rest as q4k_gemv with each weight's fifth bit from qh; then
+// hsum_float_8(acc) + summs.
+static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
+							    const int nr, const int nc, float *out, size_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0xF), mone = _mm256_set1_epi8(1);
+	__m256 acc[4][4];
+	float summs[4][4];
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = _mm256_setzero_ps();
+			summs[r][c] = 0.0f;
+		}
+	}
+	for (int i = 0; i < nbk; i++) {
+		__m256i scales[4], hbits[4], sumi[4][4];
+		__m128i mins[4];
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+			uint32_t utmp[4];
+			memcpy(utmp, xb->scales, 12);
+			utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
+			const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
+			utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
+			utmp[2] = uaux;
+			utmp[0] &= 0x3f3f3f3f;
+			const __m256i ms = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
+			mins[r] = _mm256_extracti128_si256(ms, 1);
+			const __m128i sc128 = _mm256_extracti128_si256(ms, 0);
+			scales[r] = _mm256_set_m128i(sc128, sc128);
+			hbits[r] = _mm256_loadu_si256((const __m256i *)xb->qh);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				sumi[r][c] = _mm256_setzero_si256();
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+			const __m128i q8s =
+			    _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
+				const __m128i prod = _mm_madd_epi16(mins[r], q8s);
+				const __m128i hsum = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()),
+								    _mm_setzero_si128());
+				summs[r][c] = __builtin_fmaf(dmin, (float)_mm_cvtsi128_si32(hsum), summs[r][c]);
+			}
+		}
+		_Pragma("GCC unroll 1")
+		for (int j = 0; j < 4; j++) {
+			const __m256i shl = _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j));
+			const __m256i shh = _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2));
+			const __m128i bl = _mm_cvtsi32_si128(2 * j), bh = _mm_cvtsi32_si128(2 * j + 1);
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 44, _MM_HINT_T0);
+				const __m256i q5bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
+				const __m256i q5l = _mm256_add_epi8(
+				    _mm256_and_si256(q5bits, m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits[r], bl), mone), 4));
+				const __m256i q5h = _mm256_add_epi8(
+				    _mm256_and_si256(_mm256_srli_epi16(q5bits, 4), m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits[r], bh), mone), 4));
+				const __m256i scl = _mm256_shuffle_epi8(scales[r], shl);
+				const __m256i sch = _mm256_shuffle_epi8(scales[r], shh);
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nc; c++) {
+					const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
+					const __m256i p16l = _mm256_madd_epi16(
+					    scl, _mm256_maddubs_epi16(q5l, _mm256_loadu_si256((const __m256i *)q8)));
+					const __m256i p16h = _mm256_madd_epi16(
+					    sch, _mm256_maddubs_epi16(q5h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+					sumi[r][c] = _mm256_add_epi32(sumi[r][c], _mm256_add_epi32(p16l, p16h));
+				}
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const float d = yb->d * _cvtsh_ss(((const hr_block_q5_K *)(x + r * xs) + i)->d);
+				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			out[c * os + r] = hsum8(acc[r][c]) + summs[r][c];
+		}
+	}
+}
+
 // q6k_gemv: rows x[0..nr) (nr <= 4) against the nc (<= 4) Q8_K columns
 // y + c*ys, each as ggml_vec_dot_q6_K_q8_K's AVX2 path (as q6k_row, rows and
 // columns swapped).
@@ -655,12 +768,12 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 // AVX-512 build of it (gemv_rows_avx512) is the same code given 32 vector
 // registers (so more rows per pass), and its decode Q8_0 pairs of rows share
 // 512-bit registers.
-#define GEMV_ROWS(name, attr, q80_1, Q80R, Q4KR, Q6KR)                                                                 \
-	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,        \
-			      int64_t r0, int64_t r1, int n) {                                                         \
+#define GEMV_ROWS(name, attr, q80_1, Q80R, Q4KR, Q5KR, Q6KR)                                                           \
+	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,       \
+			      int64_t r0, int64_t r1, int64_t c0, int n) {                                             \
 		const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);                            \
-		const char *y = q->data;                                                                               \
-		float *out = (float *)dst->data;                                                                       \
+		const char *y = (const char *)q->data + c0 * ys;                                                       \
+		float *out = (float *)dst->data + c0 * os;                                                             \
 		int64_t r = r0;                                                                                        \
 		switch (w->type) {                                                                                     \
 		case GGML_TYPE_Q8_0: {                                                                                 \
@@ -668,18 +781,23 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 			if (n == 1) {                                                                                  \
 				GEMV_PASS(q80_1, 4, 1);                                                                \
 			} else {                                                                                       \
-				GEMV_TYPE_(q80_gemv, Q80R);                                                             \
+				GEMV_TYPE_(q80_gemv, Q80R);                                                            \
 			}                                                                                              \
 			break;                                                                                         \
 		}                                                                                                      \
 		case GGML_TYPE_Q4_K: {                                                                                 \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			GEMV_TYPE_(q4k_gemv, Q4KR);                                                                     \
+			GEMV_TYPE_(q4k_gemv, Q4KR);                                                                    \
+			break;                                                                                         \
+		}                                                                                                      \
+		case GGML_TYPE_Q5_K: {                                                                                 \
+			const int nbk = (int)(w->ne[0] / 256);                                                         \
+			GEMV_TYPE_(q5k_gemv, Q5KR);                                                                    \
 			break;                                                                                         \
 		}                                                                                                      \
 		default: {                                                                                             \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			GEMV_TYPE_(q6k_gemv, Q6KR);                                                                     \
+			GEMV_TYPE_(q6k_gemv, Q6KR);                                                                    \
 			break;                                                                                         \
 		}                                                                                                      \
 		}                                                                                                      \
@@ -690,12 +808,14 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 // column's vectors in 16 registers (AVX2) or 32 (AVX-512).
 #define HR_AVX2_Q80R 4, 4, 2, 2
 #define HR_AVX2_Q4KR 4, 2, 1, 1
+#define HR_AVX2_Q5KR 4, 2, 1, 1
 #define HR_AVX2_Q6KR 4, 2, 1, 1
 #define HR_AVX512_Q80R 4, 4, 4, 4
 #define HR_AVX512_Q4KR 4, 4, 2, 2
+#define HR_AVX512_Q5KR 4, 4, 2, 2
 #define HR_AVX512_Q6KR 4, 4, 2, 2
 
-GEMV_ROWS(gemv_rows_avx2, , q80_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q6KR)
+GEMV_ROWS(gemv_rows_avx2, , q80_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q5KR, HR_AVX2_Q6KR)
 
 #define HR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
@@ -747,7 +867,7 @@ HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv1_avx512(con
 		q80_gemv(x, xs, nbk, y, ys, nr, nc, out, os);
 	}
 }
-GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv1_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q6KR)
+GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv1_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
 
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
@@ -758,11 +878,16 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	const int64_t chunks = (m + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
 	for (int64_t ch = atomic_fetch_add(&node->next, 1); ch < chunks; ch = atomic_fetch_add(&node->next, 1)) {
 		const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
-		if (n <= HR_TOKEN_COLS) {
-			if (node->kernels == HR_KERNELS_AVX512) {
-				gemv_rows_avx512(w, q, dst, r0, r1, (int)n);
-			} else {
-				gemv_rows_avx2(w, q, dst, r0, r1, (int)n);
+		// Q5_K has no prompt kernel: its prompts run the token-step one on
+		// the chunk's rows, HR_TOKEN_COLS columns at a time.
+		if (n <= HR_TOKEN_COLS || w->type == GGML_TYPE_Q5_K) {
+			for (int64_t c0 = 0; c0 < n; c0 += HR_TOKEN_COLS) {
+				const int nc = n - c0 < HR_TOKEN_COLS ? (int)(n - c0) : HR_TOKEN_COLS;
+				if (node->kernels == HR_KERNELS_AVX512) {
+					gemv_rows_avx512(w, q, dst, r0, r1, c0, nc);
+				} else {
+					gemv_rows_avx2(w, q, dst, r0, r1, c0, nc);
+				}
 			}
 			continue;
 		}
@@ -805,6 +930,7 @@ static int gemm_supported(enum ggml_type type) {
 	switch (type) {
 	case GGML_TYPE_Q8_0: block = sizeof(hr_block_q8_0), vt = GGML_TYPE_Q8_0, vt_block = sizeof(hr_block_q8_0); break;
 	case GGML_TYPE_Q4_K: block = sizeof(hr_block_q4_K), vt = GGML_TYPE_Q8_K, vt_block = sizeof(hr_block_q8_K); break;
+	case GGML_TYPE_Q5_K: block = sizeof(hr_block_q5_K), vt = GGML_TYPE_Q8_K, vt_block = sizeof(hr_block_q8_K); break;
 	case GGML_TYPE_Q6_K: block = sizeof(hr_block_q6_K), vt = GGML_TYPE_Q8_K, vt_block = sizeof(hr_block_q8_K); break;
 	default: return 0;
 	}

@@ -1,8 +1,8 @@
 // Prompt-batch matrix products for weights read in place from the mapping.
 //
-// ggml multiplies a Q4_K or Q6_K weight matrix by a batch of n hidden states
-// one (row, column) dot product at a time (ggml_vec_dot_q4_K_q8_K,
-// ggml_vec_dot_q6_K_q8_K), unpacking the row's packed values and scales again
+// ggml multiplies a Q4_K, Q5_K or Q6_K weight matrix by a batch of n hidden
+// states one (row, column) dot product at a time (ggml_vec_dot_q4_K_q8_K,
+// _q5_K_q8_K, _q6_K_q8_K), unpacking the row's packed values and scales again
 // for every column; for Q8_0 it
 // hands the batch to llamafile's tinyBLAS, whose AVX2 tiles keep their
 // accumulators on the stack. These kernels compute the same products with

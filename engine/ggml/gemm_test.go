@@ -28,9 +28,9 @@ func ourKernelsT(t *testing.T) []string {
 // TestPromptKernelsMatchGGML: a window on gemm.c's kernels, each variant
 // this CPU runs, gives the same bits as one on ggml's (tinyBLAS for Q8_0
 // prompts, ggml_vec_dot_q8_0_q8_0 for Q8_0 decode steps,
-// ggml_vec_dot_q4_K_q8_K and ggml_vec_dot_q6_K_q8_K) for batches of 1 to 70
+// ggml_vec_dot_q4_K_q8_K, _q5_K_q8_K and _q6_K_q8_K) for batches of 1 to 70
 // tokens (1 to 4: the token-step kernels; 5 up: the prompt kernels) at 1
-// and 2 threads, on Q8_0, Q4_K and Q6_K models, and the kernels
+// and 2 threads, on Q8_0, Q4_K, Q5_K and Q6_K models, and the kernels
 // really ran: 7 products per layer plus the output head for every batch. The generated
 // 1003-token vocabulary gives an output head whose rows end in a partial
 // 4-row quad and a partial 16-row chunk; n_embd 288 and ff 800 give rows of
@@ -45,8 +45,9 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 		"../../testdata/models/qwen3-Q4_K.gguf",
 		"../../testdata/models/llama-Q6_K.gguf",
 		"../../testdata/models/qwen2-Q6_K.gguf",
+		"../../testdata/models/llama-Q5_K.gguf",
 	}
-	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
+	for _, typ := range []string{"Q8_0", "Q4_K", "Q5_K", "Q6_K"} {
 		p := filepath.Join(dir, "odd-"+typ+".gguf")
 		err := modelgen.Generate(p, modelgen.Config{Arch: "llama", Layers: 2, Embd: 256, FF: 768, Heads: 4,
 			KVHeads: 2, Vocab: 1003, Type: typ, Seed: 7})

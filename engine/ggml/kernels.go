@@ -13,9 +13,9 @@ import (
 
 // Our matrix kernels (gemm.c) come in variants, each giving the same bits as
 // the ggml CPU backend in use (cpu.go) when that backend has AVX2 kernels:
-// KernelsAVX512 runs token steps (decode: one token) on AVX-512 F/BW/VL/VNNI
-// code and prompts on the AVX2 code; KernelsAVX2 runs both on AVX2 + FMA +
-// F16C code; KernelsGGML is ggml's own kernels, the baseline, and the only
+// KernelsAVX512 runs token steps (1 to 4 tokens: decode, speculation's
+// verification passes) on AVX-512 F/BW/VL/VNNI code and prompts on the AVX2
+// code; KernelsAVX2 runs both on AVX2 + FMA + F16C code; KernelsGGML is ggml's own kernels, the baseline, and the only
 // one under a backend without AVX2 (whose kernels' bits ours do not make).
 const (
 	KernelsGGML   = "ggml"
