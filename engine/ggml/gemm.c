@@ -766,9 +766,9 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 
 // gemv_rows: rows [r0, r1) of w against the n (<= 4) columns of q. The
 // AVX-512 build of it (gemv_rows_avx512) is the same code given 32 vector
-// registers (so more rows per pass), and its decode Q8_0 pairs of rows share
+// registers (so more rows per pass), and its Q8_0 pairs of rows share
 // 512-bit registers.
-#define GEMV_ROWS(name, attr, q80_1, Q80R, Q4KR, Q5KR, Q6KR)                                                           \
+#define GEMV_ROWS(name, attr, q80, Q80R, Q4KR, Q5KR, Q6KR)                                                           \
 	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,       \
 			      int64_t r0, int64_t r1, int64_t c0, int n) {                                             \
 		const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);                            \
@@ -778,11 +778,7 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 		switch (w->type) {                                                                                     \
 		case GGML_TYPE_Q8_0: {                                                                                 \
 			const int nbk = (int)(w->ne[0] / 32);                                                          \
-			if (n == 1) {                                                                                  \
-				GEMV_PASS(q80_1, 4, 1);                                                                \
-			} else {                                                                                       \
-				GEMV_TYPE_(q80_gemv, Q80R);                                                            \
-			}                                                                                              \
+			GEMV_TYPE_(q80, Q80R);                                                                         \
 			break;                                                                                         \
 		}                                                                                                      \
 		case GGML_TYPE_Q4_K: {                                                                                 \
@@ -819,25 +815,29 @@ GEMV_ROWS(gemv_rows_avx2, , q80_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q5KR, 
 
 #define HR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
-// q80_gemv4_avx512: q80_gemv of 4 rows, rows 0 and 1 in the low and high
-// halves of one 512-bit register, 2 and 3 in another: the lane sums by
-// vpdpbusd of |x| and y signed by x (the same 4 products per lane as
-// maddubs + madd), the scales x.d * y.d as floats (4 products in one
-// _mm_mul_ps: each is the one rounding of the scalar product), each half's
-// FMA as ggml's, each half summed by hsum_float_8.
-HR_AVX512 static void q80_gemv4_avx512(const char *x, size_t xs, int nbk, const hr_block_q8_0 *y, float *out) {
+// q80_gemv4_avx512: q80_gemv of 4 rows against nc (<= 4) columns, rows 0
+// and 1 in the low and high halves of one 512-bit register, 2 and 3 in
+// another: the lane sums by vpdpbusd of |x| and y signed by x (the same 4
+// products per lane as maddubs + madd), the scales x.d * y.d as floats (4
+// products in one _mm_mul_ps: each is the one rounding of the scalar
+// product), each half's FMA as ggml's, each half summed by hsum_float_8.
+HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv4_avx512(const char *x, size_t xs, int nbk,
+									       const char *y, size_t ys, const int nc,
+									       float *out, size_t os) {
 	const hr_block_q8_0 *a0 = (const hr_block_q8_0 *)x, *a1 = (const hr_block_q8_0 *)(x + xs),
 			    *a2 = (const hr_block_q8_0 *)(x + 2 * xs), *a3 = (const hr_block_q8_0 *)(x + 3 * xs);
 	const __m512i zero = _mm512_setzero_si512();
 	const __m512i idx01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
 	const __m512i idx23 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
-	__m512 acc01 = _mm512_setzero_ps(), acc23 = _mm512_setzero_ps();
+	__m512 acc01[4], acc23[4];
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < nc; c++) {
+		acc01[c] = _mm512_setzero_ps();
+		acc23[c] = _mm512_setzero_ps();
+	}
 	for (int l = 0; l < nbk; l++) {
-		const __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[l].qs));
-		const __m128 d4 = _mm_mul_ps(
-		    _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, (short)a3[l].d, (short)a2[l].d, (short)a1[l].d, (short)a0[l].d)),
-		    _mm_set1_ps(_cvtsh_ss(y[l].d)));
-		const __m512 dz = _mm512_castps128_ps512(d4);
+		const __m128 xd = _mm_cvtph_ps(
+		    _mm_set_epi16(0, 0, 0, 0, (short)a3[l].d, (short)a2[l].d, (short)a1[l].d, (short)a0[l].d));
 		_mm_prefetch(x + 4 * xs + 4 * l * sizeof(hr_block_q8_0), _MM_HINT_T0);
 		_mm_prefetch(x + 4 * xs + 4 * l * sizeof(hr_block_q8_0) + 64, _MM_HINT_T0);
 		_mm_prefetch(x + 4 * xs + 4 * l * sizeof(hr_block_q8_0) + 128, _MM_HINT_T0);
@@ -845,29 +845,41 @@ HR_AVX512 static void q80_gemv4_avx512(const char *x, size_t xs, int nbk, const 
 						       _mm256_loadu_si256((const __m256i *)a1[l].qs), 1);
 		const __m512i x23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a2[l].qs)),
 						       _mm256_loadu_si256((const __m256i *)a3[l].qs), 1);
-		const __m512i s01 = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(x01), zero, yv);
-		const __m512i s23 = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(x23), zero, yv);
-		const __m512 q01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, _mm512_abs_epi8(x01), s01));
-		const __m512 q23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, _mm512_abs_epi8(x23), s23));
-		acc01 = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx01, dz), q01, acc01);
-		acc23 = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx23, dz), q23, acc23);
+		const __mmask64 m01 = _mm512_movepi8_mask(x01), m23 = _mm512_movepi8_mask(x23);
+		const __m512i u01 = _mm512_abs_epi8(x01), u23 = _mm512_abs_epi8(x23);
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_0 *b = (const hr_block_q8_0 *)(y + c * ys) + l;
+			const __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b->qs));
+			const __m512 dz = _mm512_castps128_ps512(_mm_mul_ps(xd, _mm_set1_ps(_cvtsh_ss(b->d))));
+			const __m512i s01 = _mm512_mask_sub_epi8(yv, m01, zero, yv);
+			const __m512i s23 = _mm512_mask_sub_epi8(yv, m23, zero, yv);
+			const __m512 q01 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, u01, s01));
+			const __m512 q23 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, u23, s23));
+			acc01[c] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx01, dz), q01, acc01[c]);
+			acc23[c] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx23, dz), q23, acc23[c]);
+		}
 	}
-	out[0] = hsum8(_mm512_castps512_ps256(acc01));
-	out[1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc01), 1)));
-	out[2] = hsum8(_mm512_castps512_ps256(acc23));
-	out[3] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc23), 1)));
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < nc; c++) {
+		out[c * os + 0] = hsum8(_mm512_castps512_ps256(acc01[c]));
+		out[c * os + 1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc01[c]), 1)));
+		out[c * os + 2] = hsum8(_mm512_castps512_ps256(acc23[c]));
+		out[c * os + 3] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc23[c]), 1)));
+	}
 }
-// q80_gemv1_avx512: q80_gemv of one column, 4 rows by q80_gemv4_avx512.
-HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv1_avx512(const char *x, size_t xs, int nbk,
-									       const char *y, size_t ys, const int nr,
-									       const int nc, float *out, size_t os) {
+
+// q80_gemv_avx512: q80_gemv, 4 rows by q80_gemv4_avx512.
+HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv_avx512(const char *x, size_t xs, int nbk,
+									      const char *y, size_t ys, const int nr,
+									      const int nc, float *out, size_t os) {
 	if (nr == 4) {
-		q80_gemv4_avx512(x, xs, nbk, (const hr_block_q8_0 *)y, out);
+		q80_gemv4_avx512(x, xs, nbk, y, ys, nc, out, os);
 	} else {
 		q80_gemv(x, xs, nbk, y, ys, nr, nc, out, os);
 	}
 }
-GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv1_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
+GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
 
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
