@@ -49,6 +49,7 @@ run)
 		nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv || true
 		nvcc --version | tail -2 || true
 		echo "cores $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "profilers: $(command -v perf nsys ncu | tr '\n' ' ')"
 	} 2>&1 | tee "$out/machine.txt"
 
 	t0=$(date +%s)
@@ -79,8 +80,23 @@ run)
 	# (the ~1 GB models): -check-only skips the speed part.
 	.gpu/bin/enginebench -gpu-dir "$lib" -check-only -threads "$threads" \
 		-models "$(IFS=,; echo "${small[*]}")" 2>&1 | tee "$out/logits.txt" || status=1
-	.gpu/bin/enginebench -gpu-dir "$lib" -threads "$threads" -reps "${BENCH_REPS:-5}" -prefill 128 -decode 64 \
-		-models "$models/llama-1g-Q8_0.gguf,$models/llama-1g-Q4_K.gguf" 2>&1 | tee "$out/speed.txt" || status=1
+	# Speed, each run with llama.cpp beside it: "new" is the product as it
+	# is; "old" restores the host path before 2026-11-26's change (a CPU
+	# pool and pageable inputs for a window wholly on the GPU, and a new
+	# logits slice per step); "pageable" restores only the first half. The
+	# order alternates so that drift shows.
+	: >"$out/speed.txt"
+	for v in ${GPU_VARIANTS:-new old pageable new old}; do
+		case $v in
+		new) envs=() flags=() ;;
+		old) envs=(HOMERING_GPU_HOST=pageable) flags=(-alloc) ;;
+		pageable) envs=(HOMERING_GPU_HOST=pageable) flags=() ;;
+		esac
+		echo "== $v: ${envs[*]} ${flags[*]}" | tee -a "$out/speed.txt"
+		env "${envs[@]}" .gpu/bin/enginebench -gpu-dir "$lib" -no-check -threads "$threads" -reps "${BENCH_REPS:-5}" \
+			-prefill 128 -decode "${GPU_DECODE:-128}" "${flags[@]}" \
+			-models "$models/llama-1g-Q8_0.gguf,$models/llama-1g-Q4_K.gguf" 2>&1 | tee -a "$out/speed.txt" || status=1
+	done
 	# One CPU+GPU split against Halda's prediction: this device profiled with
 	# its GPU, then Halda's plan for the Q4_K model with the VRAM it may use
 	# capped at half the model (so it splits) and uncapped (all layers fit),

@@ -41,6 +41,7 @@ type config struct {
 	// and the output head; else our window's first gpuLayers layers and
 	// llama.cpp's n_gpu_layers (its last layers: the same cost).
 	gpuLayers int
+	alloc     bool // ours allocates its logits each step
 }
 
 func run(args []string, out io.Writer) error {
@@ -53,13 +54,14 @@ func run(args []string, out io.Writer) error {
 	gpuDir := fs.String("gpu-dir", "", "load ggml GPU backends from this directory (build/gpu-lib.sh), check the GPU's logits against the CPU's and run every engine on the GPU")
 	checkOnly := fs.Bool("check-only", false, "with -gpu-dir: check the logits, skip the speed runs")
 	gpuLayers := fs.Int("gpu-layers", -1, "with -gpu-dir: layers on the GPU in the speed runs (-1: all and the output head; the check always runs all)")
+	alloc := fs.Bool("alloc", false, "our engine allocates a new logits slice each step (EvalTokens) instead of reusing one (EvalTokensInto)")
 	noCheck := fs.Bool("no-check", false, "with -gpu-dir: skip the logits check")
 	variants := fs.String("cpu-variants", "", "instead of the comparison with llama.cpp: our engine on each of these comma-separated CPU variants (the first is the baseline of the ratios), side by side")
 	cpuDir := fs.String("cpu-dir", "", "with -cpu-variants: the directory of the variant libraries (build/gpu-lib.sh cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := config{reps: *reps, prefill: *prefill, decode: *decode, gpu: *gpuDir != "", gpuLayers: *gpuLayers}
+	c := config{reps: *reps, prefill: *prefill, decode: *decode, gpu: *gpuDir != "", gpuLayers: *gpuLayers, alloc: *alloc}
 	for _, m := range strings.Split(*models, ",") {
 		if m != "" {
 			c.models = append(c.models, m)
@@ -150,6 +152,22 @@ func (o ours) eval(t []int32, pos int) ([]float32, error) {
 	return o.w.EvalTokens(t, pos)
 }
 
+// oursInto is ours reusing its logits' memory from step to step, as the
+// product's decode loop does and as llama.cpp hands out its own output
+// buffer: the speed runs time the engines, not the garbage collector.
+// -alloc times ours instead (a new slice per step).
+type oursInto struct {
+	w   *ggml.Window
+	buf []float32
+}
+
+func (o *oursInto) clear() { o.w.KVClear() }
+func (o *oursInto) eval(t []int32, pos int) ([]float32, error) {
+	var err error
+	o.buf, err = o.w.EvalTokensInto(o.buf, t, pos)
+	return o.buf, err
+}
+
 type ref struct{ r *llama.Reference }
 
 func (r ref) clear() { r.r.KVClear() }
@@ -199,7 +217,10 @@ func measure(path string, threads int, c config) (result, error) {
 		return result{}, err
 	}
 
-	engines := []engine{ours{w}, ref{r}}
+	engines := []engine{&oursInto{w: w}, ref{r}}
+	if c.alloc {
+		engines[0] = ours{w}
+	}
 	times := make([][2][]time.Duration, 2) // [engine][phase]
 	cpus := make([][2][]time.Duration, 2)
 	for rep := -1; rep < c.reps; rep++ { // rep -1 warms up: pages the weights in, builds graphs

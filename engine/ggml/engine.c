@@ -637,7 +637,21 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		ggml_backend_buffer_clear(w->kv_buf[dev], 0);
 	}
 
-	w->cpu = hr_cpu_init(p->n_threads);
+	// A window wholly on the GPU (its layers, and its head if it has one)
+	// leaves the CPU nothing but the token embedding's row lookup and the
+	// inputs: its CPU backend runs in the calling thread, since waking a
+	// pool for one row costs more than the row on a fast GPU's ~1.4 ms token
+	// step, and the inputs the GPU reads live in the GPU's pinned host memory,
+	// as llama.cpp keeps them, so each copy is one DMA instead of a staged
+	// copy of pageable memory. Windows with CPU layers keep pageable compute
+	// buffers: pinned memory is locked, and theirs are large.
+	// HOMERING_GPU_HOST=pageable restores the pool and pageable inputs (to
+	// measure the difference: bench/device/gpu-cuda.sh).
+	const int cpu_work = w->n_layers > n_gpu || (p->output && !out_gpu);
+	const char *host_env = getenv("HOMERING_GPU_HOST");
+	const int gpu_only = w->gpu && !cpu_work && !(host_env && strcmp(host_env, "pageable") == 0);
+	const int cpu_threads = gpu_only ? 1 : p->n_threads;
+	w->cpu = hr_cpu_init(cpu_threads);
 	if (!w->cpu) {
 		seterr(err, errlen, "cannot start the CPU backend");
 		hr_window_free(w);
@@ -646,7 +660,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	// One thread needs no pool: ggml computes in the calling thread. A pool
 	// would only have its idle workers poll for work beside it (measured:
 	// ~1 ms per evaluation on a busy 2-core machine).
-	if (p->n_threads > 1) {
+	if (cpu_threads > 1) {
 		hr_cpu_set_threadpool(w->cpu, m->tp);
 	}
 
@@ -664,9 +678,18 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 		return NULL;
 	}
 	ggml_backend_t backends[2];
+	ggml_backend_buffer_type_t bufts[2];
 	int nb = 0;
 	if (w->gpu) {
+		bufts[nb] = ggml_backend_get_default_buffer_type(w->gpu);
 		backends[nb++] = w->gpu;
+	}
+	bufts[nb] = ggml_backend_get_default_buffer_type(w->cpu);
+	if (gpu_only) {
+		ggml_backend_buffer_type_t host = ggml_backend_dev_host_buffer_type(ggml_backend_get_device(w->gpu));
+		if (host) {
+			bufts[nb] = host;
+		}
 	}
 	backends[nb++] = w->cpu;
 	// Op offload off: with it on, any batch of 32+ tokens moves the CPU
@@ -674,7 +697,7 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	// every evaluation (measured on lavapipe: 32 graph splits instead of 3),
 	// a cost neither Halda nor prima.cpp's model charges for. CPU layers
 	// compute where their weights are mapped.
-	w->sched = ggml_backend_sched_new(backends, NULL, nb, w->graph_size, false, false);
+	w->sched = ggml_backend_sched_new(backends, bufts, nb, w->graph_size, false, false);
 	if (!w->sched) {
 		seterr(err, errlen, "cannot create the scheduler");
 		hr_window_free(w);

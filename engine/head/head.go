@@ -89,7 +89,8 @@ type Head struct {
 	win    *ggml.Window
 	vocab  *llama.Vocab
 	nCtx   int
-	cached []int32 // tokens whose KV entries are in win, position = index
+	cached []int32   // tokens whose KV entries are in win, position = index
+	logits []float32 // the last Eval's, reused: no allocation per token
 	log    *slog.Logger
 }
 
@@ -215,8 +216,9 @@ type Model interface {
 	Begin(ctx context.Context, toks []int32, maxTokens int) (cached int, err error)
 	// Eval evaluates toks at positions [pos, pos+len(toks)), right after
 	// those the caches hold, and returns the logits of the last (a slice
-	// of the caller's own). The model picks its passes: llama.cpp's
-	// micro-batches on one device, so that the logits are llama.cpp's bits.
+	// the caller may write into, valid until the next Eval). The model
+	// picks its passes: llama.cpp's micro-batches on one device, so that
+	// the logits are llama.cpp's bits.
 	Eval(ctx context.Context, toks []int32, pos int) ([]float32, error)
 }
 
@@ -339,19 +341,22 @@ func (h *Head) Begin(_ context.Context, toks []int32, _ int) (int, error) {
 // Eval evaluates toks in llama.cpp's micro-batches of 512 (the Model of a
 // single device).
 func (h *Head) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
-	var logits []float32
+	if len(toks) == 0 {
+		return nil, nil
+	}
 	for i := 0; i < len(toks); i += ubatch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		chunk := toks[i:min(i+ubatch, len(toks))]
-		var err error
-		if logits, err = h.win.EvalTokens(chunk, pos+i); err != nil {
+		logits, err := h.win.EvalTokensInto(h.logits, chunk, pos+i)
+		if err != nil {
 			return nil, fmt.Errorf("head: evaluate tokens [%d, %d): %w", pos+i, pos+i+len(chunk), err)
 		}
+		h.logits = logits
 		h.cached = append(h.cached, chunk...)
 	}
-	return logits, nil
+	return h.logits, nil
 }
 
 // UTF8Buffer holds back the bytes of a character split across tokens (the
