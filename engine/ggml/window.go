@@ -348,6 +348,10 @@ func (w *Window) eval(tokens []int32, hidden []float32, n, pos int, dst []float3
 	return out, nil
 }
 
+// GPUMapped says the GPU reads the window's GPU layers from the mapping
+// itself (unified memory: Metal on Apple silicon) instead of a copy.
+func (w *Window) GPUMapped() bool { return w.mapped }
+
 // KVLen is the number of positions the KV cache holds ([0, KVLen)).
 func (w *Window) KVLen() int {
 	if w.c == nil {

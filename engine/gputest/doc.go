@@ -7,7 +7,8 @@
 // seeing a CPU-only process.
 //
 // The library directory comes from HOMERING_GPU_LIB_DIR, which build/test.sh
-// sets from build/gpu-lib.sh vulkan's output. Set but empty, without a
+// sets from build/gpu-lib.sh vulkan's output (on a Mac, "builtin": Metal is
+// linked in; the macOS job of .github/workflows/release.yml runs it so). Set but empty, without a
 // backend library, or with no GPU device after loading, every test fails with
 // a sentence saying which; only a plain `go test` with the variable unset
 // skips them. On lavapipe (a CPU-type Vulkan device) ggml-vulkan needs

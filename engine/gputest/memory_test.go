@@ -50,6 +50,20 @@ func TestGPULayersLeaveThePageCache(t *testing.T) {
 	if before < 0.9 {
 		t.Fatalf("prefetch left only %.0f%% of the pages resident; the test measures nothing", 100*before)
 	}
+	if w.GPUMapped() {
+		// Unified memory (Metal): the GPU reads the mapping in place, so
+		// nothing is copied and the pages are the weights: they stay.
+		if after < 0.9 {
+			t.Errorf("the GPU reads the mapping in place, yet only %.0f%% of its layers' pages stayed", 100*after)
+		}
+		if _, err := w.EvalTokens(tokens(8, info.NVocab, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, gpuMem := w.Memory(); gpuMem.Weights != 0 || gpuMem.KV <= 0 {
+			t.Errorf("a mapped GPU window reports GPU memory %+v: want no copied weights and its KV", gpuMem)
+		}
+		return
+	}
 	// The end pages of a range may hold a neighbouring tensor the CPU reads.
 	if after > 0.1 {
 		t.Errorf("%.0f%% of the GPU layers' pages stayed in the page cache after the copy to the GPU", 100*after)

@@ -16,6 +16,12 @@ import (
 // libggml-base.so.
 const DirEnv = "HOMERING_GPU_LIB_DIR"
 
+// Builtin, as DirEnv's value, says the GPU backend is linked into the test
+// binary instead of loaded from a directory: Metal, which ollama's ggml
+// compiles into every darwin/arm64 build (the macOS job of
+// .github/workflows/release.yml runs engine/gputest so).
+const Builtin = "builtin"
+
 // Check returns the library directory the run asked for. set is false when
 // DirEnv is unset; err says why a directory that was asked for is unusable.
 func Check() (dir string, set bool, err error) {
@@ -25,6 +31,9 @@ func Check() (dir string, set bool, err error) {
 	}
 	if dir == "" {
 		return "", true, fmt.Errorf("%s is set but empty; build/test.sh sets it to the directory build/gpu-lib.sh vulkan prints", DirEnv)
+	}
+	if dir == Builtin {
+		return dir, true, nil
 	}
 	if len(Libraries(dir)) == 0 {
 		return dir, true, fmt.Errorf("%s=%s holds no backend library (libggml-vulkan.so or libggml-cuda.so); build one with build/gpu-lib.sh vulkan", DirEnv, dir)
@@ -93,6 +102,12 @@ func load(dir string) error {
 		if err := os.Setenv(k, v); err != nil {
 			return fmt.Errorf("set %s: %w", k, err)
 		}
+	}
+	if dir == Builtin {
+		if ggml.GPUCount() == 0 {
+			return fmt.Errorf("%s=%s, but this test binary has no GPU backend built in (only darwin/arm64 builds have one, Metal) or its GPU does not appear: on Linux set it to the directory build/gpu-lib.sh vulkan prints", DirEnv, Builtin)
+		}
+		return nil
 	}
 	if n := ggml.LoadBackends(dir); n == 0 {
 		names := Libraries(dir)

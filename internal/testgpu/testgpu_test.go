@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"homering/engine/ggml"
 )
 
 // A directory that was asked for but holds no backend is an error that says
@@ -27,6 +29,7 @@ func TestCheck(t *testing.T) {
 		{"set but empty", "", "is set but empty"},
 		{"only the base library", empty, "holds no backend library"},
 		{"a backend", withLib, ""},
+		{"built in", Builtin, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,5 +42,21 @@ func TestCheck(t *testing.T) {
 				t.Errorf("error = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// Built in passes where a GPU backend is linked in (Metal on darwin/arm64)
+// and, on a build without one (every Linux build, where this process has
+// loaded no library), fails with the sentence instead of passing with no GPU.
+func TestBuiltin(t *testing.T) {
+	err := load(Builtin)
+	if ggml.GPUCount() > 0 {
+		if err != nil {
+			t.Fatalf("load(%q) with %d GPUs built in: %v", Builtin, ggml.GPUCount(), err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "no GPU backend built in") {
+		t.Fatalf("load(%q) = %v, want the no-backend sentence", Builtin, err)
 	}
 }
