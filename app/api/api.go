@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +70,7 @@ func (s *Server) status() apitype.Status {
 		st.ChatAPIShared = url != "" && s.ChatListener.Shared()
 	}
 	st.ChatAPI = url
+	st.Goroutines = runtime.NumGoroutine()
 	if pr != nil {
 		st.Problems = append(slices.Clip(st.Problems), *pr) // never into the agent's array
 	}

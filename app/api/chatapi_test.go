@@ -56,6 +56,9 @@ func TestChatAPIListener(t *testing.T) {
 	if do(t, srv, "GET", "/api/v1/status", nil, &st) != 200 || st.ChatAPI != "http://127.0.0.1:47471" {
 		t.Errorf("status chat_api = %q, want http://127.0.0.1:47471", st.ChatAPI)
 	}
+	if st.Goroutines < 2 { // at least the test's and the server's
+		t.Errorf("status goroutines = %d, want this process's count", st.Goroutines)
+	}
 
 	taken := problem.Make(problem.ChatAPIPort, "Port 47471 of the OpenAI, Anthropic and Ollama compatible APIs is taken by another program; choose another in Settings (API port) or start Homering with --api-port N.")
 	srv, _, _ = uiServerWith(t, nil, func(s *Server) { s.ChatAPIProblem = &taken })

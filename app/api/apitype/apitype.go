@@ -60,6 +60,9 @@ type Status struct {
 	// this one refused since it started, by reason ("unpaired",
 	// "wrong ID", "protocol version", …); empty when none.
 	Refused map[string]uint64 `json:"refused,omitempty"`
+	// Goroutines is the agent process's goroutine count: the chaos run
+	// (app/apptest TestChaos) checks it returns to its idle level.
+	Goroutines int `json:"goroutines"`
 }
 
 // ServingJob is what this device does for another head's chat: whose
