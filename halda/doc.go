@@ -95,6 +95,49 @@
 // selection: a device that adds more link time than it saves is dropped, as
 // in 001 A.19.2.
 //
+// # Mixture of experts
+//
+// The papers model dense layers: a token reads all b bytes of every layer.
+// A mixture-of-experts layer (qwen3moe, gpt-oss) routes each token to k of
+// its n experts, so a token reads r = a + (k/n)·e of a layer of b = a + e
+// bytes (a: attention, router, shared experts and norms, read by every
+// token; e: the routed experts). With weights in the page cache, what a
+// device pages per token is what its tokens miss, not its layers' size.
+// Model.LayerReadBytes, LayerHotBytes and ColdReadRate carry this (all zero
+// for a dense model, which keeps the paper's terms exactly):
+//
+//   - Compute and memory access (α, β) charge r' = r + KV per layer, not b'.
+//     FLOPs are Model.LayerFlops, which the model profile already counts per
+//     token (k/n of the experts').
+//   - The hot set h is the always-read part plus the experts routed more
+//     often than uniformly (k/n); ρ is the mean per-token read rate of the
+//     rest (the cold experts). With routing uniform, h = a and ρ = k/n.
+//   - Paging (M1, M3, M5): while the device's hot set stays resident, the
+//     overflow beyond memory is cold experts, and a token re-reads each
+//     cold byte with probability ρ: disk = ρ·((l−g)·b' + b^cio − d)/s
+//     instead of eq. 15's whole overflow. The row that decides it covers
+//     all the device's CPU layers, k(w−n)·h' + b^cio ≤ d, where the dense
+//     window row covers one window: a dense window is prefetched whole and
+//     released, so rounds can share memory, but a hot expert is read in
+//     every round's window of a token and must stay resident across them;
+//     and an overflow larger than the cold bytes would page hot ones,
+//     which ρ does not price.
+//   - When that row fails (internal cases M1t, M3t, M5t), LRU against a
+//     per-token working set larger than memory misses on every byte a token
+//     reads: disk = (l−g)·r/s, not the dense (l−g)·b/s.
+//   - Memory rows that ask for residence without paging (M4, VRAM, Metal)
+//     keep b': a layer not paged holds all its experts. Metal (M2) keeps
+//     re-reading all b when short: it wires whole buffers.
+//
+// Why these terms and no more: for fixed k and cases they stay linear in w
+// and n (one ILP per case assignment, as the paper's). The true miss curve
+// of a skewed router is convex in the overflow (the first bytes paged out
+// are the coldest); one rate ρ over the cold set is its chord, exact for
+// uniform routing and pessimistic for the coldest experts of a skewed one.
+// The model profile (engine/profile/modelprof) computes h and ρ from a
+// measured routing histogram when there is one, else from uniform top-k/n,
+// and says which in Model.Routing.
+//
 // # Decisions the papers leave open
 //
 //   - Strict rows. The paper's M1-M3 rows are strict (>). w and n are

@@ -22,9 +22,9 @@ func (q *prob) evalDev(i int, head bool, k, w, n, next int) cost {
 	l, g := k*w, k*n
 	var c cost
 	// Compute (eq. 12) and memory access (eqs. 13-14).
-	c.comp = float64(l-g)*(x.cpuSec+x.KVCopyCPUSec+float64(q.bp)/x.CPUReadBytesPerSec) + float64(k)*x.copies
+	c.comp = float64(l-g)*(x.cpuSec+x.KVCopyCPUSec+float64(q.rp)/x.CPUReadBytesPerSec) + float64(k)*x.copies
 	if g > 0 {
-		c.comp += float64(g) * (x.gpuSec + x.KVCopyGPUSec + float64(q.bp)/x.GPUReadBytesPerSec)
+		c.comp += float64(g) * (x.gpuSec + x.KVCopyGPUSec + float64(q.rp)/x.GPUReadBytesPerSec)
 	}
 	if head {
 		c.comp += x.outSec
@@ -43,9 +43,12 @@ func (q *prob) evalDev(i int, head bool, k, w, n, next int) cost {
 		// into memory the previous one frees (A.2). If not, the window
 		// evicts its own first layers before they run and every CPU layer
 		// is read again per token (the prefetch-release effect, A.1).
-		c.disk = float64(need-capB) / x.disk
-		if q.need(x, false, w, n) > capB {
-			c.disk = max(c.disk, float64(int64(l-g)*q.b+boolBytes(head, q.bio))/x.disk)
+		// A MoE layer's overflow is its coldest experts, re-read at their
+		// routing rate ρ, and the window row asks for its hot set only; a
+		// window that does not hold it misses on every byte a token reads.
+		c.disk = q.rho * float64(need-capB) / x.disk
+		if !q.hotFits(x, head, k, w, n) {
+			c.disk = max(c.disk, float64(int64(l-g)*q.r+boolBytes(head, q.bio))/x.disk)
 		}
 	}
 	if head {

@@ -45,6 +45,9 @@ type prob struct {
 	L      int
 	b      int64   // weight bytes per layer
 	bp     int64   // b' = b + KV of one layer for n_kv tokens
+	r, rp  int64   // bytes a token reads of one layer (b for a dense model), r' = r + KV
+	h, hp  int64   // hot bytes of one layer (b for a dense model), h' = h + KV (≥ 1)
+	rho    float64 // re-read rate of the paged overflow (1 for a dense model)
 	kvL    int64   // KV bytes of one layer for n_kv tokens
 	bio    int64   // b_i/V + b_o: the head's input row and output layer
 	rowSec float64 // head: reading the embedding row per token, set per head disk
@@ -115,6 +118,13 @@ func prepare(p Problem) (*prob, error) {
 	}
 	q.kvL = m.KVBytesPerToken * int64(m.ContextTokens)
 	q.bp = q.b + q.kvL
+	q.r, q.h, q.rho = q.b, q.b, 1
+	if m.LayerReadBytes != 0 || m.LayerHotBytes != 0 || m.ColdReadRate != 0 || m.LayerExpertBytes != 0 {
+		if err := q.moe(); err != nil {
+			return nil, err
+		}
+	}
+	q.rp, q.hp = q.r+q.kvL, max(q.h+q.kvL, 1)
 	q.bio = m.InputBytes/int64(m.Vocab) + m.OutputBytes
 	if q.DiskThreshold == 0 {
 		q.DiskThreshold = DefaultDiskThreshold
@@ -174,6 +184,25 @@ func prepare(p Problem) (*prob, error) {
 	h := q.devs[0]
 	q.rowSec = float64(m.InputBytes/int64(m.Vocab)) / h.disk
 	return q, nil
+}
+
+// moe validates a MoE model's read, hot and cold-rate terms.
+func (q *prob) moe() error {
+	m := q.Model
+	if m.LayerExpertBytes < 0 || m.LayerExpertBytes > q.b {
+		return invalid("model.layer_expert_bytes", "is %d; the experts are part of the layer's %d bytes", m.LayerExpertBytes, q.b)
+	}
+	if m.LayerReadBytes <= 0 || m.LayerReadBytes > q.b {
+		return invalid("model.layer_read_bytes", "is %d; a MoE model's token reads 1 to the layer's %d bytes", m.LayerReadBytes, q.b)
+	}
+	if m.LayerHotBytes < 0 || m.LayerHotBytes > q.b {
+		return invalid("model.layer_hot_bytes", "is %d; the hot set is 0 to the layer's %d bytes", m.LayerHotBytes, q.b)
+	}
+	if !(m.ColdReadRate > 0 && m.ColdReadRate <= 1) {
+		return invalid("model.cold_read_rate", "is %v; a MoE model's cold bytes are read at a rate in (0, 1]", m.ColdReadRate)
+	}
+	q.r, q.h, q.rho = m.LayerReadBytes, m.LayerHotBytes, m.ColdReadRate
+	return nil
 }
 
 // flopsTime is Σ_q f^q / s^q, charging types missing from the profile at
@@ -263,7 +292,7 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 	if x.cpuSec, ok = flopsTime(m.LayerFlops, d.CPUFlops); !ok {
 		return x, invalid(f+".cpu_flops", "is empty; profile the CPU's FLOP/s for at least one weight type")
 	}
-	bp := float64(q.bp)
+	bp := float64(q.rp) // what a token reads, not what the layer holds
 	x.alpha = x.cpuSec + d.KVCopyCPUSec + bp/d.CPUReadBytesPerSec
 	if d.GPU != NoGPU {
 		if x.gpuSec, ok = flopsTime(m.LayerFlops, d.GPUFlops); !ok {
@@ -341,6 +370,29 @@ func (q *prob) need(x *dev, head bool, l, g int) int64 {
 		return int64(l)*q.bp + q.cio(x, head) + q.Model.GPUBufferBytes
 	}
 	return int64(l-g)*q.bp + q.cio(x, head)
+}
+
+// hotRow is the row that decides between re-reading the overflow and
+// re-reading everything, as a bound on CPU layers per round: x·den ≤ free.
+// Dense (the window row, package doc): one window's CPU layers fit,
+// (w−n)·b' + c^cpu ≤ d. MoE: all of the device's CPU layers' hot sets fit,
+// k(w−n)·h' + b^cio ≤ d, so that the overflow is cold experts only (package
+// doc, "Mixture of experts"). Metal re-reads everything when short (M2),
+// so its row decides nothing.
+func (q *prob) hotRow(x *dev, head bool, k int) (den, free int64) {
+	if q.isMoE() {
+		return int64(k) * q.hp, x.ramCap() - q.cio(x, head)
+	}
+	return q.hp, x.ramCap() - q.Model.CPUBufferBytes
+}
+
+// isMoE reports whether the model's tokens read less than its layers.
+func (q *prob) isMoE() bool { return q.Model.LayerReadBytes != 0 }
+
+// hotFits reports whether the hot row holds at (k, w, n).
+func (q *prob) hotFits(x *dev, head bool, k, w, n int) bool {
+	den, free := q.hotRow(x, head, k)
+	return int64(w-n)*den <= free
 }
 
 // floorDiv is integer division rounding down, also for negative numerators

@@ -362,7 +362,7 @@ func (f *fixedPoint) assign(k int, w, n []int, force []bool) []Case {
 		}
 		if f.q.need(x, p == 0, k*w[p], k*n[p]) > x.ramCap() {
 			cs[p] = overloadCase(x.kind)
-			if f.q.need(x, false, w[p], n[p]) > x.ramCap() {
+			if !f.q.hotFits(x, p == 0, k, w[p], n[p]) {
 				cs[p] = thrashCase(x.kind)
 			}
 		}
@@ -554,32 +554,37 @@ func (f *fixedPoint) vars(p int, cs Case, k int) (LayerVars, float64) {
 		v.CPUMax = min(v.CPUMax, q.kvBound(capB-m.CPUBufferBytes, k))
 	}
 	bp, b := float64(q.bp), float64(q.b)
+	// MoE (package doc): the overflow is re-read at ρ, a thrashing window
+	// re-reads what a token reads (r), the window rows hold the hot set
+	// (h'). A dense model has ρ = 1, r = b, h' = b'.
+	over, r, rho := q.rho*bp, float64(q.r), q.rho
+	hotDen, hotFree := q.hotRow(x, isHead, k)
 	a, bn := x.alpha, x.beta
 	switch cs {
 	case M1: // eq. 27, and one window must fit (prefetch-release, package doc)
-		a += bp / x.disk
+		a += over / x.disk
 		v.WMin = max(v.WMin, clampInt(floorDiv(capB-cio, den)+1))
-		v.WMax = min(v.WMax, clampInt(floorDiv(capB-m.CPUBufferBytes, q.bp)))
-		konst += float64(cio-capB) / x.disk
+		v.WMax = min(v.WMax, clampInt(floorDiv(hotFree, hotDen)))
+		konst += rho * float64(cio-capB) / x.disk
 	case M2: // eq. 28; the whole weights are re-read
 		a += b / x.disk
 		v.WMin = max(v.WMin, clampInt(floorDiv(capB-cio-m.GPUBufferBytes, den)+1))
 		konst += float64(boolBytes(isHead, q.bio)) / x.disk
 	case m1Thrash: // every layer re-read; the window does not fit
-		a += b / x.disk
-		v.WMin = max(v.WMin, clampInt(floorDiv(capB-m.CPUBufferBytes, q.bp)+1))
+		a += r / x.disk
+		v.WMin = max(v.WMin, clampInt(floorDiv(hotFree, hotDen)+1))
 		konst += float64(boolBytes(isHead, q.bio)) / x.disk
 	case m3Thrash, m5Thrash:
-		a += b / x.disk
-		bn -= b / x.disk
-		v.CPUMin = max(v.CPUMin, clampInt(floorDiv(capB-m.CPUBufferBytes, q.bp)+1))
+		a += r / x.disk
+		bn -= r / x.disk
+		v.CPUMin = max(v.CPUMin, clampInt(floorDiv(hotFree, hotDen)+1))
 		konst += float64(boolBytes(isHead, q.bio)) / x.disk
 	case M3, M5: // eq. 29 and the window row; a GPU layer also saves its re-read
-		a += bp / x.disk
-		bn -= bp / x.disk
+		a += over / x.disk
+		bn -= over / x.disk
 		v.CPUMin = max(v.CPUMin, clampInt(floorDiv(capB-cio, den)+1))
-		v.CPUMax = min(v.CPUMax, clampInt(floorDiv(capB-m.CPUBufferBytes, q.bp)))
-		konst += float64(cio-capB) / x.disk
+		v.CPUMax = min(v.CPUMax, clampInt(floorDiv(hotFree, hotDen)))
+		konst += rho * float64(cio-capB) / x.disk
 	default: // M4, eqs. 30-32 (≤: see the package doc)
 		switch x.kind {
 		case kindMacNoMetal:

@@ -143,6 +143,33 @@ type Model struct {
 	// CPUBufferBytes and GPUBufferBytes are the compute buffers c^cpu, c^gpu.
 	CPUBufferBytes int64 `json:"cpu_buffer_bytes,omitempty"`
 	GPUBufferBytes int64 `json:"gpu_buffer_bytes,omitempty"`
+
+	// Mixture of experts (package doc, "Mixture of experts"): all zero for
+	// a dense model, whose tokens read every byte of every layer. A MoE
+	// model sets LayerReadBytes, LayerHotBytes and ColdReadRate together.
+	//
+	// LayerExpertBytes is the part of LayerBytes in routed experts' weights
+	// (the rest, attention, router, shared experts and norms, is read by
+	// every token). Informational: the three terms below carry what Halda
+	// charges.
+	LayerExpertBytes int64 `json:"layer_expert_bytes,omitempty"`
+	// LayerReadBytes is r, the expected bytes one token reads of one layer:
+	// the always-read part plus the routed experts' expected share. It
+	// replaces b in the compute (memory read) terms and in the re-read of a
+	// window that does not hold its hot set.
+	LayerReadBytes int64 `json:"layer_read_bytes,omitempty"`
+	// LayerHotBytes is h, the bytes of one layer the page cache must hold so
+	// that a paging device re-reads only cold experts: the always-read part
+	// plus the experts routed more often than uniformly. It replaces b in
+	// the window rows.
+	LayerHotBytes int64 `json:"layer_hot_bytes,omitempty"`
+	// ColdReadRate is ρ, the expected fraction of the bytes beyond the hot
+	// set that one token reads (the mean routing frequency of a cold expert);
+	// the paged overflow is re-read at this rate instead of whole. In (0, 1].
+	ColdReadRate float64 `json:"cold_read_rate,omitempty"`
+	// Routing says where the three came from ("measured: …" or "uniform
+	// top-k of n: no routing histogram"), for display; Halda does not read it.
+	Routing string `json:"routing,omitempty"`
 }
 
 // Problem is everything Solve needs. Devices[0] is the head: it looks up the
