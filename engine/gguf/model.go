@@ -226,9 +226,11 @@ type Part struct {
 	// ExpertBytes is the part of Bytes in routed experts' weights
 	// (IsExpertTensor): a token reads NExpertUsed/NExpert of it.
 	ExpertBytes int64
-	ByType      map[Type]int64
-	Tensors     []string // in file order
-	Ranges      []Range  // merged, sorted byte ranges of the tensors' data
+	// ExpertByType splits ExpertBytes by weight type (nil without experts).
+	ExpertByType map[Type]int64
+	ByType       map[Type]int64
+	Tensors      []string // in file order
+	Ranges       []Range  // merged, sorted byte ranges of the tensors' data
 }
 
 func (p *Part) add(t TensorInfo) {
@@ -238,6 +240,10 @@ func (p *Part) add(t TensorInfo) {
 	p.Bytes += t.Size
 	if IsExpertTensor(t.Name) {
 		p.ExpertBytes += t.Size
+		if p.ExpertByType == nil {
+			p.ExpertByType = map[Type]int64{}
+		}
+		p.ExpertByType[t.Type] += t.Size
 	}
 	p.ByType[t.Type] += t.Size
 	p.Tensors = append(p.Tensors, t.Name)

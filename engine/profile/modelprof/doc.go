@@ -15,6 +15,15 @@
 // batch: 4 bytes × (vocab + 4·embd + 2·ffn) × batch on the CPU (it holds the
 // logits), without the vocab on a GPU.
 //
+// Mixture of experts (qwen3moe, gpt-oss): a layer's bytes split into the
+// always-read part (attention, router, norms; shared experts when a family
+// has them) and the routed experts (gguf.Part.ExpertBytes); a token runs k
+// of n experts, so the FLOPs count k/n of the experts' weights. The profile
+// also carries what Halda plans a MoE model with (halda's package doc,
+// "Mixture of experts"): the bytes a token reads, the hot set and the cold
+// experts' read rate, from a measured routing histogram (FromShapeRouted)
+// or, without one, uniform top-k/n routing, which Model.Routing says.
+//
 // Map keys are ggml's type names in lower case ("q4_k", "f16"), the keys
 // engine/profile measures FLOPS for.
 package modelprof
