@@ -1245,6 +1245,10 @@ fallback:
 	}
 }
 
+void hr_window_set_all_logits(hr_window *w, int on) {
+	w->p.all_logits = w->p.output && on;
+}
+
 void hr_window_kv_truncate(hr_window *w, int pos) {
 	if (pos < 0) {
 		pos = 0;

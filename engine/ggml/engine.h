@@ -120,6 +120,11 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden,
 // hr_window_kv_truncate forgets cells >= pos and zeroes them, so that a
 // truncated cache holds exactly what a fresh one would.
 void hr_window_kv_truncate(hr_window *w, int pos);
+
+// hr_window_set_all_logits switches an output window between the logits of
+// every input row and of the last only, for the evaluations that follow
+// (a speculative verification wants every row; a prompt only its last).
+void hr_window_set_all_logits(hr_window *w, int on);
 int hr_window_kv_used(const hr_window *w);
 size_t hr_window_kv_bytes(const hr_window *w);
 // hr_window_dev_bytes is what the window holds on the CPU (gpu 0) or its

@@ -370,6 +370,20 @@ func (w *Window) KVTruncate(pos int) {
 	C.hr_window_kv_truncate(w.c, C.int(max(pos, 0)))
 }
 
+// SetAllLogits switches an Output window between the logits of every input
+// row (AllLogits) and of the last only, for the evaluations that follow: a
+// speculative verification wants every row of a few tokens, a prompt pass
+// only its last row (its other rows' output head would cost prompt time).
+func (w *Window) SetAllLogits(on bool) {
+	if w.c == nil || !w.p.Output || w.p.AllLogits == on {
+		return
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	C.hr_window_set_all_logits(w.c, cbool(on))
+	w.p.AllLogits = on
+}
+
 // KVClear forgets every position.
 func (w *Window) KVClear() { w.KVTruncate(0) }
 

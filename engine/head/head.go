@@ -38,10 +38,20 @@ type Request struct {
 	MaxTokens int            // 0: until end of generation or of the context
 	Sampling  sample.Params
 	Seed      uint64
+	// Opening follows the template's generation prompt when Messages are
+	// formatted: what the family's own template writes there and
+	// llama.cpp's rendering leaves out (engine/chat.ReplyOpening).
+	Opening string
 	// Constraint, when not nil, limits the tokens sampled (structured
 	// output: engine/llama's Grammar). It is the request's own: Run
 	// advances it.
 	Constraint Constraint
+	// Draft, when not nil, speculates (see Speculation): it proposes up to
+	// DraftTokens tokens (0: DefaultDraftTokens) that the Model verifies in
+	// one pass, which must then be a Verifier. The draft's caches are the
+	// request's for its length: one request at a time on a draft.
+	Draft       Drafter
+	DraftTokens int
 }
 
 // Constraint limits which tokens may come next: a grammar, whose
@@ -70,8 +80,21 @@ type Stats struct {
 	PromptTime   time.Duration // evaluating the uncached prompt tokens
 	Started      time.Time     // when the first prompt pass started (the model ready: a ring's plan up)
 	Tokens       int           // tokens emitted, an end-of-generation token aside
-	DecodeTokens int           // tokens evaluated one at a time after the prompt
-	DecodeTime   time.Duration
+	DecodeTokens int           // tokens evaluated after the prompt (one at a time, or verified in a speculative pass)
+	DecodeTime   time.Duration // with speculation: drafting and verifying too
+	// Speculation (Request.Draft): Drafted tokens proposed by the draft,
+	// of which Accepted were the target's own choice; Verifications passes
+	// of the target over a last token and its drafts.
+	Drafted, Accepted, Verifications int
+}
+
+// AcceptRate is the share of drafted tokens the target accepted (0 when
+// none was drafted).
+func (s Stats) AcceptRate() float64 {
+	if s.Drafted == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Drafted)
 }
 
 // Sentinel errors.
@@ -91,6 +114,7 @@ type Head struct {
 	nCtx   int
 	cached []int32   // tokens whose KV entries are in win, position = index
 	logits []float32 // the last Eval's, reused: no allocation per token
+	rows   []float32 // the last EvalAll's, reused likewise
 	log    *slog.Logger
 }
 
@@ -166,6 +190,7 @@ func PromptTokens(v *llama.Vocab, req Request) ([]int32, error) {
 		if text, err = v.Formatter().Format(req.Messages, true); err != nil {
 			return nil, err
 		}
+		text += req.Opening
 	}
 	if text == "" {
 		return nil, ErrEmptyPrompt
@@ -222,6 +247,36 @@ type Model interface {
 	Eval(ctx context.Context, toks []int32, pos int) ([]float32, error)
 }
 
+// Verifier is a Model that speculative decoding verifies drafts on.
+type Verifier interface {
+	Model
+	// EvalAll is Eval in one pass that returns the logits of every row of
+	// toks, row after row (len(toks) × the vocabulary; valid until the next
+	// evaluation). At most MaxDraftTokens+1 tokens.
+	EvalAll(ctx context.Context, toks []int32, pos int) ([]float32, error)
+	// Truncate forgets the positions >= pos of every cache (every device's
+	// of a ring): the rejected drafts.
+	Truncate(ctx context.Context, pos int) error
+}
+
+// Drafter is the small model that proposes tokens: a Model whose rejected
+// proposals are rolled back with Truncate. A Head is one.
+type Drafter interface {
+	Model
+	Truncate(ctx context.Context, pos int) error
+}
+
+// DefaultDraftTokens is how many tokens a draft proposes per verification
+// when a request does not say; MaxDraftTokens bounds it (a verification
+// pass's rows).
+const (
+	DefaultDraftTokens = 4
+	MaxDraftTokens     = 16
+)
+
+// ErrNotVerifier: a request with a draft on a Model that cannot verify.
+var ErrNotVerifier = errors.New("head: this model cannot verify a draft's tokens; run the request without a draft")
+
 // Generate runs req and calls emit for every sampled token. It returns nil
 // when generation ends normally (end of generation, MaxTokens or the end of
 // the context), ctx's error when cancelled, and emit's error if emit fails.
@@ -254,8 +309,18 @@ func Run(ctx context.Context, m Model, v *llama.Vocab, nCtx int, req Request, em
 	for _, t := range toks {
 		smp.Accept(t)
 	}
+	spec, err := newSpeculation(m, req, len(toks))
+	if err != nil {
+		return st, err
+	}
 	if st.CachedTokens, err = m.Begin(ctx, toks, req.MaxTokens); err != nil {
 		return st, err
+	}
+	if spec != nil {
+		if spec.draftLen, err = spec.draft.Begin(ctx, toks, req.MaxTokens); err != nil {
+			return st, err
+		}
+		spec.seq = append(spec.seq, toks...)
 	}
 	st.Started = time.Now()
 	logits, err := m.Eval(ctx, toks[st.CachedTokens:], st.CachedTokens)
@@ -279,6 +344,13 @@ func Run(ctx context.Context, m Model, v *llama.Vocab, nCtx int, req Request, em
 		}
 		st.Tokens++
 		last := st.Tokens == req.MaxTokens || pos >= nCtx // no room to evaluate it
+		// A drafted token the target chose too is in the caches already,
+		// and the verification's next row is the logits after it.
+		verified := spec != nil && spec.accept(tok)
+		if verified {
+			st.Accepted++
+			st.DecodeTokens++
+		}
 		piece, err := v.TokenToPiece(tok)
 		if err != nil {
 			return st, err
@@ -290,12 +362,146 @@ func Run(ctx context.Context, m Model, v *llama.Vocab, nCtx int, req Request, em
 			return st, nil
 		}
 		start := time.Now()
-		if logits, err = m.Eval(ctx, []int32{tok}, pos); err != nil {
-			return st, err
+		switch {
+		case verified:
+			logits = spec.next()
+		case spec != nil:
+			left := nCtx - 1 - pos // positions after tok's
+			if req.MaxTokens > 0 {
+				left = min(left, req.MaxTokens-st.Tokens-1) // tokens still to sample after the next
+			}
+			if logits, err = spec.step(ctx, tok, pos, left, v, &st); err != nil {
+				return st, err
+			}
+			st.DecodeTokens++
+		default:
+			if logits, err = m.Eval(ctx, []int32{tok}, pos); err != nil {
+				return st, err
+			}
+			st.DecodeTokens++
 		}
 		st.DecodeTime += time.Since(start)
-		st.DecodeTokens++
 	}
+}
+
+// speculation is a request's speculative decoding (Request.Draft): the
+// draft proposes up to k tokens greedily after the last sampled one, the
+// target evaluates the last token and the drafts in one pass with logits
+// for every row, and the loop samples from those rows in turn for as long
+// as each sampled token is the draft that the next row was computed after;
+// at the first that is not, the caches forget the rejected drafts and the
+// sampled token is evaluated (with new drafts) as without speculation. The
+// tokens are exactly the unspeculated ones because every token is still
+// sampled from the target's logits after the same tokens; only greedy
+// requests speculate (newSpeculation), since sampling at a temperature
+// would need the rejection sampling of Leviathan et al. to keep its
+// distribution and draws the seeded random numbers differently.
+type speculation struct {
+	target   Verifier
+	draft    Drafter
+	k        int
+	seq      []int32 // the prompt and every sampled token, position = index
+	draftLen int     // positions the draft's cache holds (all seq's)
+	kvLen    int     // positions the target's cache holds, drafts included
+	rows     []float32
+	nVocab   int
+	drafts   []int32 // drafts not yet checked; rows holds the logits after each
+}
+
+// newSpeculation is req's speculation on m, nil without a draft or when
+// the request samples at a temperature.
+func newSpeculation(m Model, req Request, promptLen int) (*speculation, error) {
+	if req.Draft == nil || req.Sampling.Temperature > 0 {
+		return nil, nil
+	}
+	vm, ok := m.(Verifier)
+	if !ok {
+		return nil, ErrNotVerifier
+	}
+	k := req.DraftTokens
+	if k <= 0 {
+		k = DefaultDraftTokens
+	}
+	return &speculation{target: vm, draft: req.Draft, k: min(k, MaxDraftTokens), kvLen: promptLen}, nil
+}
+
+// accept records tok and says whether it is the next draft.
+func (s *speculation) accept(tok int32) bool {
+	s.seq = append(s.seq, tok)
+	if len(s.drafts) > 0 && s.drafts[0] == tok {
+		s.drafts = s.drafts[1:]
+		return true
+	}
+	s.drafts = s.drafts[:0]
+	return false
+}
+
+// next is the verification's row after the draft just accepted.
+func (s *speculation) next() []float32 {
+	s.rows = s.rows[s.nVocab:]
+	return s.rows[:s.nVocab]
+}
+
+// step evaluates tok at pos on the target with up to min(k, left) drafts
+// and returns the logits after tok.
+func (s *speculation) step(ctx context.Context, tok int32, pos, left int, v vocab, st *Stats) ([]float32, error) {
+	if s.kvLen > pos { // rejected drafts
+		if err := s.target.Truncate(ctx, pos); err != nil {
+			return nil, err
+		}
+	}
+	if s.draftLen > pos {
+		if err := s.draft.Truncate(ctx, pos); err != nil {
+			return nil, err
+		}
+		s.draftLen = pos
+	}
+	// The draft proposes greedily: it first catches up with the sampled
+	// tokens it has not seen (the prompt's rest, an accepted last draft).
+	batch := append(make([]int32, 0, s.k+1), tok)
+	for range max(0, min(s.k, left)) {
+		lg, err := s.draft.Eval(ctx, s.seq[s.draftLen:], s.draftLen)
+		if err != nil {
+			return nil, err
+		}
+		s.draftLen = len(s.seq)
+		d := argmax(lg)
+		batch = append(batch, d)
+		s.seq = append(s.seq, d) // taken back below: seq holds sampled tokens only
+		if v.IsEOG(d) {
+			break // the target would end there
+		}
+	}
+	s.seq = s.seq[:pos+1]
+	s.drafts = append(s.drafts[:0], batch[1:]...)
+	if len(s.drafts) == 0 {
+		s.kvLen = pos + 1
+		return s.target.Eval(ctx, batch, pos)
+	}
+	rows, err := s.target.EvalAll(ctx, batch, pos)
+	if err != nil {
+		return nil, err
+	}
+	s.kvLen = pos + len(batch)
+	s.nVocab = len(rows) / len(batch)
+	s.rows = rows
+	st.Drafted += len(s.drafts)
+	st.Verifications++
+	return rows[:s.nVocab], nil
+}
+
+// vocab is what speculation asks of the vocabulary.
+type vocab interface{ IsEOG(int32) bool }
+
+// argmax is the greedy choice, the lowest id on ties (engine/sample's).
+func argmax(lg []float32) int32 {
+	best := 0
+	for i, x := range lg {
+		if x > lg[best] {
+			best = i
+		}
+	}
+	return int32(best)
 }
 
 // ErrConstraint is returned when a request's constraint allows no token
@@ -357,6 +563,35 @@ func (h *Head) Eval(ctx context.Context, toks []int32, pos int) ([]float32, erro
 		h.cached = append(h.cached, chunk...)
 	}
 	return h.logits, nil
+}
+
+// EvalAll evaluates toks (at most MaxDraftTokens+1) in one pass with the
+// logits of every row (the Verifier of a single device).
+func (h *Head) EvalAll(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(toks) == 0 || len(toks) > MaxDraftTokens+1 {
+		return nil, fmt.Errorf("head: %d tokens to verify in one pass; give 1 to %d", len(toks), MaxDraftTokens+1)
+	}
+	h.win.SetAllLogits(true)
+	logits, err := h.win.EvalTokensInto(h.rows, toks, pos)
+	h.win.SetAllLogits(false)
+	if err != nil {
+		return nil, fmt.Errorf("head: verify tokens [%d, %d): %w", pos, pos+len(toks), err)
+	}
+	h.rows = logits
+	h.cached = append(h.cached, toks...)
+	return logits, nil
+}
+
+// Truncate forgets positions >= pos (the Verifier and Drafter of a single
+// device).
+func (h *Head) Truncate(_ context.Context, pos int) error {
+	pos = max(0, min(pos, len(h.cached)))
+	h.win.KVTruncate(pos)
+	h.cached = h.cached[:pos]
+	return nil
 }
 
 // UTF8Buffer holds back the bytes of a character split across tokens (the
