@@ -126,6 +126,17 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	return nil
 }
 
+// SetAllLogits makes the head's output head give the logits of every row
+// of the passes that follow (a speculative verification), or of the last
+// only (a prompt pass). Call it between passes.
+func (g *GGML) SetAllLogits(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.out != nil {
+		g.out.SetAllLogits(on)
+	}
+}
+
 // gpuLayers are the layers of the sub-window [first, last) of window w that
 // run on the GPU: Halda's n_m are the first n of each window (the paper's
 // layout: a window's hidden state crosses to the GPU once and back once).

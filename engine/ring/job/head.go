@@ -17,6 +17,7 @@ import (
 	"homering/discovery/deviceid"
 	"homering/discovery/identity"
 	"homering/engine/ggml"
+	"homering/engine/head"
 	"homering/engine/llama"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
@@ -215,6 +216,7 @@ type headJob struct {
 	exactEnd int       // positions [0, exactEnd) were computed in full prompt micro-batches of micro from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
 	tr       trace     // where the request's time went (trace.go)
 	logits   []float32 // the output window's, of the last pass back: written on the driver's engine goroutine before its EmitToken
+	verifyAt int       // > 0: the pass from this position is a verification (EvalAll), one batch whose every row's logits come back
 	decodeMS float64   // time of the passes of one generated token, for ring.PassEnd
 	decodeN  int
 	lossAt   time.Time // a worker was lost; cleared by the next token's logits
@@ -293,6 +295,34 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 
 func (r *Request) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
 	return r.h.eval(ctx, toks, pos)
+}
+
+// EvalAll is a speculative verification round the ring (head.Verifier):
+// toks go as one pass of one batch through every window, k rounds as any
+// pass, and the head's output head returns the logits of every row.
+func (r *Request) EvalAll(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+	if len(toks) == 0 || len(toks) > head.MaxDraftTokens+1 {
+		return nil, fmt.Errorf("job: %d tokens to verify in one pass; give 1 to %d", len(toks), head.MaxDraftTokens+1)
+	}
+	h := r.h
+	h.verifyAt = pos
+	defer func() { h.verifyAt = 0 }()
+	return h.eval(ctx, toks, pos)
+}
+
+// Truncate forgets the positions >= pos (head.Verifier): the rejected
+// drafts. Every device's windows truncate their caches when the next pass
+// starts there (ggmlengine: a pass that starts before a cache's end
+// overwrites it), so nothing goes on the wire for it.
+func (r *Request) Truncate(_ context.Context, pos int) error {
+	h := r.h
+	if pos < 0 || pos > len(h.all) || h.inflight > 0 {
+		return fmt.Errorf("job: truncate at %d of %d positions (%d in flight)", pos, len(h.all), h.inflight)
+	}
+	h.all = h.all[:pos]
+	h.pos = min(h.pos, pos)
+	h.exactEnd = min(h.exactEnd, pos)
+	return nil
 }
 
 // Finish ends the request that ended with err (nil: it went well) and
@@ -432,8 +462,18 @@ func (h *headJob) startPass(ctx context.Context) error {
 	if h.decodeN > 0 {
 		msPerToken = h.decodeMS / float64(h.decodeN)
 	}
-	chunk := h.all[h.pos:ring.PassEnd(h.pos, h.nPrompt, len(h.all), h.passRows, msPerToken)]
-	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos, Batch: h.micro}); err != nil {
+	end := ring.PassEnd(h.pos, h.nPrompt, len(h.all), h.passRows, msPerToken)
+	batch := h.micro
+	// A verification is one pass of one batch (only a pass's last batch
+	// gets the output head), with every row's logits. A re-prefill
+	// after a loss comes back to it; its earlier passes want the last row.
+	verify := h.verifyAt > 0 && h.pos == h.verifyAt
+	if verify {
+		end, batch = len(h.all), 0
+	}
+	h.eng.SetAllLogits(verify)
+	chunk := h.all[h.pos:end]
+	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos, Batch: batch}); err != nil {
 		return err
 	}
 	if h.pos < h.nPrompt {

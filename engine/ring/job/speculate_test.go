@@ -1,0 +1,129 @@
+package job
+
+import (
+	"context"
+	crand "crypto/rand"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"homering/discovery/deviceid"
+	"homering/discovery/identity"
+	"homering/engine/head"
+	"homering/engine/ring/wire"
+	"homering/internal/testlog"
+)
+
+// skewedDraft is a real draft (a single-device Head of the same model)
+// whose proposal for every seventh position is another token, so that the
+// ring rejects some drafts and rolls every device's cache back.
+type skewedDraft struct{ *head.Head }
+
+func (s skewedDraft) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+	lg, err := s.Head.Eval(ctx, toks, pos)
+	if err != nil || (pos+len(toks))%7 != 0 {
+		return lg, err
+	}
+	best := 0
+	for i, x := range lg {
+		if x > lg[best] {
+			best = i
+		}
+	}
+	lg[(best+1)%len(lg)] = lg[best] + 1
+	return lg, nil
+}
+
+// A head and two workers in this process (loopback, mutual TLS), the
+// windows of a 4-layer model spread over the three: greedy replies with a
+// partly agreeing draft, verified round the ring in one pass each, are the
+// single device's unspeculated replies, prompt for prompt, on a fresh job
+// and on the kept one.
+func TestSpeculationThroughThreeDevices(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(testlog.Writer(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	headDir := t.TempDir()
+	hid, err := identity.LoadOrCreate(headDir, time.Now(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gaps Gaps
+	var peers []Peer
+	var ids []deviceid.ID
+	for range 2 {
+		dir := t.TempDir()
+		w, err := StartWorker(ctx, ServeParams{Identity: dir, Allowed: []deviceid.ID{hid.ID}, CacheDir: t.TempDir(), Listen: "127.0.0.1:0", Threads: 1}, &gaps, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wid, err := identity.LoadOrCreate(dir, time.Now(), crand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers, ids = append(peers, Peer{ID: wid.ID, Addr: w.Addr()}), append(ids, wid.ID)
+	}
+
+	prompts := []string{"Once upon a time", "The dog ran", "She said", "A big red ball", "Tom and Sue went to the park"}
+	const maxTokens = 24
+	single, err := head.Open(head.Config{ModelPath: smallModel, NCtx: 256, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	var want [][]int32
+	for _, p := range prompts {
+		var ids []int32
+		if err := single.Generate(ctx, head.Request{Prompt: p, MaxTokens: maxTokens}, func(tk head.Token) error { ids = append(ids, tk.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ids)
+	}
+	dh, err := head.Open(head.Config{ModelPath: smallModel, NCtx: 256, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dh.Close()
+	draft := skewedDraft{dh}
+
+	m, err := OpenHead(smallModel, &gaps, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	info := m.model.Info()
+	plan := &wire.Plan{ID: 1, K: 1, Layers: info.NLayer, NEmbd: info.NEmbd, Devices: []wire.Device{
+		{ID: hid.ID, Windows: []wire.Range{{Start: 0, End: 1}}},
+		{ID: ids[0], Windows: []wire.Range{{Start: 1, End: 3}}},
+		{ID: ids[1], Windows: []wire.Range{{Start: 3, End: info.NLayer}}}}}
+	p := Params{Plan: plan, Peers: peers, Identity: headDir, TickMS: 1000, KeepMS: 60_000, Threads: 1}
+	var drafted, accepted int
+	for i, prompt := range prompts {
+		r, err := m.Request(p, 256, hid, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int32
+		st, err := head.Run(ctx, r, m.Vocab(), 256, head.Request{Prompt: prompt, MaxTokens: maxTokens, Draft: draft, DraftTokens: 4},
+			func(tk head.Token) error { got = append(got, tk.ID); return nil })
+		res := r.Finish(err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[i]) {
+			t.Fatalf("prompt %q: speculated ring reply %v, single device %v", prompt, got, want[i])
+		}
+		// One prompt pass, then one pass per token the target evaluated
+		// that was not an accepted draft (verified in the pass before).
+		if st.Verifications == 0 || res.Passes != 1+st.DecodeTokens-st.Accepted {
+			t.Errorf("prompt %q: %d verifications, %d passes for %d decoded tokens, %d accepted drafts", prompt, st.Verifications, res.Passes, st.DecodeTokens, st.Accepted)
+		}
+		drafted += st.Drafted
+		accepted += st.Accepted
+	}
+	t.Logf("%d of %d drafts accepted through the ring", accepted, drafted)
+	if accepted == 0 || accepted == drafted {
+		t.Errorf("%d of %d drafts accepted: want a draft that agrees partly", accepted, drafted)
+	}
+}
