@@ -110,6 +110,9 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		g.Messages = append(g.Messages, runner.Message{Role: m.Role, Content: content})
 	}
 	g.Prompt = req.Prompt
+	if g.Prompt == "" {
+		g.Opening = replyOpening(path, req.Think)
+	}
 	if req.JSONSchema != "" {
 		g.JSONSchema = json.RawMessage(req.JSONSchema) // the engine child builds its grammar
 		if req.ForceCall {

@@ -137,6 +137,7 @@ func RenderTools(req *apitype.ChatRequest, path, model string, now time.Time) (*
 		s := strings.TrimPrefix(err.Error(), "chat: ")
 		return nil, &ToolsError{strings.ToUpper(s[:1]) + s[1:] + "."}
 	}
+	prompt += chat.ReplyOpening(src, thinkMode(req.Think))
 	req.Prompt, req.Messages, req.System, req.Tools = prompt, nil, "", nil
 	return tt.Parser(), nil
 }
@@ -145,10 +146,12 @@ func RenderTools(req *apitype.ChatRequest, path, model string, now time.Time) (*
 type ThinkParser = chat.ThinkParser
 
 // NewThinkParser returns the parser of a reply rendered by the chat
-// template of the GGUF at path, when that template's family reasons apart
-// from its answer (Qwen 3, QwQ and R1's <think>, gpt-oss's harmony
-// channels); nil otherwise, and then the reply passes through untouched.
-func NewThinkParser(path string) *ThinkParser {
+// template of the GGUF at path for a request whose think is think
+// (ChatRequest.Think), when that template's family reasons apart from its
+// answer (Qwen 3, QwQ and R1's <think>, gpt-oss's harmony channels); nil
+// otherwise, and then the reply passes through untouched. It starts where
+// the prompt's ReplyOpening leaves the reply.
+func NewThinkParser(path string, think *bool) *ThinkParser {
 	if path == "" {
 		return nil
 	}
@@ -160,5 +163,39 @@ func NewThinkParser(path string) *ThinkParser {
 	if f == chat.NoThinking {
 		return nil
 	}
-	return chat.NewThinkParser(f)
+	return chat.NewThinkParserAfter(f, chat.ReplyOpening(src, thinkMode(think)))
+}
+
+// Thinks says whether the GGUF at path has a chat template whose replies
+// reason apart from their answer (Ollama's "thinking" capability).
+func Thinks(path string) bool {
+	if path == "" {
+		return false
+	}
+	src, err := toolCache.chatTemplate(path)
+	return err == nil && chat.ThinkFormatOf(src) != chat.NoThinking
+}
+
+// thinkMode is a request's think as engine/chat's mode.
+func thinkMode(think *bool) chat.ThinkMode {
+	switch {
+	case think == nil:
+		return chat.ThinkDefault
+	case *think:
+		return chat.ThinkOn
+	}
+	return chat.ThinkOff
+}
+
+// replyOpening is what follows the generation prompt of the GGUF at path's
+// template for req (engine/chat.ReplyOpening; "" when unreadable).
+func replyOpening(path string, think *bool) string {
+	if path == "" {
+		return ""
+	}
+	src, err := toolCache.chatTemplate(path)
+	if err != nil {
+		return ""
+	}
+	return chat.ReplyOpening(src, thinkMode(think))
 }

@@ -207,7 +207,7 @@ func (s *Server) uiThinkParser(req apitype.ChatRequest) *agent.ThinkParser {
 			path = m.Path
 		}
 	}
-	return agent.NewThinkParser(path)
+	return agent.NewThinkParser(path, req.Think)
 }
 
 // registerCompat wraps next (the token-protected API and UI) with the
@@ -383,8 +383,14 @@ func compatRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, api
 	if !m.selected && m.Path != "" {
 		req.ModelPath = m.Path
 	}
+	if req.Think != nil && *req.Think && !agent.Thinks(m.Path) {
+		// Ollama's answer to think on a model without a reasoning format.
+		fail(http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", req.Model))
+		return in, req, rp, false
+	}
 	if req.Prompt == "" {
-		rp.think = agent.NewThinkParser(m.Path)
+		rp.think = agent.NewThinkParser(m.Path, req.Think)
+		rp.dropThinking = req.Think != nil && !*req.Think
 	}
 	rp.tools, err = agent.RenderTools(&req, m.Path, m.Name, time.Now())
 	if err != nil {

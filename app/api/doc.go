@@ -128,6 +128,13 @@
 // generate), the UI chat's token events with thinking; Anthropic's clients
 // get the answer alone (a thinking block carries a signature a local model
 // cannot give). Other models and raw prompts get the reply byte for byte.
+// Ollama's think: false answers without reasoning where the template can
+// (Qwen 3's empty block) and leaves out what a forced one (R1 distills)
+// writes; true on a model without a reasoning format is Ollama's 400; a
+// level (gpt-oss) counts as true. Templates whose generation prompt opens
+// the block (R1 distills, QwQ) get it in the prompt as their Jinja writes
+// it, and their replies are thinking from the first token
+// (engine/chat.ReplyOpening).
 //
 // Every /api/v1 call also accepts the token cookie instead of the header;
 // the app's static files need no token (they hold no secrets).

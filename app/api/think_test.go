@@ -190,3 +190,75 @@ func TestCompatThinkingThenToolCall(t *testing.T) {
 		t.Errorf("reply %s", body)
 	}
 }
+
+// r1Opening is enough of an R1 distill's template: its generation prompt
+// opens the <think> block, so the reply starts inside it.
+const r1Opening = `{% if '</think>' in content %}{% endif %}{% if add_generation_prompt %}{{'<｜Assistant｜><think>\n'}}{% endif %}`
+
+// Ollama's think: false leaves the reasoning out (the model may still
+// reason where its template forces it); true on a model without a
+// reasoning format is Ollama's 400; a level counts as true; anything else
+// is a 400 that names the values. An R1 distill's reply, which starts
+// inside the block its prompt opened, is split all the same.
+func TestOllamaThink(t *testing.T) {
+	chatMsgs := `"stream":false,"messages":[{"role":"user","content":"Hi"}]`
+	for _, tt := range []struct {
+		name, tmpl string
+		tokens     []string
+		body       string
+		status     int
+		thinking   string
+		answer     string
+		think      *bool
+	}{
+		{"think false", qwen3Think, thinkTokens, `{"think":false,` + chatMsgs + `}`, 200, "", "answer", ptr(false)},
+		{"think true", qwen3Think, thinkTokens, `{"think":true,` + chatMsgs + `}`, 200, "x", "answer", ptr(true)},
+		{"think level", qwen3Think, thinkTokens, `{"think":"high",` + chatMsgs + `}`, 200, "x", "answer", ptr(true)},
+		{"think absent", qwen3Think, thinkTokens, `{` + chatMsgs + `}`, 200, "x", "answer", nil},
+		{"r1 opened block", r1Opening, []string{"x</th", "ink>\n\nans", "wer"}, `{` + chatMsgs + `}`, 200, "x", "answer", nil},
+		{"generate think false", qwen3Think, thinkTokens, `{"think":false,"stream":false,"prompt":"Hi"}`, 200, "", "answer", ptr(false)},
+		{"think true, no reasoning format", "", thinkTokens, `{"think":true,` + chatMsgs + `}`, 400, "", "", nil},
+		{"think bogus", qwen3Think, thinkTokens, `{"think":"max",` + chatMsgs + `}`, 400, "", "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := &modelChat{scripted: scripted{tokens: tt.tokens}, path: ggufWithTemplate(t, tt.tmpl)}
+			srv, _, _ := newChatServer(t, chat, "")
+			path := "/api/chat"
+			if strings.Contains(tt.body, `"prompt"`) {
+				path = "/api/generate"
+			}
+			resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(tt.body))
+			must(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("HTTP %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+			if tt.status != 200 {
+				if !strings.Contains(strings.ToLower(string(b)), "think") {
+					t.Errorf("the 400 does not say what about think: %s", b)
+				}
+				return
+			}
+			var r struct {
+				Message            struct{ Content, Thinking string }
+				Response, Thinking string
+			}
+			must(t, json.Unmarshal(b, &r))
+			th, a := r.Message.Thinking+r.Thinking, r.Message.Content+r.Response
+			if th != tt.thinking || a != tt.answer {
+				t.Errorf("thinking %q, answer %q; want %q, %q:\n%s", th, a, tt.thinking, tt.answer, b)
+			}
+			chat.mu.Lock()
+			defer chat.mu.Unlock()
+			if len(chat.got) != 1 {
+				t.Fatalf("%d requests reached the agent", len(chat.got))
+			}
+			if got := chat.got[0].Think; (got == nil) != (tt.think == nil) || got != nil && *got != *tt.think {
+				t.Errorf("the agent got think %v, want %v", got, tt.think)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

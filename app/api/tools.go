@@ -34,12 +34,18 @@ func finishTools(p *agent.ToolParser) (rest string, calls []apitype.ToolCall) {
 type replyParse struct {
 	think *agent.ThinkParser
 	tools *agent.ToolParser
+	// dropThinking: the request asked for no reasoning (think false), so
+	// what a model reasons anyway (a template that forces it) is left out.
+	dropThinking bool
 }
 
 // runTools runs req, streaming the answer through emit and the thinking
 // through thought (dropped when thought is nil), and returns the calls the
 // reply made.
 func (s *Server) runTools(ctx context.Context, req apitype.ChatRequest, rp replyParse, emit, thought func(string) error) (apitype.ChatStats, []apitype.ToolCall, error) {
+	if rp.dropThinking {
+		thought = nil
+	}
 	answer := emit
 	if p := rp.tools; p != nil {
 		answer = func(t string) error {

@@ -25,6 +25,68 @@ func ThinkFormatOf(tmpl string) ThinkFormat {
 	return NoThinking
 }
 
+// ThinkMode is what a request asks of a reasoning model (Ollama's think).
+type ThinkMode int
+
+// The modes.
+const (
+	ThinkDefault ThinkMode = iota // as the template does by default
+	ThinkOn                       // reason first (the default of every reasoning family)
+	ThinkOff                      // answer without reasoning, where the template can
+)
+
+// Openings of a reply in the ThinkTags families.
+const (
+	thinkOpen  = "<think>\n"
+	thinkEmpty = "<think>\n\n</think>\n\n"
+)
+
+// ReplyOpening is the text a reply starts with after template tmpl's
+// generation prompt, in mode. llama.cpp renders a GGUF's template from its
+// family's pattern, not its Jinja, and stops at the assistant's turn; two
+// reasoning families write more there. Templates that force thinking (the
+// DeepSeek-R1 distills, QwQ: the Jinja string ends in "<think>\n") open the
+// block in the prompt, so the reply is thinking from its first token; Qwen
+// 3 with thinking off (its enable_thinking=false) writes an empty block, so
+// the reply is the answer. Everything else: "".
+func ReplyOpening(tmpl string, mode ThinkMode) string {
+	if ThinkFormatOf(tmpl) != ThinkTags {
+		return ""
+	}
+	switch {
+	case opensThink(tmpl):
+		return thinkOpen // the forced block cannot be switched off
+	case mode == ThinkOff && strings.Contains(tmpl, "enable_thinking"):
+		return thinkEmpty
+	}
+	return ""
+}
+
+// CanSkipThinking says whether a template's model can be asked to answer
+// without reasoning (ReplyOpening writes it an empty block).
+func CanSkipThinking(tmpl string) bool {
+	return ReplyOpening(tmpl, ThinkOff) == thinkEmpty
+}
+
+// opensThink: a Jinja string literal of the template's generation prompt
+// (what follows its last add_generation_prompt) ends in "<think>\n",
+// written with an escaped or a real newline, as R1 distills' and QwQ's do.
+// Qwen 3's empty block goes on after "<think>\n", and its history's
+// "<think>\n' + reasoning_content" comes before the generation prompt.
+func opensThink(tmpl string) bool {
+	i := strings.LastIndex(tmpl, "add_generation_prompt")
+	if i < 0 {
+		return false
+	}
+	tmpl = tmpl[i:]
+	for _, lit := range []string{"<think>\\n'", "<think>\\n\"", "<think>\n'", "<think>\n\""} {
+		if strings.Contains(tmpl, lit) {
+			return true
+		}
+	}
+	return false
+}
+
 // ThinkParser splits a streamed reply into its thinking and its answer.
 // Like ToolParser it holds back any end of the text that may be the start
 // of a marker, so that neither part ever shows half a marker.
@@ -58,9 +120,19 @@ const maxHead = 256
 // NewThinkParser returns a parser of replies in format f (NoThinking: one
 // that passes everything through as the answer).
 func NewThinkParser(f ThinkFormat) *ThinkParser {
+	return NewThinkParserAfter(f, "")
+}
+
+// NewThinkParserAfter is NewThinkParser for a reply whose prompt ended in
+// opening (ReplyOpening's): inside an opened block the reply starts as
+// thinking; after an empty one it is the answer.
+func NewThinkParserAfter(f ThinkFormat, opening string) *ThinkParser {
 	p := &ThinkParser{format: f}
-	if f == NoThinking {
+	switch {
+	case f == NoThinking || opening == thinkEmpty:
 		p.state = thinkAnswer
+	case opening == thinkOpen:
+		p.state = thinkInside
 	}
 	return p
 }

@@ -90,3 +90,71 @@ func TestThinkFormatOf(t *testing.T) {
 		}
 	}
 }
+
+// The reasoning families' generation prompts, as their GGUFs hold them
+// (Jinja escapes: \n is a backslash and an n).
+const (
+	r1Template  = `{% set content = message['content'] %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}{% if add_generation_prompt and not ns.is_tool %}{{'<｜Assistant｜><think>\n'}}{% endif %}`
+	qwqTemplate = `{%- set content = message.content.split('</think>')[-1].lstrip('\n') %}{{- '<|im_start|>' + message.role + '\n' + content + '<|im_end|>\n' }}{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n<think>\n' }}
+{%- endif %}`
+	qwen3Template = `{{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}`
+	chatmlTemplate = `{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}`
+)
+
+// What a reply starts with after each family's generation prompt: R1 and
+// QwQ open the block whatever is asked; Qwen 3 closes an empty one only
+// when asked not to think; others write nothing.
+func TestReplyOpening(t *testing.T) {
+	for _, tt := range []struct {
+		name, tmpl string
+		mode       ThinkMode
+		want       string
+		canSkip    bool
+	}{
+		{"r1 default", r1Template, ThinkDefault, "<think>\n", false},
+		{"r1 off (forced)", r1Template, ThinkOff, "<think>\n", false},
+		{"qwq on", qwqTemplate, ThinkOn, "<think>\n", false},
+		{"qwen3 default", qwen3Template, ThinkDefault, "", true},
+		{"qwen3 on", qwen3Template, ThinkOn, "", true},
+		{"qwen3 off", qwen3Template, ThinkOff, "<think>\n\n</think>\n\n", true},
+		{"chatml off", chatmlTemplate, ThinkOff, "", false},
+		{"harmony off", "<|start|>{{ x }}<|channel|>", ThinkOff, "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReplyOpening(tt.tmpl, tt.mode); got != tt.want {
+				t.Errorf("ReplyOpening = %q, want %q", got, tt.want)
+			}
+			if got := CanSkipThinking(tt.tmpl); got != tt.canSkip {
+				t.Errorf("CanSkipThinking = %v, want %v", got, tt.canSkip)
+			}
+		})
+	}
+}
+
+// A reply after an opened block is thinking from its first token, at
+// every split point; after an empty block it is all answer.
+func TestThinkParserAfterOpening(t *testing.T) {
+	for _, tt := range []struct {
+		opening, reply, thinking, answer string
+	}{
+		{"<think>\n", "Add them.\n</think>\n\n4", "Add them.\n", "4"},
+		{"<think>\n\n</think>\n\n", "4 <think>x</think>", "", "4 <think>x</think>"},
+		{"", "<think>a</think>b", "a", "b"},
+	} {
+		for cut := 0; cut <= len(tt.reply); cut++ {
+			p := NewThinkParserAfter(ThinkTags, tt.opening)
+			th1, a1 := p.Feed(tt.reply[:cut])
+			th2, a2 := p.Feed(tt.reply[cut:])
+			th3, a3 := p.Finish()
+			if th, a := th1+th2+th3, a1+a2+a3; th != tt.thinking || a != tt.answer {
+				t.Errorf("after %q, cut at %d: thinking %q, answer %q; want %q, %q", tt.opening, cut, th, a, tt.thinking, tt.answer)
+			}
+		}
+	}
+}

@@ -326,7 +326,7 @@ const maxKeepMS = 3600 * 1000
 // with the reason it ended, or the error that ended it. start is when the
 // request came.
 func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llama.Vocab, nCtx int, g GenerateParams, start time.Time) (Stats, error) {
-	req := head.Request{Messages: g.messages(), Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
+	req := head.Request{Messages: g.messages(), Opening: g.Opening, Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
 	// Before m begins: a grammar that cannot be built costs a ring no
 	// links or weights.
 	gr, err := newGrammar(v, g)

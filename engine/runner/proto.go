@@ -111,6 +111,9 @@ type GenerateParams struct {
 	RepeatPenalty float32   `json:"repeat_penalty"`
 	RepeatLastN   int       `json:"repeat_last_n"`
 	Seed          uint64    `json:"seed"`
+	// Opening follows the formatted Messages' generation prompt
+	// (engine/head.Request's).
+	Opening string `json:"opening,omitempty"`
 	// Structured output: the reply follows a grammar, given as GBNF
 	// (llama.cpp's grammar format; its rule root is the whole reply) or as
 	// a JSON schema the child turns into one; at most one of the two.

@@ -54,6 +54,12 @@ type ChatRequest struct {
 	LeftOut int    `json:"left_out,omitempty"`
 	Seed    *int64 `json:"seed,omitempty"`
 	Model   string `json:"model,omitempty"` // "" or the served model's name
+	// Think (Ollama's think): nil, as the model's template does; false
+	// asks a reasoning model to answer without reasoning where its
+	// template can (Qwen 3) and leaves any reasoning out of the reply;
+	// true asks for reasoning, which a model without a reasoning format
+	// cannot give (app/api answers 400).
+	Think *bool `json:"think,omitempty"`
 	// JSONSchema, when not empty, is the JSON schema the reply must follow
 	// (structured output: OpenAI's response_format, Ollama's format); the
 	// engine turns it into a grammar. Only the compatible APIs set it: the

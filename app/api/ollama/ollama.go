@@ -69,6 +69,7 @@ type ChatRequest struct {
 	Tools    []Tool          `json:"tools,omitempty"`
 	Stream   *bool           `json:"stream,omitempty"` // nil: true
 	Format   json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema (schemaOf)
+	Think    json.RawMessage `json:"think,omitempty"`  // thinkOf
 	Options  Options         `json:"options"`
 }
 
@@ -80,6 +81,7 @@ type GenerateRequest struct {
 	Raw     bool            `json:"raw,omitempty"`
 	Stream  *bool           `json:"stream,omitempty"`
 	Format  json.RawMessage `json:"format,omitempty"`
+	Think   json.RawMessage `json:"think,omitempty"` // thinkOf
 	Options Options         `json:"options"`
 }
 
@@ -100,6 +102,24 @@ func schemaOf(format json.RawMessage) (string, error) {
 		return f, nil // valid JSON: the request decoded
 	default:
 		return "", bad(`format %s is not supported; send "json" or a JSON schema object`, f)
+	}
+}
+
+// thinkOf reads Ollama's think: true or false, or a level (low, medium,
+// high), which Ollama takes for gpt-oss. A level counts as true: llama.cpp
+// renders harmony without the system header that would carry it, so the
+// model reasons at its default level. Absent or null: nil.
+func thinkOf(raw json.RawMessage) (*bool, error) {
+	on, off := true, false
+	switch t := strings.TrimSpace(string(raw)); t {
+	case "", "null":
+		return nil, nil
+	case "true", `"low"`, `"medium"`, `"high"`:
+		return &on, nil
+	case "false":
+		return &off, nil
+	default:
+		return nil, bad("think %s is not supported; send true, false, or for gpt-oss \"low\", \"medium\" or \"high\"", t)
 	}
 }
 
@@ -132,7 +152,11 @@ func FromChat(r ChatRequest) (apitype.ChatRequest, error) {
 	if err != nil {
 		return apitype.ChatRequest{}, err
 	}
-	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema}
+	think, err := thinkOf(r.Think)
+	if err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema, Think: think}
 	for i, t := range r.Tools {
 		var f struct {
 			Name string `json:"name"`
@@ -182,7 +206,11 @@ func FromGenerate(r GenerateRequest) (apitype.ChatRequest, error) {
 	if err != nil {
 		return apitype.ChatRequest{}, err
 	}
-	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema}
+	think, err := thinkOf(r.Think)
+	if err != nil {
+		return apitype.ChatRequest{}, err
+	}
+	out := apitype.ChatRequest{Model: r.Model, JSONSchema: schema, Think: think}
 	if r.Raw {
 		out.Prompt = r.Prompt
 	} else {
