@@ -131,11 +131,81 @@ static inline float hsum8(__m256 x) { // hsum_float_8 / tinyBLAS hsum
 	return _mm_cvtss_f32(r);
 }
 
+static inline __attribute__((always_inline)) float hsum4(__m128 m) { // acc_m's sum in ggml's Q4_K vec_dot
+	m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+	m = _mm_add_ss(m, _mm_movehdup_ps(m));
+	return _mm_cvtss_f32(m);
+}
+
+// The K-quant unpacking every kernel shares, each written once: the prompt
+// kernels (q4k_row, q6k_row), the token-step ones (q4k_gemv, q5k_gemv,
+// q6k_gemv) and their AVX-512 builds inline these, so one fix reaches all.
+
+// k4_scales_mins: a Q4_K or Q5_K superblock's 8 6-bit scales and 8 6-bit
+// mins (ggml's utmp shuffle with kmask1..3), widened to int16: the scales in
+// both 128-bit halves of *scales (for k4_scale), the mins in *mins.
+static inline __attribute__((always_inline)) void k4_scales_mins(const uint8_t *packed, __m256i *scales,
+								  __m128i *mins) {
+	uint32_t utmp[4];
+	memcpy(utmp, packed, 12);
+	utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
+	const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
+	utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
+	utmp[2] = uaux;
+	utmp[0] &= 0x3f3f3f3f;
+	const __m256i ms = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
+	*mins = _mm256_extracti128_si256(ms, 1);
+	const __m128i sc128 = _mm256_extracti128_si256(ms, 0);
+	*scales = _mm256_set_m128i(sc128, sc128);
+}
+
+// k4_scale: ggml's get_scale_shuffle_k4(2j + h), the int16 scale of 32-weight
+// chunk 2j + h (h = 0: the low nibbles of qs[32j..], 1: the high) in every
+// lane of scales (from k4_scales_mins).
+static inline __attribute__((always_inline)) __m256i k4_scale(__m256i scales, int j, int h) {
+	const int s = 2 * (2 * j + h);
+	return _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 * (s + 1) + s)));
+}
+
+// k4_nibbles: the 64 4-bit weights of qs[32j..32j+32): low nibbles in *lo
+// (chunk 2j), high in *hi (chunk 2j + 1).
+static inline __attribute__((always_inline)) void k4_nibbles(const uint8_t *qs, int j, __m256i *lo, __m256i *hi) {
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+	*lo = _mm256_and_si256(q4bits, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+}
+
+// q8k_bsums: a Q8_K block's 16 sums of 16 quants added in pairs (ggml's
+// _mm_hadd_epi16 of the two halves): the 8 sums the mins multiply.
+static inline __attribute__((always_inline)) __m128i q8k_bsums(const hr_block_q8_K *yb) {
+	const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+	return _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+}
+
+// q6k_quants: 32-weight chunk k (0..7) of a Q6_K superblock as unsigned
+// bytes 0..63 (4 low bits of ql | 2 high bits of qh << 4), as ggml's AVX2
+// vec_dot unpacks chunk k%4 of its half j = k/4.
+static inline __attribute__((always_inline)) __m256i q6k_quants(const hr_block_q6_K *xb, int k) {
+	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
+	const int j = k / 4, part = k % 4;
+	const __m256i lo = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * j + 32 * (part & 1)));
+	const __m256i hi = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j));
+	return _mm256_or_si256(_mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
+			       _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * part)), m2), 4));
+}
+
+// q6k_scale: ggml's get_scale_shuffle(k) widened: the int8 scale 2k in the
+// low 8 int16 lanes, 2k+1 in the high, of scales (the block's 16 scales).
+static inline __attribute__((always_inline)) __m256i q6k_scale(__m128i scales, int k) {
+	return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, _mm_set_epi64x((long long)(0x0101010101010101ULL * (2 * k + 1)),
+									     (long long)(0x0101010101010101ULL * (2 * k)))));
+}
+
 // q4k_row: one Q4_K row x against nc (<= 8) Q8_K columns y + c*ys, exactly as
 // ggml_vec_dot_q4_K_q8_K's AVX2 path computes each of them.
 static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x, int nbk, const char *y, size_t ys,
 							   const int nc, float *out, size_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0xF);
 	__m256 acc[8];
 	__m128 acc_m[8];
 	_Pragma("GCC unroll 8")
@@ -146,17 +216,9 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 	for (int i = 0; i < nbk; i++) {
 		const hr_block_q4_K *xb = x + i;
 		const float xd = _cvtsh_ss(xb->d), xdmin = _cvtsh_ss(xb->dmin);
-		uint32_t utmp[4];
-		memcpy(utmp, xb->scales, 12);
-		utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
-		const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
-		utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
-		utmp[2] = uaux;
-		utmp[0] &= 0x3f3f3f3f;
-		const __m256i mins_and_scales = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
-		const __m128i mins = _mm256_extracti128_si256(mins_and_scales, 1);
-		const __m128i sc128 = _mm256_extracti128_si256(mins_and_scales, 0);
-		const __m256i scales = _mm256_set_m128i(sc128, sc128);
+		__m256i scales;
+		__m128i mins;
+		k4_scales_mins(xb->scales, &scales, &mins);
 
 		__m256i sumi[8];
 		_Pragma("GCC unroll 8")
@@ -165,14 +227,9 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 		}
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
-			// ggml's get_scale_shuffle_k4(i): the 16-bit scale i in every lane.
-			const __m256i scale_l =
-			    _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j)));
-			const __m256i scale_h =
-			    _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2)));
-			const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
-			const __m256i q4l = _mm256_and_si256(q4bits, m4);
-			const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+			const __m256i scale_l = k4_scale(scales, j, 0), scale_h = k4_scale(scales, j, 1);
+			__m256i q4l, q4h;
+			k4_nibbles(xb->qs, j, &q4l, &q4h);
 			_Pragma("GCC unroll 8")
 			for (int c = 0; c < nc; c++) {
 				const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
@@ -188,9 +245,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
 			const float d = yb->d * xd;
 			const float dmin = -yb->d * xdmin;
-			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-			const __m128i q8s =
-			    _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+			const __m128i q8s = q8k_bsums(yb);
 			const __m128i prod = _mm_madd_epi16(mins, q8s);
 			acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[c]);
 			acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
@@ -198,10 +253,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 	}
 	_Pragma("GCC unroll 8")
 	for (int c = 0; c < nc; c++) {
-		__m128 m = acc_m[c];
-		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-		m = _mm_add_ss(m, _mm_movehdup_ps(m));
-		out[c * os] = hsum8(acc[c]) + _mm_cvtss_f32(m);
+		out[c * os] = hsum8(acc[c]) + hsum4(acc_m[c]);
 	}
 }
 
@@ -211,7 +263,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 // << 4) and its two scales widened once for all the columns.
 static inline __attribute__((always_inline)) void q6k_row(const hr_block_q6_K *x, int nbk, const char *y, size_t ys,
 							   const int nc, float *out, size_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32s = _mm256_set1_epi8(32);
+	const __m256i m32s = _mm256_set1_epi8(32);
 	__m256 acc[8];
 	_Pragma("GCC unroll 8")
 	for (int c = 0; c < nc; c++) {
@@ -227,16 +279,7 @@ static inline __attribute__((always_inline)) void q6k_row(const hr_block_q6_K *x
 		}
 		_Pragma("GCC unroll 1")
 		for (int k = 0; k < 8; k++) { // chunk k: j = k/4 of the vec_dot, its q4_{k%4}
-			const int j = k / 4, part = k % 4;
-			const __m256i lo = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * j + 32 * (part & 1)));
-			const __m256i hi = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j));
-			const __m256i q6 = _mm256_or_si256(
-			    _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * part)), m2), 4));
-			// ggml's get_scale_shuffle(k): scale 2k in the low 8 bytes, 2k+1 in the high.
-			const __m256i scale = _mm256_cvtepi8_epi16(
-			    _mm_shuffle_epi8(scales, _mm_set_epi64x((long long)(0x0101010101010101ULL * (2 * k + 1)),
-								    (long long)(0x0101010101010101ULL * (2 * k)))));
+			const __m256i q6 = q6k_quants(xb, k), scale = q6k_scale(scales, k);
 			_Pragma("GCC unroll 8")
 			for (int c = 0; c < nc; c++) {
 				const __m256i q8 = _mm256_loadu_si256(
@@ -479,7 +522,6 @@ static inline __attribute__((always_inline)) void q80_gemv(const char *x, size_t
 // columns swapped).
 static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
 							    const int nr, const int nc, float *out, size_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0xF);
 	__m256 acc[4][4];
 	__m128 acc_m[4][4];
 	_Pragma("GCC unroll 4")
@@ -496,17 +538,7 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 		_Pragma("GCC unroll 4")
 		for (int r = 0; r < nr; r++) {
 			const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
-			uint32_t utmp[4];
-			memcpy(utmp, xb->scales, 12);
-			utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
-			const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
-			utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
-			utmp[2] = uaux;
-			utmp[0] &= 0x3f3f3f3f;
-			const __m256i ms = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
-			mins[r] = _mm256_extracti128_si256(ms, 1);
-			const __m128i sc128 = _mm256_extracti128_si256(ms, 0);
-			scales[r] = _mm256_set_m128i(sc128, sc128);
+			k4_scales_mins(xb->scales, &scales[r], &mins[r]);
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nc; c++) {
 				sumi[r][c] = _mm256_setzero_si256();
@@ -514,17 +546,13 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 		}
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
-			const __m256i shl = _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j));
-			const __m256i shh = _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2));
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
 				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 36, _MM_HINT_T0);
-				const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
-				const __m256i q4l = _mm256_and_si256(q4bits, m4);
-				const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
-				const __m256i scl = _mm256_shuffle_epi8(scales[r], shl);
-				const __m256i sch = _mm256_shuffle_epi8(scales[r], shh);
+				__m256i q4l, q4h;
+				k4_nibbles(xb->qs, j, &q4l, &q4h);
+				const __m256i scl = k4_scale(scales[r], j, 0), sch = k4_scale(scales[r], j, 1);
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nc; c++) {
 					const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
@@ -539,9 +567,7 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nc; c++) {
 			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
-			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-			const __m128i q8s =
-			    _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+			const __m128i q8s = q8k_bsums(yb);
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
@@ -557,10 +583,7 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 	for (int r = 0; r < nr; r++) {
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nc; c++) {
-			__m128 m = acc_m[r][c];
-			m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-			m = _mm_add_ss(m, _mm_movehdup_ps(m));
-			out[c * os + r] = hsum8(acc[r][c]) + _mm_cvtss_f32(m);
+			out[c * os + r] = hsum8(acc[r][c]) + hsum4(acc_m[r][c]);
 		}
 	}
 }
@@ -573,7 +596,7 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 // hsum_float_8(acc) + summs.
 static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
 							    const int nr, const int nc, float *out, size_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0xF), mone = _mm256_set1_epi8(1);
+	const __m256i mone = _mm256_set1_epi8(1);
 	__m256 acc[4][4];
 	float summs[4][4];
 	_Pragma("GCC unroll 4")
@@ -590,17 +613,7 @@ static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t
 		_Pragma("GCC unroll 4")
 		for (int r = 0; r < nr; r++) {
 			const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
-			uint32_t utmp[4];
-			memcpy(utmp, xb->scales, 12);
-			utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
-			const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
-			utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
-			utmp[2] = uaux;
-			utmp[0] &= 0x3f3f3f3f;
-			const __m256i ms = _mm256_cvtepu8_epi16(_mm_set_epi32(utmp[3], utmp[2], utmp[1], utmp[0]));
-			mins[r] = _mm256_extracti128_si256(ms, 1);
-			const __m128i sc128 = _mm256_extracti128_si256(ms, 0);
-			scales[r] = _mm256_set_m128i(sc128, sc128);
+			k4_scales_mins(xb->scales, &scales[r], &mins[r]);
 			hbits[r] = _mm256_loadu_si256((const __m256i *)xb->qh);
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nc; c++) {
@@ -610,9 +623,7 @@ static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nc; c++) {
 			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
-			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-			const __m128i q8s =
-			    _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+			const __m128i q8s = q8k_bsums(yb);
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
@@ -625,22 +636,18 @@ static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t
 		}
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
-			const __m256i shl = _mm256_set1_epi16((short)(0x0100 * (4 * j + 1) + 4 * j));
-			const __m256i shh = _mm256_set1_epi16((short)(0x0100 * (4 * j + 3) + 4 * j + 2));
 			const __m128i bl = _mm_cvtsi32_si128(2 * j), bh = _mm_cvtsi32_si128(2 * j + 1);
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
 				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 44, _MM_HINT_T0);
-				const __m256i q5bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j));
+				__m256i q4l, q4h;
+				k4_nibbles(xb->qs, j, &q4l, &q4h);
 				const __m256i q5l = _mm256_add_epi8(
-				    _mm256_and_si256(q5bits, m4),
-				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits[r], bl), mone), 4));
+				    q4l, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits[r], bl), mone), 4));
 				const __m256i q5h = _mm256_add_epi8(
-				    _mm256_and_si256(_mm256_srli_epi16(q5bits, 4), m4),
-				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits[r], bh), mone), 4));
-				const __m256i scl = _mm256_shuffle_epi8(scales[r], shl);
-				const __m256i sch = _mm256_shuffle_epi8(scales[r], shh);
+				    q4h, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits[r], bh), mone), 4));
+				const __m256i scl = k4_scale(scales[r], j, 0), sch = k4_scale(scales[r], j, 1);
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nc; c++) {
 					const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j;
@@ -676,7 +683,7 @@ static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t
 // columns swapped).
 static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t xs, int nbk, const char *y, size_t ys,
 							    const int nr, const int nc, float *out, size_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32s = _mm256_set1_epi8(32);
+	const __m256i m32s = _mm256_set1_epi8(32);
 	__m256 acc[4][4];
 	_Pragma("GCC unroll 4")
 	for (int r = 0; r < nr; r++) {
@@ -698,7 +705,6 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 		}
 		_Pragma("GCC unroll 1")
 		for (int k = 0; k < 8; k++) { // chunk k: j = k/4 of the vec_dot, its q4_{k%4}
-			const int j = k / 4, part = k % 4;
 			__m256i q8[4], q8s[4];
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nc; c++) {
@@ -706,19 +712,11 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 				    (const __m256i *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 32 * k));
 				q8s[c] = _mm256_maddubs_epi16(m32s, q8[c]);
 			}
-			const __m128i shuf = _mm_set_epi64x((long long)(0x0101010101010101ULL * (2 * k + 1)),
-							    (long long)(0x0101010101010101ULL * (2 * k)));
-			const __m128i shift = _mm_cvtsi32_si128(2 * part);
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q6_K *xb = (const hr_block_q6_K *)(x + r * xs) + i;
 				_mm_prefetch(x + nr * xs + ((8 * i + k) * nr + r) * 27, _MM_HINT_T0);
-				const __m256i lo = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * j + 32 * (part & 1)));
-				const __m256i hi = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j));
-				const __m256i q6 = _mm256_or_si256(
-				    _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), m4),
-				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hi, shift), m2), 4));
-				const __m256i scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales[r], shuf));
+				const __m256i q6 = q6k_quants(xb, k), scale = q6k_scale(scales[r], k);
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nc; c++) {
 					const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q6, q8[c]), q8s[c]);
