@@ -43,6 +43,8 @@ func cmdGenModel(_ context.Context, e env) int {
 	fs.IntVar(&c.SlidingWindow, "sliding-window", 0, "gemma2, gemma3, gpt-oss: attention.sliding_window (0: 16)")
 	fs.IntVar(&c.RopeOrigCtx, "rope-orig-ctx", 0, "phi3: rope.scaling.original_context_length (0: ctx/32); a longer context ropes with rope_factors_long")
 	fs.Float64Var(&c.FinalSoftcap, "final-softcap", 0, "gemma2, gemma3: final_logit_softcapping (0: gemma2 30, gemma3 none)")
+	fs.IntVar(&c.QuietFrom, "quiet-from", 0, "scale the output projections of layers from this one by -quiet-scale (0: none): a target that nearly agrees with the same seed's model of this many layers (a speculative draft)")
+	fs.Float64Var(&c.QuietScale, "quiet-scale", 0, "with -quiet-from: the scale of the quiet layers' output projections (0: they change nothing)")
 	fs.StringVar(&out, "o", "", "output file (required)")
 	keep := fs.Bool("keep", false, "leave FILE alone if it is complete and from this generator version and seed")
 	if exit, ok := parseFlags(fs, e.args); !ok {

@@ -68,6 +68,15 @@ type Config struct {
 	// instead of the architecture's (a template family's, for tests of
 	// what the compatible APIs do with it, such as tool calling).
 	ChatTemplate string
+	// QuietFrom > 0 scales the output projections (attn_output, ffn_down)
+	// of layers QuietFrom and up by QuietScale, so that those layers
+	// barely change the residual stream: the model then nearly agrees
+	// with the same seed's model of QuietFrom layers, whose tensors are
+	// its first layers' (every tensor is seeded by its name), the
+	// controlled target/draft pair of speculative decoding's benchmark.
+	// QuietScale 0 makes the two agree exactly.
+	QuietFrom  int
+	QuietScale float64
 }
 
 // GeneratorVersion is written to general.description with the seed; bump it
@@ -218,6 +227,9 @@ func (c Config) Normalize() (Config, error) {
 	}
 	if c.Type == "" {
 		c.Type = "F32"
+	}
+	if c.QuietFrom < 0 || c.QuietScale < 0 || c.QuietFrom > 0 && c.QuietFrom >= c.Layers {
+		return c, configErr("quiet layers from %d (scale %g) of %d: give a first quiet layer below the layer count and a scale >= 0", c.QuietFrom, c.QuietScale, c.Layers)
 	}
 	switch c.Arch {
 	case "llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "gpt-oss":
@@ -608,6 +620,9 @@ func (c Config) KV(v Vocab) fsggml.KV {
 
 // description identifies the generator version and seed that made a file.
 func (c Config) description() string {
+	if c.QuietFrom > 0 {
+		return fmt.Sprintf("random weights, homering modelgen v%d, seed %d, layers from %d quiet x%g", GeneratorVersion, c.Seed, c.QuietFrom, c.QuietScale)
+	}
 	return fmt.Sprintf("random weights, homering modelgen v%d, seed %d", GeneratorVersion, c.Seed)
 }
 
@@ -881,6 +896,15 @@ func importance(kind gguf.Type, seed uint64, name string, rowLen int) []float32 
 
 // distribution returns the mean and standard deviation of the tensor's values.
 func (d *tensorData) distribution() (mean, std float64) {
+	mean, std = d.baseDistribution()
+	if c := d.cfg; c.QuietFrom > 0 && layerOf(d.spec.Name) >= c.QuietFrom &&
+		(strings.HasSuffix(d.spec.Name, ".attn_output.weight") || strings.HasSuffix(d.spec.Name, ".ffn_down.weight")) {
+		std *= c.QuietScale
+	}
+	return mean, std
+}
+
+func (d *tensorData) baseDistribution() (mean, std float64) {
 	rowLen := float64(d.spec.Shape[0])
 	switch d.spec.init {
 	case initLinear:

@@ -478,3 +478,57 @@ func TestMixLayouts(t *testing.T) {
 		})
 	}
 }
+
+// A target with quiet layers and the same seed's model of its first
+// layers (speculative decoding's controlled pair): the small model's
+// tensors are the target's, byte for byte, and the quiet layers' output
+// projections are scaled down.
+func TestQuietLayersAndTheirDraft(t *testing.T) {
+	dir := t.TempDir()
+	target := small("llama", "F32")
+	target.Layers, target.QuietFrom, target.QuietScale = 4, 2, 0.05
+	draft := small("llama", "F32")
+	tp, dp := filepath.Join(dir, "target.gguf"), filepath.Join(dir, "draft.gguf")
+	for p, c := range map[string]Config{tp: target, dp: draft} {
+		if err := Generate(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tf, err := gguf.Open(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := gguf.Open(dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := os.ReadFile(tp)
+	db, _ := os.ReadFile(dp)
+	bytesOf := func(f *gguf.File, b []byte, name string) []byte {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			t.Fatalf("no tensor %s", name)
+		}
+		return b[ti.Offset : ti.Offset+ti.Size]
+	}
+	for _, ti := range df.Tensors {
+		if !bytes.Equal(bytesOf(df, db, ti.Name), bytesOf(tf, tb, ti.Name)) {
+			t.Errorf("draft tensor %s differs from the target's", ti.Name)
+		}
+	}
+	rms := func(b []byte) float64 {
+		var s float64
+		for i := 0; i < len(b); i += 4 {
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+			s += x * x
+		}
+		return math.Sqrt(s / float64(len(b)/4))
+	}
+	loud, quiet := rms(bytesOf(tf, tb, "blk.1.ffn_down.weight")), rms(bytesOf(tf, tb, "blk.2.ffn_down.weight"))
+	if r := quiet / loud; r < 0.04 || r > 0.06 {
+		t.Errorf("quiet layer's ffn_down rms %g, loud %g: ratio %g, want 0.05", quiet, loud, r)
+	}
+	if _, err := (Config{Arch: "llama", Layers: 2, QuietFrom: 2, QuietScale: 1}).Normalize(); !errors.Is(err, ErrConfig) {
+		t.Errorf("quiet from the layer count: %v", err)
+	}
+}
