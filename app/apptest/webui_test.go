@@ -157,11 +157,12 @@ func setConfigName(t *testing.T, home, name string) {
 // TestWebUIMarkdown: a reply's Markdown (tables, nested lists,
 // strikethrough, highlighted code with a Copy button) renders, hostile HTML
 // and javascript: links do not, and the page turns dark with the system's
-// setting (frontend/tests/render.mjs; issue 18 item 8).
+// setting (frontend/tests/render.mjs; issue 18 item 8); a reasoning
+// model's thinking shows folded above its answer (issue 20 item 3).
 func TestWebUIMarkdown(t *testing.T) {
 	needFrontend(t)
 	e := NewEnv(t)
 	n := e.NewNode(t, "den")
 	n.Start(t)
-	runUIScript(t, n, "render.mjs", 10, []string{"markdown.png", "dark.png"})
+	runUIScript(t, n, "render.mjs", 13, []string{"markdown.png", "dark.png", "thinking.png"})
 }

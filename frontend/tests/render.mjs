@@ -75,6 +75,36 @@ try {
   const dark = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)
   check('a dark theme follows the system setting', light !== dark && dark === 'rgb(21, 24, 28)', `${light} → ${dark}`)
   await shot(page, 'dark.png')
+
+  // A reasoning model's answer (issue 20 item 3): its thinking is saved
+  // with it and shown folded above it, the answer outside the fold.
+  const t2 = new Date().toISOString()
+  const put2 = await page.evaluate(async (c) => (await fetch('api/v1/conversations/' + c.id, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(c),
+  })).status, { id: 'think-test', title: 'Sums', system: '', model: '', created: t2, updated: t2,
+    messages: [{ role: 'user', content: 'What is 2+2?' }, { role: 'assistant', content: 'It is **4**.', thinking: 'Add two and two.' }] })
+  check('a conversation with thinking saved through the API', put2 === 200, `HTTP ${put2}`)
+  await page.reload()
+  await page.click('[data-testid=history] button.title:has-text("Sums")')
+  await page.waitForSelector('[data-testid=thinking]', { timeout: 10000 })
+  const folded = await page.$eval('[data-role=assistant]', (e) => {
+    const d = e.querySelector('[data-testid=thinking]')
+    const thought = d?.querySelector('.thought')
+    const md = e.querySelector('.md')
+    return {
+      open: d?.open, summary: d?.querySelector('summary')?.textContent ?? '',
+      hidden: thought ? !thought.checkVisibility() : null,
+      thought: thought?.textContent ?? '', answer: md?.textContent ?? '', answerInFold: !!(md && d && d.contains(md)),
+      above: !!(d && md && (d.compareDocumentPosition(md) & Node.DOCUMENT_POSITION_FOLLOWING)),
+    }
+  })
+  check('thinking is folded by default under "Thinking", above the answer',
+    folded.open === false && folded.summary === 'Thinking' && folded.hidden === true && folded.above && !folded.answerInFold, JSON.stringify(folded))
+  check('the answer shows outside the fold', folded.answer.trim() === 'It is 4.', JSON.stringify(folded))
+  await page.click('[data-testid=thinking] summary')
+  const opened = await page.$eval("[data-testid=thinking] .thought", (e) => ({ text: e.textContent, shown: e.checkVisibility() }))
+  check('a click unfolds the thinking', opened.text === "Add two and two." && opened.shown, JSON.stringify(opened))
+  await shot(page, 'thinking.png')
 } catch (e) {
   check('render.mjs ran to the end', false, e && e.stack ? e.stack : e)
 }
