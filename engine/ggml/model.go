@@ -84,6 +84,9 @@ type Model struct {
 	busy    int // Prefetch calls running without the lock
 	closed  bool
 	threads int
+	// expertFreq is a MoE model's routing frequency per layer and expert
+	// (SetExpertFrequencies); nil: uniform.
+	expertFreq [][]float64
 }
 
 func typeInfo(t int) (blck int64, size int, canMatmul, ok bool) {

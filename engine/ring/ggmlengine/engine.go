@@ -260,16 +260,20 @@ func Greedy(v []float32) int32 {
 }
 
 // Prefetch and Release act on the window's pages (in every file it spans).
-func (g *GGML) Prefetch(w wire.Range) { g.pages(w, (*ggml.Model).Prefetch) }
-func (g *GGML) Release(w wire.Range)  { g.pages(w, (*ggml.Model).Release) }
+// Prefetch warms what the next token most likely reads (of a MoE layer, not
+// its cold experts: ggml.Window.PrefetchRanges); Release lets all go.
+func (g *GGML) Prefetch(w wire.Range) {
+	g.pages(w, (*ggml.Window).PrefetchRanges, (*ggml.Model).Prefetch)
+}
+func (g *GGML) Release(w wire.Range) { g.pages(w, (*ggml.Window).WeightRanges, (*ggml.Model).Release) }
 
-func (g *GGML) pages(w wire.Range, f func(*ggml.Model, []ggml.ByteRange) error) {
+func (g *GGML) pages(w wire.Range, which func(*ggml.Window) []ggml.ByteRange, f func(*ggml.Model, []ggml.ByteRange) error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.wins {
 		if r.w == w {
 			for i, win := range r.subs {
-				_ = f(r.ms[i], win.WeightRanges())
+				_ = f(r.ms[i], which(win))
 			}
 		}
 	}
