@@ -87,6 +87,9 @@ func TestDiedErrorLastLine(t *testing.T) {
 		{"ggml assert", []string{"ggml.c:1234: GGML_ASSERT(n > 0) failed", "SIGABRT: abort"}, "ggml.c:1234: GGML_ASSERT(n > 0) failed"},
 		{"plain exit", []string{"loading", "out of luck", ""}, "out of luck"},
 		{"nothing", nil, ""},
+		// SIGKILLed mid-reply (issue 21's chaos run): the log says nothing of the end.
+		{"killed, log only", []string{`time=2026-11-26T19:30:34.515Z level=INFO msg="ring job kept from the last request" component=runner`, `time=2026-11-26T19:30:34.516Z level=DEBUG msg=step`}, ""},
+		{"error logged", []string{`time=2026-11-26T19:30:34.515Z level=ERROR msg="cannot map the slice"`, `time=2026-11-26T19:30:34.516Z level=INFO msg=closing`}, `time=2026-11-26T19:30:34.515Z level=ERROR msg="cannot map the slice"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tw := newTailWriter(5, slog.New(slog.DiscardHandler))
