@@ -14,6 +14,16 @@
 # (BENCH_REPS=N to change). BENCH_QUICK=1: stories260K, 1 thread, 1 repetition.
 # The engines run back to back (prefill against prefill, each decode step
 # against the same step) and the ratio is the median of those pairs' ratios.
+# Ours runs once on each variant of our matrix kernels this CPU runs (ggml:
+# ggml's own; avx2; avx512: AVX-512 VNNI token steps), a row each (issue 22).
+# Each decode row also says how many bytes a step reads (every layer's
+# weights, the output head, one embedding row and the K and V so far: not
+# the whole file, not the embedding table), the GB/s that makes at each
+# engine's speed, and ours as a fraction of this machine's read bandwidth at
+# 1 and 2 threads, measured first in the same run (best of 5 sweeps of a
+# 1 GiB buffer). Measured 2026-11-26 (load ~2.5): 41 GB/s at 1 thread, 41 at
+# 2: one core here reads about as much as two (an earlier note's 14.5 GB/s
+# was taken under load).
 # The machine is shared: read the 1-thread rows and the tok/cpu-s columns first;
 # 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
 # Neither engine leaves a thread spinning between evaluations (see
@@ -33,10 +43,10 @@ go build -o bench/out/enginebench ./bench/enginebench
 
 if [ -n "${BENCH_QUICK:-}" ]; then
 	models="$HOMERING_ROOT/../shared/models/stories260K.gguf"
-	args=(-threads 1 -reps 1 -prefill 128 -decode 16)
+	args=(-threads 1 -reps 1 -prefill 128 -decode 16 -kernels all)
 else
 	models="testdata/models/llama-1g-Q8_0.gguf,testdata/models/llama-1g-Q4_K.gguf"
-	args=(-threads "${BENCH_THREADS:-1,2}" -reps "${BENCH_REPS:-5}" -prefill 128 -decode 32)
+	args=(-threads "${BENCH_THREADS:-1,2}" -reps "${BENCH_REPS:-5}" -prefill 128 -decode 32 -kernels "${BENCH_KERNELS:-all}")
 fi
 for m in ${models//,/ }; do
 	[ -f "$m" ] || { echo "bench/engine.sh: $m is missing; run build/setup.sh to generate the test models." >&2; exit 1; }
@@ -60,8 +70,9 @@ bench/out/enginebench -models "$models" "${args[@]}" -cpu-variants "${BENCH_CPU_
 # engine/ggml's BenchmarkTokenKernels, a generated one-layer llama of a 7B's
 # matrix shapes (4096x4096, 4096x11008) in Q8_0, Q4_K, Q5_K and Q6_K, 1 thread,
 # each variant of our kernels this CPU runs (avx512, avx2); ggml/ours is the
-# median of the pairs' ratios (> 1: ours faster), GB/s-ours the weight bytes
-# ours reads per second. BENCH_QUICK=1: 20 steps each, else 100.
+# median of the pairs' ratios (> 1: ours faster), GB/s-ours the bytes a step
+# reads (Window.StepBytes, as above) per second of ours: set it against the
+# 1-thread read bandwidth of the first table. BENCH_QUICK=1: 20 steps each, else 100.
 steps=100
 [ -n "${BENCH_QUICK:-}" ] && steps=20
 echo "token kernels, ours vs ggml's (same variant), load average $(cut -d' ' -f1-3 /proc/loadavg)"

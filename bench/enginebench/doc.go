@@ -16,6 +16,10 @@
 // for prefill while identical graphs ran identical kernels).
 // Both engines are fed the same tokens: the prompt is a fixed text tokenized
 // by the model, the decode tokens are llama.cpp's greedy choices.
+// With -kernels, ours runs once per variant of our matrix kernels; -readbw
+// (on by default) first measures the machine's read bandwidth at 1 and 2
+// threads (readBandwidth), and each decode row sets its bytes per second
+// (ggml.Window.StepBytes times tokens/s) against it.
 //
 // Fairness of running both in one process: neither engine may leave a thread
 // busy when the other starts. llama.cpp (as ollama runs it, no attached

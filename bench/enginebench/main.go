@@ -42,6 +42,13 @@ type config struct {
 	// llama.cpp's n_gpu_layers (its last layers: the same cost).
 	gpuLayers int
 	alloc     bool // ours allocates its logits each step
+	// kernels: the variants of our matrix kernels (ggml.KernelVariants) ours
+	// runs on, one table row each; "" is the default (HOMERING_KERNELS, else
+	// the best this CPU runs).
+	kernels []string
+	// readBW[t] is this machine's read bandwidth in bytes/s with t threads
+	// (readBandwidth), for the thread counts measured; nil when not measured.
+	readBW map[int]float64
 }
 
 func run(args []string, out io.Writer) error {
@@ -58,6 +65,8 @@ func run(args []string, out io.Writer) error {
 	noCheck := fs.Bool("no-check", false, "with -gpu-dir: skip the logits check")
 	variants := fs.String("cpu-variants", "", "instead of the comparison with llama.cpp: our engine on each of these comma-separated CPU variants (the first is the baseline of the ratios), side by side")
 	cpuDir := fs.String("cpu-dir", "", "with -cpu-variants: the directory of the variant libraries (build/gpu-lib.sh cpu)")
+	kernels := fs.String("kernels", "", "comma-separated variants of our matrix kernels (ggml, avx2, avx512; all: every one this CPU runs) to run ours on, a row each; empty: the default")
+	readBW := fs.Bool("readbw", true, "measure this machine's read bandwidth at 1 and 2 threads and print each decode's bytes/s against it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,6 +85,14 @@ func run(args []string, out io.Writer) error {
 	}
 	if len(c.models) == 0 || c.reps < 1 || c.prefill < 1 || c.decode < 1 {
 		return fmt.Errorf("need -models and positive -reps, -prefill, -decode")
+	}
+	switch *kernels {
+	case "":
+		c.kernels = []string{""}
+	case "all":
+		c.kernels = ggml.KernelVariants()
+	default:
+		c.kernels = strings.Split(*kernels, ",")
 	}
 	if *variants != "" {
 		vs := strings.Split(*variants, ",")
@@ -98,26 +115,49 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 
+	if *readBW && !c.gpu {
+		c.readBW = map[int]float64{}
+		for _, th := range []int{1, 2} {
+			bw, _ := readBandwidth(th, 5)
+			c.readBW[th] = bw
+		}
+		fmt.Fprintf(out, "read bandwidth (best of 5 sweeps of 1 GiB): %.1f GB/s at 1 thread, %.1f GB/s at 2 threads\n",
+			c.readBW[1]/1e9, c.readBW[2]/1e9)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "model\tthreads\tphase\tours tok/s\tllama.cpp tok/s\tours/llama.cpp\tpairs ours faster\tours tok/cpu-s\tllama.cpp tok/cpu-s\tours/llama.cpp\t\n")
+	fmt.Fprintf(tw, "model\tthreads\tkernels\tphase\tours tok/s\tllama.cpp tok/s\tours/llama.cpp\tpairs ours faster\tours tok/cpu-s\tllama.cpp tok/cpu-s\tours/llama.cpp\tMB/step\tours GB/s\tllama.cpp GB/s\tours/read 1t\tours/read 2t\t\n")
 	for _, path := range c.models {
 		for _, th := range c.threads {
-			r, err := measure(path, th, c)
-			if err != nil {
-				return fmt.Errorf("%s, %d threads: %w", path, th, err)
+			for _, k := range c.kernels {
+				r, err := measure(path, th, k, c)
+				if err != nil {
+					return fmt.Errorf("%s, %d threads: %w", path, th, err)
+				}
+				name := filepath.Base(path)
+				kn := r.kernels
+				fmt.Fprintf(os.Stderr, "enginebench: %s, %d threads, %s kernels: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s\n",
+					name, th, kn, r.ours.prefill, r.ref.prefill, r.ours.decode, r.ref.decode)
+				fmt.Fprintf(tw, "%s\t%d\t%s\tprefill %d\t%.1f\t%.1f\t%.2f\t%d/%d\t%.1f\t%.1f\t%.2f\t\t\t\t\t\t\n", name, th, kn, c.prefill,
+					r.ours.prefill, r.ref.prefill, r.ratio.prefill, r.faster[0], c.reps, r.oursCPU.prefill, r.refCPU.prefill, r.ratioCPU.prefill)
+				bw := func(tps float64) float64 { return float64(r.stepBytes) * tps }
+				frac := func(t int) string {
+					if c.readBW[t] == 0 {
+						return "-"
+					}
+					return fmt.Sprintf("%.2f", bw(r.ours.decode)/c.readBW[t])
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\tdecode %d\t%.2f\t%.2f\t%.2f\t%d/%d\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", name, th, kn, c.decode,
+					r.ours.decode, r.ref.decode, r.ratio.decode, r.faster[1], c.reps, r.oursCPU.decode, r.refCPU.decode, r.ratioCPU.decode,
+					float64(r.stepBytes)/1e6, bw(r.ours.decode)/1e9, bw(r.ref.decode)/1e9, frac(1), frac(2))
 			}
-			name := filepath.Base(path)
-			fmt.Fprintf(os.Stderr, "enginebench: %s, %d threads: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s\n",
-				name, th, r.ours.prefill, r.ref.prefill, r.ours.decode, r.ref.decode)
-			fmt.Fprintf(tw, "%s\t%d\tprefill %d\t%.1f\t%.1f\t%.2f\t%d/%d\t%.1f\t%.1f\t%.2f\t\n", name, th, c.prefill,
-				r.ours.prefill, r.ref.prefill, r.ratio.prefill, r.faster[0], c.reps, r.oursCPU.prefill, r.refCPU.prefill, r.ratioCPU.prefill)
-			fmt.Fprintf(tw, "%s\t%d\tdecode %d\t%.2f\t%.2f\t%.2f\t%d/%d\t%.2f\t%.2f\t%.2f\t\n", name, th, c.decode,
-				r.ours.decode, r.ref.decode, r.ratio.decode, r.faster[1], c.reps, r.oursCPU.decode, r.refCPU.decode, r.ratioCPU.decode)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "(MB/step = what a decode step at the middle position reads: every layer's weights, the output head,\n"+
+		" one embedding row and the K and V so far (ggml.Window.StepBytes); GB/s = MB/step x tok/s;\n"+
+		" ours/read Nt = ours GB/s over the read bandwidth at N threads above)\n")
 	fmt.Fprintf(out, "(medians of %d runs each, engines alternating; tok/s = tokens / wall time of the phase;\n"+
 		" tok/cpu-s = tokens / CPU time of the whole process in the phase, which a busy machine disturbs less;\n"+
 		" ours/llama.cpp = median of the ratios of back-to-back pairs, one pair per run;\n"+
@@ -137,6 +177,8 @@ type speeds struct{ prefill, decode float64 } // tokens per second
 type result struct {
 	ours, ref, oursCPU, refCPU, ratio, ratioCPU speeds
 	faster                                      [2]int
+	kernels                                     string // the variant ours ran on
+	stepBytes                                   int64  // what a decode step reads (Window.StepBytes)
 }
 
 // engine is the part of each engine the benchmark drives.
@@ -177,7 +219,7 @@ func (r ref) eval(t []int32, pos int) ([]float32, error) {
 
 const text = "Once upon a time, in a small village by the sea, there lived an old fisherman who counted the waves every morning. "
 
-func measure(path string, threads int, c config) (result, error) {
+func measure(path string, threads int, kernels string, c config) (result, error) {
 	nCtx := c.prefill + c.decode + 1
 	m, err := ggml.Open(path)
 	if err != nil {
@@ -185,7 +227,12 @@ func measure(path string, threads int, c config) (result, error) {
 	}
 	defer m.Close()
 	info := m.Info()
-	wp := ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: threads}
+	wp := ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: nCtx, Threads: threads, Kernels: kernels}
+	if kernels == "" {
+		if wp.Kernels, err = ggml.Kernels(); err != nil {
+			return result{}, err
+		}
+	}
 	refGPU := 0
 	switch {
 	case c.gpu && c.gpuLayers < 0:
@@ -284,13 +331,15 @@ func measure(path string, threads int, c config) (result, error) {
 		}
 	}
 	return result{
-		faster:   faster,
-		ours:     speeds{tps(c.prefill, times[0][0]), tps(c.decode, times[0][1])},
-		ref:      speeds{tps(c.prefill, times[1][0]), tps(c.decode, times[1][1])},
-		oursCPU:  speeds{tps(c.prefill, cpus[0][0]), tps(c.decode, cpus[0][1])},
-		refCPU:   speeds{tps(c.prefill, cpus[1][0]), tps(c.decode, cpus[1][1])},
-		ratio:    speeds{ratio(times, 0), ratio(times, 1)},
-		ratioCPU: speeds{ratio(cpus, 0), ratio(cpus, 1)},
+		kernels:   wp.Kernels,
+		stepBytes: w.StepBytes(c.prefill + c.decode/2),
+		faster:    faster,
+		ours:      speeds{tps(c.prefill, times[0][0]), tps(c.decode, times[0][1])},
+		ref:       speeds{tps(c.prefill, times[1][0]), tps(c.decode, times[1][1])},
+		oursCPU:   speeds{tps(c.prefill, cpus[0][0]), tps(c.decode, cpus[0][1])},
+		refCPU:    speeds{tps(c.prefill, cpus[1][0]), tps(c.decode, cpus[1][1])},
+		ratio:     speeds{ratio(times, 0), ratio(times, 1)},
+		ratioCPU:  speeds{ratio(cpus, 0), ratio(cpus, 1)},
 	}, nil
 }
 

@@ -263,8 +263,9 @@ func BenchmarkPromptKernels(b *testing.B) {
 // ff 11008: 4096x4096 and 4096x11008 weights, ~0.2 GB in Q8_0) in Q8_0, Q4_K,
 // Q5_K and Q6_K, one thread, on each variant of gemm.c's kernels this CPU runs and
 // on ggml's (GGMLMatMul), back to back, and reports each side's ms per step,
-// the weight bytes per second ours reads, and the median of the pairs'
-// ratios ggml/ours (> 1: ours faster).
+// the bytes per second ours reads (Window.StepBytes: the weights, one
+// embedding row, the KV), and the median of the pairs' ratios ggml/ours
+// (> 1: ours faster).
 func BenchmarkTokenKernels(b *testing.B) {
 	for _, typ := range []string{"Q8_0", "Q4_K", "Q5_K", "Q6_K"} {
 		path := filepath.Join(b.TempDir(), "llama-7b1l-"+typ+".gguf")
@@ -305,10 +306,7 @@ func benchTokenKernels(b *testing.B, path, variant string, n int) {
 		b.Fatal(err)
 	}
 	defer theirs.Close()
-	var wbytes int64
-	for _, r := range ours.WeightRanges() {
-		wbytes += r.Len
-	}
+	wbytes := ours.StepBytes(32) // what a step at position 32 reads
 	toks := make([]int32, n)
 	run := func(w *Window, tok int32) time.Duration {
 		w.KVTruncate(32)
