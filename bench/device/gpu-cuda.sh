@@ -76,6 +76,23 @@ run)
 
 	threads=${GPU_THREADS:-4}
 	status=0
+	if [ "${GPU_ONLY:-}" = families ]; then
+		# The 2026 families (issue 20) on this GPU: logits against our CPU
+		# window and llama.cpp's GPU run; nothing else.
+		fam=()
+		for t in F32 Q4_K; do
+			gen "qwen3moe-$t.gguf" --arch qwen3moe --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 2 --expert-ff 256 &
+			gen "gemma3-$t.gguf" --arch gemma3 --layers 7 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --tied --sliding-window 16 --rope-scale-linear 8 &
+			gen "phi3-$t.gguf" --arch phi3 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --vocab 1000 --type "$t" &
+			gen "gpt-oss-$t.gguf" --arch gpt-oss --layers 4 --embd 256 --ff 512 --heads 8 --kv-heads 2 --head-dim 64 --vocab 1000 --type "$t" --experts 8 --experts-used 4 --expert-ff 256 &
+			gen "gemma2-$t.gguf" --arch gemma2 --layers 4 --embd 256 --ff 512 --heads 4 --kv-heads 2 --head-dim 128 --vocab 1000 --type "$t" --sliding-window 16 &
+			fam+=("$models/qwen3moe-$t.gguf" "$models/gemma3-$t.gguf" "$models/phi3-$t.gguf" "$models/gpt-oss-$t.gguf" "$models/gemma2-$t.gguf")
+		done
+		wait
+		.gpu/bin/enginebench -gpu-dir "$lib" -check-only -threads "$threads" \
+			-models "$(IFS=,; echo "${fam[*]}")" 2>&1 | tee "$out/families.txt" || status=1
+		exit $status
+	fi
 	# Logits first (small models of every type, two families), then speed
 	# (the ~1 GB models): -check-only skips the speed part.
 	.gpu/bin/enginebench -gpu-dir "$lib" -check-only -threads "$threads" \
