@@ -88,7 +88,7 @@ func TestDiedErrorLastLine(t *testing.T) {
 		{"plain exit", []string{"loading", "out of luck", ""}, "out of luck"},
 		{"nothing", nil, ""},
 		// SIGKILLed mid-reply (issue 21's chaos run): the log says nothing of the end.
-		{"killed, log only", []string{`time=2026-11-26T19:30:34.515Z level=INFO msg="ring job kept from the last request" component=runner`, `time=2026-11-26T19:30:34.516Z level=DEBUG msg=step`}, ""},
+		{"killed, log only", []string{`time=2026-11-26T19:30:34.515Z level=INFO msg="ring job kept from the last request" component=runner`, `time=2026-11-26T19:30:34.516Z level=DEBUG msg=step`, `time=2026-11-26T19:34:43.089Z level=WARN msg="ring lost devices; re-planning without them" component=runner`}, ""},
 		{"error logged", []string{`time=2026-11-26T19:30:34.515Z level=ERROR msg="cannot map the slice"`, `time=2026-11-26T19:30:34.516Z level=INFO msg=closing`}, `time=2026-11-26T19:30:34.515Z level=ERROR msg="cannot map the slice"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

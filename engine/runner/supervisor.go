@@ -49,10 +49,11 @@ func (e *DiedError) Error() string {
 }
 
 // LastLine is the most telling stderr line: the last one that is not a Go
-// goroutine dump, blank or the child's own info or debug log. A child
-// killed from outside (SIGKILL) leaves only its log, whose last line ("ring
-// job kept from the last request") says nothing about its end: then "",
-// and a caller words the exit state instead.
+// goroutine dump, blank or the child's own log below ERROR. A child killed
+// from outside (SIGKILL) leaves only its log, whose last line ("ring job
+// kept from the last request", "ring lost devices; re-planning without
+// them") says nothing about its end: then "", and a caller words the exit
+// state instead.
 func (e *DiedError) LastLine() string {
 	if e.Crash != "" {
 		return e.Crash
@@ -63,7 +64,7 @@ func (e *DiedError) LastLine() string {
 			strings.HasPrefix(l, "/") || strings.HasPrefix(l, "created by") || strings.HasSuffix(l, ")") && strings.Contains(l, "(0x") {
 			continue
 		}
-		if strings.HasPrefix(l, "time=") && (strings.Contains(l, " level=INFO ") || strings.Contains(l, " level=DEBUG ")) {
+		if strings.HasPrefix(l, "time=") && (strings.Contains(l, " level=INFO ") || strings.Contains(l, " level=DEBUG ") || strings.Contains(l, " level=WARN ")) {
 			continue
 		}
 		// Prefer the line naming the abort over a trailing register dump.
