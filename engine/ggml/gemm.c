@@ -764,9 +764,9 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 
 // gemv_rows: rows [r0, r1) of w against the n (<= 4) columns of q. The
 // AVX-512 build of it (gemv_rows_avx512) is the same code given 32 vector
-// registers (so more rows per pass), and its Q8_0 pairs of rows share
-// 512-bit registers.
-#define GEMV_ROWS(name, attr, q80, Q80R, Q4KR, Q5KR, Q6KR)                                                           \
+// registers (so more rows per pass), with VNNI kernels for Q8_0 (pairs of
+// rows share 512-bit registers), Q4_K and Q6_K (pairs of chunks do).
+#define GEMV_ROWS(name, attr, q80, q4k, q6k, Q80R, Q4KR, Q5KR, Q6KR)                                                 \
 	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,       \
 			      int64_t r0, int64_t r1, int64_t c0, int n) {                                             \
 		const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);                            \
@@ -781,7 +781,7 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 		}                                                                                                      \
 		case GGML_TYPE_Q4_K: {                                                                                 \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			GEMV_TYPE_(q4k_gemv, Q4KR);                                                                    \
+			GEMV_TYPE_(q4k, Q4KR);                                                                         \
 			break;                                                                                         \
 		}                                                                                                      \
 		case GGML_TYPE_Q5_K: {                                                                                 \
@@ -791,7 +791,7 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 		}                                                                                                      \
 		default: {                                                                                             \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			GEMV_TYPE_(q6k_gemv, Q6KR);                                                                    \
+			GEMV_TYPE_(q6k, Q6KR);                                                                         \
 			break;                                                                                         \
 		}                                                                                                      \
 		}                                                                                                      \
@@ -809,7 +809,7 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 #define HR_AVX512_Q5KR 4, 4, 2, 2
 #define HR_AVX512_Q6KR 4, 4, 2, 2
 
-GEMV_ROWS(gemv_rows_avx2, , q80_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q5KR, HR_AVX2_Q6KR)
+GEMV_ROWS(gemv_rows_avx2, , q80_gemv, q4k_gemv, q6k_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q5KR, HR_AVX2_Q6KR)
 
 #define HR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
@@ -877,7 +877,191 @@ HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv_avx512(cons
 		q80_gemv(x, xs, nbk, y, ys, nr, nc, out, os);
 	}
 }
-GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
+// The AVX-512 K-quant token steps. ggml's AVX2 vec_dots sum, per superblock
+// and 256-bit lane, madd(scale, maddubs(q, q8)) over the superblock's chunks
+// of 32 weights into int32 lanes, then take one FMA of the lanes as floats.
+// No maddubs pair saturates (Q4_K: 15 * 128 * 2 < 2^15; Q6_K: 63 * 128 * 2),
+// so those int32 lanes are exact sums and any exact way to them gives the
+// same bits: here two chunks share a 512-bit register (the first in the low
+// half, the second in the high, their Q8_K quants one 64-byte load), VNNI's
+// vpdpwssd does madd and the add in one (no saturation: vpdpwssd, not
+// vpdpwssds), and the two halves are added before the float part, which is
+// ggml's unchanged.
+
+// k4_scale512: k4_scale(2j) in the low half, k4_scale(2j + 1) in the high,
+// of scales (k4_scales_mins' scales in all four 128-bit lanes).
+HR_AVX512 static inline __attribute__((always_inline)) __m512i k4_scale512(__m512i scales, int j) {
+	const int s0 = 4 * j, s1 = 4 * j + 2;
+	const __m512i shuf = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(0x0100 * (s0 + 1) + s0))),
+						_mm256_set1_epi16((short)(0x0100 * (s1 + 1) + s1)), 1);
+	return _mm512_shuffle_epi8(scales, shuf);
+}
+
+// halves_add: the int32 lanes of a 512-bit register's two halves added: the
+// 8 lanes ggml's AVX2 path sums.
+HR_AVX512 static inline __attribute__((always_inline)) __m256i halves_add(__m512i v) {
+	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+// q4k_gemv_avx512: q4k_gemv with each 64-weight step of a row in one
+// 512-bit register (low nibbles in the low half, high in the high).
+HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(const char *x, size_t xs, int nbk,
+									      const char *y, size_t ys, const int nr,
+									      const int nc, float *out, size_t os) {
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	__m256 acc[4][4];
+	__m128 acc_m[4][4];
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = _mm256_setzero_ps();
+			acc_m[r][c] = _mm_setzero_ps();
+		}
+	}
+	for (int i = 0; i < nbk; i++) {
+		__m512i scales[4], sumi[4][4];
+		__m128i mins[4];
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			__m256i sc;
+			k4_scales_mins(((const hr_block_q4_K *)(x + r * xs) + i)->scales, &sc, &mins[r]);
+			scales[r] = _mm512_broadcast_i64x4(sc);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				sumi[r][c] = _mm512_setzero_si512();
+			}
+		}
+		_Pragma("GCC unroll 1")
+		for (int j = 0; j < 4; j++) {
+			__m512i q8[4];
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				q8[c] = _mm512_loadu_si512((const void *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j));
+			}
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
+				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 36, _MM_HINT_T0);
+				const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j)));
+				const __m512i q4 = _mm512_and_si512(_mm512_mask_srli_epi16(qb, 0xFFFF0000u, qb, 4), m4);
+				const __m512i sc = k4_scale512(scales[r], j);
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nc; c++) {
+					sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], sc, _mm512_maddubs_epi16(q4, q8[c]));
+				}
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			const __m128i q8s = q8k_bsums(yb);
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
+				const float d = yb->d * _cvtsh_ss(xb->d);
+				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
+				const __m128i prod = _mm_madd_epi16(mins[r], q8s);
+				acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[r][c]);
+				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(halves_add(sumi[r][c])), acc[r][c]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			out[c * os + r] = hsum8(acc[r][c]) + hsum4(acc_m[r][c]);
+		}
+	}
+}
+
+// q6k_quants512: chunks 2m and 2m + 1 (m = 0..3) of a Q6_K superblock, as
+// q6k_quants makes each, in the low and high halves.
+HR_AVX512 static inline __attribute__((always_inline)) __m512i q6k_quants512(const hr_block_q6_K *xb, int m) {
+	const __m512i m4 = _mm512_set1_epi8(0xF), m2 = _mm512_set1_epi8(3);
+	const int j = m / 2;
+	const unsigned sh = 4 * (m % 2);
+	const __m512i lo = _mm512_loadu_si512((const void *)(xb->ql + 64 * j));
+	const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb->qh + 32 * j)));
+	const __m512i hi = _mm512_mask_srli_epi16(_mm512_srli_epi16(hb, sh), 0xFFFF0000u, _mm512_srli_epi16(hb, sh), 2);
+	return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, sh), m4),
+			       _mm512_slli_epi16(_mm512_and_si512(hi, m2), 4));
+}
+
+// q6k_scale512: q6k_scale(2m) in the low half, q6k_scale(2m + 1) in the high,
+// of scales (the block's 16 scales in both 128-bit lanes).
+HR_AVX512 static inline __attribute__((always_inline)) __m512i q6k_scale512(__m256i scales, int m) {
+	const long long s0 = (long long)(0x0101010101010101ULL * (4 * m)), s1 = (long long)(0x0101010101010101ULL * (4 * m + 1)),
+			s2 = (long long)(0x0101010101010101ULL * (4 * m + 2)), s3 = (long long)(0x0101010101010101ULL * (4 * m + 3));
+	return _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(scales, _mm256_set_epi64x(s3, s2, s1, s0)));
+}
+
+// q6k_gemv_avx512: q6k_gemv with two chunks of a row in one 512-bit register.
+HR_AVX512 static inline __attribute__((always_inline)) void q6k_gemv_avx512(const char *x, size_t xs, int nbk,
+									      const char *y, size_t ys, const int nr,
+									      const int nc, float *out, size_t os) {
+	const __m512i m32s = _mm512_set1_epi8(32);
+	__m256 acc[4][4];
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = _mm256_setzero_ps();
+		}
+	}
+	for (int i = 0; i < nbk; i++) {
+		__m512i sumi[4][4];
+		__m256i scales[4];
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			scales[r] = _mm256_broadcastsi128_si256(
+			    _mm_loadu_si128((const __m128i *)((const hr_block_q6_K *)(x + r * xs) + i)->scales));
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				sumi[r][c] = _mm512_setzero_si512();
+			}
+		}
+		_Pragma("GCC unroll 1")
+		for (int m = 0; m < 4; m++) {
+			__m512i q8[4], q8s[4];
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				q8[c] = _mm512_loadu_si512((const void *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * m));
+				q8s[c] = _mm512_maddubs_epi16(m32s, q8[c]);
+			}
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q6_K *xb = (const hr_block_q6_K *)(x + r * xs) + i;
+				_mm_prefetch(x + nr * xs + ((4 * i + m) * nr + r) * 53, _MM_HINT_T0);
+				const __m512i q6 = q6k_quants512(xb, m), scale = q6k_scale512(scales[r], m);
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nc; c++) {
+					const __m512i p16 = _mm512_sub_epi16(_mm512_maddubs_epi16(q6, q8[c]), q8s[c]);
+					sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], scale, p16);
+				}
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const float xd = _cvtsh_ss(((const hr_block_q6_K *)(x + r * xs) + i)->d);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				const float d = ((const hr_block_q8_K *)(y + c * ys) + i)->d * xd;
+				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(halves_add(sumi[r][c])), acc[r][c]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			out[c * os + r] = hsum8(acc[r][c]);
+		}
+	}
+}
+
+GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv_avx512, q4k_gemv_avx512, q6k_gemv_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
 
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
