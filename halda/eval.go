@@ -48,7 +48,7 @@ func (q *prob) evalDev(i int, head bool, k, w, n, next int) cost {
 		// window that does not hold it misses on every byte a token reads.
 		c.disk = q.rho * float64(need-capB) / x.disk
 		if !q.hotFits(x, head, k, w, n) {
-			c.disk = max(c.disk, float64(int64(l-g)*q.r+boolBytes(head, q.bio))/x.disk)
+			c.disk = max(c.disk, (float64(l-g)*x.readB+float64(boolBytes(head, q.bio)))/x.disk)
 		}
 	}
 	if head {

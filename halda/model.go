@@ -35,6 +35,11 @@ type dev struct {
 	dMetal  int64   // Metal working set capped by RAM and the budget
 	dCUDA   int64   // free VRAM
 	disk    float64 // s^disk for this OS (bytes/s)
+	// MoE: φ-weighted bytes. hotB is the hot row's bytes per CPU layer
+	// (h' + φ·x_e), readB what a thrashing CPU layer re-reads per token
+	// (a + φ·x_e); for a dense model b' and b (package doc).
+	hotB  int64
+	readB float64
 	slowDsk bool    // disk below the threshold: never page (M4 only)
 }
 
@@ -195,6 +200,9 @@ func (q *prob) moe() error {
 	if m.LayerReadBytes <= 0 || m.LayerReadBytes > q.b {
 		return invalid("model.layer_read_bytes", "is %d; a MoE model's token reads 1 to the layer's %d bytes", m.LayerReadBytes, q.b)
 	}
+	if m.ExpertSliceBytes < 0 || m.ExpertSliceBytes > max(m.LayerExpertBytes, 0) {
+		return invalid("model.expert_slice_bytes", "is %d; an expert's slice is part of the layer's %d expert bytes", m.ExpertSliceBytes, m.LayerExpertBytes)
+	}
 	if m.LayerHotBytes < 0 || m.LayerHotBytes > q.b {
 		return invalid("model.layer_hot_bytes", "is %d; the hot set is 0 to the layer's %d bytes", m.LayerHotBytes, q.b)
 	}
@@ -288,6 +296,23 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 		return x, invalid(f+".disk_*_read_bytes_per_s", "the %s disk throughput is %v; profile the device's disk", d.OS, x.disk)
 	}
 	x.slowDsk = x.disk < q.DiskThreshold
+	if d.DiskReadAheadBytes < 0 || d.DiskReadAheadBytes > maxBytes {
+		return x, invalid(f+".disk_read_ahead_bytes", "is %d; a read-around is 0 (unknown) to 1 PiB", d.DiskReadAheadBytes)
+	}
+	x.hotB, x.readB = q.hp, float64(q.r)
+	if q.isMoE() {
+		// x_e: expert bytes a token reads of one layer; φ: what each is
+		// read with, its slice plus the fault read-around, at most the
+		// whole stack (package doc, "Mixture of experts").
+		a := q.b - m.LayerExpertBytes
+		xe := float64(max(q.r-a, 0))
+		phi := 1.0
+		if s := m.ExpertSliceBytes; s > 0 && d.DiskReadAheadBytes > 0 && xe > 0 {
+			phi = min(1+float64(d.DiskReadAheadBytes)/float64(s), float64(m.LayerExpertBytes)/xe)
+		}
+		x.hotB = q.hp + int64(math.Ceil(phi*xe))
+		x.readB = float64(q.r) + (phi-1)*xe
+	}
 	var ok bool
 	if x.cpuSec, ok = flopsTime(m.LayerFlops, d.CPUFlops); !ok {
 		return x, invalid(f+".cpu_flops", "is empty; profile the CPU's FLOP/s for at least one weight type")
@@ -381,7 +406,7 @@ func (q *prob) need(x *dev, head bool, l, g int) int64 {
 // so its row decides nothing.
 func (q *prob) hotRow(x *dev, head bool, k int) (den, free int64) {
 	if q.isMoE() {
-		return int64(k) * q.hp, x.ramCap() - q.cio(x, head)
+		return int64(k) * x.hotB, x.ramCap() - q.cio(x, head)
 	}
 	return q.hp, x.ramCap() - q.Model.CPUBufferBytes
 }

@@ -31,6 +31,16 @@ func uniformMoE(layers int) halda.Model {
 	return m
 }
 
+func withSlice(m halda.Model, s int64) halda.Model {
+	m.ExpertSliceBytes = s
+	return m
+}
+
+func withReadAhead(d halda.Device, r int64) halda.Device {
+	d.DiskReadAheadBytes = r
+	return d
+}
+
 // TestMoE: Halda charges a MoE layer what a token reads (compute, memory
 // access, re-reads) and asks memory only for the hot set (package doc,
 // "Mixture of experts"). α = 10 ms of FLOPs + 0.4 GB at 100 GB/s = 14 ms.
@@ -75,15 +85,48 @@ func TestMoE(t *testing.T) {
 		wantMs:   4*14 + 1600,
 		wantDisk: 1600,
 	}, {
-		name: "two devices: the hot set decides the split, not the layer bytes",
-		why: "8 layers: a holds 6 (hot 2.4 ≤ 2.5 GB; overflow 6 − 2.5 = 3.5 GB × 0.15 at 2 GB/s = 262.5 ms), b holds 2 in 2.5 GB (M4); " +
-			"8 × 14 ms + one round of two 1 ms links",
+		name: "two devices: the hot row decides the split, not the layer bytes",
+		why: "8 layers: b's disk is too slow to page, so it holds 2 (M4); a's hot row (0.4 GB hot + 0.2 GB of expert reads a layer) fits 4 of its 6 in 2.5 GB, " +
+			"so it re-reads what its 6 layers' tokens read, 2.4 GB at 2 GB/s; 8 × 14 ms + one round of two 1 ms links",
 		p: halda.Problem{Model: moeModel(8), Devices: []halda.Device{
 			cpu("a", 2*gb+gb/2, 2e9, map[string]float64{"b": 1e-3}), cpu("b", 2*gb+gb/2, 50e6, map[string]float64{"a": 1e-3})}},
 		want:     []row{{"a", halda.M3, 6, 0}, {"b", halda.M4, 2, 0}},
 		wantK:    1,
-		wantMs:   8*14 + 262.5 + 2,
-		wantDisk: 262.5,
+		wantMs:   8*14 + 1200 + 2,
+		wantDisk: 1200,
+	}, {
+		name:     "hot row without read-around: 4 × (0.4 + 0.2) GB fit in 2.5 GB",
+		why:      "overflow 4 − 2.5 = 1.5 GB re-read at ρ = 0.15 at 1 GB/s",
+		p:        halda.Problem{Model: moeModel(4), Devices: []halda.Device{cpu("a", 2*gb+gb/2, 1e9, nil)}},
+		want:     []row{{"a", halda.M3, 4, 0}},
+		wantK:    1,
+		wantMs:   4*14 + 225,
+		wantDisk: 225,
+	}, {
+		name: "read-around doubles each expert miss: the hot row no longer fits and every read misses",
+		why: "50 MB slices, 50 MB read-around: φ = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
+			"a token re-reads 4 × (0.2 + 2 × 0.2) GB at 1 GB/s",
+		p: halda.Problem{Model: withSlice(moeModel(4), 50e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		want:     []row{{"a", halda.M3, 4, 0}},
+		wantK:    1,
+		wantMs:   4*14 + 2400,
+		wantDisk: 2400,
+	}, {
+		name:     "read-around is capped at the whole stack",
+		why:      "1 MB slices, 8 MB read-around: φ = min(9, e/x_e = 4): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 1e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 8e6)}},
+		want:     []row{{"a", halda.M3, 4, 0}},
+		wantK:    1,
+		wantMs:   4*14 + 4000,
+		wantDisk: 4000,
+	}, {
+		name:     "a slice larger than the read-around still pays it once",
+		why:      "200 MB slices, 50 MB read-around: φ = 1.25, hot row 4 × (0.4 + 0.25) = 2.6 GB > 2.5 GB: a token re-reads 4 × (0.2 + 0.25) GB",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 200e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		want:     []row{{"a", halda.M3, 4, 0}},
+		wantK:    1,
+		wantMs:   4*14 + 1800,
+		wantDisk: 1800,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +162,7 @@ func TestMoEValidation(t *testing.T) {
 		{"no cold rate", func(m *halda.Model) { m.ColdReadRate = 0 }, "model.cold_read_rate"},
 		{"cold rate above 1", func(m *halda.Model) { m.ColdReadRate = 1.5 }, "model.cold_read_rate"},
 		{"experts beyond the layer", func(m *halda.Model) { m.LayerExpertBytes = 2 * gb }, "model.layer_expert_bytes"},
+		{"slice beyond the experts", func(m *halda.Model) { m.ExpertSliceBytes = gb }, "model.expert_slice_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

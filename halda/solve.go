@@ -265,7 +265,14 @@ func (q *prob) solveSubset(set []int, s Solver, st *Stats, from *cand) (*cand, e
 	// settle in a poor fixed point (001 §3.3 concedes the assignment is a
 	// heuristic). Two more starts, all devices fitting and all fast-disk
 	// devices paging, make Halda robust; each is cheap.
-	for _, start := range [][]Case{f.uniform(false), f.uniform(true)} {
+	starts := [][]Case{f.uniform(false), f.uniform(true)}
+	if q.isMoE() {
+		// A MoE hot row grows with k, so no k makes room for it: from all
+		// paging devices' overflow cases the loop may see only infeasible
+		// ILPs. All of them re-reading what a token reads is a start too.
+		starts = append(starts, f.thrashing())
+	}
+	for _, start := range starts {
 		if err := f.run(start, nil); err != nil {
 			return nil, err
 		}
@@ -334,6 +341,18 @@ func thrashCase(k memKind) Case {
 		return M2 // Metal re-reads everything when short anyway
 	}
 	return m3Thrash
+}
+
+// thrashing is the assignment with every fast-disk device re-reading all
+// its CPU layers' reads (M1t, M3t, M5t; Metal M2).
+func (f *fixedPoint) thrashing() []Case {
+	cs := f.uniform(false)
+	for p, i := range f.ring {
+		if x := &f.q.devs[i]; !x.slowDsk {
+			cs[p] = thrashCase(x.kind)
+		}
+	}
+	return cs
 }
 
 // uniform is the assignment with every device fitting (M4) or every device
@@ -557,7 +576,7 @@ func (f *fixedPoint) vars(p int, cs Case, k int) (LayerVars, float64) {
 	// MoE (package doc): the overflow is re-read at ρ, a thrashing window
 	// re-reads what a token reads (r), the window rows hold the hot set
 	// (h'). A dense model has ρ = 1, r = b, h' = b'.
-	over, r, rho := q.rho*bp, float64(q.r), q.rho
+	over, r, rho := q.rho*bp, x.readB, q.rho
 	hotDen, hotFree := q.hotRow(x, isHead, k)
 	a, bn := x.alpha, x.beta
 	switch cs {

@@ -108,6 +108,13 @@ type Device struct {
 	// both throughputs above in every disk term (see the package doc).
 	DiskFaultBytesPerSec float64 `json:"disk_fault_read_bytes_per_s,omitempty"`
 
+	// DiskReadAheadBytes, when positive, is the read-around of a page
+	// fault on the disk holding the model (Linux: the block device's
+	// read_ahead_kb): a fault on a missing page reads this much around it.
+	// A MoE model's routed experts are read in slices smaller than it, so
+	// each miss reads its neighbours too (package doc, "Mixture of experts").
+	DiskReadAheadBytes int64 `json:"disk_read_ahead_bytes,omitempty"`
+
 	// LinkSec maps another device's Name to the measured time to send it one
 	// hidden state (t_m^comm towards that device). Missing entries fall back
 	// to Problem.DefaultLinkSec.
@@ -148,11 +155,14 @@ type Model struct {
 	// a dense model, whose tokens read every byte of every layer. A MoE
 	// model sets LayerReadBytes, LayerHotBytes and ColdReadRate together.
 	//
-	// LayerExpertBytes is the part of LayerBytes in routed experts' weights
-	// (the rest, attention, router, shared experts and norms, is read by
-	// every token). Informational: the three terms below carry what Halda
-	// charges.
+	// LayerExpertBytes is e, the part of LayerBytes in routed experts'
+	// weights (the rest, a = b − e: attention, router, shared experts and
+	// norms, is read by every token). A token reads r − a of it.
 	LayerExpertBytes int64 `json:"layer_expert_bytes,omitempty"`
+	// ExpertSliceBytes is s, one expert's contiguous bytes in one expert
+	// tensor (a stack holds n such slices): the unit a missed expert is
+	// read in. 0: unknown (no read-around is charged).
+	ExpertSliceBytes int64 `json:"expert_slice_bytes,omitempty"`
 	// LayerReadBytes is r, the expected bytes one token reads of one layer:
 	// the always-read part plus the routed experts' expected share. It
 	// replaces b in the compute (memory read) terms and in the re-read of a
