@@ -72,6 +72,7 @@ typedef struct {
 	struct ggml_context *ctx; // graph metadata, in w->meta; NULL: no graph yet
 	struct ggml_cgraph *gf;
 	int n, n_out;
+	int row_attn; // built with row_attn (hr_window_set_row_attn)
 	int64_t n_kv;
 	struct ggml_tensor *inp_tokens, *inp_embd, *inp_pos, *k_idxs, *v_idxs, *kq_mask, *out_ids, *out;
 	struct ggml_tensor *kq_mask_swa; // the sliding-window layers' mask; NULL: none in the window
@@ -82,6 +83,7 @@ struct hr_window {
 	hr_model *m;
 	hr_graph g;
 	hr_window_params p;
+	int row_attn; // batches of up to HR_ROW_ATTN_MAX rows attend row by row
 	int n_layers;
 	hr_layer *layers;
 	struct ggml_tensor *tok_embd, *output_norm, *output, *output_b;
@@ -669,7 +671,9 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	// layer its post-norms, Q scale and soft-capping.
 	const int per_layer = 96 + (hp->n_expert > 0 ? 32 + 2 * hp->n_expert_used : 0) +
 			      (hp->arch == HR_ARCH_GEMMA2 || hp->arch == HR_ARCH_GEMMA3 ? 16 : 0);
-	w->graph_size = (size_t)(w->n_layers * per_layer + 256);
+	// Row-by-row attention (hr_window_set_row_attn) adds up to 13 nodes
+	// per row and layer.
+	w->graph_size = (size_t)(w->n_layers * (per_layer + 13 * HR_ROW_ATTN_MAX) + 256);
 	w->meta_size = ggml_tensor_overhead() * w->graph_size + ggml_graph_overhead_custom(w->graph_size, false);
 	w->meta = malloc(w->meta_size);
 	if (!w->meta) {
@@ -821,6 +825,22 @@ static struct ggml_tensor *moe_ffn(struct ggml_context *ctx, struct ggml_cgraph 
 // cells into w->g. The graph depends only on (n, n_kv): positions, cells and
 // the mask are inputs, so consecutive decode steps reuse it (as llama.cpp
 // reuses its graph) and skip the build and the scheduler's allocation.
+// attend is llama.cpp's build_attn_mha (non-flash) over the permuted k, v
+// and q with mask: the attention output, one row per query row.
+static struct ggml_tensor *attend(struct ggml_context *ctx, const hr_hparams *hp, const hr_layer *L, struct ggml_tensor *k,
+				  struct ggml_tensor *v, struct ggml_tensor *q, struct ggml_tensor *mask) {
+	struct ggml_tensor *kq = ggml_mul_mat(ctx, k, q);
+	ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+	if (hp->attn_softcap > 0.0f) {
+		kq = softcap(ctx, kq, hp->attn_softcap);
+	}
+	kq = ggml_soft_max_ext(ctx, kq, mask, hp->kq_scale, 0.0f);
+	ggml_soft_max_add_sinks(kq, L->sinks); // gpt-oss; NULL: none
+	struct ggml_tensor *kqv = ggml_mul_mat(ctx, v, kq);
+	struct ggml_tensor *cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
+	return ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
+}
+
 static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve_only, char *err, size_t errlen) {
 	hr_model *m = w->m;
 	const hr_hparams *hp = &m->hp;
@@ -834,6 +854,7 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 	hr_gemm_arena_free(&g->gemm);
 	memset(g, 0, sizeof(*g));
 	hr_gemm_cache mm_cache = {0};
+	g->row_attn = w->row_attn && n > 1 && n <= HR_ROW_ATTN_MAX;
 	// mm is ggml_mul_mat; Q8_0, Q4_K and Q6_K weights in CPU memory go
 	// through gemm.c's kernels (the same bits, faster).
 #define mm(W, X) hr_mul_mat(ctx, &g->gemm, &mm_cache, W, X, w->p.n_threads, w->p.kernels)
@@ -972,21 +993,28 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 						     ggml_row_size(L->v->type, kv_size),
 						     ggml_row_size(L->v->type, kv_size * n_embd_gqa), 0);
 		// build_attn_mha, non-flash path
-		struct ggml_tensor *q = ggml_view_4d(ctx, Q, Q->ne[0], Q->ne[1], Q->ne[2], 1, Q->nb[1], Q->nb[2],
-						     Q->nb[3], 0);
-		q = ggml_permute(ctx, q, 0, 2, 1, 3);
 		k = ggml_permute(ctx, k, 0, 2, 1, 3);
 		v = ggml_permute(ctx, v, 0, 2, 1, 3);
-		struct ggml_tensor *kq = ggml_mul_mat(ctx, k, q);
-		ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
-		if (hp->attn_softcap > 0.0f) {
-			kq = softcap(ctx, kq, hp->attn_softcap);
+		struct ggml_tensor *mask = L->swa ? g->kq_mask_swa : kq_mask;
+		if (g->row_attn) {
+			// Each row attends as a one-row evaluation does: ggml's
+			// products over the cache take another path (and sum in
+			// another order) for several rows than for one, so a
+			// speculative verification would round otherwise than the
+			// decode steps it stands for.
+			cur = NULL;
+			for (int i = 0; i < n; i++) {
+				struct ggml_tensor *qi = ggml_view_4d(ctx, Q, Q->ne[0], Q->ne[1], 1, 1, Q->nb[1], Q->nb[2], Q->nb[3],
+								      (size_t)i * Q->nb[2]);
+				struct ggml_tensor *mi = ggml_view_2d(ctx, mask, mask->ne[0], 1, mask->nb[1], (size_t)i * mask->nb[1]);
+				struct ggml_tensor *r = attend(ctx, hp, L, k, v, ggml_permute(ctx, qi, 0, 2, 1, 3), mi);
+				cur = cur ? ggml_concat(ctx, cur, r, 1) : r;
+			}
+		} else {
+			struct ggml_tensor *q = ggml_view_4d(ctx, Q, Q->ne[0], Q->ne[1], Q->ne[2], 1, Q->nb[1], Q->nb[2],
+							     Q->nb[3], 0);
+			cur = attend(ctx, hp, L, k, v, ggml_permute(ctx, q, 0, 2, 1, 3), mask);
 		}
-		kq = ggml_soft_max_ext(ctx, kq, L->swa ? g->kq_mask_swa : kq_mask, hp->kq_scale, 0.0f);
-		ggml_soft_max_add_sinks(kq, L->sinks); // gpt-oss; NULL: none
-		struct ggml_tensor *kqv = ggml_mul_mat(ctx, v, kq);
-		cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
-		cur = ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
 		ggml_build_forward_expand(gf, cur);
 		cur = add_opt(ctx, mm(L->wo, cur), L->bo);
 
@@ -1096,7 +1124,8 @@ int hr_window_eval(hr_window *w, const int32_t *tokens, const float *hidden, int
 	}
 	const int n_out = w->p.output ? (w->p.all_logits ? n : 1) : n;
 	hr_graph *g = &w->g;
-	if (!g->ctx || g->n != n || g->n_kv != n_kv || g->n_out != n_out) {
+	const int row_attn = w->row_attn && n > 1 && n <= HR_ROW_ATTN_MAX;
+	if (!g->ctx || g->n != n || g->n_kv != n_kv || g->n_out != n_out || g->row_attn != row_attn) {
 		if (build_graph(w, n, n_kv, n_out, 0, err, errlen) != 0) {
 			if (strcmp(err, "gpu") == 0) {
 				gpu_short(w, err, errlen, "compute buffers", 0, n_gpu_of(w));
@@ -1248,6 +1277,8 @@ fallback:
 void hr_window_set_all_logits(hr_window *w, int on) {
 	w->p.all_logits = w->p.output && on;
 }
+
+void hr_window_set_row_attn(hr_window *w, int on) { w->row_attn = on != 0; }
 
 void hr_window_kv_truncate(hr_window *w, int pos) {
 	if (pos < 0) {

@@ -125,6 +125,15 @@ void hr_window_kv_truncate(hr_window *w, int pos);
 // every input row and of the last only, for the evaluations that follow
 // (a speculative verification wants every row; a prompt only its last).
 void hr_window_set_all_logits(hr_window *w, int on);
+
+// HR_ROW_ATTN_MAX is the most rows a batch attends row by row with
+// hr_window_set_row_attn on: a speculative verification's.
+#define HR_ROW_ATTN_MAX 9
+
+// hr_window_set_row_attn makes the evaluations that follow of 2 to
+// HR_ROW_ATTN_MAX rows attend row by row, as one-row evaluations do (the same
+// bits as evaluating the rows one at a time); larger batches are unchanged.
+void hr_window_set_row_attn(hr_window *w, int on);
 int hr_window_kv_used(const hr_window *w);
 size_t hr_window_kv_bytes(const hr_window *w);
 // hr_window_dev_bytes is what the window holds on the CPU (gpu 0) or its

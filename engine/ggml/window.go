@@ -384,6 +384,25 @@ func (w *Window) SetAllLogits(on bool) {
 	w.p.AllLogits = on
 }
 
+// RowAttentionRows is the most rows SetRowAttention evaluates row by row.
+const RowAttentionRows = C.HR_ROW_ATTN_MAX
+
+// SetRowAttention makes the evaluations that follow of 2 to
+// RowAttentionRows rows attend row by row, as one-row evaluations do, so
+// that their every row is the bits of evaluating the rows one at a time: a
+// speculative verification then picks the tokens the decode steps it
+// replaces would pick. (ggml's products over the KV cache take another path
+// for several rows than for one, which sums in another order.) Larger
+// batches are unchanged.
+func (w *Window) SetRowAttention(on bool) {
+	if w.c == nil {
+		return
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	C.hr_window_set_row_attn(w.c, cbool(on))
+}
+
 // KVClear forgets every position.
 func (w *Window) KVClear() { w.KVTruncate(0) }
 

@@ -271,7 +271,7 @@ type Drafter interface {
 // pass's rows).
 const (
 	DefaultDraftTokens = 4
-	MaxDraftTokens     = 16
+	MaxDraftTokens     = ggml.RowAttentionRows - 1
 )
 
 // ErrNotVerifier: a request with a draft on a Model that cannot verify.
@@ -575,8 +575,10 @@ func (h *Head) EvalAll(ctx context.Context, toks []int32, pos int) ([]float32, e
 		return nil, fmt.Errorf("head: %d tokens to verify in one pass; give 1 to %d", len(toks), MaxDraftTokens+1)
 	}
 	h.win.SetAllLogits(true)
+	h.win.SetRowAttention(true)
 	logits, err := h.win.EvalTokensInto(h.rows, toks, pos)
 	h.win.SetAllLogits(false)
+	h.win.SetRowAttention(false)
 	if err != nil {
 		return nil, fmt.Errorf("head: verify tokens [%d, %d): %w", pos, pos+len(toks), err)
 	}

@@ -2,9 +2,12 @@ package head
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"homering/engine/modelgen"
 )
 
 // skewed is a real draft (a Head of the same model) whose proposal for
@@ -93,5 +96,46 @@ func TestSpeculationOnlyWhenGreedy(t *testing.T) {
 	b := generate(t, h, req)
 	if diff := cmp.Diff(a.IDs, b.IDs); diff != "" || b.Stats.Drafted != 0 {
 		t.Errorf("sampled with a draft: drafted %d, diff:\n%s", b.Stats.Drafted, diff)
+	}
+}
+
+// TestSpeculationIsExactOnAQuantizedPair: a generated Q8_0 target and the
+// draft of its first layers (modelgen's quiet layers), whose near-tie
+// logits flip on any rounding difference: replies of 48 tokens, past the
+// positions where a batch's attention rounds otherwise than a one-row
+// pass unless it attends row by row, are the unspeculated ones.
+func TestSpeculationIsExactOnAQuantizedPair(t *testing.T) {
+	dir := t.TempDir()
+	base := modelgen.Config{Arch: "llama", Embd: 256, FF: 768, Heads: 4, Vocab: 2000, Type: "Q8_0", Seed: 19}
+	tc, dc := base, base
+	tc.Layers, tc.QuietFrom, tc.QuietScale = 6, 1, 0.3
+	dc.Layers = 1
+	tp, dp := filepath.Join(dir, "target.gguf"), filepath.Join(dir, "draft.gguf")
+	for p, c := range map[string]modelgen.Config{tp: tc, dp: dc} {
+		if err := modelgen.Generate(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openPath := func(p string) *Head {
+		h, err := Open(Config{ModelPath: p, NCtx: 256, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Close() })
+		return h
+	}
+	target, plain, draft := openPath(tp), openPath(tp), openPath(dp)
+	var drafted, accepted int
+	for _, p := range specPrompts {
+		want := generate(t, plain, Request{Prompt: p, MaxTokens: 48})
+		got := generate(t, target, Request{Prompt: p, MaxTokens: 48, Draft: draft, DraftTokens: 4})
+		if diff := cmp.Diff(want.IDs, got.IDs); diff != "" {
+			t.Fatalf("prompt %q: speculated tokens differ (-plain +speculated):\n%s", p, diff)
+		}
+		drafted += got.Stats.Drafted
+		accepted += got.Stats.Accepted
+	}
+	if accepted == 0 || accepted == drafted {
+		t.Errorf("%d of %d drafts accepted: want a pair that agrees partly", accepted, drafted)
 	}
 }

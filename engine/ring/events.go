@@ -63,10 +63,15 @@ type Prepared struct {
 // shorter), each device computing one while the next computes the one
 // before; the KV and the last micro-batch's logits are those of passes of
 // Batch rows one after the other. 0: one batch of all the tokens.
+//
+// Verify marks a speculative verification: every window computes its rows
+// with row-by-row attention (Compute.Verify, wire.Activation.Verify) and
+// the output head gives every row's logits.
 type StartToken struct {
 	Tokens []int32
 	Pos    int
 	Batch  int
+	Verify bool
 }
 
 // ComputeDone is the result of a Compute action: Hidden after the window,
@@ -116,6 +121,7 @@ type Compute struct {
 	Pos    int
 	Hidden *wire.Activation
 	Output bool
+	Verify bool // a speculative verification's rows (StartToken.Verify)
 }
 
 // EmitToken streams a sampled token.

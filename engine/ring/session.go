@@ -44,6 +44,7 @@ type pass struct {
 	first   uint64
 	n       int // micro-batches
 	started int
+	verify  bool
 }
 
 // micro returns micro-batch i's tokens and position.
@@ -80,11 +81,12 @@ type Session struct {
 	// seq goes through every round on every device, and each window sees
 	// its seqs in order, so one counter per round orders the inputs even
 	// when micro-batches of a pipelined prompt interleave rounds.
-	next  []uint64
-	busy  bool               // a Compute is out
-	cur   key                // the Compute out
-	pos   int                // sequence position of row 0 of the Compute out
-	ready []*wire.Activation // accepted inputs waiting for the engine, by (seq, round)
+	next   []uint64
+	busy   bool               // a Compute is out
+	cur    key                // the Compute out
+	pos    int                // sequence position of row 0 of the Compute out
+	verify bool               // the Compute out is a speculative verification's (Compute.Verify)
+	ready  []*wire.Activation // accepted inputs waiting for the engine, by (seq, round)
 
 	// head only
 	acks     map[deviceid.ID]bool
@@ -385,7 +387,7 @@ func (s *Session) startToken(ev StartToken) []Action {
 		batch = len(ev.Tokens)
 	}
 	n := (len(ev.Tokens) + batch - 1) / batch
-	s.pass = pass{tokens: ev.Tokens, pos: ev.Pos, batch: batch, first: s.nextSeq, n: n}
+	s.pass = pass{tokens: ev.Tokens, pos: ev.Pos, batch: batch, first: s.nextSeq, n: n, verify: ev.Verify}
 	s.nextSeq += uint64(n)
 	s.inflight = true
 	return s.schedule()
@@ -409,12 +411,12 @@ func (s *Session) schedule() []Action {
 				continue // a micro-batch of the prompt is through every window
 			}
 		}
-		s.busy, s.cur, s.pos = true, key{a.Seq, a.Round}, a.Pos
+		s.busy, s.cur, s.pos, s.verify = true, key{a.Seq, a.Round}, a.Pos, a.Verify
 		if round == s.plan.K {
-			return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a}}
+			return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a, Verify: a.Verify}}
 		}
 		s.cur.round = round
-		return []Action{Compute{Seq: a.Seq, Round: round, Window: s.plan.Devices[s.idx].Windows[round], Pos: a.Pos, Hidden: a}}
+		return []Action{Compute{Seq: a.Seq, Round: round, Window: s.plan.Devices[s.idx].Windows[round], Pos: a.Pos, Hidden: a, Verify: a.Verify}}
 	}
 	if s.busy || !s.isHead() || !s.inflight || s.pass.started == s.pass.n {
 		return nil
@@ -422,8 +424,8 @@ func (s *Session) schedule() []Action {
 	toks, pos := s.pass.micro(s.pass.started)
 	seq := s.pass.first + uint64(s.pass.started)
 	s.pass.started++
-	s.busy, s.cur, s.pos = true, key{seq, 0}, pos
-	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: toks, Pos: pos}}
+	s.busy, s.cur, s.pos, s.verify = true, key{seq, 0}, pos, s.pass.verify
+	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: toks, Pos: pos, Verify: s.pass.verify}}
 }
 
 // accept queues an accepted input in (seq, round) order.
@@ -450,7 +452,7 @@ func (s *Session) computeDone(ev ComputeDone) []Action {
 	me := s.plan.Devices[s.idx]
 	win := me.Windows[ev.Round]
 	a := *ev.Hidden
-	a.Plan, a.Seq, a.Round, a.Layers, a.Pos = s.plan.ID, ev.Seq, ev.Round, win, s.pos
+	a.Plan, a.Seq, a.Round, a.Layers, a.Pos, a.Verify = s.plan.ID, ev.Seq, ev.Round, win, s.pos, s.verify
 	var out []Action
 	if k := s.plan.K; k > 1 {
 		out = append(out, Prefetch{Window: me.Windows[(ev.Round+1)%k]})

@@ -126,17 +126,6 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 	return nil
 }
 
-// SetAllLogits makes the head's output head give the logits of every row
-// of the passes that follow (a speculative verification), or of the last
-// only (a prompt pass). Call it between passes.
-func (g *GGML) SetAllLogits(on bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.out != nil {
-		g.out.SetAllLogits(on)
-	}
-}
-
 // gpuLayers are the layers of the sub-window [first, last) of window w that
 // run on the GPU: Halda's n_m are the first n of each window (the paper's
 // layout: a window's hidden state crosses to the GPU once and back once).
@@ -195,12 +184,24 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 		v = wire.Floats(c.Hidden) // the session checked its dtype against the plan
 	}
 	for _, win := range subs {
-		// A pass that starts before the cache end (a re-prefill) overwrites it.
+		// A pass that starts before the cache end (a re-prefill, the
+		// rejected drafts of a verification) overwrites it.
 		if win.KVLen() > c.Pos {
 			win.KVTruncate(c.Pos)
 		}
 		var err error
-		if v, err = evalChunked(win, tokens, v, nEmbd, c.Pos); err != nil {
+		if c.Verify {
+			// Every row the bits of a one-row pass, and the logits of
+			// every row (engine/head's speculative decoding).
+			win.SetRowAttention(true)
+			win.SetAllLogits(true)
+		}
+		v, err = evalChunked(win, tokens, v, nEmbd, c.Pos)
+		if c.Verify {
+			win.SetRowAttention(false)
+			win.SetAllLogits(false)
+		}
+		if err != nil {
 			return done, err
 		}
 		tokens = nil // the next sub-window takes this one's hidden states
@@ -213,7 +214,7 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 		}
 		return done, nil
 	}
-	done.Hidden = &wire.Activation{Rows: len(v) / nEmbd, NEmbd: nEmbd, DType: g.dtype, Data: wire.Data(g.dtype, v)}
+	done.Hidden = &wire.Activation{Rows: len(v) / nEmbd, NEmbd: nEmbd, DType: g.dtype, Verify: c.Verify, Data: wire.Data(g.dtype, v)}
 	return done, nil
 }
 

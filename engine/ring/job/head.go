@@ -299,7 +299,9 @@ func (r *Request) Eval(ctx context.Context, toks []int32, pos int) ([]float32, e
 
 // EvalAll is a speculative verification round the ring (head.Verifier):
 // toks go as one pass of one batch through every window, k rounds as any
-// pass, and the head's output head returns the logits of every row.
+// pass, each window attending row by row so that every row is the bits of
+// a one-row pass (ring.StartToken.Verify), and the head's output head
+// returns the logits of every row.
 func (r *Request) EvalAll(ctx context.Context, toks []int32, pos int) ([]float32, error) {
 	if len(toks) == 0 || len(toks) > head.MaxDraftTokens+1 {
 		return nil, fmt.Errorf("job: %d tokens to verify in one pass; give 1 to %d", len(toks), head.MaxDraftTokens+1)
@@ -465,15 +467,14 @@ func (h *headJob) startPass(ctx context.Context) error {
 	end := ring.PassEnd(h.pos, h.nPrompt, len(h.all), h.passRows, msPerToken)
 	batch := h.micro
 	// A verification is one pass of one batch (only a pass's last batch
-	// gets the output head), with every row's logits. A re-prefill
-	// after a loss comes back to it; its earlier passes want the last row.
+	// gets the output head), computed row by row with every row's logits
+	// (StartToken.Verify). A re-prefill after a loss comes back to it.
 	verify := h.verifyAt > 0 && h.pos == h.verifyAt
 	if verify {
 		end, batch = len(h.all), 0
 	}
-	h.eng.SetAllLogits(verify)
 	chunk := h.all[h.pos:end]
-	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos, Batch: batch}); err != nil {
+	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos, Batch: batch, Verify: verify}); err != nil {
 		return err
 	}
 	if h.pos < h.nPrompt {

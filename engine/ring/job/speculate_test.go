@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,32 +12,13 @@ import (
 	"homering/discovery/deviceid"
 	"homering/discovery/identity"
 	"homering/engine/head"
+	"homering/engine/modelgen"
 	"homering/engine/ring/wire"
 	"homering/internal/testlog"
 )
 
-// skewedDraft is a real draft (a single-device Head of the same model)
-// whose proposal for every seventh position is another token, so that the
-// ring rejects some drafts and rolls every device's cache back.
-type skewedDraft struct{ *head.Head }
-
-func (s skewedDraft) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
-	lg, err := s.Head.Eval(ctx, toks, pos)
-	if err != nil || (pos+len(toks))%7 != 0 {
-		return lg, err
-	}
-	best := 0
-	for i, x := range lg {
-		if x > lg[best] {
-			best = i
-		}
-	}
-	lg[(best+1)%len(lg)] = lg[best] + 1
-	return lg, nil
-}
-
 // A head and two workers in this process (loopback, mutual TLS), the
-// windows of a 4-layer model spread over the three: greedy replies with a
+// windows of an 8-layer model spread over the three: greedy replies with a
 // partly agreeing draft, verified round the ring in one pass each, are the
 // single device's unspeculated replies, prompt for prompt, on a fresh job
 // and on the kept one.
@@ -65,9 +47,25 @@ func TestSpeculationThroughThreeDevices(t *testing.T) {
 		peers, ids = append(peers, Peer{ID: wid.ID, Addr: w.Addr()}), append(ids, wid.ID)
 	}
 
+	// A generated Q8_0 target and the draft of its first layer
+	// (modelgen's quiet layers): near-tie logits that flip on any
+	// rounding difference, replies long enough that a batch's attention
+	// would round otherwise than one-row passes without row-by-row
+	// attention on every device.
+	dir := t.TempDir()
+	base := modelgen.Config{Arch: "llama", Embd: 256, FF: 768, Heads: 4, Vocab: 2000, Type: "Q8_0", Seed: 19}
+	tc, dc := base, base
+	tc.Layers, tc.QuietFrom, tc.QuietScale = 8, 1, 0.3
+	dc.Layers = 1
+	target, draftPath := filepath.Join(dir, "target.gguf"), filepath.Join(dir, "draft.gguf")
+	for p, c := range map[string]modelgen.Config{target: tc, draftPath: dc} {
+		if err := modelgen.Generate(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	prompts := []string{"Once upon a time", "The dog ran", "She said", "A big red ball", "Tom and Sue went to the park"}
-	const maxTokens = 24
-	single, err := head.Open(head.Config{ModelPath: smallModel, NCtx: 256, Threads: 1})
+	const maxTokens = 48
+	single, err := head.Open(head.Config{ModelPath: target, NCtx: 256, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,23 +78,22 @@ func TestSpeculationThroughThreeDevices(t *testing.T) {
 		}
 		want = append(want, ids)
 	}
-	dh, err := head.Open(head.Config{ModelPath: smallModel, NCtx: 256, Threads: 1})
+	draft, err := head.Open(head.Config{ModelPath: draftPath, NCtx: 256, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dh.Close()
-	draft := skewedDraft{dh}
+	defer draft.Close()
 
-	m, err := OpenHead(smallModel, &gaps, log)
+	m, err := OpenHead(target, &gaps, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	info := m.model.Info()
 	plan := &wire.Plan{ID: 1, K: 1, Layers: info.NLayer, NEmbd: info.NEmbd, Devices: []wire.Device{
-		{ID: hid.ID, Windows: []wire.Range{{Start: 0, End: 1}}},
-		{ID: ids[0], Windows: []wire.Range{{Start: 1, End: 3}}},
-		{ID: ids[1], Windows: []wire.Range{{Start: 3, End: info.NLayer}}}}}
+		{ID: hid.ID, Windows: []wire.Range{{Start: 0, End: 3}}},
+		{ID: ids[0], Windows: []wire.Range{{Start: 3, End: 6}}},
+		{ID: ids[1], Windows: []wire.Range{{Start: 6, End: info.NLayer}}}}}
 	p := Params{Plan: plan, Peers: peers, Identity: headDir, TickMS: 1000, KeepMS: 60_000, Threads: 1}
 	var drafted, accepted int
 	for i, prompt := range prompts {

@@ -188,6 +188,9 @@ func (a *PlanAck) decode(d *decoder) {
 func (c *Commit) appendTo(b []byte) []byte { return be.AppendUint64(b, c.Plan) }
 func (c *Commit) decode(d *decoder)        { c.Plan = d.u64("plan id") }
 
+// verifyBit of an activation's dtype byte is Activation.Verify.
+const verifyBit = 0x80
+
 func (a *Activation) appendTo(b []byte) []byte {
 	b = be.AppendUint64(b, a.Plan)
 	b = be.AppendUint64(b, a.Seq)
@@ -196,7 +199,11 @@ func (a *Activation) appendTo(b []byte) []byte {
 	b = be.AppendUint32(b, uint32(a.Pos))
 	b = be.AppendUint32(b, uint32(a.Rows))
 	b = be.AppendUint32(b, uint32(a.NEmbd))
-	b = append(b, byte(a.DType))
+	dt := byte(a.DType)
+	if a.Verify {
+		dt |= verifyBit
+	}
+	b = append(b, dt)
 	return append(b, a.Data...)
 }
 
@@ -208,7 +215,8 @@ func (a *Activation) decode(d *decoder) {
 	a.Pos = int(d.u32("pos"))
 	a.Rows = int(d.u32("rows"))
 	a.NEmbd = int(d.u32("n_embd"))
-	a.DType = DType(d.u8("dtype"))
+	dt := d.u8("dtype")
+	a.DType, a.Verify = DType(dt&^verifyBit), dt&verifyBit != 0
 	if d.err != nil {
 		return
 	}

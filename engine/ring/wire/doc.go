@@ -34,7 +34,9 @@
 //	                uint8, then rows × nEmbd values of dtype, little endian
 //	                (the byte order of every machine ggml runs on); dtype 1
 //	                F32, 2 F16 (IEEE binary16, rounded to nearest even,
-//	                saturating at ±65504: F16Data), the plan's for every hop
+//	                saturating at ±65504: F16Data), the plan's for every hop;
+//	                the dtype byte's bit 7 set: the rows are a speculative
+//	                verification (Activation.Verify), attended row by row
 //	68 Token        plan uint64, seq uint64, token int32
 //	69 Goodbye      code uint16, text: the job ends (head gone, quitting)
 //	70 SliceRequest model [32]byte, name string, offset uint64, length uint32

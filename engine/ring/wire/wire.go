@@ -165,6 +165,10 @@ type Activation struct {
 	Rows   int
 	NEmbd  int
 	DType  DType
+	// Verify: the rows are a speculative verification, which every
+	// window computes with row-by-row attention (engine/ggml's
+	// SetRowAttention) so that each row is the bits of a one-row pass.
+	Verify bool
 	Data   []byte // Rows × NEmbd elements, little endian
 }
 

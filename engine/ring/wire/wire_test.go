@@ -38,6 +38,7 @@ func TestRoundTrip(t *testing.T) {
 		{"commit", &Commit{Plan: 9}},
 		{"activation f32", &Activation{Plan: 7, Seq: 3, Round: 1, Layers: Range{4, 7}, Pos: 12, Rows: 2, NEmbd: 2, DType: F32, Data: F32Data([]float32{1, -2, 3.5, 0})}},
 		{"activation f16", &Activation{Plan: 7, Seq: 0, Round: 0, Layers: Range{0, 3}, Rows: 1, NEmbd: 3, DType: F16, Data: []byte{1, 2, 3, 4, 5, 6}}},
+		{"activation of a verification", &Activation{Plan: 7, Seq: 5, Round: 0, Layers: Range{0, 3}, Pos: 40, Rows: 2, NEmbd: 1, DType: F16, Verify: true, Data: []byte{1, 2, 3, 4}}},
 		{"token", &Token{Plan: 7, Seq: 4, Token: -1}},
 		{"goodbye", &Goodbye{Code: CodeHeadGone, Text: "head went away"}},
 		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
