@@ -54,6 +54,11 @@
 //     a model (or with one under 64 MiB) a scratch file on that disk is used.
 //     Scratch files a killed measurement left (older than an hour) are
 //     removed first (sysinfo.RemoveStaleScratch).
+//   - Page-fault read-around (Disk.ReadAheadBytes, Halda's
+//     disk_read_ahead_bytes): the read_ahead_kb of the block device holding
+//     the model (Linux; sysinfo.ReadAheadBytes). A fault reads this much
+//     around a missing page, so a MoE model's missed expert, read in
+//     slices smaller than it, pulls its neighbours in too.
 //   - Page-fault read throughput (Disk.FaultBytesPerSec, Halda's
 //     disk_fault_read_bytes_per_s): what a device paging its weights gets.
 //     Large direct reads overstate it (1.5 GB/s O_DIRECT against 0.6-0.9

@@ -441,6 +441,7 @@ func Measure(ctx context.Context, o Options, log *slog.Logger) (Profile, error) 
 	default:
 		return Profile{}, err
 	}
+	d.ReadAheadBytes, _ = sysinfo.ReadAheadBytes(faultDir)
 	p.Disk = d
 	if err := p.validate(); err != nil {
 		return Profile{}, fmt.Errorf("profile: the measurement is unusable (%w); measure again on a quieter machine", err)
@@ -681,6 +682,7 @@ func (p Profile) Device(name string) halda.Device {
 		DiskSeqBytesPerSec:   p.Disk.SeqBytesPerSec,
 		DiskRandBytesPerSec:  p.Disk.RandBytesPerSec,
 		DiskFaultBytesPerSec: p.Disk.FaultBytesPerSec,
+		DiskReadAheadBytes:   p.Disk.ReadAheadBytes,
 	}
 	if d.OS == halda.Android {
 		d.SwapAvailable = p.Memory.SwapFree

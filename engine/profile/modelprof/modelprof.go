@@ -135,7 +135,8 @@ func FromShapeRouted(s gguf.ModelShape, l gguf.Layout, ctxTokens int, r *Routing
 // per token, Σ p_j = k): uniform k/n, or the histogram's. A token reads
 // a + Σ p_j·e/n = a + (k/n)·e whatever the skew; the hot set is a plus the
 // experts with p_j > k/n; the cold rate ρ is Σ_cold p_j / |cold|. Averaged
-// over layers as b is, ρ weighted by cold bytes.
+// over layers as b is, ρ weighted by cold bytes. The expert slice is one
+// expert's bytes in one stack: what a missed expert is read in.
 func moe(m *halda.Model, s gguf.ModelShape, l gguf.Layout, r *Routing) error {
 	n, k := s.NExpert, s.NExpertUsed
 	if n <= 0 || k <= 0 || k > n {
@@ -146,10 +147,15 @@ func moe(m *halda.Model, s gguf.ModelShape, l gguf.Layout, r *Routing) error {
 		return fmt.Errorf("the routing histogram covers %d layers but the model has %d", len(r.Counts), len(l.Layers))
 	}
 	var expert, read, hot, cold, coldRead float64
-	var tokens int64
+	var tokens, stacks int64
 	for i, p := range l.Layers {
 		a, e := float64(p.Bytes-p.ExpertBytes), float64(p.ExpertBytes)
 		expert += e
+		for _, name := range p.Tensors {
+			if strings.HasSuffix(name, "_exps.weight") {
+				stacks++
+			}
+		}
 		read += a + uniform*e
 		freq := make([]float64, n)
 		for j := range freq {
@@ -191,6 +197,10 @@ func moe(m *halda.Model, s gguf.ModelShape, l gguf.Layout, r *Routing) error {
 	m.LayerExpertBytes = int64(math.Ceil(expert / L))
 	m.LayerReadBytes = max(int64(math.Ceil(read/L)), 1)
 	m.LayerHotBytes = int64(math.Ceil(hot / L))
+	if stacks > 0 {
+		// One expert's run in one stack (biases are a rounding error).
+		m.ExpertSliceBytes = min(int64(expert)/(stacks*int64(n)), m.LayerExpertBytes)
+	}
 	m.ColdReadRate = uniform
 	if cold > 0 {
 		// Cold experts never picked still page in on a first pick: a

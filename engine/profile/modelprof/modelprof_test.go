@@ -93,6 +93,10 @@ func TestMoE(t *testing.T) {
 		t.Errorf("uniform: experts %d read %d hot %d ρ %v, want %d, %d, %d, 0.25",
 			uni.LayerExpertBytes, uni.LayerReadBytes, uni.LayerHotBytes, uni.ColdReadRate, e, a+e/4, a)
 	}
+	// Three stacks (gate, up, down) a layer, 8 experts in each.
+	if uni.ExpertSliceBytes != e/24 {
+		t.Errorf("expert slice %d bytes, want %d", uni.ExpertSliceBytes, e/24)
+	}
 	if !strings.Contains(uni.Routing, "uniform top-2 of 8") {
 		t.Errorf("routing %q does not say it is uniform", uni.Routing)
 	}

@@ -22,7 +22,10 @@ type Disk struct {
 	// measured (not Linux).
 	FaultBytesPerSec float64 `json:"fault_read_bytes_per_s,omitempty"`
 	FaultScratch     bool    `json:"fault_scratch,omitempty"` // measured on a scratch file laid out like the model
-	SeqBytes, RandIO int64   `json:"-"`
+	// ReadAheadBytes is a page fault's read-around on this disk
+	// (ReadAheadBytes), 0 where the system does not say.
+	ReadAheadBytes   int64 `json:"read_ahead_bytes,omitempty"`
+	SeqBytes, RandIO int64 `json:"-"`
 }
 
 // DiskLimits bound one measurement.

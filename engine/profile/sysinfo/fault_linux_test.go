@@ -2,10 +2,13 @@ package sysinfo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // diskDir is a directory on a real disk: /tmp may be tmpfs (it is in a
@@ -75,4 +78,34 @@ func TestFaultThroughput(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestReadAheadBytes: the read-around of the disk under this package's
+// directory is the block device's read_ahead_kb, as sysfs gives it.
+func TestReadAheadBytes(t *testing.T) {
+	got, ok := ReadAheadBytes(".")
+	if !ok {
+		t.Fatal("no read_ahead_kb for the disk holding the source tree")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(".", &st); err != nil {
+		t.Fatal(err)
+	}
+	kb := -1
+	for _, q := range []string{
+		fmt.Sprintf("/sys/dev/block/%d:%d/queue/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev)),
+		fmt.Sprintf("/sys/dev/block/%d:%d/../queue/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev)),
+	} {
+		if b, err := os.ReadFile(q); err == nil {
+			if _, err := fmt.Sscan(string(b), &kb); err == nil {
+				break
+			}
+		}
+	}
+	if int64(kb)<<10 != got {
+		t.Errorf("ReadAheadBytes = %d, sysfs says %d KiB", got, kb)
+	}
+	if _, ok := ReadAheadBytes("/proc/self/status"); ok {
+		t.Error("a file on procfs (no block device) has a read-around")
+	}
 }
