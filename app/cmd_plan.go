@@ -196,6 +196,10 @@ func printPlan(w io.Writer, p halda.Problem, pl halda.Plan) {
 	}
 	fmt.Fprintf(w, "%s: %d layers, k=%d round(s) of %d layers, predicted %s ms/token (compute %s, disk %s, network %s)\n\n",
 		name, p.Model.Layers, pl.K, pl.Window, ms(pl.PredictedMs), ms(pl.ComputeMs), ms(pl.DiskMs), ms(pl.NetworkMs))
+	if m := p.Model; m.LayerReadBytes > 0 {
+		fmt.Fprintf(w, "mixture of experts: a token reads %.1f of each layer's %.1f MB (experts %.1f MB), hot set %.1f MB, cold experts read at %.3f a token (routing %s)\n\n",
+			float64(m.LayerReadBytes)/1e6, float64(sum(m.LayerBytes))/1e6, float64(m.LayerExpertBytes)/1e6, float64(m.LayerHotBytes)/1e6, m.ColdReadRate, m.Routing)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEVICE\tOS\tCASE\tW\tN\tLAYERS PER ROUND\tPREDICTED ms\tCOMPUTE\tDISK\tNETWORK")
 	for i, a := range pl.Ring {
@@ -236,4 +240,12 @@ func layerRanges(rs []halda.LayerRange) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+func sum(m map[string]int64) int64 {
+	var t int64
+	for _, v := range m {
+		t += v
+	}
+	return t
 }

@@ -157,3 +157,19 @@ func TestPlanFromGGUF(t *testing.T) {
 		t.Errorf("missing GGUF: exit %d, %q", code, errs)
 	}
 }
+
+// TestPlanMoE: a MoE model's plan says what a token reads, the hot set and
+// where the routing came from (uniform: the file has no histogram).
+func TestPlanMoE(t *testing.T) {
+	code, out, errs := runPlan(t, "--devices", testbed, "--model", "../testdata/models/qwen3moe-Q8_0.gguf")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "mixture of experts: a token reads") || !strings.Contains(out, "uniform top-2 of 8: no routing histogram") {
+		t.Errorf("plan does not describe the experts:\n%s", out)
+	}
+	code, out, _ = runPlan(t, "--devices", testbed, "--model", planStories)
+	if code != 0 || strings.Contains(out, "mixture of experts") {
+		t.Errorf("dense model's plan mentions experts (exit %d):\n%s", code, out)
+	}
+}

@@ -37,6 +37,9 @@ type row struct {
 	FaultBps   float64   `json:"fault_bytes_per_s,omitempty"`
 	SeqBps     float64   `json:"seq_bytes_per_s,omitempty"`
 	Case       string    `json:"case"`
+	// ReadMB is, per rep, the MB read from disk per timed decode step
+	// (/proc/self/io read_bytes: page faults included).
+	ReadMB []float64 `json:"read_mb_per_token,omitempty"`
 	// NoPlan lists the reps whose profile Halda found no plan for (a disk
 	// probe slowed below its paging threshold by other I/O), left out.
 	NoPlan []string `json:"no_plan,omitempty"`
@@ -99,6 +102,7 @@ func run(args []string) error {
 	tokens := fs.Int("tokens", 8, "decode steps per rep")
 	label := fs.String("label", "resident", "row label")
 	evictEach := fs.Bool("evict", false, "drop the model from the page cache before each decode")
+	warmup := fs.Int("warmup", 2, "untimed decode steps before the timed ones (a MoE model's hot set pages in over several)")
 	dir := fs.String("dir", os.TempDir(), "work directory")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -147,10 +151,11 @@ func run(args []string) error {
 					return err
 				}
 			}
-			all, err := decodeSamples(c.model, c.threads, 2**tokens)
+			all, readMB, err := decodeSamples(c.model, c.threads, 2**tokens, *warmup)
 			if err != nil {
 				return err
 			}
+			c.r.ReadMB = append(c.r.ReadMB, readMB)
 			ms, held := alternate(all)
 			c.tokens, c.held = append(c.tokens, ms), append(c.held, held)
 			c.r.MeasMs = append(c.r.MeasMs, median(all))
@@ -245,35 +250,61 @@ func medianIndex(v []float64) int {
 	return idx[(len(idx)-1)/2]
 }
 
-// decodeSamples is decode without the JSON: ms per decode step.
-func decodeSamples(model string, threads, tokens int) ([]float64, error) {
+// decodeSamples is decode without the JSON: ms per timed decode step, after
+// warmup untimed ones, and the MB read from disk per timed step.
+func decodeSamples(model string, threads, tokens, warmup int) ([]float64, float64, error) {
 	m, err := ggml.Open(model)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer m.Close()
 	info := m.Info()
 	w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: 256, Threads: threads})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer w.Close()
 	prompt := []int32{1, 15, 29, 300, 4000, 77, 123, 9}
 	if _, err := w.EvalTokens(prompt, 0); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	pos := len(prompt)
 	var out []float64
-	for i := range tokens + 2 {
+	var read0 int64
+	for i := range tokens + warmup {
+		if i == warmup {
+			if read0, err = readBytes(); err != nil {
+				return nil, 0, err
+			}
+		}
 		tok := int32(100 + 37*i%(info.NVocab-100))
 		t := time.Now()
 		if _, err := w.EvalTokens([]int32{tok}, pos); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if i >= 2 { // two warm-up steps
+		if i >= warmup {
 			out = append(out, float64(time.Since(t).Microseconds())/1e3)
 		}
 		pos++
 	}
-	return out, nil
+	read1, err := readBytes()
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, float64(read1-read0) / 1e6 / float64(max(tokens, 1)), nil
+}
+
+// readBytes is this process's read_bytes from /proc/self/io: what it had
+// read from storage, page faults on the mapping included.
+func readBytes() (int64, error) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/self/io has no read_bytes line")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -29,7 +30,10 @@ func table(args []string) error {
 	fmt.Fprintln(tw, "case\tmodel\tthreads\tprofile s\tpredicted ms\tmeasured ms\tspread\terror\ttarget\tcalibrated ms\theld-out ms\terror\ttarget\t")
 	for _, r := range rows {
 		before, after := "±15%", "±5%"
-		if r.Label != "resident" {
+		switch {
+		case strings.HasPrefix(r.Label, "moe"): // issue 20 item 4
+			before, after = "±25%", "±10%"
+		case r.Label != "resident":
 			before, after = "±25%", "-"
 		}
 		fmt.Fprintf(tw, "%s (%s)\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f%%\t%+.1f%%\t%s\t%.1f\t%.1f\t%+.1f%%\t%s\t\n",
@@ -52,6 +56,9 @@ func table(args []string) error {
 		fmt.Printf("%s %s t=%d: predicted per rep %v ms, measured per rep %v ms", r.Label, r.Model, r.Threads, round1(r.PredMs), round1(r.MeasMs))
 		if r.DiskMs > 0 {
 			fmt.Printf("; predicted disk %.1f ms at %.0f MB/s page faults (O_DIRECT sequential %.0f MB/s)", r.DiskMs, r.FaultBps/1e6, r.SeqBps/1e6)
+		}
+		if len(r.ReadMB) > 0 {
+			fmt.Printf("; read from disk per token %v MB", round1(r.ReadMB))
 		}
 		fmt.Println()
 		for _, why := range r.NoPlan {
