@@ -267,10 +267,13 @@ type Drafter interface {
 }
 
 // DefaultDraftTokens is how many tokens a draft proposes per verification
-// when a request does not say; MaxDraftTokens bounds it (a verification
-// pass's rows).
+// when a request does not say: a pass of 4 rows still runs on engine/ggml's
+// token-step kernels (1-4 tokens), which read each weight once, and costs
+// 1.5-1.8x one row, where 5 rows cost 4-6x (bench/spec.sh). MaxDraftTokens
+// bounds it (a verification pass's rows attend row by row: ggml's
+// RowAttentionRows).
 const (
-	DefaultDraftTokens = 4
+	DefaultDraftTokens = 3
 	MaxDraftTokens     = ggml.RowAttentionRows - 1
 )
 
