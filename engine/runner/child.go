@@ -82,6 +82,12 @@ type child struct {
 	cancel context.CancelFunc
 
 	rh *job.Head // the head's ring model; touched only when gen is nil or by the generation
+	// draft is the speculative draft of the last request that named one
+	// (LoadParams.Draft), kept while its path, context and threads stay;
+	// touched only when gen is nil or by the generation.
+	draft    *head.Head
+	draftKey LoadParams
+	load     LoadParams // the loaded model's (OpLoad)
 	// rhFile is rh's model file as it was when mapped.
 	rhFile os.FileInfo
 
@@ -193,6 +199,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.h = h
 		mi := h.Info()
 		c.info = ModelInfo{Path: req.Load.Model, Arch: mi.Arch, Layers: mi.NLayer, NCtx: h.NCtx(), Vocab: mi.NVocab}
+		c.load = *req.Load
 		c.log.Info("model loaded", "path", req.Load.Model, "ctx", h.NCtx(), "took", time.Since(start).Round(time.Millisecond))
 		info := c.info
 		_ = c.send(Event{ID: req.ID, Type: EvLoaded, Model: &info})
@@ -259,7 +266,11 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 	if err := g.sampling().Validate(); err != nil {
 		return errorEvent(id, CodeBadRequest, err)
 	}
-	st, err := c.generation(ctx, id, c.h, c.h.Vocab(), c.h.NCtx(), g, start)
+	draft, err := c.draftFor(c.load.Model, c.load.Draft, c.h.NCtx(), c.load.Threads)
+	if err != nil {
+		return errorEvent(id, CodeLoad, err)
+	}
+	st, err := c.generation(ctx, id, c.h, c.h.Vocab(), c.h.NCtx(), g, draft, start)
 	if err != nil {
 		return errorEvent(id, errorCode(err), err)
 	}
@@ -308,7 +319,12 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
-	st, err := c.generation(ctx, id, r, c.rh.Vocab(), nCtx, g, start)
+	draft, err := c.draftFor(req.Load.Model, req.Load.Draft, nCtx, req.Load.Threads)
+	if err != nil {
+		r.Finish(err)
+		return fail(CodeLoad, err)
+	}
+	st, err := c.generation(ctx, id, r, c.rh.Vocab(), nCtx, g, draft, start)
 	res := r.Finish(err)
 	if err != nil {
 		return errorEvent(id, errorCode(err), err)
@@ -318,6 +334,40 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	return Event{ID: id, Type: EvDone, Stats: &st}
 }
 
+// draftFor is the speculative draft at path for the model at target with
+// a context of nCtx and threads, opened once and kept (nil for path "").
+// Its vocabulary must be the target's.
+func (c *child) draftFor(target, path string, nCtx, threads int) (*head.Head, error) {
+	if path == "" {
+		return nil, nil
+	}
+	key := LoadParams{Model: target, Draft: path, NCtx: nCtx, Threads: threads}
+	if c.draft != nil && c.draftKey == key {
+		return c.draft, nil
+	}
+	c.closeDraft()
+	same, err := head.SameVocabulary(target, path)
+	if err != nil {
+		return nil, err
+	}
+	if !same {
+		return nil, fmt.Errorf("runner: the draft model %s has another vocabulary than %s; choose a draft of the same model family", path, target)
+	}
+	d, err := head.Open(head.Config{ModelPath: path, NCtx: nCtx, Threads: threads, Logger: c.log})
+	if err != nil {
+		return nil, err
+	}
+	c.draft, c.draftKey = d, key
+	return d, nil
+}
+
+func (c *child) closeDraft() {
+	if c.draft != nil {
+		_ = c.draft.Close()
+		c.draft, c.draftKey = nil, LoadParams{}
+	}
+}
+
 // maxKeepMS bounds RingParams.KeepMS: an hour.
 const maxKeepMS = 3600 * 1000
 
@@ -325,7 +375,7 @@ const maxKeepMS = 3600 * 1000
 // and ring_generate on m, streaming token events, and returns its stats
 // with the reason it ended, or the error that ended it. start is when the
 // request came.
-func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llama.Vocab, nCtx int, g GenerateParams, start time.Time) (Stats, error) {
+func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llama.Vocab, nCtx int, g GenerateParams, draft *head.Head, start time.Time) (Stats, error) {
 	req := head.Request{Messages: g.messages(), Opening: g.Opening, Prompt: g.Prompt, MaxTokens: g.MaxTokens, Sampling: g.sampling(), Seed: g.Seed}
 	// Before m begins: a grammar that cannot be built costs a ring no
 	// links or weights.
@@ -337,6 +387,9 @@ func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llam
 		defer gr.Close()
 		req.Constraint = gr
 	}
+	if draft != nil {
+		req.Draft = draft // greedy requests speculate (engine/head)
+	}
 	eog := false
 	hs, err := head.Run(ctx, m, v, nCtx, req, func(t head.Token) error {
 		eog = t.EOG
@@ -346,7 +399,8 @@ func (c *child) generation(ctx context.Context, id uint64, m head.Model, v *llam
 		return nil
 	})
 	st := Stats{PromptTokens: hs.PromptTokens, CachedTokens: hs.CachedTokens, CompletionTokens: hs.Tokens,
-		PromptMS: ms(hs.PromptTime), DecodeTokens: hs.DecodeTokens, DecodeMS: ms(hs.DecodeTime), TotalMS: ms(time.Since(start))}
+		PromptMS: ms(hs.PromptTime), DecodeTokens: hs.DecodeTokens, DecodeMS: ms(hs.DecodeTime), TotalMS: ms(time.Since(start)),
+		Drafted: hs.Drafted, Accepted: hs.Accepted}
 	if !hs.Started.IsZero() {
 		st.StartMS = ms(hs.Started.Sub(start))
 	}
@@ -476,6 +530,7 @@ func (c *child) unload() {
 	c.stopAndWait()
 	c.rh.Close()
 	c.rh = nil
+	c.closeDraft()
 	if c.h != nil {
 		if err := c.h.Close(); err != nil {
 			c.log.Warn("closing the model", "err", err)

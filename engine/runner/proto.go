@@ -90,6 +90,11 @@ type LoadParams struct {
 	// Either needs a GPU backend loaded in the child (LoadGPU).
 	GPULayers int  `json:"gpu_layers,omitempty"`
 	OutputGPU bool `json:"output_gpu,omitempty"`
+	// Draft is the path of a small model of the same vocabulary that
+	// proposes tokens for greedy requests to verify in one pass
+	// (engine/head's speculative decoding); "" none. It runs on this
+	// device's CPU with the request's context and threads.
+	Draft string `json:"draft,omitempty"`
 }
 
 // Message is one turn of a conversation.
@@ -179,7 +184,11 @@ type Stats struct {
 	PromptMS         float64 `json:"prompt_ms"`
 	DecodeTokens     int     `json:"decode_tokens"`
 	DecodeMS         float64 `json:"decode_ms"`
-	TotalMS          float64 `json:"total_ms"`
+	// Speculation (LoadParams.Draft): tokens the draft proposed and those
+	// the model accepted.
+	Drafted  int     `json:"drafted,omitempty"`
+	Accepted int     `json:"accepted,omitempty"`
+	TotalMS  float64 `json:"total_ms"`
 	// StartMS is the time from the request to the first prompt pass
 	// starting (tokenizing, a ring job's links and plan, a kept job's
 	// claim): what a turn costs before any compute.
