@@ -70,6 +70,7 @@ type Agent struct {
 	ring        ringMemory
 	look        looks         // the device map's samplers (looks.go)
 	apiSet      settingsCache // the settings as the API last read or saved them (settings.go)
+	drafts      draftCache    // the speculative drafts picked for chat models (draft.go)
 
 	mu        sync.Mutex // guards running, stopWatch, planner, perByte and starts
 	running   map[*chatRun]struct{}

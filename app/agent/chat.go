@@ -136,7 +136,7 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		b.mu.Unlock()
 	}()
 
-	lp := runner.LoadParams{Model: path, NCtx: nCtx, Threads: b.threads}
+	lp := runner.LoadParams{Model: path, NCtx: nCtx, Threads: b.threads, Draft: b.draftFor(path, set.Draft)}
 	var first time.Time
 	onToken := func(t runner.Token) error {
 		if first.IsZero() {

@@ -33,13 +33,13 @@ type settingsCache struct {
 func toAPI(f config.Settings, name string) apitype.Settings {
 	return apitype.Settings{Name: name, ModelDir: f.ModelDir, Model: f.Model, ContextTokens: f.ContextTokens,
 		MemoryBudget: f.MemoryBudget, Expose: f.Expose, APIKey: f.APIKey, RingKeepSeconds: f.RingKeepSeconds, GPU: f.GPU,
-		APIPort: f.APIPort}
+		APIPort: f.APIPort, Draft: f.Draft}
 }
 
 func fromAPI(s apitype.Settings) config.Settings {
 	return config.Settings{ModelDir: s.ModelDir, Model: s.Model, ContextTokens: s.ContextTokens,
 		MemoryBudget: s.MemoryBudget, Expose: s.Expose, APIKey: s.APIKey, RingKeepSeconds: s.RingKeepSeconds, GPU: s.GPU,
-		APIPort: s.APIPort}
+		APIPort: s.APIPort, Draft: s.Draft}
 }
 
 // LoadSettings reads the settings in config directory dir (settings.json)

@@ -26,13 +26,13 @@ func (u *ui) getSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *ui) postSettings(w http.ResponseWriter, r *http.Request) {
-	// A client that does not know the keep time or the API port leaves them
-	// as they are.
+	// A client that does not know the keep time, the API port or the
+	// draft leaves them as they are.
 	old, err := u.s.Agent.Settings()
 	if err != nil {
 		old = agent.DefaultSettings()
 	}
-	req := apitype.Settings{RingKeepSeconds: old.RingKeepSeconds, APIPort: old.APIPort}
+	req := apitype.Settings{RingKeepSeconds: old.RingKeepSeconds, APIPort: old.APIPort, Draft: old.Draft}
 	if !decode(w, r, &req) {
 		return
 	}

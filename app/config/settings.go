@@ -58,7 +58,15 @@ type Settings struct {
 	// Absent in files written before it existed: loading starts from
 	// DefaultAPIPort.
 	APIPort int `json:"api_port"`
+	// Draft is the speculative draft model of greedy chats: "" picks one
+	// by itself (a model of the same vocabulary and at most a quarter of
+	// the chat model's size among the model sources: engine/head.PickDraft),
+	// DraftOff none, else the path of a GGUF.
+	Draft string `json:"draft,omitempty"`
 }
+
+// DraftOff is the draft setting that turns speculative decoding off.
+const DraftOff = "off"
 
 // UseGPU reports whether the gpu setting lets Homering use the GPUs.
 func (s Settings) UseGPU() bool { return s.GPU != GPUOff }
@@ -121,6 +129,11 @@ func (s Settings) Validate() error {
 	}
 	if s.GPU != "" && s.GPU != GPUOn && s.GPU != GPUOff {
 		errs = append(errs, fmt.Sprintf("The gpu setting is %q; give on or off.", s.GPU))
+	}
+	if s.Draft != "" && s.Draft != DraftOff {
+		if st, err := os.Stat(s.Draft); err != nil || st.IsDir() {
+			errs = append(errs, fmt.Sprintf("The draft model %q is not a file; pick a GGUF of the chat model's family, %q for none, or leave it empty to pick one by itself.", s.Draft, DraftOff))
+		}
 	}
 	if s.APIPort < 1 || s.APIPort > 65535 {
 		errs = append(errs, fmt.Sprintf("The API port %d is not a TCP port; use 1-65535 (default %d).", s.APIPort, DefaultAPIPort))

@@ -55,6 +55,9 @@ export interface Status {
   // this one refused since it started, by reason ("unpaired",
   // "wrong ID", "protocol version", …); empty when none.
   refused?: Record<string, number>
+  // Goroutines is the agent process's goroutine count: the chaos run
+  // (app/apptest TestChaos) checks it returns to its idle level.
+  goroutines: number
 }
 
 // ServingJob is what this device does for another head's chat: whose
@@ -251,6 +254,12 @@ export interface ChatRequest {
   left_out?: number
   seed?: number
   model?: string // "" or the served model's name
+  // Think (Ollama's think): nil, as the model's template does; false
+  // asks a reasoning model to answer without reasoning where its
+  // template can (Qwen 3) and leaves any reasoning out of the reply;
+  // true asks for reasoning, which a model without a reasoning format
+  // cannot give (app/api answers 400).
+  think?: boolean
   // Ring options (homering chat, tests, the bench; ring.go). ModelPath is
   // a GGUF on the agent's machine used instead of the selected model.
   model_path?: string
@@ -496,6 +505,10 @@ export interface Settings {
   // a change applies when the agent restarts. A client that omits it
   // (or sends 0) leaves it as it is.
   api_port: number
+  // Draft is the speculative draft model of greedy chats: "" picks a
+  // small model of the chat model's vocabulary by itself, "off" none,
+  // else a GGUF's path. A client that omits it leaves it as it is.
+  draft: string
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.

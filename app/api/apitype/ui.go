@@ -29,6 +29,10 @@ type Settings struct {
 	// a change applies when the agent restarts. A client that omits it
 	// (or sends 0) leaves it as it is.
 	APIPort int `json:"api_port"`
+	// Draft is the speculative draft model of greedy chats: "" picks a
+	// small model of the chat model's vocabulary by itself, "off" none,
+	// else a GGUF's path. A client that omits it leaves it as it is.
+	Draft string `json:"draft"`
 }
 
 // Model is one GGUF on disk, in GET /api/v1/models.
