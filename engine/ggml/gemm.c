@@ -183,6 +183,20 @@ static inline __attribute__((always_inline)) __m128i q8k_bsums(const hr_block_q8
 	return _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
 }
 
+// q4k_mins: ggml's Q4_K mins term of one superblock added to acc_m: the
+// 8 mins times the pairs of bsums (q8k_bsums), as floats times dmin.
+static inline __attribute__((always_inline)) __m128 q4k_mins(__m128i mins, __m128i q8s, float dmin, __m128 acc_m) {
+	return _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, q8s)), acc_m);
+}
+
+// q5k_mins: ggml's Q5_K mins term: the same products summed as one int,
+// summs += dmin * sum (contracted to an FMA, as GCC does under gnu C).
+static inline __attribute__((always_inline)) float q5k_mins(__m128i mins, __m128i q8s, float dmin, float summs) {
+	const __m128i prod = _mm_madd_epi16(mins, q8s);
+	const __m128i hsum = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+	return __builtin_fmaf(dmin, (float)_mm_cvtsi128_si32(hsum), summs);
+}
+
 // q6k_quants: 32-weight chunk k (0..7) of a Q6_K superblock as unsigned
 // bytes 0..63 (4 low bits of ql | 2 high bits of qh << 4), as ggml's AVX2
 // vec_dot unpacks chunk k%4 of its half j = k/4.
@@ -246,8 +260,7 @@ static inline __attribute__((always_inline)) void q4k_row(const hr_block_q4_K *x
 			const float d = yb->d * xd;
 			const float dmin = -yb->d * xdmin;
 			const __m128i q8s = q8k_bsums(yb);
-			const __m128i prod = _mm_madd_epi16(mins, q8s);
-			acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[c]);
+			acc_m[c] = q4k_mins(mins, q8s, dmin, acc_m[c]);
 			acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
 		}
 	}
@@ -573,8 +586,7 @@ static inline __attribute__((always_inline)) void q4k_gemv(const char *x, size_t
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
 				const float d = yb->d * _cvtsh_ss(xb->d);
 				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-				const __m128i prod = _mm_madd_epi16(mins[r], q8s);
-				acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[r][c]);
+				acc_m[r][c] = q4k_mins(mins[r], q8s, dmin, acc_m[r][c]);
 				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
 			}
 		}
@@ -628,10 +640,7 @@ static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
 				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-				const __m128i prod = _mm_madd_epi16(mins[r], q8s);
-				const __m128i hsum = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()),
-								    _mm_setzero_si128());
-				summs[r][c] = __builtin_fmaf(dmin, (float)_mm_cvtsi128_si32(hsum), summs[r][c]);
+				summs[r][c] = q5k_mins(mins[r], q8s, dmin, summs[r][c]);
 			}
 		}
 		_Pragma("GCC unroll 1")
@@ -765,8 +774,8 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 // gemv_rows: rows [r0, r1) of w against the n (<= 4) columns of q. The
 // AVX-512 build of it (gemv_rows_avx512) is the same code given 32 vector
 // registers (so more rows per pass), with VNNI kernels for Q8_0 (pairs of
-// rows share 512-bit registers), Q4_K and Q6_K (pairs of chunks do).
-#define GEMV_ROWS(name, attr, q80, q4k, q6k, Q80R, Q4KR, Q5KR, Q6KR)                                                 \
+// rows share 512-bit registers), Q4_K, Q5_K and Q6_K (pairs of chunks do).
+#define GEMV_ROWS(name, attr, q80, q4k, q5k, q6k, Q80R, Q4KR, Q5KR, Q6KR)                                            \
 	attr static void name(const struct ggml_tensor *w, const struct ggml_tensor *q, struct ggml_tensor *dst,       \
 			      int64_t r0, int64_t r1, int64_t c0, int n) {                                             \
 		const size_t xs = w->nb[1], ys = q->nb[1], os = dst->nb[1] / sizeof(float);                            \
@@ -786,7 +795,7 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 		}                                                                                                      \
 		case GGML_TYPE_Q5_K: {                                                                                 \
 			const int nbk = (int)(w->ne[0] / 256);                                                         \
-			GEMV_TYPE_(q5k_gemv, Q5KR);                                                                    \
+			GEMV_TYPE_(q5k, Q5KR);                                                                         \
 			break;                                                                                         \
 		}                                                                                                      \
 		default: {                                                                                             \
@@ -809,7 +818,7 @@ static inline __attribute__((always_inline)) void q6k_gemv(const char *x, size_t
 #define HR_AVX512_Q5KR 4, 4, 2, 2
 #define HR_AVX512_Q6KR 4, 4, 2, 2
 
-GEMV_ROWS(gemv_rows_avx2, , q80_gemv, q4k_gemv, q6k_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q5KR, HR_AVX2_Q6KR)
+GEMV_ROWS(gemv_rows_avx2, , q80_gemv, q4k_gemv, q5k_gemv, q6k_gemv, HR_AVX2_Q80R, HR_AVX2_Q4KR, HR_AVX2_Q5KR, HR_AVX2_Q6KR)
 
 #define HR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
@@ -897,6 +906,12 @@ HR_AVX512 static inline __attribute__((always_inline)) __m512i k4_scale512(__m51
 	return _mm512_shuffle_epi8(scales, shuf);
 }
 
+// k4_nibbles512: k4_nibbles' lo in the low half, hi in the high.
+HR_AVX512 static inline __attribute__((always_inline)) __m512i k4_nibbles512(const uint8_t *qs, int j) {
+	const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+	return _mm512_and_si512(_mm512_mask_srli_epi16(qb, 0xFFFF0000u, qb, 4), _mm512_set1_epi8(0xF));
+}
+
 // halves_add: the int32 lanes of a 512-bit register's two halves added: the
 // 8 lanes ggml's AVX2 path sums.
 HR_AVX512 static inline __attribute__((always_inline)) __m256i halves_add(__m512i v) {
@@ -908,7 +923,6 @@ HR_AVX512 static inline __attribute__((always_inline)) __m256i halves_add(__m512
 HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(const char *x, size_t xs, int nbk,
 									      const char *y, size_t ys, const int nr,
 									      const int nc, float *out, size_t os) {
-	const __m512i m4 = _mm512_set1_epi8(0xF);
 	__m256 acc[4][4];
 	__m128 acc_m[4][4];
 	_Pragma("GCC unroll 4")
@@ -943,8 +957,7 @@ HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(cons
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
 				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 36, _MM_HINT_T0);
-				const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xb->qs + 32 * j)));
-				const __m512i q4 = _mm512_and_si512(_mm512_mask_srli_epi16(qb, 0xFFFF0000u, qb, 4), m4);
+				const __m512i q4 = k4_nibbles512(xb->qs, j);
 				const __m512i sc = k4_scale512(scales[r], j);
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nc; c++) {
@@ -961,8 +974,7 @@ HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(cons
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
 				const float d = yb->d * _cvtsh_ss(xb->d);
 				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-				const __m128i prod = _mm_madd_epi16(mins[r], q8s);
-				acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[r][c]);
+				acc_m[r][c] = q4k_mins(mins[r], q8s, dmin, acc_m[r][c]);
 				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(halves_add(sumi[r][c])), acc[r][c]);
 			}
 		}
@@ -972,6 +984,90 @@ HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(cons
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nc; c++) {
 			out[c * os + r] = hsum8(acc[r][c]) + hsum4(acc_m[r][c]);
+		}
+	}
+}
+
+// q5k_gemv_avx512: q5k_gemv with each 64-weight step of a row in one
+// 512-bit register, as q4k_gemv_avx512 (the fifth bits of chunk 2j from bit
+// 2j of qh, of chunk 2j + 1 from bit 2j + 1).
+HR_AVX512 static inline __attribute__((always_inline)) void q5k_gemv_avx512(const char *x, size_t xs, int nbk,
+									      const char *y, size_t ys, const int nr,
+									      const int nc, float *out, size_t os) {
+	const __m512i mone = _mm512_set1_epi8(1);
+	__m256 acc[4][4];
+	float summs[4][4];
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = _mm256_setzero_ps();
+			summs[r][c] = 0.0f;
+		}
+	}
+	for (int i = 0; i < nbk; i++) {
+		__m512i scales[4], hbits[4], sumi[4][4];
+		__m128i mins[4];
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+			__m256i sc;
+			k4_scales_mins(xb->scales, &sc, &mins[r]);
+			scales[r] = _mm512_broadcast_i64x4(sc);
+			hbits[r] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)xb->qh));
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				sumi[r][c] = _mm512_setzero_si512();
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			const __m128i q8s = q8k_bsums(yb);
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
+				summs[r][c] = q5k_mins(mins[r], q8s, dmin, summs[r][c]);
+			}
+		}
+		_Pragma("GCC unroll 1")
+		for (int j = 0; j < 4; j++) {
+			__m512i q8[4];
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nc; c++) {
+				q8[c] = _mm512_loadu_si512((const void *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j));
+			}
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 44, _MM_HINT_T0);
+				const __m512i hs = _mm512_srli_epi16(hbits[r], 2 * j);
+				const __m512i h = _mm512_mask_srli_epi16(hs, 0xFFFF0000u, hs, 1);
+				const __m512i q5 =
+				    _mm512_add_epi8(k4_nibbles512(xb->qs, j), _mm512_slli_epi16(_mm512_and_si512(h, mone), 4));
+				const __m512i sc = k4_scale512(scales[r], j);
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nc; c++) {
+					sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], sc, _mm512_maddubs_epi16(q5, q8[c]));
+				}
+			}
+		}
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+			_Pragma("GCC unroll 4")
+			for (int r = 0; r < nr; r++) {
+				const float d = yb->d * _cvtsh_ss(((const hr_block_q5_K *)(x + r * xs) + i)->d);
+				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(halves_add(sumi[r][c])), acc[r][c]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int r = 0; r < nr; r++) {
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nc; c++) {
+			out[c * os + r] = hsum8(acc[r][c]) + summs[r][c];
 		}
 	}
 }
@@ -1061,7 +1157,7 @@ HR_AVX512 static inline __attribute__((always_inline)) void q6k_gemv_avx512(cons
 	}
 }
 
-GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv_avx512, q4k_gemv_avx512, q6k_gemv_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
+GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv_avx512, q4k_gemv_avx512, q5k_gemv_avx512, q6k_gemv_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
 
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
