@@ -348,6 +348,9 @@ func chatStats(st runner.Stats, model string) apitype.ChatStats {
 	if st.PromptMS > 0 {
 		out.PromptPerSecond = float64(st.PromptTokens-st.CachedTokens) / st.PromptMS * 1000
 	}
+	if st.Drafted > 0 {
+		out.Drafted, out.DraftAcceptance = st.Drafted, float64(st.Accepted)/float64(st.Drafted)
+	}
 	return out
 }
 

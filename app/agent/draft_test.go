@@ -8,6 +8,7 @@ import (
 
 	"homering/app/config"
 	"homering/engine/modelgen"
+	"homering/engine/runner"
 )
 
 // The draft setting: off is none, a path is that file, and empty picks a
@@ -49,5 +50,16 @@ func TestDraftSetting(t *testing.T) {
 	}
 	if err := (config.Settings{ContextTokens: 512, APIPort: 1, Draft: small}).Validate(); err == nil {
 		t.Error("a draft setting naming a missing file was accepted")
+	}
+}
+
+// A chat's stats carry the draft's acceptance; a chat without one none.
+func TestChatStatsDraftAcceptance(t *testing.T) {
+	st := chatStats(runner.Stats{CompletionTokens: 20, DecodeTokens: 19, DecodeMS: 100, Drafted: 10, Accepted: 7}, "m")
+	if st.Drafted != 10 || st.DraftAcceptance != 0.7 {
+		t.Errorf("drafted %d, acceptance %g; want 10, 0.7", st.Drafted, st.DraftAcceptance)
+	}
+	if st := chatStats(runner.Stats{CompletionTokens: 20}, "m"); st.Drafted != 0 || st.DraftAcceptance != 0 {
+		t.Errorf("no draft: %+v", st)
 	}
 }

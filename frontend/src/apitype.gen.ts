@@ -304,6 +304,11 @@ export interface ChatStats {
   // the turn cost before any compute.
   plan_ms?: number
   start_ms?: number
+  // Drafted is how many tokens a speculative draft proposed (Settings'
+  // draft; greedy chats only) and DraftAcceptance the share of them the
+  // model accepted.
+  drafted?: number
+  draft_acceptance?: number
   // Ring is the ring this generation ran on; nil when on this device
   // alone, and then Alone may say why (no device reachable, Halda keeps
   // the model here, …).

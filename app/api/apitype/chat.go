@@ -123,6 +123,11 @@ type ChatStats struct {
 	// the turn cost before any compute.
 	PlanMS  float64 `json:"plan_ms,omitempty"`
 	StartMS float64 `json:"start_ms,omitempty"`
+	// Drafted is how many tokens a speculative draft proposed (Settings'
+	// draft; greedy chats only) and DraftAcceptance the share of them the
+	// model accepted.
+	Drafted         int     `json:"drafted,omitempty"`
+	DraftAcceptance float64 `json:"draft_acceptance,omitempty"`
 	// Ring is the ring this generation ran on; nil when on this device
 	// alone, and then Alone may say why (no device reachable, Halda keeps
 	// the model here, …).
