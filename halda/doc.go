@@ -130,15 +130,20 @@
 //     (l−g)·b/s. No k makes room (the row grows with k), so the search
 //     also starts from every fast-disk device in these cases.
 //   - φ, read-around: a page fault on a missing page reads the disk's
-//     read-around (Device.DiskReadAheadBytes; Linux read_ahead_kb, 128 KB
-//     by default, 8 MB on some virtual disks) about it, while a missed
+//     read-around R (Device.DiskReadAheadBytes; Linux read_ahead_kb, 128 KB
+//     by default, 8 MB on some virtual disks) centred on it, while a missed
 //     expert is wanted only in slices of s = Model.ExpertSliceBytes (one
-//     expert's run in one stack). So φ = 1 + R/s, at most e/x_e (a token
-//     cannot read more than the whole stacks); 1 when either is unknown.
-//     Dense layers are read sequentially and gain from read-around.
-//     Measured (bench/moe.sh, qwen3moe 2.98 GB, 8 experts of 4.5 MB slices
-//     on a disk with an 8 MB read-around, cgroup at 60%): 1.29-1.46 GB read
-//     per token where a token reads 0.98 GB and the overflow at ρ is 0.33.
+//     expert's run in one stack). The first fault in a slice reads R/2
+//     before it (the neighbour's tail); later faults continue inside it.
+//     So φ = 1 + R/(2s), at most e/x_e (a token cannot read more than the
+//     whole stacks); 1 when either is unknown. Dense layers are read
+//     sequentially and gain from read-around.
+//     Measured (bench/moe.sh: generated qwen3moe, 8 experts in 4.5 MB
+//     slices, a disk with an 8 MB read-around, φ = 1.94): the 2.98 GB model
+//     at 60% of its size thrashes (1.34-1.46 GB read per token, where a
+//     token reads 0.98 GB and ρ·overflow is 0.33 GB), the 0.58 GB one at 75%
+//     and 90% keeps its hot set (5-70 MB a token) and at 60% thrashes: with
+//     φ = 1 the row would call all four hot, with 1 + R/s the 75% one too.
 //   - Memory rows that ask for residence without paging (M4, VRAM, Metal)
 //     keep b': a layer not paged holds all its experts. Metal (M2) keeps
 //     re-reading all b when short: it wires whole buffers.

@@ -19,7 +19,11 @@ func CheckConsistency(p Problem, s Solver) (int, float64, error) {
 	ring, rs := q.order(set)
 	f := &fixedPoint{q: q, ring: ring, ringSec: rs, ks: q.validK(len(ring))}
 	n, worst := 0, 0.0
-	for _, cs := range [][]Case{f.uniform(false), f.uniform(true), f.assign(1, q.memShare(ring, q.L), make([]int, len(ring)), nil)} {
+	starts := [][]Case{f.uniform(false), f.uniform(true), f.assign(1, q.memShare(ring, q.L), make([]int, len(ring)), nil)}
+	if q.isMoE() {
+		starts = append(starts, f.thrashing())
+	}
+	for _, cs := range starts {
 		for _, k := range f.ks {
 			ilp, konst := f.build(cs, k)
 			if ilp.triviallyInfeasible() {

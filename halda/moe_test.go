@@ -2,11 +2,13 @@ package halda_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"homering/halda"
+	"homering/halda/haldatest"
 	"homering/halda/lpsolve"
 )
 
@@ -104,16 +106,16 @@ func TestMoE(t *testing.T) {
 		wantDisk: 225,
 	}, {
 		name: "read-around doubles each expert miss: the hot row no longer fits and every read misses",
-		why: "50 MB slices, 50 MB read-around: φ = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
+		why: "25 MB slices, 50 MB read-around: φ = 1 + 50/(2·25) = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
 			"a token re-reads 4 × (0.2 + 2 × 0.2) GB at 1 GB/s",
-		p: halda.Problem{Model: withSlice(moeModel(4), 50e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		p: halda.Problem{Model: withSlice(moeModel(4), 25e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
 		wantMs:   4*14 + 2400,
 		wantDisk: 2400,
 	}, {
 		name:     "read-around is capped at the whole stack",
-		why:      "1 MB slices, 8 MB read-around: φ = min(9, e/x_e = 4): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
+		why:      "1 MB slices, 8 MB read-around: φ = min(5, e/x_e = 4): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
 		p:        halda.Problem{Model: withSlice(moeModel(4), 1e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 8e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
@@ -121,8 +123,8 @@ func TestMoE(t *testing.T) {
 		wantDisk: 4000,
 	}, {
 		name:     "a slice larger than the read-around still pays it once",
-		why:      "200 MB slices, 50 MB read-around: φ = 1.25, hot row 4 × (0.4 + 0.25) = 2.6 GB > 2.5 GB: a token re-reads 4 × (0.2 + 0.25) GB",
-		p:        halda.Problem{Model: withSlice(moeModel(4), 200e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		why:      "100 MB slices, 50 MB read-around: φ = 1.25, hot row 4 × (0.4 + 0.25) = 2.6 GB > 2.5 GB: a token re-reads 4 × (0.2 + 0.25) GB",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 100e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
 		wantMs:   4*14 + 1800,
@@ -175,4 +177,63 @@ func TestMoEValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMoERandom: on random problems turned MoE (the layer as 20% always-
+// read and 80% experts, top-2 of 8, a random hot set and cold rate, random
+// read-arounds), lp_solve and enumeration agree, the case form equals the
+// full model at every ILP optimum, and Halda is never worse than the
+// baselines.
+func TestMoERandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(2026, 20))
+	cs := &crossSolver{t: t}
+	var plans, consistency int
+	var worstGap float64
+	for i := range 300 {
+		p := haldatest.RandomProblem(r, 4, 16)
+		var b int64
+		for _, v := range p.Model.LayerBytes {
+			b += v
+		}
+		e := b * 8 / 10
+		a := b - e
+		p.Model.LayerExpertBytes = e
+		p.Model.LayerReadBytes = max(a+e/4, 1)
+		p.Model.LayerHotBytes = a + e*int64(r.IntN(5))/8
+		p.Model.ColdReadRate = 0.05 + 0.2*r.Float64()
+		p.Model.ExpertSliceBytes = e / 24
+		for j := range p.Devices {
+			p.Devices[j].DiskReadAheadBytes = int64(r.IntN(3)) * e / 24
+		}
+		pl, err := halda.Solve(p, cs)
+		pe, erre := halda.Solve(p, haldatest.Exhaustive{})
+		if (err == nil) != (erre == nil) {
+			t.Fatalf("problem %d: lp_solve run says %v, enumeration run says %v", i, err, erre)
+		}
+		if err != nil {
+			if !errors.Is(err, halda.ErrNoFeasiblePlan) {
+				t.Fatalf("problem %d: %v", i, err)
+			}
+			continue
+		}
+		plans++
+		if !near(pl.PredictedMs, pe.PredictedMs) {
+			t.Errorf("problem %d: lp_solve plan %.12f ms, enumeration plan %.12f ms", i, pl.PredictedMs, pe.PredictedMs)
+		}
+		checkLayers(t, p.Model.Layers, pl)
+		checkBaselines(t, p, pl)
+		n, gap, err := halda.CheckConsistency(p, haldatest.Exhaustive{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		consistency += n
+		worstGap = max(worstGap, gap)
+	}
+	if worstGap > 1e-9 {
+		t.Errorf("case form and full model differ by up to %.3g (relative)", worstGap)
+	}
+	if plans < 100 || consistency < 300 {
+		t.Errorf("only %d plans and %d consistent points; the generator has drifted", plans, consistency)
+	}
+	t.Logf("300 MoE problems: %d plans, %d ILPs compared, %d case-form points consistent (worst %.3g)", plans, cs.checked, consistency, worstGap)
 }
