@@ -35,12 +35,13 @@ type dev struct {
 	dMetal  int64   // Metal working set capped by RAM and the budget
 	dCUDA   int64   // free VRAM
 	disk    float64 // s^disk for this OS (bytes/s)
+	slowDsk bool    // disk below the threshold: never page (M4 only)
+
 	// MoE: φ-weighted bytes. hotB is the hot row's bytes per CPU layer
 	// (h' + φ·x_e), readB what a thrashing CPU layer re-reads per token
 	// (a + φ·x_e); for a dense model b' and b (package doc).
 	hotB  int64
 	readB float64
-	slowDsk bool    // disk below the threshold: never page (M4 only)
 }
 
 // prob is a validated Problem with derived quantities.

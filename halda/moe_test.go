@@ -108,7 +108,7 @@ func TestMoE(t *testing.T) {
 		name: "read-around doubles each expert miss: the hot row no longer fits and every read misses",
 		why: "25 MB slices, 50 MB read-around: φ = 1 + 50/(2·25) = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
 			"a token re-reads 4 × (0.2 + 2 × 0.2) GB at 1 GB/s",
-		p: halda.Problem{Model: withSlice(moeModel(4), 25e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		p:        halda.Problem{Model: withSlice(moeModel(4), 25e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
 		wantMs:   4*14 + 2400,
