@@ -164,7 +164,9 @@ func (b *Agent) learn(device, model string, measuredMs, uncalibratedMs float64) 
 // with the runs before) beside what it measured, kept for status and the
 // map.
 func (b *Agent) learnAlone(path string, nCtx int, st runner.Stats) {
-	if st.DecodeTokens < minCalibTokens || !(st.DecodeMS > 0) {
+	// A speculated reply's time per token is not one pass's, which is
+	// what the planner predicts.
+	if st.DecodeTokens < minCalibTokens || !(st.DecodeMS > 0) || st.Drafted > 0 {
 		return
 	}
 	pl, err := b.plans().Next(planner.Request{Model: path, ContextTokens: nCtx, Alone: true})

@@ -266,7 +266,7 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 	if err := g.sampling().Validate(); err != nil {
 		return errorEvent(id, CodeBadRequest, err)
 	}
-	draft, err := c.draftFor(c.load.Model, c.load.Draft, c.h.NCtx(), c.load.Threads)
+	draft, err := c.draftFor(c.load.Model, greedyDraft(c.load.Draft, g), c.h.NCtx(), c.load.Threads)
 	if err != nil {
 		return errorEvent(id, CodeLoad, err)
 	}
@@ -319,7 +319,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
-	draft, err := c.draftFor(req.Load.Model, req.Load.Draft, nCtx, req.Load.Threads)
+	draft, err := c.draftFor(req.Load.Model, greedyDraft(req.Load.Draft, g), nCtx, req.Load.Threads)
 	if err != nil {
 		r.Finish(err)
 		return fail(CodeLoad, err)
@@ -359,6 +359,15 @@ func (c *child) draftFor(target, path string, nCtx, threads int) (*head.Head, er
 	}
 	c.draft, c.draftKey = d, key
 	return d, nil
+}
+
+// greedyDraft is the draft path of request g: only greedy requests
+// speculate (engine/head), so the others need no draft opened.
+func greedyDraft(path string, g GenerateParams) string {
+	if g.Temperature > 0 {
+		return ""
+	}
+	return path
 }
 
 func (c *child) closeDraft() {

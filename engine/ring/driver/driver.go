@@ -484,8 +484,13 @@ func (d *Driver) runOp(op engineOp, fail chan<- error) ring.Event {
 }
 
 // measure adds a compute's time to this device's stats: a decode pass's to
-// the token's cost, a prefill batch's (more rows) to the prompt's.
+// the token's cost, a prefill batch's (more rows) to the prompt's. A
+// speculative verification's is neither: it would make a prompt look
+// slower and, per token, the device faster than a calibration may believe.
 func (d *Driver) measure(c ring.Compute, took time.Duration) {
+	if c.Verify {
+		return
+	}
 	rows := len(c.Tokens)
 	if c.Hidden != nil {
 		rows = c.Hidden.Rows
