@@ -188,6 +188,9 @@ func (a Compute) String() string {
 	if a.Output {
 		s += " output"
 	}
+	if a.Verify {
+		s += " verify"
+	}
 	return s
 }
 func (a EmitToken) String() string { return fmt.Sprintf("EmitToken seq=%d token=%d", a.Seq, a.Token) }
@@ -221,7 +224,11 @@ func MsgString(m wire.Msg) string {
 	case *wire.Commit:
 		return fmt.Sprintf("Commit plan=%d", m.Plan)
 	case *wire.Activation:
-		return fmt.Sprintf("Activation plan=%d seq=%d r=%d layers=%s pos=%d rows=%d bytes=%d", m.Plan, m.Seq, m.Round, m.Layers, m.Pos, m.Rows, len(m.Data))
+		s := fmt.Sprintf("Activation plan=%d seq=%d r=%d layers=%s pos=%d rows=%d bytes=%d", m.Plan, m.Seq, m.Round, m.Layers, m.Pos, m.Rows, len(m.Data))
+		if m.Verify {
+			s += " verify"
+		}
+		return s
 	case *wire.Token:
 		return fmt.Sprintf("Token seq=%d token=%d", m.Seq, m.Token)
 	case *wire.Goodbye:

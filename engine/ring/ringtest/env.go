@@ -98,8 +98,12 @@ func (e *Env) handle(c Cmd) error {
 			return fmt.Errorf("token needs at least one token id")
 		}
 		var toks []int32
-		pos, batch := 0, 0
+		pos, batch, verify := 0, 0, false
 		for _, a := range c.Args {
+			if a == "verify" {
+				verify = true
+				continue
+			}
 			if v, ok := strings.CutPrefix(a, "pos="); ok {
 				pos = atoi(v)
 				continue
@@ -111,7 +115,7 @@ func (e *Env) handle(c Cmd) error {
 			toks = append(toks, int32(atoi(a)))
 		}
 		e.tokens = toks
-		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos, Batch: batch})
+		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos, Batch: batch, Verify: verify})
 	case "tick":
 		n := 1
 		if len(c.Args) > 0 && !strings.Contains(c.Args[0], "=") {
