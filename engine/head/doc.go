@@ -41,6 +41,24 @@
 //     the grammar is complete; the sampled token is checked first and the
 //     logits masked only when it is refused, as llama.cpp's sampler does.
 //
+// Speculative decoding (Request.Draft): a small model of the same
+// vocabulary (PickDraft finds one among model files; a Head is one)
+// proposes up to DraftTokens tokens greedily after each sampled token; the
+// Model, a Verifier, evaluates the token and its drafts in one pass with
+// the logits of every row (a Head's window, or a ring's one pass of one
+// batch through every device), and the loop samples from those rows for as
+// long as each sampled token is the draft the next row was computed after.
+// At the first that is not, the target's and the draft's caches forget the
+// rejected drafts (Truncate; a ring's devices when the next pass starts
+// there) and the sampled token is evaluated with new drafts. Every token is
+// still sampled from the target's logits after the same tokens, and a
+// verification's rows attend row by row (engine/ggml's SetRowAttention),
+// so that each is the bits of a one-row pass: greedy replies are the
+// unspeculated ones exactly. Only greedy requests speculate; sampling at a
+// temperature would need Leviathan et al.'s rejection sampling to keep its
+// distribution and would draw the seeded random numbers differently. Stats
+// count the drafted and accepted tokens.
+//
 // Token text is UTF-8-safe: bytes of a character split across tokens are held
 // back until the character is complete, and the last Token flushes whatever
 // is left. An end-of-generation token is emitted with EOG set and no text of
