@@ -10,6 +10,12 @@
 #   (c) the ring over d1 (head) + d2 + d3, k = 1      (homering chat --devices all --rounds 1)
 #   (d) the ring with Halda's plan, prefetch on      (homering chat)
 #   (e) (d) without prefetch                         (homering chat --no-prefetch)
+#   (f) (d) with speculative decoding: a draft model on the head proposes
+#       3 tokens, the ring verifies them in one pass (issue 19 item 2). Its
+#       target is the model's quiet twin (the same shapes and cost;
+#       `gen-model --quiet-from 1 --quiet-scale 0.03`) and the draft the
+#       same seed's one-layer model, so that they agree ~70% of the time
+#       (bench/spec.sh); the head's settings name the draft for this case
 # Every engine runs 1 CPU thread (HOMERING_THREADS=1 for the agents), greedy.
 # The ring cases run `homering headless` on each device (fresh config
 # directories, each worker paired with the head by code), two warm-up chats (ship the
@@ -60,6 +66,12 @@ else
 	tokens=${BENCH_TOKENS:-16}
 fi
 bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" -o "$model"
+# (f)'s pair (bench/spec.sh says how its agreement is controlled): the same
+# shapes with layers 1 and up quiet, and the one-layer draft of the same seed.
+quiet=${model%.gguf}-quiet.gguf draft=${model%.gguf}-draft.gguf
+go run . gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" --quiet-from 1 --quiet-scale "${BENCH_SCALE:-0.03}" -o "$quiet"
+go run . gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" --layers 1 -o "$draft"
+quiet=$root/$quiet draft=$root/$draft
 model=$root/$model
 msize=$(stat -c %s "$model")
 prompt="Once upon a time, in a small village by the sea, there lived an old fisherman who counted the waves every morning and told the children what the sea had said."
@@ -87,8 +99,8 @@ for c in "(a) llama.cpp, 1 device" "(b) homering engine, 1 device"; do
 		bench/rig/enter "${RIG_NS[1]}" "${RIG_CG[1]}" bench/out/ringbench "$sub" -m "$model" -n "$tokens" -threads 1 -ctx 512
 done
 
-ring_cases=("(c) ring k=1, 3 devices" "(d) ring, Halda's plan, prefetch" "(e) ring, Halda's plan, no prefetch")
-ring_flags=("--devices all --rounds 1" "" "--no-prefetch")
+ring_cases=("(c) ring k=1, 3 devices" "(d) ring, Halda's plan, prefetch" "(e) ring, Halda's plan, no prefetch" "(f) ring, Halda's plan, speculative (draft on the head)")
+ring_flags=("--devices all --rounds 1" "" "--no-prefetch" "")
 na() { for c in "${ring_cases[@]}"; do bench/out/ringbench na -case "$c" -out "$results" -why "$1"; done; }
 
 . bench/rig/agents.sh
@@ -107,8 +119,17 @@ else
 	bench/out/ringbench snapshot -cgroups "$cgs" >"$out/base.json"
 	export root out homes
 	export RIG_NS_1=${RIG_NS[1]}
-	for j in 0 1 2; do
-		bench/out/ringbench evict "$model"
+	for j in 0 1 2 3; do
+		m=$model
+		if [ "$j" = 3 ]; then
+			# (f): (d) on the quiet target (the same shapes and cost as the
+			# model), its draft set in the head's settings: greedy chats
+			# speculate (engine/head), verified in one pass round the ring.
+			m=$quiet
+			echo '{"context_tokens": 512, "draft": "'"$draft"'"}' >"$homes/d1/settings.json"
+			bench/out/ringbench evict "$draft"
+		fi
+		bench/out/ringbench evict "$m"
 		# shellcheck disable=SC2086 # the flags are words
 		bench/out/ringbench measure -case "${ring_cases[j]}" -out "$results" -cgroups "$cgs" -base "$out/base.json" -parse chat -- \
 			bash -c 'set -e
@@ -116,7 +137,7 @@ else
 					HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n 2 --temp 0 --raw --json "Warm up $w: ship the slices, load the windows." >/dev/null
 				done
 				HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" '"${ring_flags[j]}"' -n "$1" --temp 0 --raw --json "$2"' \
-			"$model" "$tokens" "$prompt" || true
+			"$m" "$tokens" "$prompt" || true
 	done
 fi
 

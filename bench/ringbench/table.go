@@ -201,6 +201,9 @@ func parseChat(lines []timedLine) (Timing, string, error) {
 	}
 	note := fmt.Sprintf("TPOT is the mean; ring of %d devices, k=%d, %d layers, Halda predicted %.0f ms/token, measured %.0f; %s",
 		len(r.Devices), r.K, r.Layers, r.PredictedMs, r.MeasuredMs, strings.Join(devs, "; "))
+	if st.Drafted > 0 {
+		note += fmt.Sprintf("; speculative: %d tokens drafted, %.0f%% accepted", st.Drafted, 100*st.DraftAcceptance)
+	}
 	if r.Replans > 0 {
 		var lost []string
 		for _, id := range r.Lost {
