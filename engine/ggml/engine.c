@@ -193,6 +193,16 @@ int hr_gpu_count(void) {
 	return n;
 }
 
+// hr_gpu_registered counts the registry's GPU devices as the backends
+// registered them: a card seen through two libraries twice.
+int hr_gpu_registered(void) {
+	int n = 0;
+	for (size_t j = 0; j < ggml_backend_dev_count(); j++) {
+		n += is_gpu(ggml_backend_dev_get(j));
+	}
+	return n;
+}
+
 void hr_load_backends(const char *dir) { ggml_backend_load_all_from_path(dir); }
 
 float hr_yarn_attn_factor(float freq_scale) {

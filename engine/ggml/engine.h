@@ -85,6 +85,7 @@ void hr_model_free(hr_model *m);
 int hr_type_info(int type, int64_t *blck, size_t *type_size, int *can_matmul);
 const char *hr_type_name(int type);
 int hr_gpu_count(void);
+int hr_gpu_registered(void);
 // hr_gpu_get is the i-th GPU ggml can use (a card seen through two libraries
 // counts once, through the better library), or NULL.
 struct ggml_backend_device;

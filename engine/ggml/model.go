@@ -229,6 +229,11 @@ func (m *Model) Path() string { return m.path }
 // loaded with LoadBackends.
 func GPUCount() int { return int(C.hr_gpu_count()) }
 
+// GPURegistered is every GPU device the loaded backends registered, a card
+// seen through two libraries (CUDA and Vulkan) counted twice, where
+// GPUCount counts it once.
+func GPURegistered() int { return int(C.hr_gpu_registered()) }
+
 // LoadBackends loads every ggml backend library in dir and returns the GPU
 // count afterwards. `go build` builds none: build/gpu-lib.sh builds them with
 // CMake from the same pinned ggml, and engine/gputest loads its Vulkan one.
