@@ -133,17 +133,25 @@
 //     read-around R (Device.DiskReadAheadBytes; Linux read_ahead_kb, 128 KB
 //     by default, 8 MB on some virtual disks) centred on it, while a missed
 //     expert is wanted only in slices of s = Model.ExpertSliceBytes (one
-//     expert's run in one stack). The first fault in a slice reads R/2
-//     before it (the neighbour's tail); later faults continue inside it.
-//     So φ = 1 + R/(2s), at most e/x_e (a token cannot read more than the
-//     whole stacks); 1 when either is unknown. Dense layers are read
-//     sequentially and gain from read-around.
-//     Measured (bench/moe.sh: generated qwen3moe, 8 experts in 4.5 MB
-//     slices, a disk with an 8 MB read-around, φ = 1.94): the 2.98 GB model
-//     at 60% of its size thrashes (1.34-1.46 GB read per token, where a
-//     token reads 0.98 GB and ρ·overflow is 0.33 GB), the 0.58 GB one at 75%
-//     and 90% keeps its hot set (5-70 MB a token) and at 60% thrashes: with
-//     φ = 1 the row would call all four hot, with 1 + R/s the 75% one too.
+//     expert's run in one stack): the first fault reads R/2 of the
+//     neighbour before the slice, the last up to R/2 past it. So φ =
+//     1 + R/s, at most e/x_e (a token cannot read more than the whole
+//     stacks); 1 when either is unknown. It is an upper bound, chosen over
+//     the mean (1 + R/2s) because the LRU boundary it moves is sharp and
+//     erring on the paging side is the cheap error: a plan that thinks a
+//     device keeps its hot set when it thrashes is off by 7x (below).
+//     Dense layers are read sequentially and gain from read-around.
+//     Measured (bench/moe.sh, 2026-11-26, load ~10 on 2 cores: a generated
+//     qwen3moe, 8 experts in 4.5 MB slices, a disk with an 8 MB
+//     read-around): the 2.98 GB model under a cgroup at 60% of its size
+//     thrashes, reading 1.16-1.46 GB per token where a token reads 0.98
+//     GB and ρ·overflow is 0.33 GB. With φ = 1 + R/s Halda predicts
+//     2378 ms/token against 2300 measured (+3%; the bytes are over-
+//     charged ~1.6x and the fault sweep's throughput over-rates random
+//     misses ~1.5x); with 1 + R/2s the hot row fits and it predicts 244
+//     against 1755 (−86%). The 0.58 GB model at 60/75/90%: −29%, +60%
+//     (it kept its hot set, 61-71 MB read a token; φ = 1 + R/s calls it
+//     thrashing), −13%.
 //   - Memory rows that ask for residence without paging (M4, VRAM, Metal)
 //     keep b': a layer not paged holds all its experts. Metal (M2) keeps
 //     re-reading all b when short: it wires whole buffers.

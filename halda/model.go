@@ -303,15 +303,16 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 	x.hotB, x.readB = q.hp, float64(q.r)
 	if q.isMoE() {
 		// x_e: expert bytes a token reads of one layer; φ: what each is
-		// read with, its slice plus half the fault read-around, at most the
+		// read with, its slice plus the fault read-around, at most the
 		// whole stack (package doc, "Mixture of experts").
 		a := q.b - m.LayerExpertBytes
 		xe := float64(max(q.r-a, 0))
 		phi := 1.0
 		if s := m.ExpertSliceBytes; s > 0 && d.DiskReadAheadBytes > 0 && xe > 0 {
-			phi = min(1+float64(d.DiskReadAheadBytes)/float64(2*s), float64(m.LayerExpertBytes)/xe)
+			phi = min(1+float64(d.DiskReadAheadBytes)/float64(s), float64(m.LayerExpertBytes)/xe)
 		}
-		x.hotB = q.hp + int64(math.Ceil(phi*xe))
+		// At most b': a device holding its whole layers pages nothing.
+		x.hotB = min(q.hp+int64(math.Ceil(phi*xe)), q.bp)
 		x.readB = float64(q.r) + (phi-1)*xe
 	}
 	var ok bool

@@ -106,16 +106,16 @@ func TestMoE(t *testing.T) {
 		wantDisk: 225,
 	}, {
 		name: "read-around doubles each expert miss: the hot row no longer fits and every read misses",
-		why: "25 MB slices, 50 MB read-around: φ = 1 + 50/(2·25) = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
+		why: "50 MB slices, 50 MB read-around: φ = 1 + 50/50 = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
 			"a token re-reads 4 × (0.2 + 2 × 0.2) GB at 1 GB/s",
-		p:        halda.Problem{Model: withSlice(moeModel(4), 25e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		p:        halda.Problem{Model: withSlice(moeModel(4), 50e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
 		wantMs:   4*14 + 2400,
 		wantDisk: 2400,
 	}, {
 		name:     "read-around is capped at the whole stack",
-		why:      "1 MB slices, 8 MB read-around: φ = min(5, e/x_e = 4): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
+		why:      "1 MB slices, 8 MB read-around: φ = min(9, e/x_e = 4): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
 		p:        halda.Problem{Model: withSlice(moeModel(4), 1e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 8e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
@@ -123,8 +123,8 @@ func TestMoE(t *testing.T) {
 		wantDisk: 4000,
 	}, {
 		name:     "a slice larger than the read-around still pays it once",
-		why:      "100 MB slices, 50 MB read-around: φ = 1.25, hot row 4 × (0.4 + 0.25) = 2.6 GB > 2.5 GB: a token re-reads 4 × (0.2 + 0.25) GB",
-		p:        halda.Problem{Model: withSlice(moeModel(4), 100e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		why:      "200 MB slices, 50 MB read-around: φ = 1.25, hot row 4 × (0.4 + 0.25) = 2.6 GB > 2.5 GB: a token re-reads 4 × (0.2 + 0.25) GB",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 200e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
 		wantMs:   4*14 + 1800,
