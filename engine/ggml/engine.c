@@ -105,6 +105,10 @@ struct hr_window {
 	size_t idx_cap;
 	int32_t *i32;
 	size_t i32_cap;
+
+	// expert_counts, when not NULL, counts the router's picks per window
+	// layer and expert ([n_layers][n_expert]): hr_window_count_experts.
+	int64_t *expert_counts;
 };
 
 static void seterr(char *err, size_t errlen, const char *msg) {
@@ -333,6 +337,7 @@ void hr_window_free(hr_window *w) {
 	if (!w) {
 		return;
 	}
+	free(w->expert_counts);
 	if (w->g.ctx) {
 		ggml_free(w->g.ctx);
 	}
@@ -779,6 +784,8 @@ static struct ggml_tensor *moe_ffn(struct ggml_context *ctx, struct ggml_cgraph 
 	logits = add_opt(ctx, logits, L->gate_inp_b);
 	struct ggml_tensor *probs = oai ? logits : ggml_soft_max(ctx, logits); // [n_expert, n]
 	struct ggml_tensor *selected = ggml_argsort_top_k(ctx, probs, (int)n_used); // [n_used, n]
+	// The name count_cb looks for (hr_window_count_experts).
+	ggml_format_name(selected, "hr_sel.%d", (int)(L - w->layers));
 	probs = ggml_reshape_3d(ctx, probs, 1, hp->n_expert, n);
 	struct ggml_tensor *weights = ggml_get_rows(ctx, probs, selected); // [1, n_used, n]
 	if (oai) {
@@ -1370,6 +1377,58 @@ size_t hr_window_compute_bytes(const hr_window *w) {
 }
 
 int hr_window_gemm_products(const hr_window *w) { return hr_gemm_products(w->g.gemm); }
+
+// count_cb is the scheduler's eval callback while experts are counted: it
+// asks to see each layer's top-k selection ("hr_sel.<layer>", I32
+// [n_used, n]) and adds its picks to the counts. Only a selection in host
+// memory is read (a GPU layer's is not counted).
+static bool count_cb(struct ggml_tensor *t, bool ask, void *ud) {
+	hr_window *w = ud;
+	if (strncmp(t->name, "hr_sel.", 7) != 0) {
+		return !ask;
+	}
+	if (ask) {
+		return true;
+	}
+	const int il = atoi(t->name + 7);
+	const int n_expert = w->m->hp.n_expert;
+	if (!w->expert_counts || il < 0 || il >= w->n_layers || !t->buffer || !ggml_backend_buffer_is_host(t->buffer)) {
+		return true;
+	}
+	for (int64_t i = 0; i < t->ne[1]; i++) {
+		const char *row = (const char *)t->data + i * t->nb[1];
+		for (int64_t j = 0; j < t->ne[0]; j++) {
+			const int32_t e = *(const int32_t *)(row + j * t->nb[0]);
+			if (e >= 0 && e < n_expert) {
+				w->expert_counts[(size_t)il * n_expert + e]++;
+			}
+		}
+	}
+	return true;
+}
+
+int hr_window_count_experts(hr_window *w, int on) {
+	const int n_expert = w->m->hp.n_expert;
+	if (n_expert <= 0) {
+		return -1;
+	}
+	if (!on) {
+		ggml_backend_sched_set_eval_callback(w->sched, NULL, NULL);
+		free(w->expert_counts);
+		w->expert_counts = NULL;
+		return 0;
+	}
+	if (!w->expert_counts) {
+		w->expert_counts = calloc((size_t)(w->n_layers > 0 ? w->n_layers : 1) * n_expert, sizeof(int64_t));
+		if (!w->expert_counts) {
+			return -1;
+		}
+	}
+	ggml_backend_sched_set_eval_callback(w->sched, count_cb, w);
+	return 0;
+}
+
+const int64_t *hr_window_expert_counts(const hr_window *w) { return w->expert_counts; }
 
 int hr_window_graph_splits(const hr_window *w) {
 	return w->g.ctx ? ggml_backend_sched_get_n_splits(w->sched) : 0;

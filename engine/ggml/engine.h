@@ -153,6 +153,13 @@ int hr_window_gemm_products(const hr_window *w);
 // hr_window_graph_splits is the scheduler's number of splits (runs of nodes on
 // one backend) of the window's current graph; 0 before the first evaluation.
 int hr_window_graph_splits(const hr_window *w);
+// hr_window_count_experts starts (on) or stops counting a MoE window's
+// routed experts per layer, through the scheduler's eval callback (the graph
+// then computes in runs up to each layer's selection). -1 without experts.
+int hr_window_count_experts(hr_window *w, int on);
+// hr_window_expert_counts is [n_layers][n_expert] picks since counting
+// started, NULL when not counting.
+const int64_t *hr_window_expert_counts(const hr_window *w);
 
 #ifdef __cplusplus
 }

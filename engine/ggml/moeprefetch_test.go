@@ -1,7 +1,9 @@
 package ggml
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -92,4 +94,77 @@ func TestPrefetchRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("forgotten", nil)
+}
+
+// TestExpertCounts: counting the routers' picks leaves the logits' bits
+// alone, counts top-k picks per token and layer, sees the generated
+// router's skew (expert 0 picked more than expert 7), and a dense model has
+// none to count.
+func TestExpertCounts(t *testing.T) {
+	m := openT(t, "../../testdata/models/qwen3moe-F32.gguf")
+	info := m.Info()
+	p := WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: 256, Threads: 1}
+	plain, counted := newWindowT(t, m, p), newWindowT(t, m, p)
+	if counted.ExpertCounts() != nil {
+		t.Fatal("counts before counting")
+	}
+	if err := counted.CountExperts(true); err != nil {
+		t.Fatal(err)
+	}
+	toks := make([]int32, 64)
+	for i := range toks {
+		toks[i] = int32(i * 37 % info.NVocab)
+	}
+	eval := func(tok []int32, pos int) {
+		a, err := plain.EvalTokens(tok, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := counted.EvalTokens(tok, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("at %d: logit %d is %v counting, %v not", pos, i, b[i], a[i])
+			}
+		}
+	}
+	eval(toks, 0)
+	for i := range 16 {
+		eval([]int32{int32(5 + 11*i)}, 64+i)
+	}
+	c := counted.ExpertCounts()
+	if len(c) != info.NLayer {
+		t.Fatalf("counts for %d layers, want %d", len(c), info.NLayer)
+	}
+	var first, last int64
+	for il, row := range c {
+		var sum int64
+		for _, v := range row {
+			sum += v
+		}
+		// 64 prompt rows and 16 decode steps, top-2 each; the last layer
+		// runs its FFN on the output row only (llama.cpp's inp_out_ids).
+		rows := int64(80)
+		if il == info.NLayer-1 {
+			rows = 17
+		}
+		if want := rows * int64(info.NExpertUsed); sum != want {
+			t.Errorf("layer %d: %d picks, want %d", il, sum, want)
+		}
+		first += row[0]
+		last += row[len(row)-1]
+	}
+	if first <= last {
+		t.Errorf("expert 0 picked %d times, expert 7 %d: the generated router is skewed towards 0", first, last)
+	}
+	if err := counted.CountExperts(false); err != nil || counted.ExpertCounts() != nil {
+		t.Errorf("after stopping: %v, counts %v", err, counted.ExpertCounts())
+	}
+	dense := openT(t, "../../testdata/models/llama-F32.gguf")
+	dw := newWindowT(t, dense, WindowParams{First: 0, Last: 1, NCtx: 64, Threads: 1})
+	if err := dw.CountExperts(true); !errors.Is(err, ErrNoExperts) {
+		t.Errorf("dense model: %v, want ErrNoExperts", err)
+	}
 }
