@@ -99,7 +99,21 @@ type Table struct {
 	peers   map[identity.DeviceID]*entry
 	clones  map[string]*instance // other runs of our own ID, by run
 	cloneOn bool                 // a self conflict has been reported
+	flooded uint64               // mDNS sightings dropped or pushed out by the caps
 }
+
+// The table's bounds against a flood of mDNS announcements (a stranger on
+// the network inventing device IDs, runs or addresses): a home has a few
+// devices with a few addresses each, so these are far above any real one.
+// At a bound the table keeps what was seen more than once (a device that
+// lives re-announces) and lets a one-off announcement go: the new one, or
+// the oldest one-off to make room for it. Manual entries are never pushed
+// out.
+const (
+	MaxPeers = 256 // devices
+	MaxRuns  = 8   // mDNS runs (process starts) of one device, or of this one's ID
+	MaxAddrs = 16  // addresses of one instance
+)
 
 // NewTable makes an empty table for the device self running as selfRun.
 func NewTable(self identity.DeviceID, selfRun string) *Table {
@@ -124,7 +138,18 @@ func (t *Table) Observe(s Sighting, now time.Time) []Event {
 	}
 	e := t.peers[id]
 	var before *Peer
+	var evs []Event
 	if e == nil {
+		if len(t.peers) >= MaxPeers {
+			if s.Source != SourceMDNS {
+				// A person's manual add makes room; with none to push
+				// out it still enters (one more than the bound).
+				evs = append(evs, t.evictOneOff()...)
+			} else if evs = t.evictOneOff(); evs == nil {
+				t.flooded++
+				return nil
+			}
+		}
 		e = &entry{inst: map[instKey]*instance{}}
 		t.peers[id] = e
 	} else {
@@ -137,17 +162,23 @@ func (t *Table) Observe(s Sighting, now time.Time) []Event {
 	}
 	in := e.inst[k]
 	if in == nil {
+		if k.src == SourceMDNS && len(e.inst) >= MaxRuns && !dropOneOff(e.inst) {
+			t.flooded++
+			if before == nil {
+				delete(t.peers, id)
+			}
+			return evs
+		}
 		in = &instance{firstSeen: now}
 		e.inst[k] = in
 	} else if now.After(in.firstSeen) {
 		in.seenAgain = true
 	}
 	in.rec, in.iface, in.lastSeen = s.Record, s.Iface, now
-	in.addrs = mergeAddrs(in.addrs, s.Addrs)
+	in.addrs = t.capAddrs(mergeAddrs(in.addrs, s.Addrs), s.Addrs)
 	if s.Source == SourceMDNS {
 		in.expires = now.Add(min(max(s.TTL, minTTL), maxTTL))
 	}
-	var evs []Event
 	after := e.view(id)
 	switch {
 	case before == nil:
@@ -169,13 +200,17 @@ func (t *Table) observeSelf(s Sighting, now time.Time) []Event {
 	}
 	in := t.clones[s.Record.Run]
 	if in == nil {
+		if len(t.clones) >= MaxRuns && !dropOneOff(t.clones) {
+			t.flooded++
+			return nil
+		}
 		in = &instance{firstSeen: now}
 		t.clones[s.Record.Run] = in
 	} else if now.After(in.firstSeen) {
 		in.seenAgain = true
 	}
 	in.rec, in.iface, in.lastSeen = s.Record, s.Iface, now
-	in.addrs = mergeAddrs(in.addrs, s.Addrs)
+	in.addrs = t.capAddrs(mergeAddrs(in.addrs, s.Addrs), s.Addrs)
 	in.expires = now.Add(min(max(s.TTL, minTTL), maxTTL))
 	// We are alive throughout, so a second sighting of another run proves a
 	// live copy; one stray packet from our own previous run does not.
@@ -184,6 +219,67 @@ func (t *Table) observeSelf(s Sighting, now time.Time) []Event {
 		return []Event{{Kind: Conflict, Self: true, Peer: instView(t.self, in), Reason: "another device runs with this device's identity (a copied config directory?)"}}
 	}
 	return nil
+}
+
+// Flooded is how many mDNS sightings the table's bounds dropped or pushed
+// out so far (the flood refusals `homering doctor` counts).
+func (t *Table) Flooded() uint64 { return t.flooded }
+
+// evictOneOff removes the device seen longest ago of those only ever seen
+// in one mDNS announcement, making room for another; nil when every device
+// was seen again or added by hand.
+func (t *Table) evictOneOff() []Event {
+	var victim identity.DeviceID
+	var first time.Time
+	found := false
+	for _, id := range t.ids() {
+		e := t.peers[id]
+		one := len(e.inst) == 1
+		for k, in := range e.inst {
+			one = one && k.src == SourceMDNS && !in.seenAgain
+			if one && (!found || in.firstSeen.Before(first)) {
+				victim, first, found = id, in.firstSeen, true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	t.flooded++
+	p := t.peers[victim].view(victim)
+	delete(t.peers, victim)
+	return []Event{{Kind: Left, Peer: p, Reason: "pushed out by a flood of announcements"}}
+}
+
+// dropOneOff removes from m the mDNS instance seen longest ago of those
+// seen only once, and says whether there was one.
+func dropOneOff[K comparable](m map[K]*instance) bool {
+	var victim K
+	var first time.Time
+	found := false
+	for k, in := range m {
+		if in.expires.IsZero() || in.seenAgain {
+			continue
+		}
+		if !found || in.firstSeen.Before(first) {
+			victim, first, found = k, in.firstSeen, true
+		}
+	}
+	if found {
+		delete(m, victim)
+	}
+	return found
+}
+
+// capAddrs bounds an instance's merged addresses: past MaxAddrs it keeps
+// the latest sighting's own (an mDNS answer carries all of a device's).
+func (t *Table) capAddrs(merged, latest []netip.AddrPort) []netip.AddrPort {
+	if len(merged) <= MaxAddrs {
+		return merged
+	}
+	t.flooded++
+	out := mergeAddrs(nil, latest)
+	return out[:min(len(out), MaxAddrs)]
 }
 
 // SelfConflict returns the live copies of this device, if any.

@@ -80,6 +80,9 @@ type Node struct {
 	// ctl holds the long-lived control link to each paired peer this
 	// device asked something (ring.go control).
 	ctl map[identity.DeviceID]*ctlLink
+	// floodLogged is when an mDNS flood was last logged: once a minute
+	// at most, so that a flood cannot fill the log.
+	floodLogged time.Time
 }
 
 type pairWindow struct {
@@ -325,8 +328,27 @@ func (c *contribution) stop() {
 
 func (n *Node) onSighting(s discovery.Sighting) {
 	n.mu.Lock()
-	evs := n.table.Observe(s, n.o.Now())
+	now := n.o.Now()
+	before := n.table.Flooded()
+	evs := n.table.Observe(s, now)
+	flooded := n.table.Flooded() - before
+	logFlood := flooded > 0 && now.Sub(n.floodLogged) >= time.Minute
+	if logFlood {
+		n.floodLogged = now
+	}
 	n.mu.Unlock()
+	for range flooded {
+		n.ep.Refusals().Add(transport.RefusedMDNSFlood)
+	}
+	if logFlood {
+		n.log.Warn("mDNS announcements past the peer table's bounds dropped (logged once a minute): something on this network announces invented devices", "from", s.Addrs, "name", s.Record.Name)
+	}
+	if flooded > 0 {
+		// A flood's comings and goings are counted and logged once a
+		// minute above, not each one: the UI still hears of them.
+		n.publishEvents(evs)
+		return
+	}
 	n.logEvents(evs)
 }
 
@@ -342,6 +364,16 @@ func (n *Node) expire() {
 	evs := n.table.Expire(n.o.Now())
 	n.mu.Unlock()
 	n.logEvents(evs)
+}
+
+// publishEvents tells the UI's watchers of evs without logging them.
+func (n *Node) publishEvents(evs []discovery.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, e := range evs {
+		view := n.peerLocked(e.Peer)
+		n.publishLocked(apitype.Event{Kind: eventKind(e), Peer: &view, Reason: e.Reason})
+	}
 }
 
 func (n *Node) logEvents(evs []discovery.Event) {

@@ -21,6 +21,7 @@ const (
 	RefusedPairReplay = "pairing replayed"  // a pairing exchange with no code shown (used up or never opened)
 	RefusedPairFailed = "pairing failed"    // a pairing exchange that did not complete (wrong code, broken off)
 	RefusedBusy       = "handshake backlog" // a connection dropped because too many were in setup at once
+	RefusedMDNSFlood  = "mDNS flood"        // an announcement past the peer table's bounds (discovery.MaxPeers …)
 )
 
 // Refusals counts refused connections and dropped frames by reason, for
