@@ -54,15 +54,16 @@ func cmdPlan(_ context.Context, e env) int {
 	keepAll := fs.Bool("keep-all", false, "keep every device (no device selection)")
 	baselines := fs.Bool("baselines", false, "also print the MemSched and PerfSched baselines' predictions")
 	rounds := fs.Int("rounds", 0, "fix the rounds per token k (default: Halda chooses; 1 = one window per device, as `homering run` evaluates)")
+	routing := fs.String("routing", "", "a MoE model's measured routing histogram, JSON {\"counts\": [[picks per expert] per layer]} (default: uniform top-k)")
 	if exit, ok := parseFlags(fs, e.args); !ok {
 		return exit
 	}
-	if len(files) == 0 || (*model == "") == (*shape == "") || fs.NArg() > 0 {
-		fmt.Fprintln(e.stderr, "homering plan: give --devices and exactly one of --model or --shape.")
+	if len(files) == 0 || (*model == "") == (*shape == "") || fs.NArg() > 0 || (*routing != "" && *model == "") {
+		fmt.Fprintln(e.stderr, "homering plan: give --devices and exactly one of --model or --shape (--routing goes with --model).")
 		fs.Usage()
 		return 2
 	}
-	p, err := loadPlanProblem(files, *model, *shape, *head, *ctxTokens)
+	p, err := loadPlanProblem(files, *model, *shape, *head, *ctxTokens, *routing)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "homering plan: %v\n", err)
 		return 1
@@ -99,7 +100,7 @@ func cmdPlan(_ context.Context, e env) int {
 }
 
 // loadPlanProblem reads the device files and the model into a Problem.
-func loadPlanProblem(files []string, model, shape, head string, ctxTokens int) (halda.Problem, error) {
+func loadPlanProblem(files []string, model, shape, head string, ctxTokens int, routing string) (halda.Problem, error) {
 	var p halda.Problem
 	for _, f := range files {
 		ds, err := readDevices(f)
@@ -124,7 +125,7 @@ func loadPlanProblem(files []string, model, shape, head string, ctxTokens int) (
 	if shape != "" {
 		p.Model, err = readShape(shape)
 	} else {
-		p.Model, err = modelFromGGUF(model, ctxTokens)
+		p.Model, err = modelFromGGUFRouted(model, ctxTokens, routing)
 	}
 	if err != nil {
 		return p, err

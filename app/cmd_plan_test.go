@@ -168,6 +168,21 @@ func TestPlanMoE(t *testing.T) {
 	if !strings.Contains(out, "mixture of experts: a token reads") || !strings.Contains(out, "uniform top-2 of 8: no routing histogram") {
 		t.Errorf("plan does not describe the experts:\n%s", out)
 	}
+	// A measured histogram: experts 0 and 1 hot in every layer.
+	hist := filepath.Join(t.TempDir(), "routing.json")
+	if err := os.WriteFile(hist, []byte(`{"counts": [[30,30,5,5,5,5,5,5],[30,30,5,5,5,5,5,5],[30,30,5,5,5,5,5,5],[30,30,5,5,5,5,5,5]]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runPlan(t, "--devices", testbed, "--model", "../testdata/models/qwen3moe-Q8_0.gguf", "--routing", hist)
+	if code != 0 || !strings.Contains(out, "measured: top-2 of 8 over 45 tokens a layer") {
+		t.Errorf("exit %d, plan does not use the histogram:\n%s%s", code, out, errs)
+	}
+	if err := os.WriteFile(hist, []byte(`{"counts": [[1,2]]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs = runPlan(t, "--devices", testbed, "--model", "../testdata/models/qwen3moe-Q8_0.gguf", "--routing", hist); code != 1 || !strings.Contains(errs, "histogram") {
+		t.Errorf("a histogram of the wrong shape: exit %d, %q", code, errs)
+	}
 	code, out, _ = runPlan(t, "--devices", testbed, "--model", planStories)
 	if code != 0 || strings.Contains(out, "mixture of experts") {
 		t.Errorf("dense model's plan mentions experts (exit %d):\n%s", code, out)

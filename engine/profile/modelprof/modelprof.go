@@ -20,6 +20,12 @@ const Batch = 512
 // planning ctxTokens of KV cache (≤ 0: DefaultContext, or the trained
 // context when smaller).
 func FromGGUF(path string, ctxTokens int) (halda.Model, error) {
+	return FromGGUFRouted(path, ctxTokens, nil)
+}
+
+// FromGGUFRouted is FromGGUF with a MoE model's measured routing (nil:
+// uniform).
+func FromGGUFRouted(path string, ctxTokens int, r *Routing) (halda.Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return halda.Model{}, err
@@ -32,7 +38,7 @@ func FromGGUF(path string, ctxTokens int) (halda.Model, error) {
 	if err != nil {
 		return halda.Model{}, err
 	}
-	return FromShape(s, l, ctxTokens)
+	return FromShapeRouted(s, l, ctxTokens, r)
 }
 
 // TypeKey is the weight-type key halda's maps use.
@@ -49,7 +55,7 @@ func elements(t gguf.Type, bytes int64) float64 {
 // Routing is a measured routing histogram of a MoE model: Counts[i][e] is
 // how many times layer i's router picked expert e.
 type Routing struct {
-	Counts [][]int64
+	Counts [][]int64 `json:"counts"`
 }
 
 // FromShape converts a shape and layout (see the package doc), assuming
