@@ -167,7 +167,16 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 		return st, err
 	}
 	var engineAt time.Time // the engine was given its job
-	job, note := b.planRing(ctx, path, nCtx, req, false)
+	// A greedy chat's draft runs on this device beside its windows: the
+	// plan leaves room for its weights (read every token; paged out under
+	// a cap, they cost more than the speculation saves).
+	var reserve int64
+	if lp.Draft != "" && g.Temperature <= 0 {
+		if st, err := os.Stat(lp.Draft); err == nil {
+			reserve = st.Size()
+		}
+	}
+	job, note := b.planRing(ctx, path, nCtx, req, reserve, false)
 	for attempt := 0; job != nil; attempt++ {
 		b.log.Info("chat on the ring", "devices", len(job.pl.Plan.Ring), "k", job.pl.Plan.K, "predicted_ms", job.pl.Plan.PredictedMs,
 			"planned_in", time.Since(start).Round(time.Millisecond))
@@ -201,7 +210,7 @@ func (b *Agent) Chat(ctx context.Context, req apitype.ChatRequest, emit func(str
 				// The kept job's workers were not asked again; one may have
 				// restarted since. Ask them all and try once more.
 				b.log.Info("the ring on the kept job's workers failed before its first token; asking them again", "err", err)
-				job, note = b.planRing(ctx, path, nCtx, req, true)
+				job, note = b.planRing(ctx, path, nCtx, req, reserve, true)
 				continue
 			}
 			// The ring never produced a token (every worker refused or

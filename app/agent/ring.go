@@ -217,7 +217,7 @@ type ringJob struct {
 // same one); only peers never looked at yet are looked at first (the
 // planner's Run keeps the others fresh in the background). A plan that is the kept job's takes its workers'
 // addresses without asking them, unless ask.
-func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest, ask bool) (*ringJob, string) {
+func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype.ChatRequest, reserve int64, ask bool) (*ringJob, string) {
 	if b.node == nil {
 		return nil, ""
 	}
@@ -225,7 +225,7 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 	if len(cands) == 0 {
 		return nil, "no paired, contributing device is visible"
 	}
-	preq := planner.Request{Model: path, ContextTokens: nCtx, AllDevices: req.Devices == "all", Rounds: req.Rounds}
+	preq := planner.Request{Model: path, ContextTokens: nCtx, AllDevices: req.Devices == "all", Rounds: req.Rounds, HeadReserve: reserve}
 	b.plans().Refresh(ctx, preq)
 	job := &ringJob{names: map[identity.DeviceID]apitype.Peer{}, addrs: map[identity.DeviceID]string{}, self: b.node.Status().Device, model: filepath.Base(path)}
 	for _, c := range cands {

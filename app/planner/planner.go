@@ -158,6 +158,10 @@ type Request struct {
 	Shape *halda.Model
 	// Alone plans for this device only (calibrating a single-device chat).
 	Alone bool
+	// HeadReserve is memory this device keeps beyond its windows for the
+	// request (a speculative draft's weights, which it reads every token):
+	// the plan counts it as not available here.
+	HeadReserve int64
 }
 
 // Member is a device a plan was made with.
@@ -489,6 +493,12 @@ func (p *Planner) devices(req Request) ([]halda.Device, Member, map[deviceid.ID]
 	self.ID, self.Name = selfID, selfName
 	set := p.settings()
 	self.MemoryBudget = set.MemoryBudget // the budget is this device's own setting
+	if r := req.HeadReserve; r > 0 {
+		self.RAMAvailable = max(0, self.RAMAvailable-r)
+		if self.MemoryBudget > 0 {
+			self.MemoryBudget = max(1, self.MemoryBudget-r)
+		}
+	}
 	if !set.UseGPU() {
 		self = WithoutGPU(self) // so is the gpu setting; a peer's answers say its own
 	}
@@ -543,7 +553,7 @@ func (p *Planner) Next(req Request) (Plan, error) {
 	devs, self, peers, maxLink := p.devices(req)
 	prob := halda.Problem{Devices: devs, Model: m, DefaultLinkSec: max(maxLink, 1e-4),
 		KeepAllDevices: req.AllDevices, HeadHoldsLayers: true, Rounds: req.Rounds}
-	out := Plan{Key: fmt.Sprint(path, "|", nctx, "|", req.AllDevices, "|", req.Rounds, "|", req.Alone), ModelPath: path, Model: m,
+	out := Plan{Key: fmt.Sprint(path, "|", nctx, "|", req.AllDevices, "|", req.Rounds, "|", req.Alone, "|", req.HeadReserve), ModelPath: path, Model: m,
 		Self: self, Peers: peers, RawDevices: map[string]halda.Device{}}
 	for _, d := range devs {
 		out.RawDevices[d.Name] = d

@@ -522,3 +522,28 @@ func TestGPUSetting(t *testing.T) {
 		})
 	}
 }
+
+// A request's head reserve (a speculative draft's weights) is memory the
+// plan does not count as available on this device, nor in its budget.
+func TestHeadReserve(t *testing.T) {
+	model, _ := filepath.Abs(bigModel)
+	self := cpu(8 * gib)
+	p := New(Options{
+		Self:     func() (halda.Device, bool) { return self, true },
+		Settings: func() config.Settings { return config.Settings{Model: model, ContextTokens: 512, MemoryBudget: 4 * gib} },
+		Memory:   func() (int64, int64) { return 8 * gib, 16 * gib },
+	})
+	plain, err := p.Next(Request{Alone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved, err := p.Next(Request{Alone: true, HeadReserve: gib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := plain.Problem.Devices[0], reserved.Problem.Devices[0]
+	if a.RAMAvailable-b.RAMAvailable != gib || a.MemoryBudget-b.MemoryBudget != gib || plain.Key == reserved.Key {
+		t.Errorf("available %d -> %d, budget %d -> %d, keys %q %q: want 1 GiB less and another key",
+			a.RAMAvailable, b.RAMAvailable, a.MemoryBudget, b.MemoryBudget, plain.Key, reserved.Key)
+	}
+}
