@@ -115,43 +115,43 @@
 //   - Paging (M1, M3, M5): while the device's hot set stays resident, the
 //     overflow beyond memory is cold experts, and a token re-reads each
 //     cold byte with probability ρ: disk = ρ·((l−g)·b' + b^cio − d)/s
-//     instead of eq. 15's whole overflow. The page cache is an LRU: it
-//     keeps a page only while fewer bytes pass through it between two uses
-//     than it holds, so the hot set stays only if memory also holds one
-//     token's expert reads beside it. The hot row is therefore
-//     k(w−n)·(h' + φ·x_e) + b^cio ≤ d, with x_e = r − a the expert bytes a
-//     token reads of a layer and φ what each is read with (below). It
-//     covers all the device's CPU layers, where the dense window row covers
-//     one window: a dense window is prefetched whole and released, so
-//     rounds can share memory, but a hot expert is read in every round's
-//     window of a token and must stay resident across them.
-//   - When that row fails (internal cases M1t, M3t, M5t), every byte a
-//     token reads misses: disk = (l−g)·(a + φ·x_e)/s, not the dense
-//     (l−g)·b/s. No k makes room (the row grows with k), so the search
-//     also starts from every fast-disk device in these cases.
+//     instead of eq. 15's whole overflow.
+//   - The hot row, when the hot set stays. Linux keeps file pages on an
+//     active and an inactive list: a page enters inactive and is promoted
+//     when used again before it leaves; the inactive list is 1/(1+ratio)
+//     of the pages, ratio = ⌊√(10·GiB)⌋, 1 under 1 GiB (mm/vmscan.c,
+//     inactive_is_low; other systems: half). So the hot sets of all the
+//     device's CPU layers must fit the active part, k(w−n)·h' + b^cio ≤
+//     d − d_inact, and one token's expert reads must pass through the
+//     inactive part without pushing a hot page out before its next use,
+//     k(w−n)·φ·x_e ≤ d_inact (x_e = r − a, the expert bytes a token reads
+//     of a layer; φ below). The dense window row covers one window, since
+//     a dense window is prefetched whole and released; a hot expert is read
+//     in every round's window of a token and must stay across them.
+//   - When a row fails (internal cases M1t, M3t, M5t, which for MoE also
+//     require paging), every byte a token reads misses: disk =
+//     (l−g)·(a + φ·x_e)/s, not the dense (l−g)·b/s. No k makes room (the
+//     rows grow with k), so the search also starts from every fast-disk
+//     device in these cases.
 //   - φ, read-around: a page fault on a missing page reads the disk's
 //     read-around R (Device.DiskReadAheadBytes; Linux read_ahead_kb, 128 KB
 //     by default, 8 MB on some virtual disks) centred on it, while a missed
 //     expert is wanted only in slices of s = Model.ExpertSliceBytes (one
 //     expert's run in one stack): the first fault reads R/2 of the
-//     neighbour before the slice, the last up to R/2 past it. So φ =
-//     1 + R/s, at most e/x_e (a token cannot read more than the whole
-//     stacks); 1 when either is unknown. It is an upper bound, chosen over
-//     the mean (1 + R/2s) because the LRU boundary it moves is sharp and
-//     erring on the paging side is the cheap error: a plan that thinks a
-//     device keeps its hot set when it thrashes is off by 7x (below).
-//     Dense layers are read sequentially and gain from read-around.
-//     Measured (bench/moe.sh, 2026-11-26, load ~10 on 2 cores: a generated
-//     qwen3moe, 8 experts in 4.5 MB slices, a disk with an 8 MB
-//     read-around): the 2.98 GB model under a cgroup at 60% of its size
-//     thrashes, reading 1.16-1.46 GB per token where a token reads 0.98
-//     GB and ρ·overflow is 0.33 GB. With φ = 1 + R/s Halda predicts
-//     2378 ms/token against 2300 measured (+3%; the bytes are over-
-//     charged ~1.6x and the fault sweep's throughput over-rates random
-//     misses ~1.5x); with 1 + R/2s the hot row fits and it predicts 244
-//     against 1755 (−86%). The 0.58 GB model at 60/75/90%: −29%, +60%
-//     (it kept its hot set, 61-71 MB read a token; φ = 1 + R/s calls it
-//     thrashing), −13%.
+//     neighbour before the slice, later faults continue inside it. So
+//     φ = 1 + R/2s, at most e/x_e (a token cannot read more than the whole
+//     stacks); 1 when either is unknown. Dense layers are read
+//     sequentially and gain from read-around.
+//   - Measured (bench/moe.sh, 2026-11-26, load 4-10 on 2 cores: a
+//     generated qwen3moe, 8 experts in 4.5 MB slices, a disk with an 8 MB
+//     read-around, so φ = 1.94): the 2.98 GB model under a cgroup at 60% of
+//     its size reads 1.16-1.54 GB per token where a token reads 0.98 GB and
+//     ρ·overflow is 0.33 GB: it thrashes. Earlier forms of these rows got
+//     it wrong: the hot set alone (φ = 1, no inactive list) called it hot
+//     and predicted 190-244 ms against 1755-1910 measured; one row with
+//     φ = 1 + R/s called it thrashing but over-charged the bytes (2.19 GB)
+//     and missed the 0.58 GB model at 75%, which kept its hot set (61-71
+//     MB read a token).
 //   - Memory rows that ask for residence without paging (M4, VRAM, Metal)
 //     keep b': a layer not paged holds all its experts. Metal (M2) keeps
 //     re-reading all b when short: it wires whole buffers.

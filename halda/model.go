@@ -37,11 +37,13 @@ type dev struct {
 	disk    float64 // s^disk for this OS (bytes/s)
 	slowDsk bool    // disk below the threshold: never page (M4 only)
 
-	// MoE: φ-weighted bytes. hotB is the hot row's bytes per CPU layer
-	// (h' + φ·x_e), readB what a thrashing CPU layer re-reads per token
-	// (a + φ·x_e); for a dense model b' and b (package doc).
-	hotB  int64
-	readB float64
+	// MoE (package doc, "Mixture of experts"): hotB is the hot set of a
+	// CPU layer (h'; b' for a dense model), traffB one token's expert
+	// reads of it (φ·x_e), readB what it re-reads per token when it
+	// thrashes (a + φ·x_e; b dense); inact is the inactive share of the
+	// page cache the traffic passes through.
+	hotB, traffB, inact int64
+	readB               float64
 }
 
 // prob is a validated Problem with derived quantities.
@@ -303,17 +305,16 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 	x.hotB, x.readB = q.hp, float64(q.r)
 	if q.isMoE() {
 		// x_e: expert bytes a token reads of one layer; φ: what each is
-		// read with, its slice plus the fault read-around, at most the
-		// whole stack (package doc, "Mixture of experts").
+		// read with, its slice plus half the fault read-around, at most the
+		// whole stack.
 		a := q.b - m.LayerExpertBytes
 		xe := float64(max(q.r-a, 0))
 		phi := 1.0
 		if s := m.ExpertSliceBytes; s > 0 && d.DiskReadAheadBytes > 0 && xe > 0 {
-			phi = min(1+float64(d.DiskReadAheadBytes)/float64(s), float64(m.LayerExpertBytes)/xe)
+			phi = min(1+float64(d.DiskReadAheadBytes)/float64(2*s), float64(m.LayerExpertBytes)/xe)
 		}
-		// At most b': a device holding its whole layers pages nothing.
-		x.hotB = min(q.hp+int64(math.Ceil(phi*xe)), q.bp)
-		x.readB = float64(q.r) + (phi-1)*xe
+		x.traffB = int64(math.Ceil(phi * xe))
+		x.readB = float64(a) + phi*xe
 	}
 	var ok bool
 	if x.cpuSec, ok = flopsTime(m.LayerFlops, d.CPUFlops); !ok {
@@ -347,6 +348,15 @@ func (q *prob) derive(d Device, f string, head bool) (dev, error) {
 	if d.OS == Android {
 		x.swap = min(d.SwapCanSwap, d.SwapAvailable)
 	}
+	// Linux keeps file pages on an active and an inactive list; a page is
+	// promoted when used again while inactive, and the inactive list is
+	// 1/(1+ratio) of the pages, ratio = √(10·GiB) (1 under 1 GiB:
+	// mm/vmscan.c, inactive_is_low). Other systems: half.
+	ratio := int64(1)
+	if gib := x.ramCap() >> 30; x.kind == kindLinux && gib > 0 {
+		ratio = max(int64(math.Sqrt(float64(10*gib))), 1)
+	}
+	x.inact = x.ramCap() / (1 + ratio)
 	if x.kind == kindMetal {
 		if d.MetalBudget <= 0 {
 			return x, invalid(f+".metal_budget_bytes", "is 0 for a Metal device; read recommendedMaxWorkingSetSize")
@@ -399,18 +409,25 @@ func (q *prob) need(x *dev, head bool, l, g int) int64 {
 	return int64(l-g)*q.bp + q.cio(x, head)
 }
 
-// hotRow is the row that decides between re-reading the overflow and
-// re-reading everything, as a bound on CPU layers per round: x·den ≤ free.
+// hotMax is the row that decides between re-reading the overflow and
+// re-reading everything, as the most CPU layers per round it allows.
 // Dense (the window row, package doc): one window's CPU layers fit,
-// (w−n)·b' + c^cpu ≤ d. MoE: all of the device's CPU layers' hot sets fit,
-// k(w−n)·h' + b^cio ≤ d, so that the overflow is cold experts only (package
-// doc, "Mixture of experts"). Metal re-reads everything when short (M2),
-// so its row decides nothing.
-func (q *prob) hotRow(x *dev, head bool, k int) (den, free int64) {
-	if q.isMoE() {
-		return int64(k) * x.hotB, x.ramCap() - q.cio(x, head)
+// (w−n)·b' + c^cpu ≤ d. MoE (package doc, "Mixture of experts"): the hot
+// sets of all the device's CPU layers stay on the active list,
+// k(w−n)·h' + b^cio ≤ d − d_inact, and one token's expert reads pass
+// through the inactive list without pushing a hot page out before its
+// next use, k(w−n)·φ·x_e ≤ d_inact. Metal re-reads everything when short
+// (M2), so its row decides nothing.
+func (q *prob) hotMax(x *dev, head bool, k int) int64 {
+	capB := x.ramCap()
+	if !q.isMoE() {
+		return floorDiv(capB-q.Model.CPUBufferBytes, q.hp)
 	}
-	return q.hp, x.ramCap() - q.Model.CPUBufferBytes
+	v := floorDiv(capB-x.inact-q.cio(x, head), int64(k)*x.hotB)
+	if x.traffB > 0 {
+		v = min(v, floorDiv(x.inact, int64(k)*x.traffB))
+	}
+	return v
 }
 
 // isMoE reports whether the model's tokens read less than its layers.
@@ -418,8 +435,7 @@ func (q *prob) isMoE() bool { return q.Model.LayerReadBytes != 0 }
 
 // hotFits reports whether the hot row holds at (k, w, n).
 func (q *prob) hotFits(x *dev, head bool, k, w, n int) bool {
-	den, free := q.hotRow(x, head, k)
-	return int64(w-n)*den <= free
+	return int64(w-n) <= q.hotMax(x, head, k)
 }
 
 // floorDiv is integer division rounding down, also for negative numerators

@@ -13,23 +13,23 @@ import (
 )
 
 // moeModel is handModel's 1 GB layer as a mixture of experts: 0.2 GB read
-// by every token, 0.8 GB of 8 experts of which a token reads 2 (0.4 GB
-// read, 1 GFLOP). Skewed routing: 2 hot experts (0.2 GB) make the hot set
-// 0.4 GB, and the 6 cold ones are read at ρ = 0.15 a token.
+// by every token, 0.8 GB of 16 experts of which a token reads 1 (0.25 GB
+// read, 1 GFLOP). Skewed routing: 2 hot experts (0.1 GB) make the hot set
+// 0.3 GB, and the cold ones are read at ρ = 0.04 a token.
 func moeModel(layers int) halda.Model {
 	m := handModel(layers)
 	m.LayerExpertBytes = 8 * gb / 10
-	m.LayerReadBytes = 4 * gb / 10
-	m.LayerHotBytes = 4 * gb / 10
-	m.ColdReadRate = 0.15
+	m.LayerReadBytes = gb / 4
+	m.LayerHotBytes = 3 * gb / 10
+	m.ColdReadRate = 0.04
 	return m
 }
 
 // uniformMoE is moeModel routed uniformly: no expert is hot (h = the
-// always-read 0.2 GB) and every expert byte is read at top-k/n = 2/8.
+// always-read 0.2 GB) and every expert byte is read at top-k/n = 1/16.
 func uniformMoE(layers int) halda.Model {
 	m := moeModel(layers)
-	m.LayerHotBytes, m.ColdReadRate = 2*gb/10, 0.25
+	m.LayerHotBytes, m.ColdReadRate = 2*gb/10, 1.0/16
 	return m
 }
 
@@ -44,8 +44,10 @@ func withReadAhead(d halda.Device, r int64) halda.Device {
 }
 
 // TestMoE: Halda charges a MoE layer what a token reads (compute, memory
-// access, re-reads) and asks memory only for the hot set (package doc,
-// "Mixture of experts"). α = 10 ms of FLOPs + 0.4 GB at 100 GB/s = 14 ms.
+// access, re-reads) and asks memory only for the hot set on the active
+// list and one token's expert reads on the inactive one (package doc,
+// "Mixture of experts"). α = 10 ms of FLOPs + 0.25 GB at 100 GB/s = 12.5 ms.
+// Inactive list: d/(1+⌊√(10·GiB)⌋), d/2 under 1 GiB.
 func TestMoE(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -56,79 +58,72 @@ func TestMoE(t *testing.T) {
 		wantMs   float64
 		wantDisk float64
 	}{{
-		name:   "fits: memory access charges the 0.4 GB a token reads, not the 1 GB layer",
-		why:    "4 layers × (10 ms + 4 ms); dense would be 4 × 20 ms",
+		name:   "fits: memory access charges the 0.25 GB a token reads, not the 1 GB layer",
+		why:    "4 layers × (10 ms + 2.5 ms); dense would be 4 × 20 ms",
 		p:      halda.Problem{Model: moeModel(4), Devices: []halda.Device{cpu("a", 8*gb, 1e9, nil)}},
 		want:   []row{{"a", halda.M4, 4, 0}},
 		wantK:  1,
-		wantMs: 4 * 14,
+		wantMs: 4 * 12.5,
 	}, {
-		name:     "hot set resident: the 0.5 GB overflow is cold experts re-read at ρ",
-		why:      "hot set 4 × 0.4 GB ≤ 3.5 GB, so k = 1 (dense needs k = 2 and re-reads 0.5 GB: 500 ms); 0.15 × 0.5 GB at 1 GB/s",
+		name: "hot set resident: the 0.5 GB overflow is cold experts re-read at ρ",
+		why: "3.5 GB: inactive 3.5/6 = 0.58 GB ≥ 4 × 0.05 GB of expert reads, active 2.92 GB ≥ 4 × 0.3 GB hot, so k = 1 " +
+			"(dense needs k = 2 and re-reads 0.5 GB: 500 ms); 0.04 × 0.5 GB at 1 GB/s",
 		p:        halda.Problem{Model: moeModel(4), Devices: []halda.Device{cpu("a", 3*gb+gb/2, 1e9, nil)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
-		wantMs:   4*14 + 75,
-		wantDisk: 75,
+		wantMs:   4*12.5 + 20,
+		wantDisk: 20,
 	}, {
 		name:     "uniform routing: no hot experts, the overflow re-read at top-k/n",
-		why:      "0.25 × 0.5 GB at 1 GB/s",
+		why:      "0.5 GB / 16 at 1 GB/s",
 		p:        halda.Problem{Model: uniformMoE(4), Devices: []halda.Device{cpu("a", 3*gb+gb/2, 1e9, nil)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
-		wantMs:   4*14 + 125,
-		wantDisk: 125,
+		wantMs:   4*12.5 + 31.25,
+		wantDisk: 31.25,
 	}, {
-		name:     "hot set too large: every byte a token reads misses",
-		why:      "hot set 1.6 GB > 1 GB for every k (all the device's layers count): 4 × 0.4 GB re-read at 1 GB/s, not the 3 GB overflow",
+		name:     "hot set off the active list: every byte a token reads misses",
+		why:      "1 GB: active 0.5 GB < 4 × 0.3 GB hot, for every k (all the device's layers count): 4 × 0.25 GB re-read at 1 GB/s, not the 3 GB overflow",
 		p:        halda.Problem{Model: moeModel(4), Devices: []halda.Device{cpu("a", gb, 1e9, nil)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
-		wantMs:   4*14 + 1600,
-		wantDisk: 1600,
+		wantMs:   4*12.5 + 1000,
+		wantDisk: 1000,
 	}, {
-		name: "two devices: the hot row decides the split, not the layer bytes",
-		why: "8 layers: b's disk is too slow to page, so it holds 2 (M4); a's hot row (0.4 GB hot + 0.2 GB of expert reads a layer) fits 4 of its 6 in 2.5 GB, " +
-			"so it re-reads what its 6 layers' tokens read, 2.4 GB at 2 GB/s; 8 × 14 ms + one round of two 1 ms links",
+		name: "two devices: the hot rows decide the split, not the layer bytes",
+		why: "8 layers: b's disk is too slow to page, so it holds 2 (M4); a (2.5 GB: active 2 GB, inactive 0.5 GB) keeps 6 layers' hot sets (1.8 GB) " +
+			"and reads (0.3 GB): overflow 3.5 GB × 0.04 at 2 GB/s; 7 would thrash (2.1 GB hot); 8 × 12.5 ms + one round of two 1 ms links",
 		p: halda.Problem{Model: moeModel(8), Devices: []halda.Device{
 			cpu("a", 2*gb+gb/2, 2e9, map[string]float64{"b": 1e-3}), cpu("b", 2*gb+gb/2, 50e6, map[string]float64{"a": 1e-3})}},
 		want:     []row{{"a", halda.M3, 6, 0}, {"b", halda.M4, 2, 0}},
 		wantK:    1,
-		wantMs:   8*14 + 1200 + 2,
-		wantDisk: 1200,
+		wantMs:   8*12.5 + 70 + 2,
+		wantDisk: 70,
 	}, {
-		name:     "hot row without read-around: 4 × (0.4 + 0.2) GB fit in 2.5 GB",
-		why:      "overflow 4 − 2.5 = 1.5 GB re-read at ρ = 0.15 at 1 GB/s",
-		p:        halda.Problem{Model: moeModel(4), Devices: []halda.Device{cpu("a", 2*gb+gb/2, 1e9, nil)}},
+		name:     "no read-around: one token's expert reads fit the inactive list",
+		why:      "1.8 GB: inactive 0.45 GB ≥ 4 × 0.05, active 1.35 ≥ 1.2: overflow 2.2 GB × 0.04 at 1 GB/s",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 10e6), Devices: []halda.Device{cpu("a", 1800e6, 1e9, nil)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
-		wantMs:   4*14 + 225,
-		wantDisk: 225,
+		wantMs:   4*12.5 + 88,
+		wantDisk: 88,
 	}, {
-		name: "read-around doubles each expert miss: the hot row no longer fits and every read misses",
-		why: "50 MB slices, 50 MB read-around: φ = 1 + 50/50 = 2, hot row 4 × (0.4 + 2 × 0.2) = 3.2 GB > 2.5 GB; " +
-			"a token re-reads 4 × (0.2 + 2 × 0.2) GB at 1 GB/s",
-		p:        halda.Problem{Model: withSlice(moeModel(4), 50e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
+		name: "read-around triples each expert miss: the reads overrun the inactive list and every read misses",
+		why: "10 MB slices, 40 MB read-around: φ = 1 + 40/(2·10) = 3, 4 × 3 × 0.05 GB = 0.6 GB > 0.45 GB inactive; " +
+			"a token re-reads 4 × (0.2 + 3 × 0.05) GB at 1 GB/s",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 10e6), Devices: []halda.Device{withReadAhead(cpu("a", 1800e6, 1e9, nil), 40e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
-		wantMs:   4*14 + 2400,
-		wantDisk: 2400,
+		wantMs:   4*12.5 + 1400,
+		wantDisk: 1400,
 	}, {
 		name:     "read-around is capped at the whole stack",
-		why:      "1 MB slices, 8 MB read-around: φ = min(9, e/x_e = 4): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
-		p:        halda.Problem{Model: withSlice(moeModel(4), 1e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 8e6)}},
+		why:      "1 MB slices, 64 MB read-around: φ = min(33, e/x_e = 16): a token re-reads 4 × (0.2 + 0.8) GB, the whole layers",
+		p:        halda.Problem{Model: withSlice(moeModel(4), 1e6), Devices: []halda.Device{withReadAhead(cpu("a", 1800e6, 1e9, nil), 64e6)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
-		wantMs:   4*14 + 4000,
+		wantMs:   4*12.5 + 4000,
 		wantDisk: 4000,
-	}, {
-		name:     "a slice larger than the read-around still pays it once",
-		why:      "200 MB slices, 50 MB read-around: φ = 1.25, hot row 4 × (0.4 + 0.25) = 2.6 GB > 2.5 GB: a token re-reads 4 × (0.2 + 0.25) GB",
-		p:        halda.Problem{Model: withSlice(moeModel(4), 200e6), Devices: []halda.Device{withReadAhead(cpu("a", 2*gb+gb/2, 1e9, nil), 50e6)}},
-		want:     []row{{"a", halda.M3, 4, 0}},
-		wantK:    1,
-		wantMs:   4*14 + 1800,
-		wantDisk: 1800,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -577,13 +577,19 @@ func (f *fixedPoint) vars(p int, cs Case, k int) (LayerVars, float64) {
 	// re-reads what a token reads (r), the window rows hold the hot set
 	// (h'). A dense model has ρ = 1, r = b, h' = b'.
 	over, r, rho := q.rho*bp, x.readB, q.rho
-	hotDen, hotFree := q.hotRow(x, isHead, k)
+	hot := q.hotMax(x, isHead, k)
+	// A MoE device thrashes only when it also pages (the dense window row
+	// implies it; the MoE rows can fail with everything resident).
+	overMin := 0
+	if q.isMoE() {
+		overMin = clampInt(floorDiv(capB-cio, den) + 1)
+	}
 	a, bn := x.alpha, x.beta
 	switch cs {
 	case M1: // eq. 27, and one window must fit (prefetch-release, package doc)
 		a += over / x.disk
 		v.WMin = max(v.WMin, clampInt(floorDiv(capB-cio, den)+1))
-		v.WMax = min(v.WMax, clampInt(floorDiv(hotFree, hotDen)))
+		v.WMax = min(v.WMax, clampInt(hot))
 		konst += rho * float64(cio-capB) / x.disk
 	case M2: // eq. 28; the whole weights are re-read
 		a += b / x.disk
@@ -591,18 +597,18 @@ func (f *fixedPoint) vars(p int, cs Case, k int) (LayerVars, float64) {
 		konst += float64(boolBytes(isHead, q.bio)) / x.disk
 	case m1Thrash: // every layer re-read; the window does not fit
 		a += r / x.disk
-		v.WMin = max(v.WMin, clampInt(floorDiv(hotFree, hotDen)+1))
+		v.WMin = max(v.WMin, clampInt(hot+1), overMin)
 		konst += float64(boolBytes(isHead, q.bio)) / x.disk
 	case m3Thrash, m5Thrash:
 		a += r / x.disk
 		bn -= r / x.disk
-		v.CPUMin = max(v.CPUMin, clampInt(floorDiv(hotFree, hotDen)+1))
+		v.CPUMin = max(v.CPUMin, clampInt(hot+1), overMin)
 		konst += float64(boolBytes(isHead, q.bio)) / x.disk
 	case M3, M5: // eq. 29 and the window row; a GPU layer also saves its re-read
 		a += over / x.disk
 		bn -= over / x.disk
 		v.CPUMin = max(v.CPUMin, clampInt(floorDiv(capB-cio, den)+1))
-		v.CPUMax = min(v.CPUMax, clampInt(floorDiv(hotFree, hotDen)))
+		v.CPUMax = min(v.CPUMax, clampInt(hot))
 		konst += rho * float64(cio-capB) / x.disk
 	default: // M4, eqs. 30-32 (≤: see the package doc)
 		switch x.kind {
