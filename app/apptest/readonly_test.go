@@ -41,8 +41,10 @@ func TestReadOnlyConfigDir(t *testing.T) {
 	saved, _ := json.Marshal(apitype.Conversation{Title: "A saved chat", Messages: []apitype.ConversationMessage{{Role: "user", Content: "Hello"}}})
 	call("PUT", "/api/v1/conversations/saved", string(saved))
 
-	// `ip netns exec` gave the running agent a mount namespace of its own.
-	readOnly(t, n.Home, "nsenter", "-t", strconv.Itoa(n.PID()), "-m", "--")
+	// `ip netns exec` gave the running agent a mount namespace of its own;
+	// -r takes its root too, which differs from ours in a chroot (the
+	// fresh-machine check), where the agent's /tmp is not ours.
+	readOnly(t, n.Home, "nsenter", "-t", strconv.Itoa(n.PID()), "-m", "-r", "--")
 	if out := call("PUT", "/api/v1/conversations/new", string(saved)); !strings.Contains(out, filepath.Join(n.Home, "conversations")+" cannot be read or written (read-only file system)") {
 		t.Errorf("saving a conversation on a read-only folder: %s", out)
 	}
