@@ -66,7 +66,7 @@ func decode(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ms, _, err := decodeSamples(*model, *threads, *tokens, 2)
+	ms, _, _, err := decodeSamples(*model, *threads, *tokens, 2)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type row struct {
 	// ReadMB is, per rep, the MB read from disk per timed decode step
 	// (/proc/self/io read_bytes: page faults included).
 	ReadMB []float64 `json:"read_mb_per_token,omitempty"`
+	// RoutedMs is, per rep, the prediction with the routing histogram its
+	// prompt and warm-up steps measured (homering plan --routing).
+	RoutedMs []float64 `json:"predicted_routed_ms,omitempty"`
 	// NoPlan lists the reps whose profile Halda found no plan for (a disk
 	// probe slowed below its paging threshold by other I/O), left out.
 	NoPlan []string `json:"no_plan,omitempty"`
@@ -56,9 +59,10 @@ func homering(bin string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-func plan(bin, devFile, model string) (halda.Plan, error) {
+func plan(bin, devFile, model string, extra ...string) (halda.Plan, error) {
 	var p halda.Plan
-	out, err := homering(bin, "plan", "--devices", devFile, "--model", model, "--context", "256", "--rounds", "1", "--json")
+	args := append([]string{"plan", "--devices", devFile, "--model", model, "--context", "256", "--rounds", "1", "--json"}, extra...)
+	out, err := homering(bin, args...)
 	if err != nil {
 		return p, err
 	}
@@ -151,11 +155,26 @@ func run(args []string) error {
 					return err
 				}
 			}
-			all, readMB, err := decodeSamples(c.model, c.threads, 2**tokens, *warmup)
+			all, readMB, counts, err := decodeSamples(c.model, c.threads, 2**tokens, *warmup)
 			if err != nil {
 				return err
 			}
 			c.r.ReadMB = append(c.r.ReadMB, readMB)
+			if counts != nil {
+				rf := filepath.Join(*dir, fmt.Sprintf("routing-%s-%d-%d.json", *label, ci, rep))
+				b, err := json.Marshal(map[string]any{"counts": counts})
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(rf, b, 0o644); err != nil {
+					return err
+				}
+				rp, err := plan(*bin, devFile, c.model, "--routing", rf)
+				if err != nil {
+					return err
+				}
+				c.r.RoutedMs = append(c.r.RoutedMs, rp.PredictedMs)
+			}
 			ms, held := alternate(all)
 			c.tokens, c.held = append(c.tokens, ms), append(c.held, held)
 			c.r.MeasMs = append(c.r.MeasMs, median(all))
@@ -251,36 +270,50 @@ func medianIndex(v []float64) int {
 }
 
 // decodeSamples is decode without the JSON: ms per timed decode step, after
-// warmup untimed ones, and the MB read from disk per timed step.
-func decodeSamples(model string, threads, tokens, warmup int) ([]float64, float64, error) {
+// warmup untimed ones, the MB read from disk per timed step and, for a MoE
+// model, the routers' picks over the prompt and warm-up steps (counting is
+// off while timed).
+func decodeSamples(model string, threads, tokens, warmup int) ([]float64, float64, [][]int64, error) {
 	m, err := ggml.Open(model)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	defer m.Close()
 	info := m.Info()
 	w, err := m.NewWindow(ggml.WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, NCtx: 256, Threads: threads})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	defer w.Close()
+	if info.NExpert > 0 {
+		if err := w.CountExperts(true); err != nil {
+			return nil, 0, nil, err
+		}
+	}
 	prompt := []int32{1, 15, 29, 300, 4000, 77, 123, 9}
 	if _, err := w.EvalTokens(prompt, 0); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	pos := len(prompt)
 	var out []float64
 	var read0 int64
+	var counts [][]int64
 	for i := range tokens + warmup {
 		if i == warmup {
+			if info.NExpert > 0 {
+				counts = w.ExpertCounts()
+				if err := w.CountExperts(false); err != nil {
+					return nil, 0, nil, err
+				}
+			}
 			if read0, err = readBytes(); err != nil {
-				return nil, 0, err
+				return nil, 0, nil, err
 			}
 		}
 		tok := int32(100 + 37*i%(info.NVocab-100))
 		t := time.Now()
 		if _, err := w.EvalTokens([]int32{tok}, pos); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if i >= warmup {
 			out = append(out, float64(time.Since(t).Microseconds())/1e3)
@@ -289,9 +322,9 @@ func decodeSamples(model string, threads, tokens, warmup int) ([]float64, float6
 	}
 	read1, err := readBytes()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	return out, float64(read1-read0) / 1e6 / float64(max(tokens, 1)), nil
+	return out, float64(read1-read0) / 1e6 / float64(max(tokens, 1)), counts, nil
 }
 
 // readBytes is this process's read_bytes from /proc/self/io: what it had

@@ -60,6 +60,10 @@ func table(args []string) error {
 		if len(r.ReadMB) > 0 {
 			fmt.Printf("; read from disk per token %v MB", round1(r.ReadMB))
 		}
+		if len(r.RoutedMs) > 0 {
+			fmt.Printf("; predicted with the measured routing per rep %v ms (median %.1f, %+.1f%%)",
+				round1(r.RoutedMs), median(r.RoutedMs), pct(median(r.RoutedMs), r.Measured))
+		}
 		fmt.Println()
 		for _, why := range r.NoPlan {
 			fmt.Printf("  left out, no plan for its profile: %s\n", why)
