@@ -151,7 +151,13 @@
 //     and predicted 190-244 ms against 1755-1910 measured; one row with
 //     φ = 1 + R/s called it thrashing but over-charged the bytes (2.19 GB)
 //     and missed the 0.58 GB model at 75%, which kept its hot set (61-71
-//     MB read a token).
+//     MB read a token). These rows: 976 ms predicted against 1193 measured
+//     for the 2.98 GB model (−18%; bytes 1.58 GB against 1.28-1.40); the
+//     0.58 GB model at 60/75/90% +147%, −73%, +10%. Open: with a measured
+//     histogram the hot set grows by the hot experts and the active-list
+//     row calls the 0.58 GB model at 75% and 90% thrashing, which it was
+//     not; a hot page pushed to the inactive list is promoted again when
+//     used in time, so the active part is not a hard bound.
 //   - Memory rows that ask for residence without paging (M4, VRAM, Metal)
 //     keep b': a layer not paged holds all its experts. Metal (M2) keeps
 //     re-reading all b when short: it wires whole buffers.
