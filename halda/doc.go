@@ -121,10 +121,11 @@
 //     when used again before it leaves; the inactive list is 1/(1+ratio)
 //     of the pages, ratio = ⌊√(10·GiB)⌋, 1 under 1 GiB (mm/vmscan.c,
 //     inactive_is_low; other systems: half). So the hot sets of all the
-//     device's CPU layers must fit the active part, k(w−n)·h' + b^cio ≤
-//     d − d_inact, and one token's expert reads must pass through the
-//     inactive part without pushing a hot page out before its next use,
-//     k(w−n)·φ·x_e ≤ d_inact (x_e = r − a, the expert bytes a token reads
+//     device's CPU layers must fit, k(w−n)·h' + b^cio ≤ d, and one token's
+//     expert reads must pass through the inactive part without pushing a
+//     hot page (deactivated, it is promoted again when used in time) out
+//     before its next use, k(w−n)·φ·x_e ≤ d_inact (x_e = r − a, the expert
+//     bytes a token reads
 //     of a layer; φ below). The dense window row covers one window, since
 //     a dense window is prefetched whole and released; a hot expert is read
 //     in every round's window of a token and must stay across them.
@@ -153,11 +154,10 @@
 //     and missed the 0.58 GB model at 75%, which kept its hot set (61-71
 //     MB read a token). These rows: 976 ms predicted against 1193 measured
 //     for the 2.98 GB model (−18%; bytes 1.58 GB against 1.28-1.40); the
-//     0.58 GB model at 60/75/90% +147%, −73%, +10%. Open: with a measured
-//     histogram the hot set grows by the hot experts and the active-list
-//     row calls the 0.58 GB model at 75% and 90% thrashing, which it was
-//     not; a hot page pushed to the inactive list is promoted again when
-//     used in time, so the active part is not a hard bound.
+//     0.58 GB model at 60/75/90% +147%, −73%, +10%. With a measured
+//     histogram the hot set grows by the hot experts, and a first form
+//     that asked the active part (d − d_inact) for it called the 0.58 GB
+//     model at 75% and 90% thrashing, which it was not.
 //   - Memory rows that ask for residence without paging (M4, VRAM, Metal)
 //     keep b': a layer not paged holds all its experts. Metal (M2) keeps
 //     re-reading all b when short: it wires whole buffers.

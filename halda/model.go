@@ -413,17 +413,16 @@ func (q *prob) need(x *dev, head bool, l, g int) int64 {
 // re-reading everything, as the most CPU layers per round it allows.
 // Dense (the window row, package doc): one window's CPU layers fit,
 // (w−n)·b' + c^cpu ≤ d. MoE (package doc, "Mixture of experts"): the hot
-// sets of all the device's CPU layers stay on the active list,
-// k(w−n)·h' + b^cio ≤ d − d_inact, and one token's expert reads pass
-// through the inactive list without pushing a hot page out before its
-// next use, k(w−n)·φ·x_e ≤ d_inact. Metal re-reads everything when short
-// (M2), so its row decides nothing.
+// sets of all the device's CPU layers fit, k(w−n)·h' + b^cio ≤ d, and one
+// token's expert reads pass through the inactive list without pushing a
+// hot page out before its next use, k(w−n)·φ·x_e ≤ d_inact. Metal
+// re-reads everything when short (M2), so its row decides nothing.
 func (q *prob) hotMax(x *dev, head bool, k int) int64 {
 	capB := x.ramCap()
 	if !q.isMoE() {
 		return floorDiv(capB-q.Model.CPUBufferBytes, q.hp)
 	}
-	v := floorDiv(capB-x.inact-q.cio(x, head), int64(k)*x.hotB)
+	v := floorDiv(capB-q.cio(x, head), int64(k)*x.hotB)
 	if x.traffB > 0 {
 		v = min(v, floorDiv(x.inact, int64(k)*x.traffB))
 	}

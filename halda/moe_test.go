@@ -44,8 +44,8 @@ func withReadAhead(d halda.Device, r int64) halda.Device {
 }
 
 // TestMoE: Halda charges a MoE layer what a token reads (compute, memory
-// access, re-reads) and asks memory only for the hot set on the active
-// list and one token's expert reads on the inactive one (package doc,
+// access, re-reads) and asks memory only for the hot set and, on the
+// inactive list, one token's expert reads (package doc,
 // "Mixture of experts"). α = 10 ms of FLOPs + 0.25 GB at 100 GB/s = 12.5 ms.
 // Inactive list: d/(1+⌊√(10·GiB)⌋), d/2 under 1 GiB.
 func TestMoE(t *testing.T) {
@@ -82,8 +82,8 @@ func TestMoE(t *testing.T) {
 		wantMs:   4*12.5 + 31.25,
 		wantDisk: 31.25,
 	}, {
-		name:     "hot set off the active list: every byte a token reads misses",
-		why:      "1 GB: active 0.5 GB < 4 × 0.3 GB hot, for every k (all the device's layers count): 4 × 0.25 GB re-read at 1 GB/s, not the 3 GB overflow",
+		name:     "hot set larger than memory: every byte a token reads misses",
+		why:      "1 GB < 4 × 0.3 GB hot, for every k (all the device's layers count): 4 × 0.25 GB re-read at 1 GB/s, not the 3 GB overflow",
 		p:        halda.Problem{Model: moeModel(4), Devices: []halda.Device{cpu("a", gb, 1e9, nil)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
@@ -91,8 +91,9 @@ func TestMoE(t *testing.T) {
 		wantDisk: 1000,
 	}, {
 		name: "two devices: the hot rows decide the split, not the layer bytes",
-		why: "8 layers: b's disk is too slow to page, so it holds 2 (M4); a (2.5 GB: active 2 GB, inactive 0.5 GB) keeps 6 layers' hot sets (1.8 GB) " +
-			"and reads (0.3 GB): overflow 3.5 GB × 0.04 at 2 GB/s; 7 would thrash (2.1 GB hot); 8 × 12.5 ms + one round of two 1 ms links",
+		why: "8 layers: b's disk is too slow to page, so it holds 2 (M4); a (2.5 GB, inactive 0.5 GB) keeps 6 layers' hot sets (1.8 GB) " +
+			"and reads (0.3 GB): overflow 3.5 GB × 0.04 at 2 GB/s = 70 ms; a = 7, b = 1 pages 4.5 GB (90 ms), a = 8 alone 5.5 GB (110 ms); " +
+			"8 × 12.5 ms + one round of two 1 ms links",
 		p: halda.Problem{Model: moeModel(8), Devices: []halda.Device{
 			cpu("a", 2*gb+gb/2, 2e9, map[string]float64{"b": 1e-3}), cpu("b", 2*gb+gb/2, 50e6, map[string]float64{"a": 1e-3})}},
 		want:     []row{{"a", halda.M3, 6, 0}, {"b", halda.M4, 2, 0}},
@@ -101,7 +102,7 @@ func TestMoE(t *testing.T) {
 		wantDisk: 70,
 	}, {
 		name:     "no read-around: one token's expert reads fit the inactive list",
-		why:      "1.8 GB: inactive 0.45 GB ≥ 4 × 0.05, active 1.35 ≥ 1.2: overflow 2.2 GB × 0.04 at 1 GB/s",
+		why:      "1.8 GB: inactive 0.45 GB ≥ 4 × 0.05, hot 1.2 ≤ 1.8: overflow 2.2 GB × 0.04 at 1 GB/s",
 		p:        halda.Problem{Model: withSlice(moeModel(4), 10e6), Devices: []halda.Device{cpu("a", 1800e6, 1e9, nil)}},
 		want:     []row{{"a", halda.M3, 4, 0}},
 		wantK:    1,
@@ -198,7 +199,17 @@ func TestMoERandom(t *testing.T) {
 		p.Model.ColdReadRate = 0.05 + 0.2*r.Float64()
 		p.Model.ExpertSliceBytes = e / 24
 		for j := range p.Devices {
-			p.Devices[j].DiskReadAheadBytes = int64(r.IntN(3)) * e / 24
+			d := &p.Devices[j]
+			d.DiskReadAheadBytes = int64(r.IntN(3)) * e / 24
+			// Disks at the paging threshold at least: Halda never pages
+			// from a slower one (s_threshold), while the baselines' full-
+			// model score may, and paging at ρ is cheap enough that such a
+			// baseline plan can beat every plan Halda allows.
+			d.DiskSeqBytesPerSec = max(d.DiskSeqBytesPerSec, halda.DefaultDiskThreshold)
+			d.DiskRandBytesPerSec = max(d.DiskRandBytesPerSec, halda.DefaultDiskThreshold)
+			if d.DiskFaultBytesPerSec > 0 {
+				d.DiskFaultBytesPerSec = max(d.DiskFaultBytesPerSec, halda.DefaultDiskThreshold)
+			}
 		}
 		pl, err := halda.Solve(p, cs)
 		pe, erre := halda.Solve(p, haldatest.Exhaustive{})
