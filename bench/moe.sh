@@ -26,16 +26,18 @@
 # (`homering plan --routing`): "predicted with the measured routing".
 #
 # Targets: ±25% before calibration, ±10% after (issue 20 item 4).
-# Results of 2026-11-26 (load 4-10 on 2 cores; halda as of 12c9f4b):
-#   2.98 GB at 60%: predicted 976 ms, measured 1193 (−18%); calibrated 1268
-#     against 1174 held out (+8%); 1.28-1.40 GB read per token (Halda: 1.58).
-#   0.58 GB (BENCH_QUICK) at 60%: 346 against 140 (+147%; it read 130-161 MB
-#     a token, an earlier run 219-286); at 75%: 32 against 117 (−73%); at
-#     90%: 21 against 19 (+10%). With the measured routing the hot set grows
-#     by the hot experts and Halda's active-list row calls the 75% and 90%
-#     runs thrashing (210, 264 ms), which they were not: see halda's doc.
-# BENCH_QUICK=1: 4 layers (~0.6 GB), 2 reps of 3 + 3 tokens. BENCH_LIMIT_PCT
-# sets the cgroup limit in percent of the model (default 60).
+# Results of 2026-11-26 (load 4-10 on 2 cores):
+#   2.98 GB at 60% (halda 12c9f4b; 79e4c41 plans it alike: its expert reads
+#     overrun the inactive list either way): predicted 976 ms, measured 1193
+#     (−18%); calibrated 1268 against 1174 held out (+8%); 1.28-1.40 GB read
+#     per token (Halda: 1.58).
+#   0.58 GB (BENCH_QUICK; 79e4c41) at 60%: 361 against 191 (+88%; it read
+#     150-250 MB a token, Halda charges 322); at 75%: 36 against 98 (−64%;
+#     58-79 MB read, ρ·overflow ~46 MB, and scattered misses fault slower
+#     than the profile's sweep); at 90%: 14 against 22 (−36%). With the
+#     measured routing: 361, 21, 9 ms (a smaller ρ; the misses' read-around
+#     is not charged in the overflow).
+
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
