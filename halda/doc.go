@@ -154,7 +154,8 @@
 //     and missed the 0.58 GB model at 75%, which kept its hot set (61-71
 //     MB read a token). These rows: 976 ms predicted against 1193 measured
 //     for the 2.98 GB model (−18%; bytes 1.58 GB against 1.28-1.40); the
-//     0.58 GB model at 60/75/90% +147%, −73%, +10%. With a measured
+//     0.58 GB model at 60/75/90% +88%, −64%, −36% (noisy: two runs of
+//     the 60% row read 130-161 and 219-286 MB a token). With a measured
 //     histogram the hot set grows by the hot experts, and a first form
 //     that asked the active part (d − d_inact) for it called the 0.58 GB
 //     model at 75% and 90% thrashing, which it was not.
