@@ -529,9 +529,11 @@ func TestHeadReserve(t *testing.T) {
 	model, _ := filepath.Abs(bigModel)
 	self := cpu(8 * gib)
 	p := New(Options{
-		Self:     func() (halda.Device, bool) { return self, true },
-		Settings: func() config.Settings { return config.Settings{Model: model, ContextTokens: 512, MemoryBudget: 4 * gib} },
-		Memory:   func() (int64, int64) { return 8 * gib, 16 * gib },
+		Self: func() (halda.Device, bool) { return self, true },
+		Settings: func() config.Settings {
+			return config.Settings{Model: model, ContextTokens: 512, MemoryBudget: 4 * gib}
+		},
+		Memory: func() (int64, int64) { return 8 * gib, 16 * gib },
 	})
 	plain, err := p.Next(Request{Alone: true})
 	if err != nil {

@@ -22,7 +22,7 @@ func TestPickDraft(t *testing.T) {
 	target := gen("target.gguf", 24, 1000)
 	tiny := gen("tiny.gguf", 1, 1000)
 	small := gen("small.gguf", 3, 1000)
-	big := gen("big.gguf", 12, 1000)     // half the target: too large
+	big := gen("big.gguf", 12, 1000)    // half the target: too large
 	other := gen("other.gguf", 4, 1200) // another vocabulary
 	all := []string{target, tiny, small, big, other, stories260K}
 	if got := PickDraft(target, all); got != small {
