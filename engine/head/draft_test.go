@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"homering/engine/modelgen"
+	"homering/internal/testdir"
 )
 
 // PickDraft takes the largest model of the target's vocabulary that is
 // small enough, never the target itself, one of another vocabulary or one
 // too large.
 func TestPickDraft(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Scratch(t) // t.TempDir fails under Wine (internal/testdir)
 	gen := func(name string, layers, vocab int) string {
 		p := filepath.Join(dir, name)
 		if err := modelgen.Generate(p, modelgen.Config{Arch: "llama", Layers: layers, Embd: 128, FF: 256, Heads: 4, Vocab: vocab, Type: "F32", Seed: 3}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"homering/engine/modelgen"
+	"homering/internal/testdir"
 )
 
 // skewed is a real draft (a Head of the same model) whose proposal for
@@ -105,7 +106,7 @@ func TestSpeculationOnlyWhenGreedy(t *testing.T) {
 // positions where a batch's attention rounds otherwise than a one-row
 // pass unless it attends row by row, are the unspeculated ones.
 func TestSpeculationIsExactOnAQuantizedPair(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Scratch(t) // t.TempDir fails under Wine (internal/testdir)
 	base := modelgen.Config{Arch: "llama", Embd: 256, FF: 768, Heads: 4, Vocab: 2000, Type: "Q8_0", Seed: 19}
 	tc, dc := base, base
 	tc.Layers, tc.QuietFrom, tc.QuietScale = 6, 1, 0.3
