@@ -100,6 +100,7 @@ var allowed = map[string][]string{
 		"internal/bytesize", // sizes in the model list's labels and the load bar's words, as app/pull writes them (models.go, measured.go)
 		"engine/chat",       // tool calling: a request with tools rendered by the model's template family (tools.go)
 		"app/pull",          // model downloads, shown as Work items (issue 18 item 6)
+		"engine/head",       // head.PickDraft: the speculative draft a chat model gets by itself (draft.go)
 	},
 	"app/node": {
 		"discovery", "discovery/identity", "discovery/mdns", "halda", "app/config", "app/api/apitype",
@@ -156,11 +157,13 @@ var allowed = map[string][]string{
 		// the ring's problem, which the agent sends with ring_generate,
 		// solved with lp_solve (ring.PlanWithout takes the solver).
 		"halda", "halda/lpsolve",
+		"engine/head", // the ring head's Request is a head.Verifier: speculation verifies drafts through the ring
 	},
 	"engine/head": {
 		"engine/ggml", "engine/llama",
 		"engine/chat", "engine/sample", // prompt formatting and sampling, leaves of their own
 		"engine/ring", // ring.CommonPrefix: the KV prefix a request keeps, the rule a kept ring job follows too
+		"engine/gguf", // PickDraft reads candidate drafts' token lists from their headers, mapping nothing
 	},
 	"engine/profile": {
 		"engine/ggml", "engine/gguf", "halda",
@@ -222,6 +225,9 @@ var allowed = map[string][]string{
 	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"},                    // decode times into a calibrated profile
 	"bench/ringbench":      {"app/api/apitype", "engine/head", "engine/llama", "engine/sample"}, // one-device baselines for bench/ring.sh
 	"bench/rig/linksim":    {},
+	// Speculation on one device and through an in-process ring of three,
+	// on a generated target/draft pair (issue 19 item 2).
+	"bench/specbench": {"engine/head", "engine/modelgen", "engine/ring/job", "engine/ring/wire", "discovery/identity", "discovery/deviceid"},
 
 	// GPU tests: a backend loaded into a process changes every later
 	// window's choices, so they live apart from the CPU-only tests.

@@ -1,30 +1,12 @@
 package main
 
-/*
-#include <stddef.h>
-#include <stdint.h>
-
-// hr_read: sums n bytes (a multiple of 256) of p as 64-bit words in 8
-// independent chains, so that the loads, not the adds, set the pace: what a
-// core can read, the ceiling a decode's weight stream is held to. The
-// compiler vectorizes it to the build's widest loads.
-static uint64_t hr_read(const uint64_t *p, size_t n) {
-	uint64_t s[8] = {0};
-	for (size_t i = 0; i < n / 8; i += 8) {
-		for (int k = 0; k < 8; k++) {
-			s[k] += p[i + k];
-		}
-	}
-	return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-}
-*/
-import "C"
-
 import (
 	"runtime"
 	"sync"
 	"time"
 	"unsafe"
+
+	"homering/engine/ggml"
 )
 
 // readBandwidth measures how many bytes per second this machine reads from
@@ -51,7 +33,10 @@ func readBandwidth(threads, reps int) (bytesPerSec float64, sink uint64) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				s := buf[t*part : (t+1)*part]
-				sums[t] = uint64(C.hr_read((*C.uint64_t)(unsafe.Pointer(&s[0])), C.size_t(len(s)*8)))
+				// ggml.SumBytes: 8 independent chains of 64-bit adds, so the
+				// loads, not the adds, set the pace (engine/ggml's C, the
+				// same read the profile times).
+				sums[t] = ggml.SumBytes(unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*8))
 			}()
 		}
 		wg.Wait()
