@@ -377,12 +377,9 @@ func (n *Node) publishEvents(evs []discovery.Event) {
 }
 
 func (n *Node) logEvents(evs []discovery.Event) {
+	n.publishEvents(evs)
 	for _, e := range evs {
 		p := e.Peer
-		n.mu.Lock()
-		view := n.peerLocked(p)
-		n.publishLocked(apitype.Event{Kind: eventKind(e), Peer: &view, Reason: e.Reason})
-		n.mu.Unlock()
 		attrs := []any{"peer", p.Record.ID, "name", p.Record.Name, "addrs", fmt.Sprint(p.Addrs), "ifaces", p.Ifaces, "reason", e.Reason}
 		switch {
 		case e.Kind == discovery.Conflict && e.Self:
