@@ -47,14 +47,9 @@ go build -o "$out/homering" .
 go build -o "$out/profilebench" ./bench/profilebench
 work=$(mktemp -d -p "$PWD/bench/out")
 export HOMERING_HOME="$work/home"
-cg=""
+. bench/rig/memcg.sh
 cleanup() {
-	if [ -n "$cg" ] && [ -d "$cg" ]; then
-		if [ -f "$cg/cgroup.procs" ]; then
-			while read -r pid; do echo "$pid" > "$cgroot/cgroup.procs" 2>/dev/null || true; done < "$cg/cgroup.procs"
-		fi
-		rmdir "$cg" 2>/dev/null || true
-	fi
+	memcg_cleanup
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -71,15 +66,9 @@ model=testdata/models/$name
 size=$(stat -c %s "$model")
 limit=$(( size * ${BENCH_LIMIT_PCT:-60} / 100 ))
 cgname="homering-bench-moe-$$"
-if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
-	cgroot=/sys/fs/cgroup; cg="$cgroot/$cgname"; mkdir "$cg"; echo "$limit" > "$cg/memory.max"; echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
-elif [ -d /sys/fs/cgroup/memory ]; then
-	cgroot=/sys/fs/cgroup/memory; cg="$cgroot/$cgname"; mkdir "$cg"; echo "$limit" > "$cg/memory.limit_in_bytes"
-else
-	echo "bench/moe.sh: no memory cgroup controller (v1 or v2) is mounted; cannot run the paging row." >&2; exit 1
-fi
+memcg_make "$cgname" "$limit" bench/moe.sh
 echo "MoE under a memory cgroup: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), reps=$reps tokens=$tokens warmup=$warmup"
-echo "memory cgroup $cg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB model ($name)"
+echo "memory cgroup $memcg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB model ($name)"
 # A private copy written back before anything is timed (bench/profile.sh
 # says why: another process's mapped pages are not evicted here, and
 # dirty pages cannot be dropped).
@@ -90,7 +79,7 @@ sync "$work/moe.gguf"
 echo '{"name":"probe","os":"linux","cpu_flops":{"q8_0":1e10},"cpu_read_bytes_per_s":1e10,"ram_available_bytes":'"$limit"',"disk_seq_read_bytes_per_s":1e9,"disk_rand_read_bytes_per_s":1e9}' > "$work/probe.json"
 "$out/homering" plan --devices "$work/probe.json" --model "$work/moe.gguf" --context 256 --rounds 1 | grep '^mixture of experts'
 rows="$work/rows.jsonl"
-bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
+memcg_run \
 	"$out/profilebench" run -homering "$out/homering" -model "$work/moe.gguf" -threads 1 -reps "$reps" -tokens "$tokens" \
 	-warmup "$warmup" -label moe-paging -dir "$work" >> "$rows"
 "$out/profilebench" table < "$rows"

@@ -51,15 +51,9 @@ go build -o "$out/homering" .
 go build -o "$out/profilebench" ./bench/profilebench
 work=$(mktemp -d -p "$PWD/bench/out")
 export HOMERING_HOME="$work/home"
-cg=""
+. bench/rig/memcg.sh
 cleanup() {
-	if [ -n "$cg" ] && [ -d "$cg" ]; then
-		# Move anything left back to the root before removing the group.
-		if [ -f "$cg/cgroup.procs" ]; then
-			while read -r pid; do echo "$pid" > "$cgroot/cgroup.procs" 2>/dev/null || true; done < "$cg/cgroup.procs"
-		fi
-		rmdir "$cg" 2>/dev/null || true
-	fi
+	memcg_cleanup
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -86,14 +80,8 @@ rows="$work/rows.jsonl"
 size=$(stat -c %s "$cgmodel")
 limit=$(( size * 55 / 100 ))
 name="homering-bench-$$"
-if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
-	cgroot=/sys/fs/cgroup; cg="$cgroot/$name"; mkdir "$cg"; echo "$limit" > "$cg/memory.max"; echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
-elif [ -d /sys/fs/cgroup/memory ]; then
-	cgroot=/sys/fs/cgroup/memory; cg="$cgroot/$name"; mkdir "$cg"; echo "$limit" > "$cg/memory.limit_in_bytes"
-else
-	echo "bench/profile.sh: no memory cgroup controller (v1 or v2) is mounted; cannot run the paging row." >&2; exit 1
-fi
-echo "memory cgroup $cg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB model"
+memcg_make "$name" "$limit" bench/profile.sh
+echo "memory cgroup $memcg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB model"
 # A private copy: page cache pages another process maps (a concurrent bench
 # on the shared models) cannot be evicted and are charged to its cgroup, so
 # they would never be read from disk here.
@@ -103,7 +91,7 @@ echo "memory cgroup $cg: limit $((limit >> 20)) MiB for a $((size >> 20)) MiB mo
 cp "$cgmodel" "$work/paging.gguf"
 sync "$work/paging.gguf"
 "$out/profilebench" evict -model "$work/paging.gguf"
-bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
+memcg_run \
 	"$out/profilebench" run -homering "$out/homering" -model "$work/paging.gguf" -threads 1 -reps "$cgreps" -tokens "$cgtokens" -label paging -evict -dir "$work" >> "$rows"
 
 "$out/profilebench" table < "$rows"
