@@ -15,7 +15,9 @@ const settingsUsage = `Usage: homering settings [--json] [KEY=VALUE ...]
 Prints this device's settings, or changes the named ones through the running
 agent, as its Settings page does. Keys: name, model, model_dir,
 context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu,
-api_port (the compatible APIs' port; applies when the agent restarts).
+api_port (the compatible APIs' port; applies when the agent restarts), draft
+(the speculative draft model of greedy chats: auto picks a small model of the
+chat model's family from the model folders, off uses none, else a GGUF file).
 expose=true shares the compatible APIs (not the control API) with other
 computers on the network at once, no restart; they must then send api_key
 (16 characters or more) as "Authorization: Bearer KEY" or "x-api-key: KEY".
@@ -63,8 +65,12 @@ func cmdSettings(ctx context.Context, e env) int {
 	if gpu == "" {
 		gpu = "on"
 	}
-	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v (shares the chat API on the network; applies at once)\ngpu                %s\napi_port           %d (applies when the agent restarts)\n",
-		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose, gpu, s.APIPort)
+	draft := s.Draft
+	if draft == "" {
+		draft = "auto (a small model of the chat model's family, when one is in the model folders)"
+	}
+	fmt.Fprintf(e.stdout, "name               %s\nmodel              %s\nmodel_dir          %s\ncontext_tokens     %d\nmemory_budget      %s\nring_keep_seconds  %d\nexpose             %v (shares the chat API on the network; applies at once)\ngpu                %s\napi_port           %d (applies when the agent restarts)\ndraft              %s\n",
+		s.Name, s.Model, s.ModelDir, s.ContextTokens, budget, s.RingKeepSeconds, s.Expose, gpu, s.APIPort, draft)
 	return 0
 }
 
@@ -73,7 +79,7 @@ func cmdSettings(ctx context.Context, e env) int {
 func setSetting(s *apitype.Settings, kv string) error {
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok {
-		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu, api_port", kv)
+		return fmt.Errorf("%q is not KEY=VALUE; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu, api_port, draft", kv)
 	}
 	bad := func(what string) error { return fmt.Errorf("%s=%q: %s", k, v, what) }
 	switch k {
@@ -109,6 +115,15 @@ func setSetting(s *apitype.Settings, kv string) error {
 			return bad("give on or off")
 		}
 		s.GPU = v
+	case "draft":
+		switch v {
+		case "auto", "":
+			s.Draft = ""
+		case config.DraftOff:
+			s.Draft = config.DraftOff
+		default:
+			s.Draft = config.ExpandHome(v) // the agent checks it is a file
+		}
 	case "memory_budget":
 		n, err := parseBytes(v)
 		if err != nil {
@@ -116,7 +131,7 @@ func setSetting(s *apitype.Settings, kv string) error {
 		}
 		s.MemoryBudget = n
 	default:
-		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu, api_port", k)
+		return fmt.Errorf("unknown setting %q; keys: name, model, model_dir, context_tokens, memory_budget, ring_keep_seconds, expose, api_key, gpu, api_port, draft", k)
 	}
 	return nil
 }

@@ -299,10 +299,28 @@ try {
   await page.fill('#ctx', '512')
   check('the ring keep time shows its default', (await page.inputValue('#keep')) === '120')
   await page.fill('#keep', '30')
+  // The speculative draft (issue 19): automatic by default, off, or one of
+  // the models on disk other than the chat model.
+  check('the draft model starts on Automatic', (await page.inputValue('#draft')) === '', await page.inputValue('#draft'))
+  const chatModel = (await page.evaluate(() => fetch('api/v1/settings').then((r) => r.json()))).model
+  const models = (await page.evaluate(() => fetch('api/v1/models').then((r) => r.json()))).models
+  const chat = models.find((m) => m.path === chatModel)
+  const drafts = await page.$$eval('#draft option', (o) => o.map((x) => x.value))
+  const draft = drafts.find((v) => v.endsWith('.gguf'))
+  // Of the chat model's architecture and smaller, when the list has the
+  // chat model; else every other model.
+  const expect = models.filter((m) => m.path !== chatModel && !m.error && (!chat || (m.arch === chat.arch && m.size < chat.size))).map((m) => m.path).sort()
+  check('the draft choices are automatic, off and the models on disk that can be drafts', drafts[0] === '' && drafts[1] === 'off' && !!draft &&
+    JSON.stringify(drafts.slice(2).sort()) === JSON.stringify(expect), `${drafts.length} choices for ${expect.length} expected, chat model ${chatModel} ${chat ? 'listed' : 'not listed'}`)
+  await page.selectOption('#draft', draft)
   await page.click('form.card button[type=submit]')
   await page.waitForSelector('text=Saved.', { timeout: 5000 }).catch(() => {})
   const st = await page.evaluate(() => fetch('api/v1/settings').then((r) => r.json()))
-  check('settings saved', st.context_tokens === 512 && st.ring_keep_seconds === 30, JSON.stringify(st))
+  check('settings saved', st.context_tokens === 512 && st.ring_keep_seconds === 30 && st.draft === draft, JSON.stringify(st))
+  await page.selectOption('#draft', 'off')
+  await page.click('form.card button[type=submit]')
+  const off = await page.waitForFunction(() => fetch('api/v1/settings').then((r) => r.json()).then((s) => s.draft === 'off'), null, { timeout: 5000 }).then(() => true, () => false)
+  check('the draft turned off', off)
 
 } catch (e) {
   check('e2e ran to the end', false, e && e.stack ? e.stack : e)
