@@ -53,9 +53,12 @@
 // Each device expects its inputs in one order, (seq, round) with round
 // 0…k−1 then the next seq; links are reliable and ordered, so any other
 // activation (a duplicate, a late copy, one from an older plan) is dropped
-// and reported as Dropped. An activation from the wrong neighbour or
-// against the plan's shape, dtype or windows means a broken or lying peer:
-// it is disconnected and treated as lost.
+// and reported as Dropped. A frame (activation, plan ack, commit) of a plan
+// this device never installed is one no device of a ring sends: it is
+// dropped too, marked NoPlan, and the driver logs and counts it as a
+// refusal (`homering doctor`), keeping the link. An activation from the
+// wrong neighbour or against the plan's shape, dtype or windows means a
+// broken or lying peer: it is disconnected and treated as lost.
 //
 // The head watches every device and a worker watches the head. A peer is
 // lost when its link closes (PeerLost: a killed process, seen at once) or

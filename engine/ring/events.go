@@ -159,6 +159,11 @@ type Disconnect struct {
 type Dropped struct {
 	From   deviceid.ID
 	Reason string
+	// NoPlan: the frame names a plan this device never installed, which
+	// no device of a ring sends (a broken or lying peer); the driver logs
+	// and counts it as a refusal. Otherwise the frame is a late or
+	// duplicate one of a working ring.
+	NoPlan bool
 }
 
 func (Send) isAction()       {}
@@ -202,7 +207,12 @@ func (a Prefetch) String() string   { return "Prefetch " + a.Window.String() }
 func (a Release) String() string    { return "Release " + a.Window.String() }
 func (a EndJob) String() string     { return fmt.Sprintf("EndJob reason=%q", a.Reason) }
 func (a Disconnect) String() string { return fmt.Sprintf("Disconnect %s reason=%q", a.ID, a.Reason) }
-func (a Dropped) String() string    { return fmt.Sprintf("Dropped from=%s reason=%q", a.From, a.Reason) }
+func (a Dropped) String() string {
+	if a.NoPlan {
+		return fmt.Sprintf("Dropped from=%s reason=%q no-plan", a.From, a.Reason)
+	}
+	return fmt.Sprintf("Dropped from=%s reason=%q", a.From, a.Reason)
+}
 
 // MsgString is a one-line summary of a message, without its data.
 func MsgString(m wire.Msg) string {

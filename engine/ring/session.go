@@ -95,6 +95,12 @@ type Session struct {
 	pass     pass                 // the pass in flight
 	without  []deviceid.ID        // devices lost since the last installed plan
 	lost     map[deviceid.ID]bool // devices already reported lost under this plan
+
+	// installed holds the IDs of the plans this session installed: a frame
+	// naming one of them after a re-plan is stale (late, harmless), one
+	// naming any other plan comes from a broken or lying peer
+	// (Dropped.NoPlan). A few entries: one per re-plan.
+	installed map[uint64]bool
 }
 
 // silence is a watched peer's silence since its last sign of life.
@@ -109,7 +115,7 @@ type gap struct{ at, ticks int }
 // New returns a session for device self, Down; tickMs is the period of Tick.
 func New(self deviceid.ID, tickMs int) *Session {
 	s := &Session{self: self, tickMs: tickMs, watched: map[deviceid.ID]*silence{}, rtt: map[deviceid.ID]rttEstimate{}, gaps: map[deviceid.ID][]gap{}, seeds: map[deviceid.ID]int{},
-		expect: map[deviceid.ID]Expectation{}}
+		expect: map[deviceid.ID]Expectation{}, installed: map[uint64]bool{}}
 	s.resetProgress()
 	return s
 }
@@ -321,6 +327,7 @@ func (s *Session) watch() {
 
 func (s *Session) install(p *wire.Plan, idx int) {
 	s.plan, s.idx, s.head = p, idx, p.Devices[0].ID
+	s.installed[p.ID] = true
 	s.state = Preparing
 	s.next, s.busy, s.ready = make([]uint64, p.K), false, nil
 	s.watch()
@@ -487,6 +494,9 @@ func (s *Session) frameIn(from deviceid.ID, m wire.Msg) []Action {
 		return []Action{Prepare{Plan: m}}
 	case *wire.PlanAck:
 		if !s.isHead() || m.Plan != s.plan.ID || s.state != Committing && s.state != Preparing {
+			if !s.installed[m.Plan] {
+				return s.noPlan(from, "plan ack", m.Plan)
+			}
 			return []Action{Dropped{From: from, Reason: "stale plan ack"}}
 		}
 		if m.Code != wire.CodeOK {
@@ -499,6 +509,9 @@ func (s *Session) frameIn(from deviceid.ID, m wire.Msg) []Action {
 		return nil
 	case *wire.Commit:
 		if s.plan == nil || s.isHead() || from != s.head || m.Plan != s.plan.ID || s.state != Committing {
+			if !s.installed[m.Plan] {
+				return s.noPlan(from, "commit", m.Plan)
+			}
 			return []Action{Dropped{From: from, Reason: "stale commit"}}
 		}
 		s.state = Up
@@ -518,6 +531,9 @@ func (s *Session) activation(from deviceid.ID, a *wire.Activation) []Action {
 	// previous device and overtook the head's Commit on another link.
 	early := s.plan != nil && !s.isHead() && a.Plan == s.plan.ID && s.state == Committing
 	if s.plan == nil || a.Plan != s.plan.ID || s.state != Up && !early {
+		if !s.installed[a.Plan] {
+			return s.noPlan(from, "activation", a.Plan)
+		}
 		return []Action{Dropped{From: from, Reason: fmt.Sprintf("activation of plan %d, not serving it", a.Plan)}}
 	}
 	n := len(s.plan.Devices)
@@ -547,6 +563,17 @@ func (s *Session) activation(from deviceid.ID, a *wire.Activation) []Action {
 	s.next[a.Round]++
 	s.accept(a)
 	return s.schedule()
+}
+
+// noPlan drops a frame of a plan this session never installed. No device
+// of a ring sends one (a worker installs each plan before it acknowledges
+// it, and activations start after the head has every acknowledgement), so
+// the peer is broken or lying: the frame is dropped and counted
+// (Dropped.NoPlan), the link kept, as the agent's control link does with a
+// frame it does not carry; a lying peer that also breaks the ring is found
+// by the silence and stall rules.
+func (s *Session) noPlan(from deviceid.ID, what string, plan uint64) []Action {
+	return []Action{Dropped{From: from, Reason: fmt.Sprintf("%s of plan %d, which this device never installed", what, plan), NoPlan: true}}
 }
 
 // disconnect drops a peer that broke the protocol and treats it as lost.

@@ -74,6 +74,17 @@ type Driver struct {
 	// NoPrefetch drops the session's Prefetch hints (to measure what
 	// prefetching gains). Set before Run.
 	NoPrefetch bool
+	// Refused, when set, counts the frames a peer sent of a plan this
+	// device never installed (ring.Dropped.NoPlan, as
+	// transport.RefusedNoPlan) and the frames over the size limit, for
+	// `homering doctor`. Set before Run and AddConn.
+	Refused *transport.Refusals
+	// noPlanLog limits the log lines of such frames (one a second, with
+	// the count since): a peer may send thousands. Guarded by mu.
+	noPlanLog struct {
+		at     time.Time
+		silent int
+	}
 
 	mu    sync.Mutex
 	links map[deviceid.ID]Link // guarded by mu
@@ -267,6 +278,9 @@ func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn)
 		for {
 			f, err := c.Recv()
 			if err != nil {
+				if errors.Is(err, transport.ErrFrameTooBig) && d.Refused != nil {
+					d.Refused.Add(transport.RefusedFrameSize)
+				}
 				_ = d.Post(ctx, ring.PeerLost{ID: id, Reason: err.Error()})
 				return
 			}
@@ -594,6 +608,10 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []
 				delete(d.links, a.ID)
 			}
 		case ring.Dropped:
+			if a.NoPlan {
+				d.refuseNoPlan(a)
+				continue
+			}
 			d.log.Debug("ring dropped a frame", "from", a.From, "reason", a.Reason)
 		case ring.EndJob:
 			pending = append(pending, engineOp{close: true}) // free the windows: the job is over here
@@ -603,6 +621,21 @@ func (d *Driver) step(ctx context.Context, ev ring.Event, pending []engineOp) []
 		}
 	}
 	return pending
+}
+
+// refuseNoPlan counts and logs a frame of a plan this device never
+// installed (the link stays: the silence and stall rules find a peer that
+// also breaks the ring); d.mu held.
+func (d *Driver) refuseNoPlan(a ring.Dropped) {
+	if d.Refused != nil {
+		d.Refused.Add(transport.RefusedNoPlan)
+	}
+	if now := time.Now(); now.Sub(d.noPlanLog.at) >= time.Second {
+		d.log.Warn("dropped a ring frame of a plan this device never installed", "from", a.From, "reason", a.Reason, "more_since_last_line", d.noPlanLog.silent)
+		d.noPlanLog.at, d.noPlanLog.silent = now, 0
+		return
+	}
+	d.noPlanLog.silent++
 }
 
 func (d *Driver) forward(ctx context.Context, a ring.Action) {
