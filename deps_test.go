@@ -134,6 +134,7 @@ var allowed = map[string][]string{
 		"discovery/identity",     // ring_generate's identity directory, loaded before the job starts
 		"discovery/deviceid",     // the protocol's typed device IDs (issue 15 item 5)
 		"engine/profile/sysinfo", // the child's anonymous memory, read by the supervisor
+		"engine/ring/transport",  // one count of what the ring's links refuse, head and worker, told the agent (EvRefused)
 		// The protocol's generate parameters become engine/head's Request
 		// (messages, sampling), and the ring head's vocabulary goes to
 		// head.Run, the one generation loop; no prompt, sampler or

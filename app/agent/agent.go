@@ -135,7 +135,14 @@ func New(o Options) *Agent {
 	b.meter = newChatMeter(b.work, time.Now, store)
 	// The child reads the gpu setting when it starts (runner.LoadGPU):
 	// SettingsChanged restarts it when the setting changes.
-	b.sup = runner.New(runner.Options{Command: func() *exec.Cmd { return b.gpuSetting(runnerCommand()) }, Log: o.Log.With("component", "runner")})
+	// What the engine's ring links refuse counts with what the node's
+	// links refuse: one set of counts in status and doctor.
+	var onRefused func(map[string]uint64)
+	if o.Node != nil {
+		onRefused = o.Node.CountRefusals
+	}
+	b.sup = runner.New(runner.Options{Command: func() *exec.Cmd { return b.gpuSetting(runnerCommand()) }, Log: o.Log.With("component", "runner"),
+		OnRefused: onRefused})
 	if n := o.Node; n != nil {
 		b.problems = n
 		b.node = n

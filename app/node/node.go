@@ -435,6 +435,12 @@ func (n *Node) wake() {
 	}
 }
 
+// CountRefusals adds what this device's engine refused on the ring's links
+// (the runner child's own listener and links: engine/runner's EvRefused)
+// to the node's counts, so status and doctor show one set. The engine
+// logged each already.
+func (n *Node) CountRefusals(m map[string]uint64) { n.ep.Refusals().AddCounts(m) }
+
 // Status is a snapshot for the API.
 func (n *Node) Status() apitype.Status {
 	n.mu.Lock()

@@ -16,8 +16,8 @@ import (
 // TestRefusalsCounted: a replayed pairing exchange, a stranger replaying a
 // used code and a paired device sending a ring frame on its control link
 // (an activation of a plan no one installed) are each refused with a log
-// line, counted in Status and printed by the doctor, and the worker keeps
-// answering the paired device.
+// line, counted in Status and printed by the doctor with the engine's
+// counts, and the worker keeps answering the paired device.
 func TestRefusalsCounted(t *testing.T) {
 	ctx := context.Background()
 	logs := &testlog.Buffer{}
@@ -60,7 +60,11 @@ func TestRefusalsCounted(t *testing.T) {
 		t.Fatalf("after the stray frame: %v %v, want a pong", f.Type, err)
 	}
 
-	want := map[string]uint64{transport.RefusedPairReplay: 1, transport.RefusedUnpaired: 1, transport.RefusedFrameType: 1}
+	// What the engine's ring links refused (engine/runner's EvRefused,
+	// handed over by the agent) counts with the node's own.
+	worker.CountRefusals(map[string]uint64{transport.RefusedNoPlan: 2})
+
+	want := map[string]uint64{transport.RefusedPairReplay: 1, transport.RefusedUnpaired: 1, transport.RefusedFrameType: 1, transport.RefusedNoPlan: 2}
 	testwait.For(t, 5*time.Second, "refusals counted", func() error {
 		got := worker.Status().Refused
 		for k, v := range want {
@@ -76,7 +80,7 @@ func TestRefusalsCounted(t *testing.T) {
 			line = ch.Detail
 		}
 	}
-	if line != "1 pairing replayed, 1 unknown frame, 1 unpaired" {
+	if line != "2 plan not installed, 1 pairing replayed, 1 unknown frame, 1 unpaired" {
 		t.Errorf("doctor's refused line = %q", line)
 	}
 	for _, l := range []string{"refused a pairing attempt: no pairing code is shown", "refused connection from an unpaired device", "dropped a frame this link does not carry"} {

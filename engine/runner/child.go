@@ -19,6 +19,7 @@ import (
 	"homering/engine/head"
 	"homering/engine/llama"
 	"homering/engine/ring/job"
+	"homering/engine/ring/transport"
 )
 
 // Serve is the child's loop: it answers Requests read from in with Events
@@ -31,6 +32,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) e
 	if err := c.send(Event{Type: EvHello, Proto: Proto, PID: os.Getpid()}); err != nil {
 		return err
 	}
+	rctx, stopReports := context.WithCancel(ctx)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		c.reportRefusals(rctx)
+	}()
+	defer func() { stopReports(); <-reported }()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	lines := make(chan []byte)
@@ -95,6 +103,47 @@ type child struct {
 	serveID uint64
 
 	gaps job.Gaps // peers' silences in earlier ring jobs, head and worker
+
+	// refused counts what the ring's links refuse, head and worker;
+	// reportRefusals tells the parent (EvRefused).
+	refused transport.Refusals
+}
+
+// refusalsEvery is how often the child tells its parent what its ring links
+// refused since it last told (EvRefused): a flood of refused frames is one
+// line a second on the pipe, not one a frame.
+const refusalsEvery = time.Second
+
+// reportRefusals sends EvRefused with the counts since the previous one,
+// when there are any, every refusalsEvery and once more when ctx ends.
+func (c *child) reportRefusals(ctx context.Context) {
+	t := time.NewTicker(refusalsEvery)
+	defer t.Stop()
+	told := map[string]uint64{}
+	tell := func() {
+		var since map[string]uint64
+		for reason, n := range c.refused.Snapshot() {
+			if n > told[reason] {
+				if since == nil {
+					since = map[string]uint64{}
+				}
+				since[reason] = n - told[reason]
+				told[reason] = n
+			}
+		}
+		if since != nil {
+			_ = c.send(Event{Type: EvRefused, Refused: since})
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			tell()
+			return
+		case <-t.C:
+			tell()
+		}
+	}
 }
 
 func (c *child) send(ev Event) error {
@@ -169,6 +218,7 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.stopServing()
 		sp := *req.Serve
 		sp.OnServing = func(st job.Serving) { _ = c.send(Event{ID: req.ID, Type: EvJob, Serving: &st}) }
+		sp.Refusals = &c.refused
 		srv, err := job.StartWorker(ctx, sp, &c.gaps, lowerPriority, c.log)
 		if err != nil {
 			c.fail(req.ID, CodeRing, err)
@@ -314,7 +364,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	}
 	nCtx := head.ContextSize(req.Load.NCtx, c.rh.NCtxTrain())
 	r, err := c.rh.Request(job.Params{Plan: rp.Plan, Problem: rp.Problem, Peers: rp.Peers, Identity: rp.Identity,
-		NoPrefetch: rp.NoPrefetch, TickMS: rp.TickMS, KeepMS: rp.KeepMS, Threads: req.Load.Threads}, nCtx, ident,
+		NoPrefetch: rp.NoPrefetch, TickMS: rp.TickMS, KeepMS: rp.KeepMS, Threads: req.Load.Threads, Refusals: &c.refused}, nCtx, ident,
 		func(p Progress) { _ = c.send(Event{ID: id, Type: EvProgress, Progress: &p}) })
 	if err != nil {
 		return fail(CodeBadRequest, err)

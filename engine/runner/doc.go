@@ -133,4 +133,14 @@
 // Worker: slices fetched into serve.cache_dir and cached, windows opened,
 // the successor dialled). A job ends when the head says goodbye, its link
 // closes or it falls silent; the child waits for the next job.
+//
+// Refusals: unasked, at most once a second, the child says what its ring
+// links (as head and as worker) refused since it last said, by reason:
+// connections the transport refused, frames of a plan or job this device
+// does not have, frames over the size limit:
+//
+//	{"id":0,"type":"refused","refused":{"plan not installed":3}}
+//
+// The agent adds them to the counts `homering doctor` prints
+// (Options.OnRefused).
 package runner

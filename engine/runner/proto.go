@@ -15,8 +15,9 @@ import (
 // 3: the JSON schema may be a forced tool call's (GenerateParams.Call),
 // which a child of version 2 would drop. 4: a serving child sends job
 // events (EvJob) unasked, which a parent of version 3 would queue among
-// its answers.
-const Proto = 4
+// its answers. 5: a child sends what its ring links refused (EvRefused)
+// unasked, which a parent of version 4 would queue among its answers.
+const Proto = 5
 
 // MaxLine is the longest protocol line either side accepts; a longer line is
 // a protocol error, not an allocation.
@@ -50,6 +51,11 @@ const (
 	// worker does for a head (a job started, its plan up, its memory, its
 	// end). The supervisor keeps the last one (Supervisor.Serving).
 	EvJob = "job"
+	// EvRefused is sent unasked (id 0), at most once a second: what the
+	// child's ring links refused since its previous one, by reason
+	// (engine/ring/transport's Refused… words). The supervisor hands it to
+	// Options.OnRefused.
+	EvRefused = "refused"
 )
 
 // Error codes of an error Event.
@@ -235,4 +241,6 @@ type Event struct {
 	Progress *Progress `json:"progress,omitempty"` // progress
 
 	Serving *Serving `json:"serving,omitempty"` // job
+
+	Refused map[string]uint64 `json:"refused,omitempty"` // refused
 }

@@ -93,6 +93,11 @@ type Options struct {
 	// StderrLines is how many of the child's last stderr lines a DiedError
 	// keeps. 0: 40 (a Go crash prints a header, then goroutines).
 	StderrLines int
+	// OnRefused, when set, hears what the child's ring links refused
+	// (EvRefused: counts by reason since its previous report), for the
+	// agent's refusal counts (`homering doctor`). It runs on the child's
+	// reader and must not block.
+	OnRefused func(map[string]uint64)
 }
 
 // Supervisor owns the runner child of an agent: it starts it on demand,
@@ -603,6 +608,12 @@ func (s *Supervisor) start() (*proc, error) {
 					s.smu.Lock()
 					s.job = ev.Serving
 					s.smu.Unlock()
+				}
+				continue
+			}
+			if ev.Type == EvRefused {
+				if s.opt.OnRefused != nil && len(ev.Refused) > 0 {
+					s.opt.OnRefused(ev.Refused)
 				}
 				continue
 			}

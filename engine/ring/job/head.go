@@ -287,7 +287,8 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 			}
 			return transport.Refuse
 		},
-		Log: h.log,
+		Log:      h.log,
+		Refusals: rp.Refusals,
 	})
 	r.h = h
 	return 0, h.begin(ctx, rp, toks, maxTokens)
@@ -405,6 +406,7 @@ func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens 
 	h.sess = h.rm.gaps.session(h.self, h.tick, h.log)
 	h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
 	h.drv.NoPrefetch = h.noPrefetch
+	h.drv.Refused = rp.Refusals
 	h.runDone = make(chan error, 1)
 	go func() { h.runDone <- h.drv.Run(jctx) }()
 	h.all, h.pos, h.exactEnd = h.all[:0], 0, 0

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"homering/discovery/deviceid"
+	"homering/engine/ring/transport"
 	"homering/engine/ring/wire"
 	"homering/halda"
 )
@@ -20,6 +21,10 @@ type Params struct {
 	TickMS     int            // the ring's tick; 0: 500 ms
 	KeepMS     int            // hold the job idle this long after the request; 0: end it
 	Threads    int            // compute threads; 0: all cores
+	// Refusals, when set, counts what the job's links refuse (a worker's
+	// frame of a plan never installed, transport refusals), for `homering
+	// doctor`; nil: not counted.
+	Refusals *transport.Refusals
 }
 
 // The types below travel on the runner protocol's pipe as they are
@@ -80,6 +85,10 @@ type ServeParams struct {
 	// when a job starts, when each plan is up, when its memory or idleness
 	// changes (checked every second) and when it ends. It must not block.
 	OnServing func(Serving) `json:"-"`
+	// Refusals (child side only), when set, counts what the worker refuses
+	// on its listener and links: connections the transport refuses, frames
+	// of a plan or job it does not have. For `homering doctor`.
+	Refusals *transport.Refusals `json:"-"`
 }
 
 // Serving is what a worker does for a head now, as engine/runner's child

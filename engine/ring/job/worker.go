@@ -91,7 +91,8 @@ func StartWorker(ctx context.Context, sp ServeParams, gaps *Gaps, nice func() er
 			}
 			return transport.Refuse
 		},
-		Log: s.log,
+		Log:      s.log,
+		Refusals: sp.Refusals,
 	})
 	listen := sp.Listen
 	if listen == "" {
@@ -186,15 +187,28 @@ func (s *Worker) handle(ctx context.Context, c *transport.Conn) {
 		j := s.job
 		s.mu.Unlock()
 		if j == nil || j.id != m.Job || !j.knows(peer) {
+			// Not counted: a successor's link for a job that ended here
+			// a moment ago is a working ring's race, not a lie.
 			s.log.Info("ring link for no job of this device", "peer", peer, "job", m.Job)
 			_ = c.Close()
 			return
 		}
 		j.drv.AddConn(j.ctx, peer, c)
 	default:
-		s.log.Info("unexpected first ring message", "peer", peer, "msg", ring.MsgString(m))
+		// A ring frame (an activation, a plan's ack) before any job: no
+		// head or worker sends one first.
+		s.refuse("ring frame before a job on its link", peer, ring.MsgString(m))
 		_ = c.Close()
 	}
+}
+
+// refuse logs and counts a link's first frame that is a ring frame before
+// any job (transport.RefusedNoPlan); the caller closes the link.
+func (s *Worker) refuse(what string, peer deviceid.ID, msg string) {
+	if s.sp.Refusals != nil {
+		s.sp.Refusals.Add(transport.RefusedNoPlan)
+	}
+	s.log.Warn("refused a "+what, "peer", peer, "msg", msg)
 }
 
 func (s *Worker) startJob(ctx context.Context, head deviceid.ID, c *transport.Conn, js *wire.JobStart) {
@@ -244,6 +258,7 @@ func (s *Worker) startJob(ctx context.Context, head deviceid.ID, c *transport.Co
 	j.sess = s.gaps.session(s.self, tick, j.log)
 	j.drv = driver.New(j.sess, j.eng, tick, j.log)
 	j.drv.NoPrefetch = js.NoPrefetch
+	j.drv.Refused = s.sp.Refusals
 	j.drv.Measure = j.eng.measures
 	j.drv.OnJobMsg = func(from deviceid.ID, m wire.Msg) {
 		if u, ok := m.(*wire.JobStart); ok && from == head && u.Job == j.id {
