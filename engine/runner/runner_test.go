@@ -113,6 +113,20 @@ func TestTailWriterKeepsLastLines(t *testing.T) {
 	}
 }
 
+// The engine's warnings and errors reach the agent's log at its default
+// level (a ring's loss, a refused link); its other lines only at debug.
+func TestTailWriterLevels(t *testing.T) {
+	var b strings.Builder
+	tw := newTailWriter(5, slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	_, _ = io.WriteString(tw, `time=2026-11-26T19:30:34.515Z level=INFO msg="ring job kept from the last request"`+"\n")
+	_, _ = io.WriteString(tw, `time=2026-11-26T19:34:43.089Z level=WARN msg="ring lost devices; re-planning without them"`+"\n")
+	_, _ = io.WriteString(tw, `time=2026-11-26T19:34:44.001Z level=ERROR msg="ring compute failed"`+"\n")
+	log := b.String()
+	if strings.Contains(log, "ring job kept") || !strings.Contains(log, "ring lost devices") || !strings.Contains(log, "ring compute failed") {
+		t.Errorf("agent log:\n%s\nwant the engine's WARN and ERROR lines, not its INFO line", log)
+	}
+}
+
 // protoConn drives Serve in-process over pipes, as the parent does.
 type protoConn struct {
 	t   *testing.T

@@ -694,7 +694,14 @@ func (t *tailWriter) Crash() string {
 }
 
 func (t *tailWriter) add(l string) {
-	t.log.Debug("runner", "stderr", l)
+	// The engine's warnings and errors (a ring that lost a device, a
+	// refused link) are the agent's too: its log at the default level says
+	// what happened in the engine, with the engine's own time.
+	if strings.Contains(l, " level=WARN ") || strings.Contains(l, " level=ERROR ") {
+		t.log.Warn("runner", "stderr", l)
+	} else {
+		t.log.Debug("runner", "stderr", l)
+	}
 	if t.crash == "" && isCrashLine(l) {
 		t.crash = strings.TrimSpace(l)
 	}
