@@ -188,8 +188,14 @@ func (a *PlanAck) decode(d *decoder) {
 func (c *Commit) appendTo(b []byte) []byte { return be.AppendUint64(b, c.Plan) }
 func (c *Commit) decode(d *decoder)        { c.Plan = d.u64("plan id") }
 
-// verifyBit of an activation's dtype byte is Activation.Verify.
-const verifyBit = 0x80
+// verifyBit of an activation's dtype byte is Activation.Verify, and its
+// bits 4-6 (streamMask) Activation.Stream: a frame of stream 0 is what a
+// build without streams sends.
+const (
+	verifyBit   = 0x80
+	streamShift = 4
+	streamMask  = 0x70
+)
 
 func (a *Activation) appendTo(b []byte) []byte {
 	b = be.AppendUint64(b, a.Plan)
@@ -203,6 +209,7 @@ func (a *Activation) appendTo(b []byte) []byte {
 	if a.Verify {
 		dt |= verifyBit
 	}
+	dt |= byte(a.Stream<<streamShift) & streamMask
 	b = append(b, dt)
 	return append(b, a.Data...)
 }
@@ -216,7 +223,7 @@ func (a *Activation) decode(d *decoder) {
 	a.Rows = int(d.u32("rows"))
 	a.NEmbd = int(d.u32("n_embd"))
 	dt := d.u8("dtype")
-	a.DType, a.Verify = DType(dt&^verifyBit), dt&verifyBit != 0
+	a.DType, a.Verify, a.Stream = DType(dt&^(verifyBit|streamMask)), dt&verifyBit != 0, int(dt&streamMask)>>streamShift
 	if d.err != nil {
 		return
 	}

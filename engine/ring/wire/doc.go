@@ -36,7 +36,9 @@
 //	                F32, 2 F16 (IEEE binary16, rounded to nearest even,
 //	                saturating at ±65504: F16Data), the plan's for every hop;
 //	                the dtype byte's bit 7 set: the rows are a speculative
-//	                verification (Activation.Verify), attended row by row
+//	                verification (Activation.Verify), attended row by row;
+//	                bits 4-6: the stream (Activation.Stream, 0-7), the
+//	                conversation whose KV the rows extend on every device
 //	68 Token        plan uint64, seq uint64, token int32
 //	69 Goodbye      code uint16, text: the job ends (head gone, quitting)
 //	70 SliceRequest model [32]byte, name string, offset uint64, length uint32

@@ -169,8 +169,16 @@ type Activation struct {
 	// window computes with row-by-row attention (engine/ggml's
 	// SetRowAttention) so that each row is the bits of a one-row pass.
 	Verify bool
+	// Stream is the conversation the rows belong to (0 to MaxStreams-1):
+	// every device keeps one KV per stream, so several requests go round
+	// one ring at once, each attending only to its own positions.
+	Stream int
 	Data   []byte // Rows × NEmbd elements, little endian
 }
+
+// MaxStreams is how many conversations may be in flight on one ring at
+// once: the stream of an activation is 3 bits of its dtype byte.
+const MaxStreams = 8
 
 // Token is a sampled token.
 type Token struct {
@@ -305,8 +313,8 @@ func validate(m Msg) error {
 		if m.DType.Size() == 0 {
 			return fmt.Errorf("activation dtype %d: %w", m.DType, ErrMalformed)
 		}
-		if m.Rows < 1 || m.NEmbd < 1 || m.NEmbd > MaxEmbd || m.Round < 0 || m.Round >= MaxRounds || m.Pos < 0 || m.Pos > math.MaxUint32 {
-			return fmt.Errorf("activation rows %d n_embd %d round %d pos %d: %w", m.Rows, m.NEmbd, m.Round, m.Pos, ErrMalformed)
+		if m.Rows < 1 || m.NEmbd < 1 || m.NEmbd > MaxEmbd || m.Round < 0 || m.Round >= MaxRounds || m.Pos < 0 || m.Pos > math.MaxUint32 || m.Stream < 0 || m.Stream >= MaxStreams {
+			return fmt.Errorf("activation rows %d n_embd %d round %d pos %d stream %d: %w", m.Rows, m.NEmbd, m.Round, m.Pos, m.Stream, ErrMalformed)
 		}
 		if err := checkRange(m.Layers, MaxLayers); err != nil {
 			return err

@@ -39,6 +39,8 @@ func TestRoundTrip(t *testing.T) {
 		{"activation f32", &Activation{Plan: 7, Seq: 3, Round: 1, Layers: Range{4, 7}, Pos: 12, Rows: 2, NEmbd: 2, DType: F32, Data: F32Data([]float32{1, -2, 3.5, 0})}},
 		{"activation f16", &Activation{Plan: 7, Seq: 0, Round: 0, Layers: Range{0, 3}, Rows: 1, NEmbd: 3, DType: F16, Data: []byte{1, 2, 3, 4, 5, 6}}},
 		{"activation of a verification", &Activation{Plan: 7, Seq: 5, Round: 0, Layers: Range{0, 3}, Pos: 40, Rows: 2, NEmbd: 1, DType: F16, Verify: true, Data: []byte{1, 2, 3, 4}}},
+		{"activation of stream 7", &Activation{Plan: 7, Seq: 6, Round: 1, Layers: Range{3, 4}, Pos: 9, Rows: 1, NEmbd: 1, DType: F32, Stream: 7, Data: F32Data([]float32{2})}},
+		{"verification of stream 3", &Activation{Plan: 7, Seq: 5, Layers: Range{0, 3}, Rows: 1, NEmbd: 1, DType: F16, Verify: true, Stream: 3, Data: []byte{1, 2}}},
 		{"token", &Token{Plan: 7, Seq: 4, Token: -1}},
 		{"goodbye", &Goodbye{Code: CodeHeadGone, Text: "head went away"}},
 		{"slice request", &SliceRequest{Model: model, Name: "blk.3.attn_q.weight", Offset: 1 << 33, Length: 1 << 20}},
@@ -74,6 +76,30 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("trailing byte: err %v, want malformed", err)
 			}
 		})
+	}
+}
+
+// The stream is bits 4-6 of the dtype byte, so that a frame of stream 0 is
+// byte for byte what a build without streams sends; stream 8 does not fit.
+func TestActivationStreamBits(t *testing.T) {
+	a := &Activation{Plan: 1, Layers: Range{0, 1}, Rows: 1, NEmbd: 1, DType: F16, Verify: true, Stream: 5, Data: []byte{0, 0}}
+	_, p, err := Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dt := p[len(p)-3]; dt != 0x80|5<<4|2 {
+		t.Errorf("dtype byte %#x, want %#x", dt, 0x80|5<<4|2)
+	}
+	a.Stream = 0
+	_, p, _ = Encode(a)
+	if dt := p[len(p)-3]; dt != 0x82 {
+		t.Errorf("stream 0: dtype byte %#x, want 0x82", dt)
+	}
+	for _, bad := range []int{-1, MaxStreams} {
+		a.Stream = bad
+		if _, _, err := Encode(a); !errors.Is(err, ErrMalformed) {
+			t.Errorf("stream %d: err %v, want malformed", bad, err)
+		}
 	}
 }
 
