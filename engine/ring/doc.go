@@ -28,6 +28,20 @@
 // its token is the pass's (EmitToken). The devices share no more than the
 // links: how many run at once is up to their CPUs.
 //
+// # Streams
+//
+// Several conversations go round one ring at once as streams (0 to
+// wire.MaxStreams-1; StartToken.Stream, wire.Activation.Stream): every
+// device keeps one KV per stream (Compute.Stream), and the head takes one
+// pass per stream at a time. Seqs are the head's, one counter for all
+// streams, so the order above holds unchanged: every device computes its
+// queued inputs by (seq, round), whichever stream they are of. That is
+// pipelining by stream, not batching: while device m computes stream A's
+// token, device m−1 computes stream B's, so with M devices up to M streams
+// keep M devices busy where one stream keeps one; each stream's rows are
+// computed exactly as they would be alone. A lost device drops every
+// stream's pass (one Replan); the head's driver re-prefills each.
+//
 // After running window r, a device hints Prefetch of its next window
 // (r+1 mod k) when k > 1, and Release of window r when its plan entry says
 // memory is short (Halda cases M1-M3, M5).

@@ -67,11 +67,18 @@ type Prepared struct {
 // Verify marks a speculative verification: every window computes its rows
 // with row-by-row attention (Compute.Verify, wire.Activation.Verify) and
 // the output head gives every row's logits.
+//
+// Stream is the conversation (0 to wire.MaxStreams-1): each has its own KV
+// on every device (Compute.Stream), and the head takes one pass per stream
+// at a time, so passes of different streams go round the ring together,
+// each device computing whatever input came first by (seq, round) while
+// the others compute another stream's (doc.go, "Streams").
 type StartToken struct {
 	Tokens []int32
 	Pos    int
 	Batch  int
 	Verify bool
+	Stream int
 }
 
 // ComputeDone is the result of a Compute action: Hidden after the window,
@@ -122,12 +129,14 @@ type Compute struct {
 	Hidden *wire.Activation
 	Output bool
 	Verify bool // a speculative verification's rows (StartToken.Verify)
+	Stream int  // whose KV the window extends (StartToken.Stream)
 }
 
 // EmitToken streams a sampled token.
 type EmitToken struct {
-	Seq   uint64
-	Token int32
+	Seq    uint64
+	Token  int32
+	Stream int // the pass's (StartToken.Stream)
 }
 
 // Replan asks the node for a new plan without or with some devices.
@@ -196,9 +205,17 @@ func (a Compute) String() string {
 	if a.Verify {
 		s += " verify"
 	}
+	if a.Stream != 0 {
+		s += fmt.Sprintf(" stream=%d", a.Stream)
+	}
 	return s
 }
-func (a EmitToken) String() string { return fmt.Sprintf("EmitToken seq=%d token=%d", a.Seq, a.Token) }
+func (a EmitToken) String() string {
+	if a.Stream != 0 {
+		return fmt.Sprintf("EmitToken seq=%d token=%d stream=%d", a.Seq, a.Token, a.Stream)
+	}
+	return fmt.Sprintf("EmitToken seq=%d token=%d", a.Seq, a.Token)
+}
 func (a Replan) String() string {
 	return fmt.Sprintf("Replan without=%v reason=%q", a.Without, a.Reason)
 }
@@ -235,6 +252,9 @@ func MsgString(m wire.Msg) string {
 		return fmt.Sprintf("Commit plan=%d", m.Plan)
 	case *wire.Activation:
 		s := fmt.Sprintf("Activation plan=%d seq=%d r=%d layers=%s pos=%d rows=%d bytes=%d", m.Plan, m.Seq, m.Round, m.Layers, m.Pos, m.Rows, len(m.Data))
+		if m.Stream != 0 {
+			s += fmt.Sprintf(" stream=%d", m.Stream)
+		}
 		if m.Verify {
 			s += " verify"
 		}

@@ -45,6 +45,7 @@ type pass struct {
 	n       int // micro-batches
 	started int
 	verify  bool
+	stream  int // the conversation (StartToken.Stream)
 }
 
 // micro returns micro-batch i's tokens and position.
@@ -86,15 +87,15 @@ type Session struct {
 	cur    key                // the Compute out
 	pos    int                // sequence position of row 0 of the Compute out
 	verify bool               // the Compute out is a speculative verification's (Compute.Verify)
+	stream int                // the Compute out is of this stream (Compute.Stream)
 	ready  []*wire.Activation // accepted inputs waiting for the engine, by (seq, round)
 
 	// head only
-	acks     map[deviceid.ID]bool
-	nextSeq  uint64
-	inflight bool                 // a forward pass (all its micro-batches) is in the ring
-	pass     pass                 // the pass in flight
-	without  []deviceid.ID        // devices lost since the last installed plan
-	lost     map[deviceid.ID]bool // devices already reported lost under this plan
+	acks    map[deviceid.ID]bool
+	nextSeq uint64
+	passes  []pass               // the forward passes in the ring, at most one per stream, in seq order
+	without []deviceid.ID        // devices lost since the last installed plan
+	lost    map[deviceid.ID]bool // devices already reported lost under this plan
 
 	// installed holds the IDs of the plans this session installed: a frame
 	// naming one of them after a re-plan is stale (late, harmless), one
@@ -341,7 +342,7 @@ func (s *Session) installHead(p *wire.Plan) []Action {
 	s.acks = map[deviceid.ID]bool{}
 	s.lost = map[deviceid.ID]bool{}
 	s.without = nil
-	s.nextSeq, s.inflight = 0, false
+	s.nextSeq, s.passes = 0, nil
 	s.resetProgress()
 	out := make([]Action, 0, len(p.Devices))
 	for _, d := range p.Devices[1:] {
@@ -386,18 +387,48 @@ func (s *Session) maybeCommit() []Action {
 }
 
 func (s *Session) startToken(ev StartToken) []Action {
-	if !s.isHead() || s.state != Up || s.inflight || len(ev.Tokens) == 0 || ev.Batch < 0 {
-		return []Action{Dropped{From: s.self, Reason: fmt.Sprintf("start token while %s (in flight %v)", s.state, s.inflight)}}
+	if !s.isHead() || s.state != Up || s.passOf(ev.Stream) != nil || len(ev.Tokens) == 0 || ev.Batch < 0 || ev.Stream < 0 || ev.Stream >= wire.MaxStreams {
+		return []Action{Dropped{From: s.self, Reason: fmt.Sprintf("start token of stream %d while %s (in flight %v)", ev.Stream, s.state, s.passOf(ev.Stream) != nil)}}
 	}
 	batch := ev.Batch
 	if batch == 0 || batch > len(ev.Tokens) {
 		batch = len(ev.Tokens)
 	}
 	n := (len(ev.Tokens) + batch - 1) / batch
-	s.pass = pass{tokens: ev.Tokens, pos: ev.Pos, batch: batch, first: s.nextSeq, n: n, verify: ev.Verify}
+	s.passes = append(s.passes, pass{tokens: ev.Tokens, pos: ev.Pos, batch: batch, first: s.nextSeq, n: n, verify: ev.Verify, stream: ev.Stream})
 	s.nextSeq += uint64(n)
-	s.inflight = true
 	return s.schedule()
+}
+
+// passOf returns the pass of stream in flight, nil when none.
+func (s *Session) passOf(stream int) *pass {
+	for i := range s.passes {
+		if s.passes[i].stream == stream {
+			return &s.passes[i]
+		}
+	}
+	return nil
+}
+
+// passFor returns the pass in flight that seq is a micro-batch of, nil when
+// none.
+func (s *Session) passFor(seq uint64) *pass {
+	for i := range s.passes {
+		if p := &s.passes[i]; p.first <= seq && seq <= p.last() {
+			return p
+		}
+	}
+	return nil
+}
+
+// InFlight returns the streams with a pass in the ring (head), in the
+// order they started.
+func (s *Session) InFlight() []int {
+	var out []int
+	for _, p := range s.passes {
+		out = append(out, p.stream)
+	}
+	return out
 }
 
 // schedule gives the engine its next work when it is idle: the first
@@ -414,25 +445,34 @@ func (s *Session) schedule() []Action {
 		round := a.Round
 		if s.isHead() {
 			round++ // back from the last device: the head's next round
-			if round == s.plan.K && a.Seq != s.pass.last() {
+			if round == s.plan.K && a.Seq != s.passFor(a.Seq).last() {
 				continue // a micro-batch of the prompt is through every window
 			}
 		}
-		s.busy, s.cur, s.pos, s.verify = true, key{a.Seq, a.Round}, a.Pos, a.Verify
+		s.busy, s.cur, s.pos, s.verify, s.stream = true, key{a.Seq, a.Round}, a.Pos, a.Verify, a.Stream
 		if round == s.plan.K {
-			return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a, Verify: a.Verify}}
+			return []Action{Compute{Seq: a.Seq, Round: a.Round, Output: true, Pos: a.Pos, Hidden: a, Verify: a.Verify, Stream: a.Stream}}
 		}
 		s.cur.round = round
-		return []Action{Compute{Seq: a.Seq, Round: round, Window: s.plan.Devices[s.idx].Windows[round], Pos: a.Pos, Hidden: a, Verify: a.Verify}}
+		return []Action{Compute{Seq: a.Seq, Round: round, Window: s.plan.Devices[s.idx].Windows[round], Pos: a.Pos, Hidden: a, Verify: a.Verify, Stream: a.Stream}}
 	}
-	if s.busy || !s.isHead() || !s.inflight || s.pass.started == s.pass.n {
+	if s.busy || !s.isHead() {
 		return nil
 	}
-	toks, pos := s.pass.micro(s.pass.started)
-	seq := s.pass.first + uint64(s.pass.started)
-	s.pass.started++
-	s.busy, s.cur, s.pos, s.verify = true, key{seq, 0}, pos, s.pass.verify
-	return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: toks, Pos: pos, Verify: s.pass.verify}}
+	// The next micro-batch of the oldest pass that has one left: passes
+	// start in seq order, so every device gets round 0 in seq order.
+	for i := range s.passes {
+		p := &s.passes[i]
+		if p.started == p.n {
+			continue
+		}
+		toks, pos := p.micro(p.started)
+		seq := p.first + uint64(p.started)
+		p.started++
+		s.busy, s.cur, s.pos, s.verify, s.stream = true, key{seq, 0}, pos, p.verify, p.stream
+		return []Action{Compute{Seq: seq, Round: 0, Window: s.plan.Devices[0].Windows[0], Tokens: toks, Pos: pos, Verify: p.verify, Stream: p.stream}}
+	}
+	return nil
 }
 
 // accept queues an accepted input in (seq, round) order.
@@ -450,8 +490,9 @@ func (s *Session) computeDone(ev ComputeDone) []Action {
 	}
 	s.busy = false
 	if ev.Output {
-		s.inflight = false
-		return []Action{EmitToken{Seq: ev.Seq, Token: ev.Token}}
+		s.passes = slices.DeleteFunc(s.passes, func(p pass) bool { return p.last() == ev.Seq })
+		// Another stream's work may be waiting for the engine.
+		return append([]Action{EmitToken{Seq: ev.Seq, Token: ev.Token, Stream: s.stream}}, s.schedule()...)
 	}
 	if ev.Hidden == nil {
 		return []Action{Dropped{From: s.self, Reason: "compute result without a hidden state"}}
@@ -459,7 +500,7 @@ func (s *Session) computeDone(ev ComputeDone) []Action {
 	me := s.plan.Devices[s.idx]
 	win := me.Windows[ev.Round]
 	a := *ev.Hidden
-	a.Plan, a.Seq, a.Round, a.Layers, a.Pos, a.Verify = s.plan.ID, ev.Seq, ev.Round, win, s.pos, s.verify
+	a.Plan, a.Seq, a.Round, a.Layers, a.Pos, a.Verify, a.Stream = s.plan.ID, ev.Seq, ev.Round, win, s.pos, s.verify, s.stream
 	var out []Action
 	if k := s.plan.K; k > 1 {
 		out = append(out, Prefetch{Window: me.Windows[(ev.Round+1)%k]})
@@ -553,7 +594,7 @@ func (s *Session) activation(from deviceid.ID, a *wire.Activation) []Action {
 		return append(out, s.activation(from, a)...)
 	}
 	want := s.next[a.Round]
-	if a.Seq != want || s.isHead() && (!s.inflight || a.Seq < s.pass.first || a.Seq > s.pass.last()) {
+	if a.Seq != want || s.isHead() && (s.passFor(a.Seq) == nil || s.passFor(a.Seq).stream != a.Stream) {
 		why := "out of order"
 		if a.Seq < want {
 			why = "duplicate"
@@ -599,7 +640,7 @@ func (s *Session) peerLost(id deviceid.ID, reason string) []Action {
 	s.lost[id] = true
 	s.without = append(s.without, id)
 	why := "peer " + id.String() + " lost"
-	if s.inflight {
+	if len(s.passes) > 0 {
 		why += " mid-token"
 	}
 	return s.dropPlan([]Action{Replan{Without: slices.Clone(s.without), Reason: why + ": " + reason}})
@@ -609,7 +650,7 @@ func (s *Session) peerLost(id deviceid.ID, reason string) []Action {
 // resumed by a re-prefill once the next plan is Up (engine/ring/job's head job
 // knows it is mid-request).
 func (s *Session) dropPlan(out []Action) []Action {
-	s.state, s.inflight, s.busy, s.ready = Down, false, false, nil
+	s.state, s.passes, s.busy, s.ready = Down, nil, false, nil
 	// Keep plan and lost so that later losses add to Without; only the
 	// next PlanInstalled clears them. Stop watching: a re-plan is coming.
 	clear(s.watched)

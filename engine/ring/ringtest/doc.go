@@ -14,7 +14,9 @@
 // Commands: devices IDS [tick=MS]; plan id=N k=K DEV=a-b,c-d … [release=IDS]
 // [nembd=N] (first device is the head); token IDS [pos=N] [batch=N] (a
 // pipelined pass of micro-batches of N rows) [verify] (a speculative
-// verification: StartToken.Verify); tick [N];
+// verification: StartToken.Verify) [stream=N] (the conversation:
+// StartToken.Stream; each stream's token is checked against its own
+// reference); tick [N];
 // slow DEV=TICKS; rtt DEV=MS; fail-prepare DEV TEXT; drop DEV [close];
 // stall DEV=TICKS (stopped: answers, hears and ticks nothing, frames to
 // it wait; then its first tick is late); tick [N] late=DEVS (those read no

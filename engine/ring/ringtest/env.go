@@ -29,7 +29,7 @@ type Env struct {
 	nEmbd  int
 	queue  []delivery
 	out    strings.Builder
-	tokens []int32 // of the pass in flight on the head, for the reference
+	tokens map[int][]int32 // per stream, of its pass in flight on the head, for the reference
 
 	dupNext  map[[2]string]bool   // deliver the next activation on a link twice
 	capture  map[[2]string]bool   // keep a copy of the next activation on a link
@@ -64,7 +64,7 @@ type delivery struct {
 
 // NewEnv returns an empty environment.
 func NewEnv() *Env {
-	return &Env{TickMs: 100, devs: map[string]*dev{}, dupNext: map[[2]string]bool{}, capture: map[[2]string]bool{}, hold: map[[2]string]string{}}
+	return &Env{TickMs: 100, devs: map[string]*dev{}, dupNext: map[[2]string]bool{}, capture: map[[2]string]bool{}, hold: map[[2]string]string{}, tokens: map[int][]int32{}}
 }
 
 // Handle runs one script command and returns its output.
@@ -98,7 +98,7 @@ func (e *Env) handle(c Cmd) error {
 			return fmt.Errorf("token needs at least one token id")
 		}
 		var toks []int32
-		pos, batch, verify := 0, 0, false
+		pos, batch, verify, stream := 0, 0, false, 0
 		for _, a := range c.Args {
 			if a == "verify" {
 				verify = true
@@ -112,10 +112,16 @@ func (e *Env) handle(c Cmd) error {
 				batch = atoi(v)
 				continue
 			}
+			if v, ok := strings.CutPrefix(a, "stream="); ok {
+				stream = atoi(v)
+				continue
+			}
 			toks = append(toks, int32(atoi(a)))
 		}
-		e.tokens = toks
-		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos, Batch: batch, Verify: verify})
+		if h := e.devs[e.head]; h == nil || !slices.Contains(h.s.InFlight(), stream) {
+			e.tokens[stream] = toks // a refused pass leaves the one in flight's reference
+		}
+		e.step(e.head, ring.StartToken{Tokens: toks, Pos: pos, Batch: batch, Verify: verify, Stream: stream})
 	case "tick":
 		n := 1
 		if len(c.Args) > 0 && !strings.Contains(c.Args[0], "=") {
@@ -514,7 +520,7 @@ func (e *Env) do(d *dev, a ring.Action) {
 		}
 		e.queue = append(e.queue, delivery{d.id, e.compute(a)})
 	case ring.EmitToken:
-		fmt.Fprintf(&e.out, "%s: %s (reference %d)\n", d.id, a, Reference(e.tokens, e.layers, e.nEmbd))
+		fmt.Fprintf(&e.out, "%s: %s (reference %d)\n", d.id, a, Reference(e.tokens[a.Stream], e.layers, e.nEmbd))
 	default:
 		fmt.Fprintf(&e.out, "%s: %s\n", d.id, a)
 	}
