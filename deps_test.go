@@ -148,6 +148,7 @@ var allowed = map[string][]string{
 		"engine/ring", "engine/ring/wire", "engine/ring/driver", // the ring's policies and its event loop (lesson 9: the child owns the ring's data path)
 		"engine/ring/transport",      // the links, TLS pinned to device IDs
 		"engine/ring/ggmlengine",     // the driver's Engine over the mapped model or slices
+		"engine/profile/modelprof",   // the measured routing a MoE model's windows count, kept for the next job's prefetch
 		"engine/ggml", "engine/gguf", // the head's mapped model; a worker's slices and the model index it fetched
 		"engine/llama",           // the head's vocabulary, for the generation loop
 		"engine/slice",           // the head serves weight slices; a worker fetches and caches them
@@ -172,7 +173,7 @@ var allowed = map[string][]string{
 		"engine/ring/transport", // link.go: RTT and bandwidth over a peer's link
 	},
 	"engine/profile/calib":     {"halda"},
-	"engine/profile/modelprof": {"engine/gguf", "halda"},
+	"engine/profile/modelprof": {"engine/gguf", "halda", "engine/profile/envelope"}, // measured routing kept on disk, checksummed as profiles are
 	"engine/profile/envelope":  {},
 	"engine/profile/sysinfo":   {},
 

@@ -50,6 +50,8 @@ type ringMemory struct {
 
 	calibOnce sync.Once
 	ratios    *calibStore // the devices' calibration ratios; calibration()
+	// modelIDs memoizes each model file's header hash (routing.go).
+	modelIDs map[string][32]byte
 
 	// kept is the ring job the engine keeps for the next turn (zero when
 	// none): a turn whose plan is the same reuses its workers' addresses
@@ -123,6 +125,7 @@ func (b *Agent) plans() *planner.Planner {
 func (b *Agent) newPlanner(n *node.Node) *planner.Planner {
 	self := b.cachedSelf()
 	o := planner.Options{Settings: b.settings, Ratios: b.calibrationRatios, Log: b.log.With("component", "planner"), Memory: b.plannerMemory,
+		Routing: b.measuredRouting,
 		Self: func() (halda.Device, bool) {
 			d, ok := self()
 			return b.withEngineMemory(d), ok

@@ -79,8 +79,12 @@ type Options struct {
 	// Memory reads this device's available and total RAM, for defaults;
 	// nil: engine/profile/sysinfo.
 	Memory func() (avail, total int64)
-	Now    func() time.Time
-	Log    *slog.Logger
+	// Routing gives a MoE model file's measured routing histogram, every
+	// layer filled (modelprof.Routing.Filled), which Halda's hot set and
+	// cold rate follow; nil (or a nil answer): uniform top-k of n.
+	Routing func(model string) *modelprof.Routing
+	Now     func() time.Time
+	Log     *slog.Logger
 }
 
 // Planner owns the agent's planning (package doc). Safe for concurrent use.
@@ -274,14 +278,27 @@ func (p *Planner) modelShape(path string, ctx int) (halda.Model, error) {
 	if err != nil {
 		return halda.Model{}, &ModelError{Path: path, Err: err}
 	}
+	var r *modelprof.Routing
+	if p.o.Routing != nil {
+		r = p.o.Routing(path)
+	}
 	key := fmt.Sprint(path, "|", fi.Size(), "|", fi.ModTime().UnixNano(), "|", ctx)
+	if r != nil {
+		key += fmt.Sprint("|routed ", r.Picks()) // a run adds picks: a new hot set
+	}
 	p.mu.Lock()
 	m, ok := p.models[key]
 	p.mu.Unlock()
 	if ok {
 		return m, nil
 	}
-	m, err = modelprof.FromGGUF(path, ctx)
+	m, err = modelprof.FromGGUFRouted(path, ctx, r)
+	if err != nil && r != nil {
+		// A histogram of another shape (a re-generated file under the
+		// same header): uniform, as without one.
+		p.o.Log.Warn("measured routing ignored", "model", path, "err", err)
+		m, err = modelprof.FromGGUF(path, ctx)
+	}
 	if err != nil {
 		return halda.Model{}, &ModelError{Path: path, Err: err}
 	}

@@ -2,6 +2,7 @@ package ggmlengine
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"homering/engine/ggml"
@@ -27,12 +28,36 @@ type GGML struct {
 	// Sample picks the token from the head's logits; nil is greedy (argmax,
 	// lowest id on ties). It runs on the driver's engine goroutine.
 	Sample func(logits []float32) int32
+	// Routing, when set for a MoE model, is this device's measured routing
+	// of it (issue 20 item 5): Prepare gives each mapped model the
+	// frequencies it keeps, so that Prefetch warms the experts routed
+	// most, and counts the routers' picks of the first CountComputes
+	// computes, which it adds to the store (then, or when the windows
+	// close).
+	Routing RoutingStore
 
-	mu    sync.Mutex   // guards wins, out and dtype: Compute runs off the driver's loop
-	wins  []round      // per round
-	out   *ggml.Window // head: output head alone, [L, L)
-	dtype wire.DType   // the plan's hidden states on the wire (F32 or F16)
+	mu      sync.Mutex   // guards wins, out, dtype and counted: Compute runs off the driver's loop
+	counted int          // computes counted since Prepare; -1: not counting
+	wins    []round      // per round
+	out     *ggml.Window // head: output head alone, [L, L)
+	dtype   wire.DType   // the plan's hidden states on the wire (F32 or F16)
 }
+
+// RoutingStore keeps a model's measured routing (engine/profile/modelprof's
+// routing files, in the job).
+type RoutingStore interface {
+	// Counts are the picks per model layer and expert kept so far; nil
+	// when none.
+	Counts() [][]int64
+	// Add adds picks of layers [first, first+len(counts)).
+	Add(first int, counts [][]int64)
+}
+
+// CountComputes is how many computes after Prepare count the routers'
+// picks: a prompt and a reply's first tokens show the skew, and counting
+// splits every graph at each layer's selection (ggml.Window.CountExperts),
+// which costs every token after it too.
+const CountComputes = 64
 
 // Part is a mapped file and the layers [First, Last) this device runs on it.
 type Part struct {
@@ -113,6 +138,7 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		}
 		g.wins = append(g.wins, rd)
 	}
+	g.routing()
 	if idx == 0 {
 		// The output head stays on the CPU: Halda charges it there (κ, the
 		// head's output layer) and n_m counts only repeating layers.
@@ -144,7 +170,69 @@ func (r round) close() {
 	}
 }
 
+// routing gives the mapped models the kept routing and starts counting
+// (g.mu held). Without a store, on a dense model, or when ggml cannot
+// count, nothing.
+func (g *GGML) routing() {
+	g.counted = -1
+	if g.Routing == nil || g.info().NExpert == 0 {
+		return
+	}
+	if c := g.Routing.Counts(); c != nil {
+		freq := make([][]float64, len(c))
+		for i, row := range c {
+			freq[i] = make([]float64, len(row))
+			for j, v := range row {
+				freq[i][j] = float64(v)
+			}
+		}
+		for _, m := range g.models() {
+			_ = m.SetExpertFrequencies(freq) // a file of another shape: uniform
+		}
+	}
+	for _, r := range g.wins {
+		for _, w := range r.subs {
+			if w.CountExperts(true) != nil {
+				return
+			}
+		}
+	}
+	g.counted = 0
+}
+
+// models are the mapped models, each once.
+func (g *GGML) models() []*ggml.Model {
+	if len(g.Parts) == 0 {
+		return []*ggml.Model{g.M}
+	}
+	var out []*ggml.Model
+	for _, p := range g.Parts {
+		if !slices.Contains(out, p.M) {
+			out = append(out, p.M)
+		}
+	}
+	return out
+}
+
+// harvest hands the windows' counts to the store and stops counting (g.mu
+// held).
+func (g *GGML) harvest() {
+	if g.counted < 0 {
+		return
+	}
+	g.counted = -1
+	for _, r := range g.wins {
+		for _, w := range r.subs {
+			if c := w.ExpertCounts(); c != nil {
+				g.Routing.Add(w.Params().First, c)
+			}
+			_ = w.CountExperts(false)
+		}
+	}
+}
+
 func (g *GGML) close() {
+	g.harvest()
 	for _, r := range g.wins {
 		r.close()
 	}
@@ -205,6 +293,11 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 			return done, err
 		}
 		tokens = nil // the next sub-window takes this one's hidden states
+	}
+	if g.counted >= 0 && !c.Output {
+		if g.counted++; g.counted >= CountComputes*max(len(g.wins), 1) {
+			g.harvest()
+		}
 	}
 	if c.Output {
 		if g.Sample != nil {

@@ -395,7 +395,7 @@ func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens 
 	h.eng = &ggmlengine.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads, Sample: func(logits []float32) int32 {
 		h.logits = logits // read by the request's goroutine after the pass's EmitToken
 		return 0
-	}}
+	}, Routing: newRoutingStore(h.identity, h.rm.srv.Model, h.rm.model.Info().NLayer, h.log)}
 	h.start(toks, maxTokens)
 	// The job's links and driver live as long as the job, which may
 	// outlive this request (kept).

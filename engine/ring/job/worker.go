@@ -574,6 +574,9 @@ func (e *workerEngine) Prepare(plan *wire.Plan, idx int) error {
 		}
 	}
 	e.g.Parts = parts
+	if e.g.Routing == nil {
+		e.g.Routing = newRoutingStore(e.j.s.sp.Identity, e.j.model, plan.Layers, e.j.log)
+	}
 	if err := e.g.Prepare(plan, idx); err != nil {
 		return err
 	}
