@@ -28,6 +28,14 @@ type GGML struct {
 	// Sample picks the token from the head's logits; nil is greedy (argmax,
 	// lowest id on ties). It runs on the driver's engine goroutine.
 	Sample func(logits []float32) int32
+
+	// streams holds the windows of streams 1 and up (ring.Compute.Stream;
+	// stream 0's are wins), opened at a stream's first compute on the
+	// plan (of windowsOf, windowsAt): the same mapped weights, their own
+	// KV caches and compute buffers. Guarded by mu.
+	streams   map[int][]round
+	windowsOf *wire.Plan
+	windowsAt int
 	// Routing, when set for a MoE model, is this device's measured routing
 	// of it (issue 20 item 5): Prepare gives each mapped model the
 	// frequencies it keeps, so that Prefetch warms the experts routed
@@ -118,26 +126,11 @@ func (g *GGML) Prepare(plan *wire.Plan, idx int) error {
 		return fmt.Errorf("ggmlengine: the head of plan %d needs its model file (M), not parts", plan.ID)
 	}
 	g.dtype = plan.DType
-	nGPU := plan.Devices[idx].GPULayers
-	for r, w := range plan.Devices[idx].Windows {
-		parts, err := g.split(w)
-		if err != nil {
-			g.close()
-			return err
-		}
-		rd := round{w: w}
-		for i, p := range parts {
-			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0,
-				GPULayers: gpuLayers(w, nGPU, p.First, p.Last), NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
-			if err != nil {
-				rd.close()
-				g.close()
-				return err
-			}
-			rd.subs, rd.ms = append(rd.subs, win), append(rd.ms, p.M)
-		}
-		g.wins = append(g.wins, rd)
+	wins, err := g.open(plan, idx)
+	if err != nil {
+		return err
 	}
+	g.wins, g.windowsOf, g.windowsAt = wins, plan, idx
 	g.routing()
 	if idx == 0 {
 		// The output head stays on the CPU: Halda charges it there (κ, the
@@ -231,7 +224,67 @@ func (g *GGML) harvest() {
 	}
 }
 
+// open opens one set of this device's windows of plan, one per round.
+func (g *GGML) open(plan *wire.Plan, idx int) ([]round, error) {
+	var out []round
+	fail := func(err error) ([]round, error) {
+		for _, r := range out {
+			r.close()
+		}
+		return nil, err
+	}
+	nGPU := plan.Devices[idx].GPULayers
+	for r, w := range plan.Devices[idx].Windows {
+		parts, err := g.split(w)
+		if err != nil {
+			return fail(err)
+		}
+		rd := round{w: w}
+		for i, p := range parts {
+			win, err := p.M.NewWindow(ggml.WindowParams{First: p.First, Last: p.Last, Embed: idx == 0 && r == 0 && i == 0,
+				GPULayers: gpuLayers(w, nGPU, p.First, p.Last), NCtx: g.NCtx, KVRound: kvRound, Threads: g.Threads})
+			if err != nil {
+				rd.close()
+				return fail(err)
+			}
+			rd.subs, rd.ms = append(rd.subs, win), append(rd.ms, p.M)
+		}
+		out = append(out, rd)
+	}
+	return out, nil
+}
+
+// stream returns stream's windows (g.mu held), opening them at its first
+// compute on the plan. A stream's windows stay open until the plan's do:
+// a conversation's next turn finds its KV there.
+func (g *GGML) stream(stream int) ([]round, error) {
+	if stream == 0 {
+		return g.wins, nil
+	}
+	if stream < 0 || stream >= wire.MaxStreams || g.windowsOf == nil {
+		return nil, fmt.Errorf("ggmlengine: no windows for stream %d", stream)
+	}
+	if wins, ok := g.streams[stream]; ok {
+		return wins, nil
+	}
+	wins, err := g.open(g.windowsOf, g.windowsAt)
+	if err != nil {
+		return nil, fmt.Errorf("ggmlengine: opening the windows of stream %d: %w", stream, err)
+	}
+	if g.streams == nil {
+		g.streams = map[int][]round{}
+	}
+	g.streams[stream] = wins
+	return wins, nil
+}
+
 func (g *GGML) close() {
+	for _, rs := range g.streams {
+		for _, r := range rs {
+			r.close()
+		}
+	}
+	g.streams, g.windowsOf = nil, nil
 	g.harvest()
 	for _, r := range g.wins {
 		r.close()
@@ -257,10 +310,14 @@ func (g *GGML) Compute(c ring.Compute) (ring.ComputeDone, error) {
 	done := ring.ComputeDone{Seq: c.Seq, Round: c.Round, Output: c.Output}
 	subs := []*ggml.Window{g.out}
 	if !c.Output {
-		if c.Round >= len(g.wins) {
+		wins, err := g.stream(c.Stream)
+		if err != nil {
+			return done, err
+		}
+		if c.Round >= len(wins) {
 			return done, fmt.Errorf("ggmlengine: no window for round %d", c.Round)
 		}
-		subs = g.wins[c.Round].subs
+		subs = wins[c.Round].subs
 	}
 	if subs[0] == nil {
 		return done, fmt.Errorf("ggmlengine: no output head on this device")

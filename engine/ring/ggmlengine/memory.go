@@ -1,6 +1,9 @@
 package ggmlengine
 
-import "homering/engine/ggml"
+import (
+	"homering/engine/ggml"
+	"homering/engine/ring/wire"
+)
 
 // Memory is the anonymous memory of the open windows: their KV caches and
 // ggml's compute buffers, which grow to the largest batch evaluated. It
@@ -8,16 +11,29 @@ import "homering/engine/ggml"
 func (g *GGML) Memory() (kv, compute int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, r := range g.wins {
-		for _, w := range r.subs {
-			kv += w.KVBytes()
-			compute += w.ComputeBytes()
+	for _, rs := range g.allRounds() {
+		for _, r := range rs {
+			for _, w := range r.subs {
+				kv += w.KVBytes()
+				compute += w.ComputeBytes()
+			}
 		}
 	}
 	if g.out != nil {
 		compute += g.out.ComputeBytes()
 	}
 	return kv, compute
+}
+
+// allRounds are the windows of every stream, stream 0's first (g.mu held).
+func (g *GGML) allRounds() [][]round {
+	out := [][]round{g.wins}
+	for s := 1; s < wire.MaxStreams; s++ {
+		if rs, ok := g.streams[s]; ok {
+			out = append(out, rs)
+		}
+	}
+	return out
 }
 
 // kvRound is the granularity of the windows' KV caches: 32 cells, not
@@ -40,9 +56,11 @@ func (g *GGML) GPUMemory() (used, free int64) {
 			free = w.GPUFree()
 		}
 	}
-	for _, r := range g.wins {
-		for _, w := range r.subs {
-			add(w)
+	for _, rs := range g.allRounds() {
+		for _, r := range rs {
+			for _, w := range r.subs {
+				add(w)
+			}
 		}
 	}
 	if g.out != nil {
