@@ -5,18 +5,22 @@
 # a serving runner is, with 3 CPU burners (nice 0) and a process paging
 # through a 1 GiB file under a 128 MiB memory cap beside it. Runs twice: as
 # root (the link reader's thread raises itself back to nice 0) and as
-# nobody (it cannot: it stays at nice 10). Prints the round trips'
-# percentiles and the load average. Needs root and cgroup v1 or v2 memory.
+# nobody (it cannot: it stays at nice 10); then as root once more inside a
+# memory cgroup of its own capped below the file it hashes, so that the
+# pinging process itself pages under its cap (as a device whose window does
+# not fit). Prints the round trips' percentiles, the load average and, for
+# the capped run, its major faults. Needs root and cgroup v1 or v2 memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
 out=$(mktemp -d)
 pids=()
-cg=""
+cg="" cg2=""
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	[ -n "$cg" ] && rmdir "$cg" 2>/dev/null || true
+	[ -n "$cg2" ] && rmdir "$cg2" 2>/dev/null || true
 	rm -rf "$out"
 }
 trap cleanup EXIT
@@ -30,11 +34,13 @@ done
 # cgroup whose cap makes it fault most pages back in from disk.
 head -c $((1 << 30)) /dev/urandom >"$out/big"
 if [ -d /sys/fs/cgroup/memory ]; then
-	cg=/sys/fs/cgroup/memory/pingload.$$
-	mkdir "$cg" && echo $((128 << 20)) >"$cg/memory.limit_in_bytes"
+	cg=/sys/fs/cgroup/memory/pingload.$$ cg2=/sys/fs/cgroup/memory/pingload-self.$$
+	mkdir "$cg" "$cg2" && echo $((128 << 20)) >"$cg/memory.limit_in_bytes" && echo $((96 << 20)) >"$cg2/memory.limit_in_bytes"
+	faults_key=total_pgmajfault
 else
-	cg=/sys/fs/cgroup/pingload.$$
-	mkdir "$cg" && echo $((128 << 20)) >"$cg/memory.max"
+	cg=/sys/fs/cgroup/pingload.$$ cg2=/sys/fs/cgroup/pingload-self.$$
+	mkdir "$cg" "$cg2" && echo $((128 << 20)) >"$cg/memory.max" && echo $((96 << 20)) >"$cg2/memory.max"
+	faults_key=pgmajfault
 fi
 sh -c "echo \$\$ >$cg/cgroup.procs; exec python3 -c '
 import mmap, os
@@ -52,3 +58,8 @@ run() { # $1: label; the rest: how to run the benchmark
 }
 run "root: reader thread raised to nice 0"
 run "nobody: reader thread left at nice 10" setpriv --reuid=nobody --regid=nogroup --clear-groups
+# The benchmark's process in a 96 MiB cgroup: its 256 MiB mapping (and its
+# own code) page under the cap.
+f0=$(awk -v k="$faults_key" '$1 == k {print $2}' "$cg2/memory.stat")
+run "root, paging under a 96 MiB cap of its own" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg2"
+echo "   major faults under the cap: $(($(awk -v k="$faults_key" '$1 == k {print $2}' "$cg2/memory.stat") - f0))"
