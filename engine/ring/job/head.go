@@ -69,8 +69,12 @@ type Head struct {
 	gaps  *Gaps // the process's silence history, seeding each job's session
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	kept *headJob // a job held idle for the next request (keep.go); guarded by mu
+	mu     sync.Mutex
+	kept   *headJob // a job held idle for the next request (keep.go); guarded by mu
+	active *headJob // the job serving requests now, which others join (streams.go); guarded by mu
+	// beginMu makes Begin's choice (join, resume or begin a job) one
+	// request at a time.
+	beginMu sync.Mutex
 }
 
 // Close ends the kept job, if any, and unmaps the model; h may be nil.
@@ -205,8 +209,23 @@ type headJob struct {
 	hold     *idleHold          // while held idle
 	sess     *ring.Session      // the driver's; read only once the driver has stopped (end), then nil
 
-	// The request being served (begin, resume), read and written by its
-	// goroutine only.
+	// The request that began or resumed the job, on stream 0; requests
+	// that come while it runs join as other streams (streams.go).
+	*conv
+	gc      int // the GOGC to go back to (see servingGC)
+	mem     *pressure
+	peak    memPeak
+	memTick *time.Ticker
+
+	streams streams
+	started chan struct{} // closed once the driver runs (begin)
+}
+
+// conv is one request's conversation on the job, on its stream: read and
+// written under streams.mu (the goroutine reading the driver's actions
+// serves every stream's).
+type conv struct {
+	stream   int
 	all      []int32   // the conversation: once the passes asked for are back, the windows hold all of it
 	pos      int       // of all, the tokens the windows hold
 	inflight int       // rows of the pass going round; 0: none
@@ -215,17 +234,16 @@ type headJob struct {
 	micro    int       // the micro-batch its prefill passes are pipelined in on the plan (ring.MicroRows); set when the plan is up
 	exactEnd int       // positions [0, exactEnd) were computed in full prompt micro-batches of micro from 0, as a fresh job computes them (the KV a later turn may reuse bit for bit)
 	tr       trace     // where the request's time went (trace.go)
-	logits   []float32 // the output window's, of the last pass back: written on the driver's engine goroutine before its EmitToken
+	logits   []float32 // the output window's, of the last pass back
 	verifyAt int       // > 0: the pass from this position is a verification (EvalAll), one batch whose every row's logits come back
 	decodeMS float64   // time of the passes of one generated token, for ring.PassEnd
 	decodeN  int
-	lossAt   time.Time // a worker was lost; cleared by the next token's logits
-	gc       int       // the GOGC to go back to (see servingGC)
-	mem      *pressure
-	peak     memPeak
-	memTick  *time.Ticker
-	reqStats Result // Passes, Rows, Replans, LossToTokenMS of the request
+	lossAt   time.Time     // a worker was lost; cleared by the next token's logits
+	reqStats Result        // Passes, Rows, Replans, LossToTokenMS of the request
+	wake     chan struct{} // a pass of this stream came back (1-buffered)
 }
+
+func newConv(stream int) *conv { return &conv{stream: stream, wake: make(chan struct{}, 1)} }
 
 // Request is one ring request (the protocol's ring_generate) as the
 // generation loop's head.Model: Begin takes the kept job when it can serve
@@ -238,6 +256,7 @@ type Request struct {
 	ident      *identity.Identity
 	onProgress func(Progress)
 	h          *headJob // set by Begin
+	c          *conv    // its conversation on h
 }
 
 // Request checks p against this device's identity (the plan's first device
@@ -256,6 +275,17 @@ func (m *Head) Request(p Params, nCtx int, ident *identity.Identity, onProgress 
 func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, error) {
 	m, rp := r.m, r.rp
 	keep := time.Duration(rp.KeepMS) * time.Millisecond
+	// One request at a time decides whether it joins the job serving
+	// requests now, resumes the kept one or begins one (streams.go).
+	m.beginMu.Lock()
+	if h, c, err := m.join(rp, r.nCtx, len(toks), maxTokens); err != nil || h != nil {
+		m.beginMu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		r.h, r.c = h, c
+		return 0, h.beginStream(ctx, c)
+	}
 	if h := m.takeKept(); h != nil {
 		why := h.reusable(rp, r.nCtx, len(toks), maxTokens)
 		if why == "" {
@@ -263,15 +293,19 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 			// have moved since the job's plan was made.
 			h.keep, h.problem, h.lost = keep, rp.Problem, nil
 			h.sent.Store(newTransferProgress(r.onProgress))
-			r.h = h
-			return h.resume(toks, maxTokens), nil
+			r.h, r.c = h, h.conv
+			n := h.resume(toks, maxTokens)
+			m.setActive(h)
+			m.beginMu.Unlock()
+			return n, nil
 		}
 		h.log.Info("the kept ring job cannot serve this request; starting afresh", "why", why)
 		h.end()
 	}
 	h := &headJob{log: m.log.With("ring", "head"), rm: m, self: r.ident.ID, tick: defaultTick,
 		problem: rp.Problem, peers: map[deviceid.ID]Peer{}, connected: map[deviceid.ID]bool{}, job: rand.Uint64(), threads: rp.Threads, noPrefetch: rp.NoPrefetch,
-		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep}
+		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep, conv: newConv(0), started: make(chan struct{})}
+	h.streams.init(h.conv)
 	h.sent.Store(newTransferProgress(r.onProgress))
 	if rp.TickMS > 0 {
 		h.tick = time.Duration(rp.TickMS) * time.Millisecond
@@ -290,12 +324,14 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 		Log:      h.log,
 		Refusals: rp.Refusals,
 	})
-	r.h = h
+	r.h, r.c = h, h.conv
+	m.setActive(h)
+	m.beginMu.Unlock()
 	return 0, h.begin(ctx, rp, toks, maxTokens)
 }
 
 func (r *Request) Eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
-	return r.h.eval(ctx, toks, pos)
+	return r.h.eval(ctx, r.c, toks, pos)
 }
 
 // EvalAll is a speculative verification round the ring (head.Verifier):
@@ -307,10 +343,16 @@ func (r *Request) EvalAll(ctx context.Context, toks []int32, pos int) ([]float32
 	if len(toks) == 0 || len(toks) > head.MaxDraftTokens+1 {
 		return nil, fmt.Errorf("job: %d tokens to verify in one pass; give 1 to %d", len(toks), head.MaxDraftTokens+1)
 	}
-	h := r.h
-	h.verifyAt = pos
-	defer func() { h.verifyAt = 0 }()
-	return h.eval(ctx, toks, pos)
+	h, c := r.h, r.c
+	h.streams.mu.Lock()
+	c.verifyAt = pos
+	h.streams.mu.Unlock()
+	defer func() {
+		h.streams.mu.Lock()
+		c.verifyAt = 0
+		h.streams.mu.Unlock()
+	}()
+	return h.eval(ctx, c, toks, pos)
 }
 
 // Truncate forgets the positions >= pos (head.Verifier): the rejected
@@ -318,13 +360,15 @@ func (r *Request) EvalAll(ctx context.Context, toks []int32, pos int) ([]float32
 // starts there (ggmlengine: a pass that starts before a cache's end
 // overwrites it), so nothing goes on the wire for it.
 func (r *Request) Truncate(_ context.Context, pos int) error {
-	h := r.h
-	if pos < 0 || pos > len(h.all) || h.inflight > 0 {
-		return fmt.Errorf("job: truncate at %d of %d positions (%d in flight)", pos, len(h.all), h.inflight)
+	h, c := r.h, r.c
+	h.streams.mu.Lock()
+	defer h.streams.mu.Unlock()
+	if pos < 0 || pos > len(c.all) || c.inflight > 0 {
+		return fmt.Errorf("job: truncate at %d of %d positions (%d in flight)", pos, len(c.all), c.inflight)
 	}
-	h.all = h.all[:pos]
-	h.pos = min(h.pos, pos)
-	h.exactEnd = min(h.exactEnd, pos)
+	c.all = c.all[:pos]
+	c.pos = min(c.pos, pos)
+	c.exactEnd = min(c.exactEnd, pos)
 	return nil
 }
 
@@ -335,6 +379,9 @@ func (r *Request) Truncate(_ context.Context, pos int) error {
 func (r *Request) Finish(err error) Result {
 	if r.h == nil {
 		return Result{}
+	}
+	if r.c.stream != 0 {
+		return r.h.finishStream(r.c, err)
 	}
 	return r.h.finish(err)
 }
@@ -393,7 +440,7 @@ func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens 
 	// them (engine/head); a prefill pass that is not the last leaves
 	// logits that are never read.
 	h.eng = &ggmlengine.GGML{M: h.rm.model, NCtx: h.nCtx, Threads: h.threads, Sample: func(logits []float32) int32 {
-		h.logits = logits // read by the request's goroutine after the pass's EmitToken
+		h.streams.last = logits // taken by streamEngine.Compute, on the same goroutine
 		return 0
 	}, Routing: newRoutingStore(h.identity, h.rm.srv.Model, h.rm.model.Info().NLayer, h.log)}
 	h.start(toks, maxTokens)
@@ -404,16 +451,22 @@ func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens 
 	// The session's silence limits start from what earlier jobs of this
 	// process saw of the same peers (gaps.go).
 	h.sess = h.rm.gaps.session(h.self, h.tick, h.log)
-	h.drv = driver.New(h.sess, h.eng, h.tick, h.log)
+	h.drv = driver.New(h.sess, streamEngine{h.eng, &h.streams}, h.tick, h.log)
 	h.drv.NoPrefetch = h.noPrefetch
 	h.drv.Refused = rp.Refusals
 	h.runDone = make(chan error, 1)
 	go func() { h.runDone <- h.drv.Run(jctx) }()
 	h.all, h.pos, h.exactEnd = h.all[:0], 0, 0
-	if err := h.install(ctx, rp); err != nil {
+	close(h.started) // requests that joined may read the driver now (streams.go)
+	// Under the streams' lock, as a re-plan installs (handle): requests
+	// that joined read the plan.
+	h.streams.mu.Lock()
+	err := h.install(ctx, rp)
+	h.streams.mu.Unlock()
+	if err != nil {
 		return h.ringErr(ctx, err)
 	}
-	return h.await(ctx)
+	return h.await(ctx, h.conv)
 }
 
 // resume takes up a kept job, whose plan is up, for a request with prompt
@@ -426,9 +479,14 @@ func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens 
 // truncates its cache there.
 func (h *headJob) resume(toks []int32, maxTokens int) int {
 	h.start(toks, maxTokens)
+	h.streams.mu.Lock()
+	h.streams.primaryDone, h.streams.keep = false, false
+	h.streams.convs[0] = h.conv
+	clear(h.streams.logits)
+	h.streams.mu.Unlock()
 	debug.SetGCPercent(h.gc)
 	h.setIdle(false)
-	h.micro = h.microRows()
+	h.micro = h.microRows(h.conv)
 	h.pos = ring.KeptPrefix(h.kvToks, toks, h.exact, h.rows, h.micro)
 	h.exactEnd = h.pos
 	h.all = append(h.all[:0], toks[:h.pos]...)
@@ -436,128 +494,210 @@ func (h *headJob) resume(toks []int32, maxTokens int) int {
 	return h.pos
 }
 
-// eval runs toks at pos round the ring, in passes (ring.PassEnd), and
-// returns the output window's logits of the last.
-func (h *headJob) eval(ctx context.Context, toks []int32, pos int) ([]float32, error) {
+// eval runs toks at pos of conversation c round the ring, in passes
+// (ring.PassEnd), and returns the output window's logits of the last.
+func (h *headJob) eval(ctx context.Context, c *conv, toks []int32, pos int) ([]float32, error) {
 	start := time.Now()
-	h.all = append(h.all[:pos], toks...)
-	if err := h.startPass(ctx); err != nil {
+	h.streams.mu.Lock()
+	c.all = append(c.all[:pos], toks...)
+	var err error
+	if h.up {
+		// Else the plan's Ready starts it (await).
+		err = h.startPass(ctx, c)
+	}
+	h.streams.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	if err := h.await(ctx); err != nil {
+	if err := h.await(ctx, c); err != nil {
 		return nil, err
 	}
+	h.streams.mu.Lock()
+	defer h.streams.mu.Unlock()
 	now := time.Now()
-	if pos >= h.nPrompt {
-		h.decodeMS += ms(now.Sub(start))
-		h.decodeN++
+	if pos >= c.nPrompt {
+		c.decodeMS += ms(now.Sub(start))
+		c.decodeN++
 	}
-	if !h.lossAt.IsZero() {
-		h.reqStats.LossToTokenMS = ms(now.Sub(h.lossAt))
-		h.log.Info("ring resumed after a loss", "loss_to_token", now.Sub(h.lossAt).Round(time.Millisecond))
-		h.lossAt = time.Time{}
+	if !c.lossAt.IsZero() {
+		c.reqStats.LossToTokenMS = ms(now.Sub(c.lossAt))
+		h.log.Info("ring resumed after a loss", "loss_to_token", now.Sub(c.lossAt).Round(time.Millisecond), "stream", c.stream)
+		c.lossAt = time.Time{}
 	}
-	return h.logits, nil
+	return c.logits, nil
 }
 
-// startPass sends the next pass of the conversation round the ring.
-func (h *headJob) startPass(ctx context.Context) error {
+// startPass sends the next pass of conversation c round the ring
+// (streams.mu held).
+func (h *headJob) startPass(ctx context.Context, c *conv) error {
 	msPerToken := 0.0
-	if h.decodeN > 0 {
-		msPerToken = h.decodeMS / float64(h.decodeN)
+	if c.decodeN > 0 {
+		msPerToken = c.decodeMS / float64(c.decodeN)
 	}
-	end := ring.PassEnd(h.pos, h.nPrompt, len(h.all), h.passRows, msPerToken)
-	batch := h.micro
+	end := ring.PassEnd(c.pos, c.nPrompt, len(c.all), c.passRows, msPerToken)
+	batch := c.micro
 	// A verification is one pass of one batch (only a pass's last batch
 	// gets the output head), computed row by row with every row's logits
 	// (StartToken.Verify). A re-prefill after a loss comes back to it.
-	verify := h.verifyAt > 0 && h.pos == h.verifyAt
+	verify := c.verifyAt > 0 && c.pos == c.verifyAt
 	if verify {
-		end, batch = len(h.all), 0
+		end, batch = len(c.all), 0
 	}
-	chunk := h.all[h.pos:end]
-	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: h.pos, Batch: batch, Verify: verify}); err != nil {
+	chunk := c.all[c.pos:end]
+	if err := h.drv.Post(ctx, ring.StartToken{Tokens: slices.Clone(chunk), Pos: c.pos, Batch: batch, Verify: verify, Stream: c.stream}); err != nil {
 		return err
 	}
-	if h.pos < h.nPrompt {
-		if h.pos == 0 || h.tr.promptStart.IsZero() {
-			h.tr.promptStart = time.Now()
+	if c.pos < c.nPrompt {
+		if c.pos == 0 || c.tr.promptStart.IsZero() {
+			c.tr.promptStart = time.Now()
 		}
-		h.tr.passes++
+		c.tr.passes++
 	}
-	h.inflight = len(chunk)
-	h.reqStats.Passes++
-	h.reqStats.Rows += len(chunk)
+	c.inflight = len(chunk)
+	c.reqStats.Passes++
+	c.reqStats.Rows += len(chunk)
 	return nil
 }
 
-// await reads the driver's actions until the plan is up and the windows
-// hold the whole conversation (h.all): it starts the passes of a
-// (re-)prefill, and asks for and installs a new plan when devices are lost.
-func (h *headJob) await(ctx context.Context) error {
-	for !h.up || h.inflight > 0 || h.pos < len(h.all) {
+// done reports whether the windows hold the whole of conversation c
+// (streams.mu held).
+func (h *headJob) done(c *conv) bool { return h.up && c.inflight == 0 && c.pos >= len(c.all) }
+
+// await waits until the plan is up and the windows hold the whole of
+// conversation c. One goroutine at a time reads the driver's actions (the
+// lead) and serves every stream's: it starts the passes of each one's
+// (re-)prefill, asks for and installs a new plan when devices are lost,
+// and wakes the stream whose pass came back; it hands the lead on when its
+// own conversation is through.
+func (h *headJob) await(ctx context.Context, c *conv) error {
+	for {
+		h.streams.mu.Lock()
+		done := h.done(c)
+		h.streams.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.wake:
+			continue
+		case h.streams.lead <- struct{}{}:
+		}
+		err := h.lead(ctx, c)
+		<-h.streams.lead
+		return err
+	}
+}
+
+// lead reads the driver's actions until conversation c is through.
+func (h *headJob) lead(ctx context.Context, c *conv) error {
+	for {
+		h.streams.mu.Lock()
+		done := h.done(c)
+		h.streams.mu.Unlock()
+		if done {
+			return nil
+		}
 		var a ring.Action
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-h.runDone:
-			h.runDone <- err // for end
+			h.runDone <- err // for end, and the other streams
+			h.streams.wakeAll()
 			return ringError(fmt.Errorf("job: the ring stopped: %w", err))
 		case <-h.memTick.C:
-			h.mem.sample()
-			h.peak.sample()
+			h.sample()
 			continue
 		case a = <-h.drv.Out():
 		}
-		h.mem.sample()
-		h.peak.sample()
-		switch a := a.(type) {
-		case ring.Ready:
-			// Every worker has its slice now: give back at once the Go heap
-			// the transfers grew (the runtime would keep it for minutes, and
-			// memory pressure counts it).
-			debug.SetGCPercent(h.gc)
-			debug.FreeOSMemory()
-			h.up, h.tr.up = true, time.Now()
-			h.micro = h.microRows()
-			// A new plan has fresh windows: (re-)prefill the conversation.
-			h.pos, h.exactEnd = 0, 0
-			if len(h.all) > 0 {
-				if err := h.startPass(ctx); err != nil {
+		h.sample()
+		if err := h.handle(ctx, a); err != nil {
+			h.streams.wakeAll()
+			return err
+		}
+	}
+}
+
+// sample samples memory for the stats of every stream's request.
+func (h *headJob) sample() {
+	h.streams.mu.Lock()
+	defer h.streams.mu.Unlock()
+	h.mem.sample()
+	h.peak.sample()
+}
+
+// handle carries out one of the driver's actions for every stream.
+func (h *headJob) handle(ctx context.Context, a ring.Action) error {
+	h.streams.mu.Lock()
+	defer h.streams.mu.Unlock()
+	switch a := a.(type) {
+	case ring.Ready:
+		// Every worker has its slice now: give back at once the Go heap
+		// the transfers grew (the runtime would keep it for minutes, and
+		// memory pressure counts it).
+		debug.SetGCPercent(h.gc)
+		debug.FreeOSMemory()
+		h.up, h.tr.up = true, time.Now()
+		clear(h.streams.logits)
+		// A new plan has fresh windows: (re-)prefill every conversation.
+		for _, c := range h.streams.sorted() {
+			c.micro = h.microRows(c)
+			c.pos, c.exactEnd, c.inflight = 0, 0, 0
+			if len(c.all) > 0 {
+				if err := h.startPass(ctx, c); err != nil {
 					return err
 				}
 			}
-		case ring.Replan:
-			h.up, h.inflight = false, 0
-			h.log.Warn("ring lost devices; re-planning without them", "without", a.Without, "reason", a.Reason)
-			if h.lossAt.IsZero() {
-				h.lossAt = time.Now()
+		}
+	case ring.Replan:
+		h.up = false
+		for _, c := range h.streams.sorted() {
+			c.inflight = 0
+			if c.lossAt.IsZero() {
+				c.lossAt = time.Now()
 			}
-			rp, err := h.replan(h.plan, a.Without)
-			if err == nil {
-				h.reqStats.Replans++
-				debug.SetGCPercent(servingGC)
-				err = h.install(ctx, rp)
+			c.reqStats.Replans++
+		}
+		h.log.Warn("ring lost devices; re-planning without them", "without", a.Without, "reason", a.Reason, "streams", len(h.streams.convs))
+		rp, err := h.replan(h.plan, a.Without)
+		if err == nil {
+			debug.SetGCPercent(servingGC)
+			err = h.install(ctx, rp)
+		}
+		if err != nil {
+			return h.ringErr(ctx, err)
+		}
+	case ring.EmitToken:
+		c := h.streams.convs[a.Stream]
+		logits, ok := h.streams.logits[a.Seq]
+		delete(h.streams.logits, a.Seq)
+		if c == nil || c.inflight == 0 {
+			return nil // a stream whose request ended
+		}
+		if !ok {
+			return ringError(fmt.Errorf("job: the token of pass %d came without its logits", a.Seq))
+		}
+		c.logits = logits
+		// The pass's full micro-batches are what a fresh job computes;
+		// a short last one (the prompt's end) rounds differently.
+		if c.pos == c.exactEnd && c.pos+c.inflight <= c.nPrompt {
+			c.exactEnd += c.inflight / c.micro * c.micro
+		}
+		if c.pos < c.nPrompt && c.pos+c.inflight >= c.nPrompt {
+			c.tr.promptAt = time.Now()
+		}
+		c.pos += c.inflight
+		c.inflight = 0
+		if c.pos < len(c.all) {
+			if err := h.startPass(ctx, c); err != nil { // the next prefill pass
+				return err
 			}
-			if err != nil {
-				return h.ringErr(ctx, err)
-			}
-		case ring.EmitToken:
-			// The pass's full micro-batches are what a fresh job computes;
-			// a short last one (the prompt's end) rounds differently.
-			if h.pos == h.exactEnd && h.pos+h.inflight <= h.nPrompt {
-				h.exactEnd += h.inflight / h.micro * h.micro
-			}
-			if h.pos < h.nPrompt && h.pos+h.inflight >= h.nPrompt {
-				h.tr.promptAt = time.Now()
-			}
-			h.pos += h.inflight
-			h.inflight = 0
-			if h.pos < len(h.all) {
-				if err := h.startPass(ctx); err != nil { // the next prefill pass
-					return err
-				}
-			}
+		}
+		select {
+		case c.wake <- struct{}{}:
+		default:
 		}
 	}
 	return nil
@@ -570,17 +710,23 @@ func (h *headJob) await(ctx context.Context) error {
 func (h *headJob) finish(err error) Result {
 	h.memTick.Stop()
 	debug.SetGCPercent(h.gc)
+	h.streams.mu.Lock()
 	kept := err == nil && h.keep > 0 && h.up
 	if kept {
 		h.kvToks, h.exact, h.rows = slices.Clone(h.all[:h.pos]), h.exactEnd, h.micro
 	}
-	kv, compute := h.eng.Memory()
+	// Other streams' requests still running keep the job until the last
+	// of them leaves (streams.go).
+	delete(h.streams.convs, 0)
+	h.streams.primaryDone, h.streams.keep = true, kept
+	others := len(h.streams.convs)
+	inflight := h.inflight > 0
 	a := h.peak.at
 	devices := h.deviceStats(h.plan, h.mem)
-	if kept {
-		h.holdIdle(h.inflight > 0)
-	} else {
-		h.end()
+	h.streams.mu.Unlock()
+	kv, compute := h.eng.Memory()
+	if others == 0 {
+		h.leaveLast(kept, inflight)
 	}
 	h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
 		"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
@@ -604,11 +750,11 @@ func (h *headJob) finish(err error) Result {
 // microRows is the micro-batch of this request's prefill passes on the
 // installed plan (ring.PlanMicroRows): not pipelined when a device releases its
 // windows' pages after each of k > 1 rounds.
-func (h *headJob) microRows() int {
+func (h *headJob) microRows(c *conv) int {
 	if !ringPipelined() {
-		return h.passRows // one batch per pass (HOMERING_RING_PIPELINE=off)
+		return c.passRows // one batch per pass (HOMERING_RING_PIPELINE=off)
 	}
-	return ring.PlanMicroRows(h.passRows, h.plan)
+	return ring.PlanMicroRows(c.passRows, h.plan)
 }
 
 // servingGC is the head's GOGC while workers fetch slices from it (from

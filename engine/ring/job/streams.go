@@ -1,0 +1,188 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"homering/engine/ring"
+	"homering/engine/ring/ggmlengine"
+	"homering/engine/ring/wire"
+)
+
+// Several conversations on one job (issue 19 item 3; engine/ring's doc,
+// "Streams"): the request that began or resumed the job has stream 0, and
+// a request that comes while it runs joins it as another stream instead
+// of waiting. Every device keeps one KV per stream and computes whatever
+// input came first, so while one device computes stream A's token the
+// previous one computes stream B's: up to as many streams as devices keep
+// that many devices busy. A joining request starts at position 0 of its
+// own stream (no cached prefix), and runs without a speculative draft
+// (engine/runner). When the last request leaves, the job ends or is kept
+// as stream 0's request asked.
+
+// streams is the job's conversations and the lead over the driver's
+// actions.
+type streams struct {
+	mu     sync.Mutex
+	convs  map[int]*conv        // the requests on the job now, by stream
+	logits map[uint64][]float32 // the output head's logits by pass (seq), until their EmitToken
+	// keep is what stream 0's request decided when it finished with
+	// others still running (finish): keep the job after the last.
+	keep, primaryDone bool
+	// lead is held by the one goroutine that reads the driver's actions
+	// (await).
+	lead chan struct{}
+	// last is the logits the output head just gave: written by Sample and
+	// read by streamEngine.Compute, both on the driver's engine goroutine.
+	last []float32
+}
+
+func (s *streams) init(c *conv) {
+	s.convs = map[int]*conv{c.stream: c}
+	s.logits = map[uint64][]float32{}
+	s.lead = make(chan struct{}, 1)
+}
+
+// sorted returns the conversations by stream (mu held).
+func (s *streams) sorted() []*conv {
+	var out []*conv
+	for _, k := range slices.Sorted(maps.Keys(s.convs)) {
+		out = append(out, s.convs[k])
+	}
+	return out
+}
+
+// wakeAll wakes every waiting stream, so that one takes the lead (the
+// leader failed).
+func (s *streams) wakeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.convs {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// streamEngine keeps each pass's logits by seq, for its stream's request:
+// the output computes of several streams come back one after the other.
+type streamEngine struct {
+	*ggmlengine.GGML
+	s *streams
+}
+
+func (e streamEngine) Compute(c ring.Compute) (ring.ComputeDone, error) {
+	done, err := e.GGML.Compute(c)
+	if c.Output && err == nil {
+		e.s.mu.Lock()
+		e.s.logits[c.Seq] = e.s.last
+		e.s.mu.Unlock()
+	}
+	return done, err
+}
+
+// errStreamsFull is the sentence for a request that comes when the ring
+// carries as many conversations as it can.
+var errStreamsFull = fmt.Errorf("job: the ring is answering %d conversations at once; this one can start when one of them ends", wire.MaxStreams)
+
+// setActive makes h the job serving requests now: requests that come
+// while it runs join it (join).
+func (m *Head) setActive(h *headJob) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.active = h
+}
+
+// join returns the job serving requests now and a new stream on it for a
+// request of prompt and maxTokens tokens, nil when no job serves one (the
+// request begins or resumes one). A request the job cannot take (its
+// caches are too short, or every stream is in use) gets an error.
+func (m *Head) join(rp Params, nCtx, prompt, maxTokens int) (*headJob, *conv, error) {
+	m.mu.Lock()
+	h := m.active
+	m.mu.Unlock()
+	if h == nil {
+		return nil, nil, nil
+	}
+	<-h.started // begin has sized the caches (nCtx)
+	if rp.Identity != h.identity || nCtx != h.loadNCtx {
+		return nil, nil, errors.New("job: another request runs on the ring with other settings; this one can start when it ends")
+	}
+	if need := ring.JobContext(nCtx, prompt, maxTokens); need > h.nCtx {
+		return nil, nil, fmt.Errorf("job: another request runs on the ring, whose caches hold %d positions; this one needs %d and can start when it ends", h.nCtx, need)
+	}
+	h.streams.mu.Lock()
+	defer h.streams.mu.Unlock()
+	if h.streams.primaryDone && len(h.streams.convs) == 0 {
+		return nil, nil, nil // the job is being ended or kept
+	}
+	for s := 1; s < wire.MaxStreams; s++ {
+		if h.streams.convs[s] == nil {
+			c := newConv(s)
+			c.nPrompt = prompt
+			info := h.rm.model.Info()
+			c.passRows = ring.PassRows(prefillChunk, ring.Shape{NEmbd: info.NEmbd, NFF: info.NFF, NHead: info.NHead}, ring.JobContext(nCtx, prompt, maxTokens), memLimit())
+			if h.plan != nil {
+				c.micro = h.microRows(c)
+			}
+			h.streams.convs[s] = c
+			h.log.Info("request joins the ring job as another stream", "stream", s, "streams", len(h.streams.convs))
+			return h, c, nil
+		}
+	}
+	return nil, nil, errStreamsFull
+}
+
+// beginStream waits until the plan is up for a request that joined as
+// stream c (its prompt goes with its first Eval).
+func (h *headJob) beginStream(ctx context.Context, c *conv) error {
+	select {
+	case <-h.started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return h.await(ctx, c)
+}
+
+// finishStream ends the request of stream c (not 0): its stats, and the
+// job's end or hold when it was the last.
+func (h *headJob) finishStream(c *conv, err error) Result {
+	h.streams.mu.Lock()
+	delete(h.streams.convs, c.stream)
+	last := len(h.streams.convs) == 0 && h.streams.primaryDone
+	keep := h.streams.keep
+	res := c.reqStats
+	res.Devices = h.deviceStats(h.plan, h.mem)
+	if h.plan != nil {
+		res.PlanID = h.plan.ID
+	}
+	res.Trace = c.tr.result(c.micro)
+	inflight := c.inflight > 0
+	h.streams.mu.Unlock()
+	if last {
+		h.leaveLast(keep, inflight)
+	}
+	if err != nil {
+		return Result{}
+	}
+	return res
+}
+
+// leaveLast ends the job or holds it idle once its last request left.
+func (h *headJob) leaveLast(keep, inflight bool) {
+	h.rm.mu.Lock()
+	if h.rm.active == h {
+		h.rm.active = nil
+	}
+	h.rm.mu.Unlock()
+	if keep {
+		h.holdIdle(inflight)
+	} else {
+		h.end()
+	}
+}
