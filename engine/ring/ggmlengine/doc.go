@@ -18,6 +18,14 @@
 // proves splits exact). Prefetch and Release act on every file a window
 // spans. Memory reports the windows' KV caches and compute buffers.
 //
+// Measured routing (a MoE model, GGML.Routing set): Prepare gives the
+// mapped models the routing the device kept from its earlier jobs, so that
+// Prefetch warms the always-read tensors and the experts routed more than
+// average (ggml.Window.PrefetchRanges), and counts the routers' picks of the
+// first CountComputes computes per window, which it hands back to the store
+// for the next job and the planner (engine/ring/job keeps them in the
+// config directory).
+//
 // GPU layers: the plan's wire.Device.GPULayers (Halda's n_m) puts the first
 // n of each of this device's windows on its GPU (ggml.WindowParams.GPULayers,
 // split across sub-windows like the layers themselves); the rest of the
