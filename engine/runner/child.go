@@ -24,7 +24,10 @@ import (
 
 // Serve is the child's loop: it answers Requests read from in with Events
 // written to out until in ends or ctx is cancelled. It owns at most one
-// engine/head at a time and runs one generation at a time.
+// engine/head at a time and runs one generation at a time, except that a
+// ring_generate on the ring model of the ring generations running joins
+// them: their requests go round one ring at once (engine/ring/job's
+// streams).
 func Serve(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) error {
 	c := &child{out: json.NewEncoder(out), w: out, log: log}
 	defer c.unload()
@@ -84,12 +87,13 @@ type child struct {
 	h    *head.Head // nil when no model is loaded; touched only when gen is nil
 	info ModelInfo
 
-	genMu  sync.Mutex // guards gen, genID, cancel
-	gen    chan struct{}
-	genID  uint64
-	cancel context.CancelFunc
+	genMu sync.Mutex // guards gens
+	gens  map[uint64]*running
 
-	rh *job.Head // the head's ring model; touched only when gen is nil or by the generation
+	// rh is the head's ring model; touched only when no generation runs or
+	// by a ring generation with rhMu held.
+	rhMu sync.Mutex
+	rh   *job.Head
 	// draft is the speculative draft of the last request that named one
 	// (LoadParams.Draft), kept while its path, context and threads stay;
 	// touched only when gen is nil or by the generation.
@@ -183,11 +187,34 @@ func enginePackage(name string) bool {
 	return false
 }
 
+// running is a generation in the background.
+type running struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	ring   string // a ring generation's model path; "" for a local one
+}
+
 // busy reports whether a generation runs.
 func (c *child) busy() bool {
 	c.genMu.Lock()
 	defer c.genMu.Unlock()
-	return c.gen != nil
+	return len(c.gens) > 0
+}
+
+// joinsRing reports whether a ring generation on model may run beside
+// those running now: every one running is a ring generation on model.
+func (c *child) joinsRing(model string) bool {
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	if len(c.gens) == 0 || model == "" {
+		return false
+	}
+	for _, g := range c.gens {
+		if g.ring != model {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *child) handle(ctx context.Context, line []byte) {
@@ -203,8 +230,10 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		c.genMu.Lock()
-		if c.gen != nil && (req.Target == 0 || req.Target == c.genID) {
-			c.cancel()
+		for id, g := range c.gens {
+			if req.Target == 0 || req.Target == id {
+				g.cancel()
+			}
 		}
 		c.genMu.Unlock()
 		return
@@ -226,6 +255,10 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		}
 		c.srv, c.serveID = srv, req.ID
 		_ = c.send(Event{ID: req.ID, Type: EvServing, Addr: srv.Addr()})
+		return
+	}
+	if req.Op == OpRingGenerate && req.Load != nil && c.joinsRing(req.Load.Model) {
+		c.startGen(ctx, req.ID, req.Load.Model, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req, true) })
 		return
 	}
 	if c.busy() {
@@ -260,7 +293,11 @@ func (c *child) handle(ctx context.Context, line []byte) {
 		c.rh.EndKept()
 		_ = c.send(Event{ID: req.ID, Type: EvEnded})
 	case OpRingGenerate:
-		c.startGen(ctx, req.ID, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req) })
+		model := ""
+		if req.Load != nil {
+			model = req.Load.Model
+		}
+		c.startGen(ctx, req.ID, model, func(gctx context.Context) Event { return c.ringGenerate(gctx, req.ID, req, false) })
 	case OpGenerate:
 		if c.h == nil {
 			c.fail(req.ID, CodeNotLoaded, errors.New("runner: no model is loaded; send load first"))
@@ -271,28 +308,31 @@ func (c *child) handle(ctx context.Context, line []byte) {
 			return
 		}
 		g := *req.Generate
-		c.startGen(ctx, req.ID, func(gctx context.Context) Event { return c.generate(gctx, req.ID, g) })
+		c.startGen(ctx, req.ID, "", func(gctx context.Context) Event { return c.generate(gctx, req.ID, g) })
 	default:
 		c.fail(req.ID, CodeBadRequest, fmt.Errorf("runner: unknown op %q", req.Op))
 	}
 }
 
-// startGen runs a generation in the background; run returns the event that
-// ends it.
-func (c *child) startGen(ctx context.Context, id uint64, run func(context.Context) Event) {
+// startGen runs a generation in the background (ring: a ring
+// generation's model path); run returns the event that ends it.
+func (c *child) startGen(ctx context.Context, id uint64, ring string, run func(context.Context) Event) {
 	gctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	g := &running{done: make(chan struct{}), cancel: cancel, ring: ring}
 	c.genMu.Lock()
-	c.gen, c.genID, c.cancel = done, id, cancel
+	if c.gens == nil {
+		c.gens = map[uint64]*running{}
+	}
+	c.gens[id] = g
 	c.genMu.Unlock()
 	go func() {
-		defer close(done)
+		defer close(g.done)
 		defer cancel()
 		final := run(gctx)
 		// Idle before the last event goes out: the parent may send the
 		// next request the moment it reads it.
 		c.genMu.Lock()
-		c.gen, c.cancel = nil, nil
+		delete(c.gens, id)
 		c.genMu.Unlock()
 		_ = c.send(final)
 	}()
@@ -329,8 +369,11 @@ func (c *child) generate(ctx context.Context, id uint64, g GenerateParams) Event
 
 // ringGenerate runs one generation as the head of a ring job
 // (engine/ring/job): the ring's model mapped (kept between requests), the
-// request checked, and the one generation loop run on the job.
-func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event {
+// request checked, and the one generation loop run on the job. joined: it
+// runs beside other ring generations on the same model, as another stream
+// of their job, without a speculative draft (the draft model serves one
+// request at a time).
+func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, joined bool) Event {
 	start := time.Now()
 	fail := func(code string, err error) Event {
 		return errorEvent(id, code, err)
@@ -346,35 +389,42 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request) Event 
 	if rp.KeepMS < 0 || rp.KeepMS > maxKeepMS {
 		return fail(CodeBadRequest, fmt.Errorf("runner: keeping a ring job %d ms is out of range; give 0-%d ms", rp.KeepMS, maxKeepMS))
 	}
+	c.rhMu.Lock()
 	now := statModel(req.Load.Model)
-	if c.rh == nil || c.rh.Path() != req.Load.Model || !sameModel(now, c.rhFile) {
+	if c.rh == nil || c.rh.Path() != req.Load.Model || !joined && !sameModel(now, c.rhFile) {
 		// A file changed since it was mapped is mapped afresh, and so
-		// checked again (modelfile.go).
+		// checked again (modelfile.go); not under generations that run
+		// on it.
 		c.rh.Close()
 		c.rh = nil
 		rh, err := job.OpenHead(req.Load.Model, &c.gaps, c.log)
 		if err != nil {
+			c.rhMu.Unlock()
 			return fail(CodeLoad, err)
 		}
 		c.rh, c.rhFile = rh, now
 	}
+	rh := c.rh
+	c.rhMu.Unlock()
 	ident, err := identity.LoadOrCreate(rp.Identity, time.Now(), crand.Reader)
 	if err != nil {
 		return fail(CodeRing, err)
 	}
-	nCtx := head.ContextSize(req.Load.NCtx, c.rh.NCtxTrain())
-	r, err := c.rh.Request(job.Params{Plan: rp.Plan, Problem: rp.Problem, Peers: rp.Peers, Identity: rp.Identity,
+	nCtx := head.ContextSize(req.Load.NCtx, rh.NCtxTrain())
+	r, err := rh.Request(job.Params{Plan: rp.Plan, Problem: rp.Problem, Peers: rp.Peers, Identity: rp.Identity,
 		NoPrefetch: rp.NoPrefetch, TickMS: rp.TickMS, KeepMS: rp.KeepMS, Threads: req.Load.Threads, Refusals: &c.refused}, nCtx, ident,
 		func(p Progress) { _ = c.send(Event{ID: id, Type: EvProgress, Progress: &p}) })
 	if err != nil {
 		return fail(CodeBadRequest, err)
 	}
-	draft, err := c.draftFor(req.Load.Model, greedyDraft(req.Load.Draft, g), nCtx, req.Load.Threads)
-	if err != nil {
-		r.Finish(err)
-		return fail(CodeLoad, err)
+	var draft *head.Head
+	if !joined {
+		if draft, err = c.draftFor(req.Load.Model, greedyDraft(req.Load.Draft, g), nCtx, req.Load.Threads); err != nil {
+			r.Finish(err)
+			return fail(CodeLoad, err)
+		}
 	}
-	st, err := c.generation(ctx, id, r, c.rh.Vocab(), nCtx, g, draft, start)
+	st, err := c.generation(ctx, id, r, rh.Vocab(), nCtx, g, draft, start)
 	res := r.Finish(err)
 	if err != nil {
 		return errorEvent(id, errorCode(err), err)
@@ -575,13 +625,14 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (c *child) stopAndWait() {
 	c.genMu.Lock()
-	done := c.gen
-	if c.cancel != nil {
-		c.cancel()
+	var done []chan struct{}
+	for _, g := range c.gens {
+		g.cancel()
+		done = append(done, g.done)
 	}
 	c.genMu.Unlock()
-	if done != nil {
-		<-done
+	for _, d := range done {
+		<-d
 	}
 }
 

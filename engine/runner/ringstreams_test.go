@@ -1,0 +1,76 @@
+//go:build !windows
+
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Several ring_generate requests at once on one engine child (issue 19 item
+// 3): the child takes a second ring_generate on the same model while one
+// runs, instead of answering busy, and they go round one ring (a head and
+// two worker processes) as streams of one job. 2 and then 4 greedy requests
+// sent together overlap (every one has its first token before any has its
+// last) and each gives the single device's reply to its prompt alone.
+func TestRingConcurrentRequests(t *testing.T) {
+	hd, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
+	serveRing(t, w1, hd)
+	serveRing(t, w2, hd)
+	lp := LoadParams{Model: smallModel, NCtx: 1024, Threads: 1}
+	prompts := []string{"Once upon a time", "The dog ran to the big red ball", "She said", "Tom and Sue went to the park"}
+	const maxTokens = 20
+	var want [][]int32
+	for _, p := range prompts {
+		g := *greedy(maxTokens)
+		g.Prompt = p
+		want = append(want, reference(t, hd.sup, lp, g))
+	}
+	layers, nEmbd := modelShape(t, smallModel)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 1, hd, w1, w2), hd, w1, w2)
+	rp.KeepMS = 60_000
+	c := serve(t)
+	next := uint64(100)
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d at once", n), func(t *testing.T) {
+			ids := map[uint64]int{}
+			for i := range n {
+				g := *greedy(maxTokens)
+				g.Prompt = prompts[i]
+				next++
+				ids[next] = i
+				c.send(Request{ID: next, Op: OpRingGenerate, Load: &lp, Ring: &rp, Generate: &g})
+			}
+			got := make([][]int32, n)
+			first, last := make([]time.Time, n), make([]time.Time, n)
+			for ended := 0; ended < n; {
+				ev := c.next()
+				i, ok := ids[ev.ID]
+				if !ok {
+					continue
+				}
+				switch ev.Type {
+				case EvToken:
+					if got[i] = append(got[i], ev.Token.ID); len(got[i]) == 1 {
+						first[i] = time.Now()
+					}
+					last[i] = time.Now()
+				case EvError:
+					t.Fatalf("request %d: %s: %s", i, ev.Code, ev.Error)
+				case EvDone:
+					ended++
+				}
+			}
+			for i := range n {
+				if !slices.Equal(got[i], want[i]) {
+					t.Errorf("prompt %q with %d at once: ring reply %v, single device alone %v", prompts[i], n, got[i], want[i])
+				}
+			}
+			if lastFirst, firstLast := slices.MaxFunc(first, time.Time.Compare), slices.MinFunc(last, time.Time.Compare); !lastFirst.Before(firstLast) {
+				t.Errorf("the requests did not overlap: the last first token at %v, the first last token at %v", lastFirst.Format("15:04:05.000"), firstLast.Format("15:04:05.000"))
+			}
+		})
+	}
+}
