@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -664,5 +665,13 @@ func Main(ctx context.Context, stdin io.Reader, log *slog.Logger) error {
 	// After stdout moved: backends print as they load.
 	// The probe child takes a crashing driver's fall, not the runner.
 	LoadGPU(GPUOptions{Probe: true}, log)
+	// One P more than the CPUs. A ring link's reader and writer have
+	// threads of their own at nice 0 (engine/ring/driver), but Go code
+	// still needs a P to run: with one P per CPU, goroutines hashing a
+	// slice (or the GC) hold them all, on threads lowered to nice 10 that
+	// CPU burners keep off the CPU, and a pong waits until one of those
+	// runs again (bench/pingload.sh: p99 0.76 s under 3 burners). The
+	// engine's compute is C threads, which GOMAXPROCS does not count.
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	return Serve(ctx, stdin, proto, log)
 }

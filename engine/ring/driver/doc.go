@@ -31,10 +31,13 @@
 // frames queued (activations, stats), so a busy link still answers in time.
 // The reader records the pongs it reads in a table of its own that the loop
 // steps as Heard before each Tick, never waiting on the loop's channel. Each
-// reader has an OS thread of its own (runtime.LockOSThread), and on Linux
-// raises that thread back to nice 0 where it may (CAP_SYS_NICE or
-// RLIMIT_NICE: a serving runner lowers every thread to nice 10, and a
-// nice-10 thread waits behind CPU burners). The engine and the slice
+// reader and each writer has an OS thread of its own (runtime.LockOSThread),
+// and on Linux raises that thread back to nice 0 where it may (CAP_SYS_NICE
+// or RLIMIT_NICE: a serving runner lowers every thread to nice 10, and a
+// nice-10 thread waits behind CPU burners). Go code also needs a P to run,
+// and goroutines hashing a slice on every CPU would hold them all on
+// nice-10 threads: the runner child runs with one P more than the CPUs
+// (engine/runner's Main), free for the links. The engine and the slice
 // hashing run on other goroutines (and cgo threads), so their page faults
 // do not hold the reader. Memory is not locked: mlockall would lock the
 // mapped weights too, and the reader's own working set is small and hot.

@@ -261,7 +261,12 @@ func (l *queued) run() {
 // or ctx ends.
 func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn) {
 	l := newQueued(c)
-	go l.run()
+	go func() {
+		// The writer sends the reader's pongs: it needs a thread as
+		// little held back as the reader's (pingThread).
+		pingThread(d.log)
+		l.run()
+	}()
 	d.mu.Lock()
 	d.links[id] = l
 	d.mu.Unlock()

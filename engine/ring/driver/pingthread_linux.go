@@ -17,7 +17,8 @@ const pingNice = 0
 const PingThreadName = "ring-link"
 
 // pingThread gives the calling goroutine (a link's reader, which answers
-// its pings) an OS thread of its own for the rest of its life, and raises
+// its pings, or its writer, which sends the pongs) an OS thread of its own
+// for the rest of its life, and raises
 // that thread's priority back to pingNice. Linux keeps the nice value per
 // thread, and a serving runner lowers every thread to nice 10 (so that it
 // yields to the user's programs): under a few CPU burners a nice-10

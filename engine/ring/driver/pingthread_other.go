@@ -7,6 +7,6 @@ import (
 	"runtime"
 )
 
-// pingThread gives a link's reader an OS thread of its own (priorities
+// pingThread gives a link's reader or writer an OS thread of its own (priorities
 // are per process outside Linux, so there is none to raise).
 func pingThread(*slog.Logger) { runtime.LockOSThread() }
