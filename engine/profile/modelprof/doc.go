@@ -23,6 +23,10 @@
 // "Mixture of experts"): the bytes a token reads, the hot set and the cold
 // experts' read rate, from a measured routing histogram (FromShapeRouted)
 // or, without one, uniform top-k/n routing, which Model.Routing says.
+// A device keeps the histograms its ring jobs measure, per model (its
+// header's hash), in its config directory (RoutingDir, LoadRouting,
+// AddRouting: engine/ring/job writes them, the next job's prefetch and the
+// agent's planner read them).
 //
 // Map keys are ggml's type names in lower case ("q4_k", "f16"), the keys
 // engine/profile measures FLOPS for.
