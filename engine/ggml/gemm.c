@@ -57,11 +57,25 @@ typedef struct {
 	int16_t bsums[16];
 } hr_block_q8_K;
 
+// A product's chunks of rows are split into parts, contiguous runs of
+// chunks, one a thread (at most HR_MAX_PARTS): thread t takes part t's
+// chunks front to back, then helps the next parts. Chunks handed out
+// round-robin left each thread a 16-row run followed by a jump: its stream
+// prefetches (hardware, and the kernels' of the next rows) ran into the
+// other thread's rows and every chunk began cold, so two threads decoded no
+// faster than one (issue 22). Each part's counter has a cache line of its own.
+#define HR_MAX_PARTS 16
+typedef struct {
+	_Alignas(64) atomic_int next; // the next chunk of the part to take
+} hr_part;
+
 // One product's or one quantization's state. A quantization resets the
 // counters of the products that read it: every node is followed by a barrier
 // of all threads, so the reset is seen before any thread takes a chunk.
 typedef struct hr_gemm_node {
-	atomic_int next;             // product: the next chunk of rows to take
+	hr_part part[HR_MAX_PARTS];  // product: its parts' counters
+	int parts;                   // product: parts this step (set at the reset)
+	int64_t chunks;              // product: chunks of HR_CHUNK_ROWS rows
 	struct hr_gemm_node *quant; // product: the quantization it reads
 	// A quantization writes n columns of type; rows [n, n + threads*scratch)
 	// of its output are each thread's scratch for the products that read it.
@@ -112,16 +126,15 @@ void hr_gemm_arena_free(hr_gemm_arena **a) {
 
 static hr_gemm_node *arena_node(hr_gemm_arena **a) {
 	if (!*a || (*a)->used == HR_ARENA_NODES) {
-		hr_gemm_arena *n = calloc(1, sizeof(*n));
+		hr_gemm_arena *n = aligned_alloc(_Alignof(hr_gemm_arena), sizeof(*n));
 		if (!n) {
 			return NULL;
 		}
+		memset(n, 0, sizeof(*n));
 		n->prev = *a;
 		*a = n;
 	}
-	hr_gemm_node *node = &(*a)->nodes[(*a)->used++];
-	atomic_init(&node->next, 0);
-	return node;
+	return &(*a)->nodes[(*a)->used++];
 }
 
 static inline float hsum8(__m256 x) { // hsum_float_8 / tinyBLAS hsum
@@ -1159,42 +1172,56 @@ HR_AVX512 static inline __attribute__((always_inline)) void q6k_gemv_avx512(cons
 
 GEMV_ROWS(gemv_rows_avx512, HR_AVX512, q80_gemv_avx512, q4k_gemv_avx512, q5k_gemv_avx512, q6k_gemv_avx512, HR_AVX512_Q80R, HR_AVX512_Q4KR, HR_AVX512_Q5KR, HR_AVX512_Q6KR)
 
+// gemm_chunk: rows [ch*HR_CHUNK_ROWS, +HR_CHUNK_ROWS) of the product of node.
+static void gemm_chunk(const hr_gemm_node *node, struct ggml_tensor *dst, char *scratch, int64_t ch) {
+	const struct ggml_tensor *w = dst->src[0], *q = dst->src[1];
+	const int64_t m = w->ne[1], n = node->quant->n;
+	const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
+	// Q5_K has no prompt kernel: its prompts run the token-step one on
+	// the chunk's rows, HR_TOKEN_COLS columns at a time.
+	if (n <= HR_TOKEN_COLS || w->type == GGML_TYPE_Q5_K) {
+		for (int64_t c0 = 0; c0 < n; c0 += HR_TOKEN_COLS) {
+			const int nc = n - c0 < HR_TOKEN_COLS ? (int)(n - c0) : HR_TOKEN_COLS;
+			if (node->kernels == HR_KERNELS_AVX512) {
+				gemv_rows_avx512(w, q, dst, r0, r1, c0, nc);
+			} else {
+				gemv_rows_avx2(w, q, dst, r0, r1, c0, nc);
+			}
+		}
+		return;
+	}
+	if (w->type == GGML_TYPE_Q8_0) {
+		for (int64_t r = r0; r < r1; r += 4) {
+			const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
+			quad_prepare(quad_at(scratch, w->ne[0] / 32, (int)((r - r0) / 4)),
+				     (const char *)w->data + r * w->nb[1], w->nb[1], nr, (int)(w->ne[0] / 32));
+		}
+	}
+	for (int64_t c0 = 0; c0 < n; c0 += HR_COL_BLOCK) {
+		const int64_t c1 = c0 + HR_COL_BLOCK < n ? c0 + HR_COL_BLOCK : n;
+		if (w->type == GGML_TYPE_Q8_0) {
+			q80_rows(w, q, dst, r0, r1, c0, c1, scratch);
+		} else {
+			kquant_rows(w, q, dst, r0, r1, c0, c1);
+		}
+	}
+}
+
+// part_start: the first chunk of part p of parts (p = parts: the end).
+static inline int64_t part_start(int64_t chunks, int parts, int p) { return chunks * p / parts; }
+
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	(void)nth;
-	hr_gemm_node *node = ud, *qn = node->quant;
-	const struct ggml_tensor *w = dst->src[0], *q = dst->src[1];
-	const int64_t m = w->ne[1], n = qn->n;
-	char *scratch = (char *)q->data + (qn->n + ith * qn->scratch) * q->nb[1];
-	const int64_t chunks = (m + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
-	for (int64_t ch = atomic_fetch_add(&node->next, 1); ch < chunks; ch = atomic_fetch_add(&node->next, 1)) {
-		const int64_t r0 = ch * HR_CHUNK_ROWS, r1 = r0 + HR_CHUNK_ROWS < m ? r0 + HR_CHUNK_ROWS : m;
-		// Q5_K has no prompt kernel: its prompts run the token-step one on
-		// the chunk's rows, HR_TOKEN_COLS columns at a time.
-		if (n <= HR_TOKEN_COLS || w->type == GGML_TYPE_Q5_K) {
-			for (int64_t c0 = 0; c0 < n; c0 += HR_TOKEN_COLS) {
-				const int nc = n - c0 < HR_TOKEN_COLS ? (int)(n - c0) : HR_TOKEN_COLS;
-				if (node->kernels == HR_KERNELS_AVX512) {
-					gemv_rows_avx512(w, q, dst, r0, r1, c0, nc);
-				} else {
-					gemv_rows_avx2(w, q, dst, r0, r1, c0, nc);
-				}
-			}
-			continue;
-		}
-		if (w->type == GGML_TYPE_Q8_0) {
-			for (int64_t r = r0; r < r1; r += 4) {
-				const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
-				quad_prepare(quad_at(scratch, w->ne[0] / 32, (int)((r - r0) / 4)),
-					     (const char *)w->data + r * w->nb[1], w->nb[1], nr, (int)(w->ne[0] / 32));
-			}
-		}
-		for (int64_t c0 = 0; c0 < n; c0 += HR_COL_BLOCK) {
-			const int64_t c1 = c0 + HR_COL_BLOCK < n ? c0 + HR_COL_BLOCK : n;
-			if (w->type == GGML_TYPE_Q8_0) {
-				q80_rows(w, q, dst, r0, r1, c0, c1, scratch);
-			} else {
-				kquant_rows(w, q, dst, r0, r1, c0, c1);
-			}
+	hr_gemm_node *node = ud;
+	const hr_gemm_node *qn = node->quant;
+	char *scratch = (char *)dst->src[1]->data + (qn->n + ith * qn->scratch) * dst->src[1]->nb[1];
+	for (int i = 0; i < node->parts; i++) {
+		const int p = (ith + i) % node->parts;
+		atomic_int *next = &node->part[p].next;
+		const int64_t end = part_start(node->chunks, node->parts, p + 1);
+		for (int64_t ch = atomic_fetch_add_explicit(next, 1, memory_order_relaxed); ch < end;
+		     ch = atomic_fetch_add_explicit(next, 1, memory_order_relaxed)) {
+			gemm_chunk(node, dst, scratch, ch);
 		}
 	}
 }
@@ -1208,8 +1235,14 @@ static void quantize_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 			   x->ne[0]);
 	}
 	if (ith == 0) {
+		const int parts = nth < HR_MAX_PARTS ? nth : HR_MAX_PARTS;
 		for (int i = 0; i < node->n_reset; i++) {
-			atomic_store(&node->reset[i]->next, 0);
+			hr_gemm_node *g = node->reset[i];
+			g->parts = parts;
+			for (int p = 0; p < parts; p++) {
+				atomic_store_explicit(&g->part[p].next, (int)part_start(g->chunks, parts, p),
+						      memory_order_relaxed);
+			}
 		}
 	}
 }
@@ -1265,6 +1298,7 @@ static struct ggml_tensor *mul_mat(struct ggml_context *ctx, hr_gemm_arena **are
 	}
 	qn->reset[qn->n_reset++] = gn;
 	gn->quant = qn;
+	gn->chunks = (w->ne[1] + HR_CHUNK_ROWS - 1) / HR_CHUNK_ROWS;
 	gn->kernels = kernels;
 	(*arena)->products++;
 	struct ggml_tensor *args[2] = {w, cache->q};

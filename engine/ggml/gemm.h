@@ -15,9 +15,10 @@
 //
 // A product is two graph nodes: one quantizes the batch (ggml's own
 // from_float, so the same bytes ggml would make), shared by every product of
-// the same input (Q, K and V; gate and up), and one multiplies. Threads take
-// chunks of rows from a shared counter, so a thread that the OS preempts
-// holds up nobody.
+// the same input (Q, K and V; gate and up), and one multiplies. Each thread
+// takes chunks of rows from a contiguous part of its own, by that part's
+// counter, then from the other parts' counters, so its reads stay one
+// stream and a thread that the OS preempts holds up nobody.
 #ifndef HOMERING_GEMM_H
 #define HOMERING_GEMM_H
 
