@@ -464,7 +464,9 @@ func (h *headJob) begin(ctx context.Context, rp Params, toks []int32, maxTokens 
 	err := h.install(ctx, rp)
 	h.streams.mu.Unlock()
 	if err != nil {
-		return h.ringErr(ctx, err)
+		err = h.ringErr(ctx, err)
+		h.streams.fail(err) // requests that joined end with it
+		return err
 	}
 	return h.await(ctx, h.conv)
 }
@@ -572,8 +574,11 @@ func (h *headJob) done(c *conv) bool { return h.up && c.inflight == 0 && c.pos >
 func (h *headJob) await(ctx context.Context, c *conv) error {
 	for {
 		h.streams.mu.Lock()
-		done := h.done(c)
+		done, failed := h.done(c), h.streams.err
 		h.streams.mu.Unlock()
+		if failed != nil {
+			return failed
+		}
 		if done {
 			return nil
 		}
@@ -604,9 +609,10 @@ func (h *headJob) lead(ctx context.Context, c *conv) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-h.runDone:
-			h.runDone <- err // for end, and the other streams
-			h.streams.wakeAll()
-			return ringError(fmt.Errorf("job: the ring stopped: %w", err))
+			h.runDone <- err // for end
+			err = ringError(fmt.Errorf("job: the ring stopped: %w", err))
+			h.streams.fail(err) // every stream's request ends with it
+			return err
 		case <-h.memTick.C:
 			h.sample()
 			continue
@@ -614,7 +620,10 @@ func (h *headJob) lead(ctx context.Context, c *conv) error {
 		}
 		h.sample()
 		if err := h.handle(ctx, a); err != nil {
-			h.streams.wakeAll()
+			// A plan that could not be made or installed, or a pass
+			// not started: the job is lost to every stream's request
+			// (even when this one's was cancelled meanwhile).
+			h.streams.fail(err)
 			return err
 		}
 	}

@@ -30,6 +30,9 @@ type streams struct {
 	mu     sync.Mutex
 	convs  map[int]*conv        // the requests on the job now, by stream
 	logits map[uint64][]float32 // the output head's logits by pass (seq), until their EmitToken
+	// err is why the job failed (its plan, its driver): every request on
+	// it ends with it; nil while it serves.
+	err error
 	// keep is what stream 0's request decided when it finished with
 	// others still running (finish): keep the job after the last.
 	keep, primaryDone bool
@@ -56,11 +59,15 @@ func (s *streams) sorted() []*conv {
 	return out
 }
 
-// wakeAll wakes every waiting stream, so that one takes the lead (the
-// leader failed).
-func (s *streams) wakeAll() {
+// fail marks the job failed with err and wakes every waiting stream, so
+// that each request ends with it instead of waiting for actions that will
+// not come.
+func (s *streams) fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
 	for _, c := range s.convs {
 		select {
 		case c.wake <- struct{}{}:
@@ -118,6 +125,9 @@ func (m *Head) join(rp Params, nCtx, prompt, maxTokens int) (*headJob, *conv, er
 	}
 	h.streams.mu.Lock()
 	defer h.streams.mu.Unlock()
+	if h.streams.err != nil {
+		return nil, nil, nil // the job failed: it ends with its requests
+	}
 	if h.streams.primaryDone && len(h.streams.convs) == 0 {
 		return nil, nil, nil // the job is being ended or kept
 	}
@@ -180,7 +190,10 @@ func (h *headJob) leaveLast(keep, inflight bool) {
 		h.rm.active = nil
 	}
 	h.rm.mu.Unlock()
-	if keep {
+	h.streams.mu.Lock()
+	failed := h.streams.err != nil
+	h.streams.mu.Unlock()
+	if keep && !failed {
 		h.holdIdle(inflight)
 	} else {
 		h.end()
