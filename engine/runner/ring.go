@@ -70,27 +70,36 @@ type RingParams struct {
 // Device IDs (plan entries, peers) are identity.DeviceID text in any form
 // ParseDeviceID reads; the plan's first device must be this device's
 // identity.
+//
+// Calls on the same model run at once (issue 19 item 3): a call that comes
+// while ring generations of that model run joins them, and the child runs
+// it as another stream of their ring job (ringgroup.go).
 func (s *Supervisor) RingGenerate(ctx context.Context, lp LoadParams, rp RingParams, g GenerateParams,
 	onToken func(Token) error) (Stats, error) {
-	if err := s.lock(ctx); err != nil {
+	gr, id, sub, err := s.joinGroup(ctx, lp.Model)
+	if err != nil {
 		return Stats{}, err
 	}
-	defer s.unlock()
-	if err := s.started(ctx); err != nil {
-		return Stats{}, err
-	}
-	s.mapped, s.mappedFile = lp.Model, statModel(lp.Model) // the child maps it anew when it changed (child.ringGenerate)
-	id := s.id()
-	if err := s.p.send(Request{ID: id, Op: OpRingGenerate, Load: &lp, Ring: &rp, Generate: &g}); err != nil {
-		return Stats{}, s.dead("generating on the ring")
+	defer s.leaveGroup(gr, id)
+	if err := gr.p.send(Request{ID: id, Op: OpRingGenerate, Load: &lp, Ring: &rp, Generate: &g}); err != nil {
+		gr.p.kill() // its stdin is broken: the dispatcher sees it die
+		<-gr.diedC
+		return Stats{}, gr.died
 	}
 	onProgress := rp.OnProgress
-	return s.stream(ctx, id, onToken, func(ev Event) error {
+	st, err := s.follow(ctx, id, gr.p, sub, func(string) error { <-gr.diedC; return gr.died }, func() {
+		gr.killed.Store(true)
+		gr.p.kill()
+	}, onToken, func(ev Event) error {
 		if ev.Type == EvProgress && ev.Progress != nil && onProgress != nil {
 			onProgress(*ev.Progress)
 		}
 		return nil
 	})
+	if err == nil {
+		gr.ok.Store(true)
+	}
+	return st, err
 }
 
 // busyWait is how long ServeRing waits for a call of this agent's own to

@@ -3,8 +3,10 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -72,5 +74,68 @@ func TestRingConcurrentRequests(t *testing.T) {
 				t.Errorf("the requests did not overlap: the last first token at %v, the first last token at %v", lastFirst.Format("15:04:05.000"), firstLast.Format("15:04:05.000"))
 			}
 		})
+	}
+}
+
+// RingGenerate calls on one model at once run together through the
+// Supervisor (ringgroup.go), one child's events handed to each: 2 and then 4
+// overlap and each gives the single device's reply alone; then the
+// supervisor serves a local generation again. (Not in the test above: an
+// in-process child's ring threads end with its job, and a child process
+// forked on one of them would get its parent-death signal.)
+func TestRingConcurrentSupervisor(t *testing.T) {
+	hd, w1, w2 := newDevice(t), newDevice(t), newDevice(t)
+	serveRing(t, w1, hd)
+	serveRing(t, w2, hd)
+	lp := LoadParams{Model: smallModel, NCtx: 1024, Threads: 1}
+	prompts := []string{"Once upon a time", "The dog ran to the big red ball", "She said", "Tom and Sue went to the park"}
+	const maxTokens = 20
+	var want [][]int32
+	for _, p := range prompts {
+		g := *greedy(maxTokens)
+		g.Prompt = p
+		want = append(want, reference(t, hd.sup, lp, g))
+	}
+	layers, nEmbd := modelShape(t, smallModel)
+	rp := ringParams(evenPlan(1, layers, nEmbd, 1, hd, w1, w2), hd, w1, w2)
+	rp.KeepMS = 60_000
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d at once through the supervisor", n), func(t *testing.T) {
+			got := make([][]int32, n)
+			first, last := make([]time.Time, n), make([]time.Time, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					g := *greedy(maxTokens)
+					g.Prompt = prompts[i]
+					_, errs[i] = hd.sup.RingGenerate(context.Background(), lp, rp, g, func(tk Token) error {
+						if got[i] = append(got[i], tk.ID); len(got[i]) == 1 {
+							first[i] = time.Now()
+						}
+						last[i] = time.Now()
+						return nil
+					})
+				})
+			}
+			wg.Wait()
+			for i := range n {
+				if errs[i] != nil {
+					t.Fatalf("request %d: %v", i, errs[i])
+				}
+				if !slices.Equal(got[i], want[i]) {
+					t.Errorf("prompt %q with %d at once: ring reply %v, single device alone %v", prompts[i], n, got[i], want[i])
+				}
+			}
+			if lastFirst, firstLast := slices.MaxFunc(first, time.Time.Compare), slices.MinFunc(last, time.Time.Compare); !lastFirst.Before(firstLast) {
+				t.Errorf("the requests did not overlap: the last first token at %v, the first last token at %v", lastFirst.Format("15:04:05.000"), firstLast.Format("15:04:05.000"))
+			}
+		})
+	}
+	// The supervisor is free again: a local generation runs.
+	g := *greedy(maxTokens)
+	g.Prompt = prompts[0]
+	if got := reference(t, hd.sup, lp, g); !slices.Equal(got, want[0]) {
+		t.Errorf("after the ring group: %v, want %v", got, want[0])
 	}
 }

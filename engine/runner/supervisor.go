@@ -113,7 +113,15 @@ type Supervisor struct {
 	info   ModelInfo
 	deaths int       // deaths in a row, for the backoff
 	died   time.Time // when the last one died
-	nextID uint64
+	nextID atomic.Uint64
+
+	// group is the ring generations running at once on the child (ring.go,
+	// RingGenerate); it holds sem until its last one ends. formed is
+	// closed when a group forms, so that a RingGenerate waiting for sem
+	// joins it instead. Both guarded by gmu.
+	gmu    sync.Mutex
+	group  *ringGroup
+	formed chan struct{}
 
 	// loadedFile is model's file as it was when loaded: a request on a
 	// changed file loads it again (modelfile.go). mapped is the model file
@@ -157,7 +165,7 @@ func New(opt Options) *Supervisor {
 	if opt.StderrLines <= 0 {
 		opt.StderrLines = 40
 	}
-	return &Supervisor{opt: opt, log: opt.Log, sem: make(chan struct{}, 1), closed: make(chan struct{})}
+	return &Supervisor{opt: opt, log: opt.Log, sem: make(chan struct{}, 1), closed: make(chan struct{}), formed: make(chan struct{})}
 }
 
 func (s *Supervisor) lock(ctx context.Context) error {
@@ -262,7 +270,7 @@ func (s *Supervisor) ensure(ctx context.Context, lp LoadParams) error {
 	}
 }
 
-func (s *Supervisor) id() uint64 { s.nextID++; return s.nextID }
+func (s *Supervisor) id() uint64 { return s.nextID.Add(1) }
 
 // next waits for the child's next event. When the child dies it returns a
 // *DiedError and forgets the child; when ctx ends it returns ctx's error and
@@ -387,11 +395,28 @@ func (s *Supervisor) Generate(ctx context.Context, lp LoadParams, g GeneratePara
 // stream follows generation id to its end: tokens go to emit, other events
 // of id to other (whose error stops the generation, as emit's does).
 func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) error, other func(Event) error) (Stats, error) {
+	p := s.p
+	st, err := s.follow(ctx, id, p, p.events, func(during string) error { return s.dead(during) }, func() {
+		p.kill()
+		_ = s.dead("stopping")
+		s.deaths = 0 // we killed it: no backoff
+	}, emit, other)
+	if err == nil {
+		s.deaths = 0
+	}
+	return st, err
+}
+
+// follow is stream over events, the events of child p for id (closed when
+// it dies: then died makes the error); kill kills it after a stop that
+// did not end the generation in time.
+func (s *Supervisor) follow(ctx context.Context, id uint64, p *proc, events <-chan Event, died func(during string) error, kill func(),
+	emit func(Token) error, other func(Event) error) (Stats, error) {
 	var stopErr error // why we asked the child to stop
 	stop := func(err error) {
 		if stopErr == nil {
 			stopErr = err
-			_ = s.p.send(Request{ID: s.id(), Op: OpStop, Target: id})
+			_ = p.send(Request{ID: s.id(), Op: OpStop, Target: id})
 		}
 	}
 	// After a stop, wait this long for the child's done before killing it.
@@ -400,9 +425,9 @@ func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) err
 		var ev Event
 		var ok bool
 		select {
-		case ev, ok = <-s.p.events:
+		case ev, ok = <-events:
 			if !ok {
-				return Stats{}, s.dead("generating")
+				return Stats{}, died("generating")
 			}
 		case <-ctx.Done():
 			if stopErr == nil {
@@ -410,15 +435,13 @@ func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) err
 				stopDeadline = time.After(10 * time.Second)
 			}
 			select {
-			case ev, ok = <-s.p.events:
+			case ev, ok = <-events:
 				if !ok {
-					return Stats{}, s.dead("generating")
+					return Stats{}, died("generating")
 				}
 			case <-stopDeadline:
 				s.log.Warn("engine did not stop in time; killing it")
-				s.p.kill()
-				_ = s.dead("stopping")
-				s.deaths = 0 // we killed it: no backoff
+				kill()
 				return Stats{Reason: ReasonCancelled}, stopErr
 			}
 		}
@@ -441,7 +464,6 @@ func (s *Supervisor) stream(ctx context.Context, id uint64, emit func(Token) err
 			if stopErr != nil {
 				return st, stopErr
 			}
-			s.deaths = 0
 			return st, nil
 		case EvError:
 			return Stats{}, &RequestError{Code: ev.Code, Text: ev.Error}
@@ -541,6 +563,7 @@ func (s *Supervisor) end() {
 type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	mu     sync.Mutex // guards enc: the generations of a ring group send at once
 	enc    *json.Encoder
 	events chan Event    // closed when stdout ends
 	exited chan struct{} // closed after Wait; then waitErr, protoErr are set
@@ -550,7 +573,11 @@ type proc struct {
 	protoErr error
 }
 
-func (p *proc) send(r Request) error { return p.enc.Encode(r) }
+func (p *proc) send(r Request) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.enc.Encode(r)
+}
 
 func (p *proc) kill() {
 	if p.cmd.Process != nil {
