@@ -234,6 +234,124 @@ if rig_cli 1 peers -json >/dev/null 2>&1; then
 	echo
 fi
 
+# (d) under load (issue 21 item 2): (d)'s chats again, one warm-up and the
+# measured one, every device in the ring (--devices all: under the load
+# Halda's calibrated plan may keep the model on the head, which tests no
+# ring), with 3 CPU burners (busy loops at nice 0, more than the machine's
+# cores) and the head paging: once the measured chat's first
+# token is out (its plan up: planned with the head's cap as in (d)), d1's
+# cap drops to what it holds that cannot be evicted plus an eighth of the
+# model, below its window, and its cgroup's major faults must grow. Every
+# loss in it is false, as every device's processes live: the target line
+# at the end says NOT met on one (and when it ran on the head alone). Then a real loss under the same
+# load: past a chat's first token the head pages again and the plan's last
+# worker is stopped (SIGSTOP of its agent and engine: a lid closed); a loss
+# the head logged before the stop is a false one too. The
+# head must notice it within SilenceCap + MaxForgiven = 15 ticks of its
+# last sign of life (engine/ring's doc, "Silence"): 7.5 s at the runner's
+# 500 ms tick; the time from the stop to the head's "ring lost devices"
+# line (its engine's, with the engine's own time) is printed against it.
+load_failed=""
+if rig_cli 1 peers -json >/dev/null 2>&1; then
+	load_case="(d) ring under load: 3 CPU burners, the head paging"
+	if [ "$RIG_CGV" = 1 ]; then
+		limit_file=memory.limit_in_bytes faults_key=total_pgmajfault
+		held() { echo $(($(cat "$1/memory.usage_in_bytes") - $(awk '$1 == "total_cache" {print $2}' "$1/memory.stat"))); }
+	else
+		limit_file=memory.max faults_key=pgmajfault
+		held() { echo $(($(cat "$1/memory.current") - $(awk '$1 == "file" {print $2}' "$1/memory.stat"))); }
+	fi
+	faults() { awk -v k="$faults_key" '$1 == k {print $2}' "$1/memory.stat"; }
+	# page_head lowers d1's cap below its window; run in the chats' shells.
+	page_head() { echo $(($(held "$cg1") + msize / 8)) | tee "$cg1/$limit_file" >"$capfile"; }
+	cg1=${RIG_CG[1]} capfile=$out/load-cap-$$
+	export -f held page_head
+	export cg1 capfile limit_file msize
+	burners=()
+	for _ in 1 2 3; do
+		timeout 900 sh -c 'while :; do :; done' & # ends by itself should this script die
+		burners+=($!)
+	done
+	faults0=$(faults "$cg1")
+	log1=$out/agent-d1.log
+	lines0=$(wc -l <"$log1")
+	stats=$out/load-stats-$$.jsonl
+	: >"$stats"
+	bench/out/ringbench evict "$model"
+	bench/out/ringbench measure -case "$load_case" -out "$results" -cgroups "$cgs" -base "$out/base.json" -parse chat \
+		-note "the head's cap lowered after the first token; load average at the start $(cut -d' ' -f1-3 /proc/loadavg)" -- \
+		bash -c 'set -e
+			HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" --devices all -n 2 --temp 0 --raw --json "Warm up: ship the slices, load the windows." 2>>"$3" >/dev/null
+			HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" --devices all -n "$1" --temp 0 --raw --json "$2" 2>>"$3" |
+				{ head -c1 >/dev/null && page_head && cat >/dev/null; }
+			cat "$3" >&2' \
+		"$model" "$tokens" "$prompt" "$stats" || true
+	faults1=$(faults "$cg1")
+	echo "$cap" >"$cg1/$limit_file"
+	false_losses=$({ grep -o '"replans":[0-9]*' "$stats" || true; } | awk -F: '{n += $2} END {print n + 0}')
+	chats=$(grep -c '"ttft_ms"' "$stats" || true)
+	measured=$(grep '"ttft_ms"' "$stats" | tail -1)
+	echo "under load: $chats of 2 chats completed, $false_losses false losses (re-plans with every device alive), head capped at $(($(cat "$capfile" 2>/dev/null || echo 0) / 1048576)) MiB, its major faults +$((faults1 - faults0)), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	tail -n +"$((lines0 + 1))" "$log1" | grep 'ring lost devices' | sed 's/^/  false loss: /' || true
+	[ "$chats" = 2 ] || load_failed+=" a chat under load failed;"
+	[[ $measured == *'"ring":{'* ]] || load_failed+=" the measured chat ran on the head alone;"
+	[ "$false_losses" = 0 ] || load_failed+=" $false_losses false losses;"
+	[ "$((faults1 - faults0))" -gt 0 ] || load_failed+=" the head did not page (no major faults);"
+
+	# The real loss: the plan's last worker (its short ID, matched by its
+	# address in d1's peers).
+	last=$(echo "$measured" | grep -o '"short":"[^"]*"' | tail -1 | cut -d'"' -f4 || true)
+	victim=3
+	for i in 2 3; do
+		if [ -n "$last" ] && [ "$(rig_cli 1 peers | awk -v a="${RIG_ADDR[i]}:" 'index($0, a) {print $2}')" = "$last" ]; then
+			victim=$i
+		fi
+	done
+	first=$out/first-token-$$ frozen=$out/frozen-stats-$$.json
+	rm -f "$first"
+	lines0=$(wc -l <"$log1")
+	(HOMERING_HOME=$root/$homes/d1 nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" chat -m "$model" --devices all -n $((tokens + 4)) --temp 0 --raw --json "$prompt" 2>"$frozen" |
+		{ head -c1 >/dev/null && touch "$first" && cat >/dev/null; }) &
+	chat=$!
+	for _ in $(seq 1200); do
+		if [ -e "$first" ] || ! kill -0 "$chat" 2>/dev/null; then break; fi
+		sleep 0.1 # poll interval
+	done
+	page_head
+	stop_ns=$(date +%s%N)
+	victims=$(cat "${RIG_CG[victim]}/cgroup.procs")
+	for p in $victims; do kill -STOP "$p" 2>/dev/null || true; done
+	wait "$chat" || true
+	for p in $victims; do kill -CONT "$p" 2>/dev/null || true; done
+	# Each loss the head logged in this chat, by its engine's time: before
+	# the stop a false one, the first after it the real one.
+	lost="" noticed_ns=0
+	while IFS= read -r l; do
+		t=$(echo "$l" | sed -n 's/.*stderr="time=\([^ ]*\) .*/\1/p')
+		[ -n "$t" ] || continue
+		if [ "$(date -d "$t" +%s%N)" -lt "$stop_ns" ]; then
+			echo "  false loss before the stop: $(echo "$l" | grep -o 'reason=.*')"
+			load_failed+=" a false loss before the stop;"
+		elif [ -z "$lost" ]; then
+			lost=$l noticed_ns=$(date -d "$t" +%s%N)
+		fi
+	done < <(tail -n +"$((lines0 + 1))" "$log1" | grep 'ring lost devices' || true)
+	reply=$(grep -o '"completion_tokens":[0-9]*\|"replans":[0-9]*\|"loss_to_token_ms":[0-9.]*' "$frozen" | tr '\n' ' ' || true)
+	if [ -n "$lost" ]; then
+		ms=$(((noticed_ns - stop_ns) / 1000000))
+		echo "real loss: d$victim stopped mid-reply; the head noticed it after $ms ms (bound 7500 ms): $(echo "$lost" | grep -o 'reason=.*')"
+		echo "  the reply: ${reply:-$(tail -2 "$frozen" | tr '\n' ' ')}"
+		[ "$ms" -le 7500 ] || load_failed+=" the real loss was noticed after $ms ms;"
+	else
+		echo "real loss: d$victim stopped mid-reply; the head never logged the loss: ${reply:-$(tail -2 "$frozen" | tr '\n' ' ')}"
+		load_failed+=" the real loss was not noticed;"
+	fi
+	kill "${burners[@]}" 2>/dev/null || true
+	wait "${burners[@]}" 2>/dev/null || true
+	echo "$cap" >"$cg1/$limit_file"
+	rm -f "$first" "$frozen" "$stats" "$capfile"
+fi
+
 if [ -z "${BENCH_QUICK:-}" ]; then
 	# The baseline once more: llama.cpp alone swings 2.6-4.5 s/token between
 	# runs on a shared machine. The ratios are to the median of both runs,
@@ -246,3 +364,11 @@ fi
 
 echo
 bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -baseline "(a) llama.cpp again, after the ring" -target "(d) ring, Halda's plan, prefetch" "$results"
+# As the other targets: a verdict, not the script's exit status.
+if [ -n "${load_case:-}" ]; then
+	if [ -n "$load_failed" ]; then
+		echo "target: $load_case: 0 false losses, a real loss noticed within 7.5 s: NOT met:$load_failed"
+	else
+		echo "target: $load_case: 0 false losses, a real loss noticed within 7.5 s: met"
+	fi
+fi
