@@ -210,6 +210,25 @@ static inline __attribute__((always_inline)) float q5k_mins(__m128i mins, __m128
 	return __builtin_fmaf(dmin, (float)_mm_cvtsi128_si32(hsum), summs);
 }
 
+// q5k_block_mins: q5k_mins of superblock i of rows x[0..nr) (mins[r]: row
+// r's) against the nc Q8_K columns y + c*ys, into summs[r][c]; the AVX2 and
+// AVX-512 token kernels share it.
+static inline __attribute__((always_inline)) void q5k_block_mins(const char *x, size_t xs, int i, const char *y,
+								  size_t ys, const int nr, const int nc,
+								  const __m128i mins[4], float summs[4][4]) {
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < nc; c++) {
+		const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
+		const __m128i q8s = q8k_bsums(yb);
+		_Pragma("GCC unroll 4")
+		for (int r = 0; r < nr; r++) {
+			const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
+			const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
+			summs[r][c] = q5k_mins(mins[r], q8s, dmin, summs[r][c]);
+		}
+	}
+}
+
 // q6k_quants: 32-weight chunk k (0..7) of a Q6_K superblock as unsigned
 // bytes 0..63 (4 low bits of ql | 2 high bits of qh << 4), as ggml's AVX2
 // vec_dot unpacks chunk k%4 of its half j = k/4.
@@ -645,17 +664,7 @@ static inline __attribute__((always_inline)) void q5k_gemv(const char *x, size_t
 				sumi[r][c] = _mm256_setzero_si256();
 			}
 		}
-		_Pragma("GCC unroll 4")
-		for (int c = 0; c < nc; c++) {
-			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
-			const __m128i q8s = q8k_bsums(yb);
-			_Pragma("GCC unroll 4")
-			for (int r = 0; r < nr; r++) {
-				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
-				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-				summs[r][c] = q5k_mins(mins[r], q8s, dmin, summs[r][c]);
-			}
-		}
+		q5k_block_mins(x, xs, i, y, ys, nr, nc, mins, summs);
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
 			const __m128i bl = _mm_cvtsi32_si128(2 * j), bh = _mm_cvtsi32_si128(2 * j + 1);
@@ -1033,17 +1042,7 @@ HR_AVX512 static inline __attribute__((always_inline)) void q5k_gemv_avx512(cons
 				sumi[r][c] = _mm512_setzero_si512();
 			}
 		}
-		_Pragma("GCC unroll 4")
-		for (int c = 0; c < nc; c++) {
-			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
-			const __m128i q8s = q8k_bsums(yb);
-			_Pragma("GCC unroll 4")
-			for (int r = 0; r < nr; r++) {
-				const hr_block_q5_K *xb = (const hr_block_q5_K *)(x + r * xs) + i;
-				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-				summs[r][c] = q5k_mins(mins[r], q8s, dmin, summs[r][c]);
-			}
-		}
+		q5k_block_mins(x, xs, i, y, ys, nr, nc, mins, summs);
 		_Pragma("GCC unroll 1")
 		for (int j = 0; j < 4; j++) {
 			__m512i q8[4];
