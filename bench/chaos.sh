@@ -17,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
+. bench/rig/model1g.sh
 out=bench/out/chaos${BENCH_QUICK:+-quick}
 mkdir -p "$out"
 export HOMERING_CHAOS_OUT=$PWD/$out
@@ -28,12 +29,8 @@ if [ -n "${BENCH_QUICK:-}" ]; then
 	export HOMERING_CHAOS=quick
 else
 	export HOMERING_CHAOS=full
-	mkdir -p testdata/models/bench-chaos
-	model=$PWD/testdata/models/bench-chaos/llama-1g-Q8_0.gguf
-	[ -x bin/homering ] || go build -o bin/homering .
-	bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 \
-		--layers 18 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 -o "$model"
-	export HOMERING_CHAOS_MODEL=$model
+	HOMERING_CHAOS_MODEL=$(model_1g)
+	export HOMERING_CHAOS_MODEL
 	timeout=3h
 fi
 echo "chaos run: $HOMERING_CHAOS, seed $HOMERING_CHAOS_SEED; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
+. bench/rig/model1g.sh
 out=bench/out/soak${BENCH_QUICK:+-quick}
 mkdir -p "$out"
 export HOMERING_SOAK_SEED=${SOAK_SEED:-1}
@@ -23,12 +24,8 @@ if [ -n "${BENCH_QUICK:-}" ]; then
 	export HOMERING_SOAK=quick
 else
 	export HOMERING_SOAK=full
-	mkdir -p testdata/models/bench-chaos
-	model=$PWD/testdata/models/bench-chaos/llama-1g-Q8_0.gguf
-	[ -x bin/homering ] || go build -o bin/homering .
-	bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 \
-		--layers 18 --embd 2048 --ff 5632 --heads 16 --kv-heads 4 -o "$model"
-	export HOMERING_SOAK_MODEL=$model
+	HOMERING_SOAK_MODEL=$(model_1g)
+	export HOMERING_SOAK_MODEL
 	timeout=4h
 fi
 echo "soak: $HOMERING_SOAK, seed $HOMERING_SOAK_SEED; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
