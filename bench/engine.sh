@@ -21,9 +21,10 @@
 # the whole file, not the embedding table), the GB/s that makes at each
 # engine's speed, and ours as a fraction of this machine's read bandwidth at
 # 1 and 2 threads, measured first in the same run (best of 5 sweeps of a
-# 1 GiB buffer). Measured 2026-11-26 (load ~2.5): 41 GB/s at 1 thread, 41 at
-# 2: one core here reads about as much as two (an earlier note's 14.5 GB/s
-# was taken under load).
+# 1 GiB buffer). Measured 2026-11-26 on a quiet machine (load 0.3): 37.6 GB/s
+# at 1 thread, 43.1 at 2: one core reads nearly as much as two, so a 2-thread
+# decode of Q8_0 weights at 1.2x llama.cpp's (which reads 36 GB/s) would need
+# all of it (../shared/notes/engine-findings.md section 12).
 # The machine is shared: read the 1-thread rows and the tok/cpu-s columns first;
 # 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
 # Neither engine leaves a thread spinning between evaluations (see
