@@ -16,6 +16,10 @@
 #       `gen-model --quiet-from 1 --quiet-scale 0.03`) and the draft the
 #       same seed's one-layer model, so that they agree ~70% of the time
 #       (bench/spec.sh); the head's settings name the draft for this case
+#   (g) several conversations at once (issue 19 item 3): 1, 2 and 4 greedy
+#       chats started together on the head, each a stream of one ring job
+#       (engine/ring's doc, "Streams"): aggregate tokens/s and its ratio to
+#       one chat; the row measured is one of the 4 (its block says how)
 #   (h) a mixture-of-experts model (qwen3moe, skewed routing) on the ring as
 #       (d), every cap lowered below its window, against llama.cpp on d1
 #       under d1's: TPOT and pressure (its block says how)
@@ -360,6 +364,49 @@ if [ -z "${BENCH_QUICK:-}" ]; then
 	bench/out/ringbench evict "$model"
 	bench/out/ringbench measure -case "(a) llama.cpp again, after the ring" -out "$results" -cgroups "$cgs" -- \
 		bench/rig/enter "${RIG_NS[1]}" "${RIG_CG[1]}" bench/out/ringbench llama -m "$model" -n "$tokens" -threads 1 -ctx 512
+fi
+
+# (g) several conversations at once: n = 1, 2, 4 greedy chats of (d) started
+# together on the head (--devices all: one plan over the three), each a
+# stream of one ring job, so that while one device computes a chat's token
+# the one before it computes another's. Aggregate tokens/s = every reply's
+# tokens over the wall time from the start to the last reply, prompts
+# included; a stream keeps one device busy at a time, so n streams can keep
+# min(n, 3) devices busy, as this machine's cores allow. Then the row
+# measured: 4 at once again, the first chat's TTFT and TPOT in the table.
+if rig_cli 1 peers -json >/dev/null 2>&1; then
+	gtok=$((tokens * 4))
+	g_chats() { # n tag: n chats at once, each's output in $out/g-tag-i.out
+		local pids=() i
+		for i in $(seq "$1"); do
+			HOMERING_HOME=$root/$homes/d1 nsenter --net="/var/run/netns/${RIG_NS[1]}" -- "$root/$out/homering" chat -m "$model" --devices all -n "$gtok" --temp 0 --raw --json "$prompt (chat $i of $1)" >"$out/g-$2-$i.out" 2>&1 &
+			pids+=($!)
+		done
+		wait "${pids[@]}"
+	}
+	# Two warm-ups, as for (c)-(f): the agent may re-plan after the first.
+	g_chats 1 warm || true
+	g_chats 1 warm || true
+	g_one=""
+	for n in 1 2 4; do
+		g0=$(date +%s%N)
+		g_chats "$n" "$n" || true
+		g_ms=$((($(date +%s%N) - g0) / 1000000))
+		g_toks=$(cat "$out"/g-"$n"-*.out | grep -o '"completion_tokens":[0-9]*' | awk -F: '{n += $2} END {print n + 0}')
+		g_tps=$(awk -v t="$g_toks" -v ms="$g_ms" 'BEGIN {printf "%.2f", t * 1000 / ms}')
+		[ -n "$g_one" ] || g_one=$g_tps
+		# Each chat's TTFT: chats queued one behind another would show
+		# it growing by a whole reply each.
+		g_ttft=$(cat "$out"/g-"$n"-*.out | grep -o '"ttft_ms":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+		echo "(g) $n at once: $g_toks tokens in $g_ms ms, $g_tps tokens/s aggregate, $(awk -v a="$g_tps" -v b="$g_one" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')x one chat; TTFT per chat ${g_ttft:-none} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	done
+	export gtok
+	bench/out/ringbench measure -case "(g) ring, 4 chats at once" -out "$results" -cgroups "$cgs" -base "$out/base.json" -parse chat \
+		-note "one of 4 chats started together (aggregate above); load average at the start $(cut -d' ' -f1-3 /proc/loadavg)" -- \
+		bash -c 'for i in 2 3 4; do HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" --devices all -n "$gtok" --temp 0 --raw --json "$1 (chat $i of 4)" >/dev/null 2>&1 & done
+			HOMERING_HOME=$root/$homes/d1 nsenter --net=/var/run/netns/$RIG_NS_1 -- $root/$out/homering chat -m "$0" --devices all -n "$gtok" --temp 0 --raw --json "$1 (chat 1 of 4)"
+			wait' "$model" "$prompt" || true
+	rm -f "$out"/g-*.out
 fi
 
 echo
