@@ -102,7 +102,9 @@ type Options struct {
 
 // Supervisor owns the runner child of an agent: it starts it on demand,
 // loads models, streams generations and restarts it after a death. Calls are
-// serialized: one generation at a time, as the engine runs one.
+// serialized: one generation at a time, as the engine runs one, except ring
+// generations on one model, which run at once as streams of one ring job
+// (ringgroup.go).
 type Supervisor struct {
 	opt Options
 	log *slog.Logger
