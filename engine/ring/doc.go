@@ -148,6 +148,14 @@
 // (120 ticks). With k > 1 each round's activation is its own item, so
 // progress is checked per round, not per token.
 //
+// A worker starved by other load (a CPU burner leaves a nice-10 runner a
+// few percent) can take 70 × its expected time and still be working. Its
+// pongs carry a sign of engine work (Heard.Work: its compute thread's CPU
+// time), and the head counts an advance of it as progress: the worker
+// holds its activation from then on. A frozen or deadlocked engine does
+// not advance it and is lost at the bound as before; a peer that does not
+// send it is judged by its reports alone.
+//
 // A device that joins is not the session's business: the agent's planner
 // plans with it from the next request, and only when Adopt(current,
 // candidate) holds: the predicted cost with it is below 0.95 × the current

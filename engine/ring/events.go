@@ -24,9 +24,15 @@ type FrameIn struct {
 type Tick struct{ GapMs int }
 
 // Heard says a peer answered a ping; RTTMs is the measured round trip.
+// Work is the peer's sign of engine work when it answered (a count that
+// grows while its engine computes: the driver sends its compute thread's
+// CPU time in ns); 0 is not reported (an older peer, or a platform that
+// cannot tell). On the head an advance of it is progress (doc.go,
+// "Stalls").
 type Heard struct {
 	From  deviceid.ID
 	RTTMs int
+	Work  uint64
 }
 
 // Passed is a worker's word that it has sent an activation on to the next

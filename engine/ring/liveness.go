@@ -219,6 +219,26 @@ func (s *Session) passed(ev Passed) {
 	}
 }
 
+// worked notes peer id's sign of engine work from a pong. An advance
+// while it holds an activation is progress, as a Passed is: it holds it
+// from now, so a worker starved to a fraction of its measured speed is
+// not a stall while its engine computes, and one whose engine does nothing
+// (hung, deadlocked) still is. A peer that reports none (0) is judged by
+// its Passed alone.
+func (s *Session) worked(id deviceid.ID, w uint64) {
+	if w == 0 {
+		return
+	}
+	prev, had := s.work[id]
+	s.work[id] = w
+	if !had || w <= prev || !s.isHead() || s.state != Up {
+		return
+	}
+	if m := s.plan.Index(id); m > 0 && s.prog.passed[id] < s.got(m) {
+		s.prog.since[id] = s.now
+	}
+}
+
 // stallLimit is the stall bound for worker id holding an item of rows rows.
 func (s *Session) stallLimit(id deviceid.ID, rows int) (limit, expectMs int) {
 	e, seen := s.expect[id], s.prog.seen[id]

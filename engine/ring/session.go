@@ -72,6 +72,7 @@ type Session struct {
 	rtt       map[deviceid.ID]rttEstimate // per peer, its smoothed round trip; absent until measured
 	lateTicks []lateTick                  // this device's ticks that came late, in the last GapWindow ticks (jitter)
 	expect    map[deviceid.ID]Expectation // head: per worker, its window times as told (Expect)
+	work      map[deviceid.ID]uint64      // head: per peer, the last sign of engine work it reported (Heard.Work)
 	prog      progress                    // head: the activations in the ring (stall detection)
 	gaps      map[deviceid.ID][]gap       // per peer, silences it ended lately (longer than a tick)
 	seeds     map[deviceid.ID]int         // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
@@ -116,7 +117,7 @@ type gap struct{ at, ticks int }
 // New returns a session for device self, Down; tickMs is the period of Tick.
 func New(self deviceid.ID, tickMs int) *Session {
 	s := &Session{self: self, tickMs: tickMs, watched: map[deviceid.ID]*silence{}, rtt: map[deviceid.ID]rttEstimate{}, gaps: map[deviceid.ID][]gap{}, seeds: map[deviceid.ID]int{},
-		expect: map[deviceid.ID]Expectation{}, installed: map[uint64]bool{}}
+		expect: map[deviceid.ID]Expectation{}, work: map[deviceid.ID]uint64{}, installed: map[uint64]bool{}}
 	s.resetProgress()
 	return s
 }
@@ -202,6 +203,7 @@ func (s *Session) Step(ev Event) []Action {
 		return s.tick(ev)
 	case Heard:
 		s.heard(ev.From)
+		s.worked(ev.From, ev.Work)
 		if ev.RTTMs > 0 {
 			e := s.rtt[ev.From]
 			e.add(ev.RTTMs)

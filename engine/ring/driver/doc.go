@@ -42,6 +42,16 @@
 // do not hold the reader. Memory is not locked: mlockall would lock the
 // mapped weights too, and the reader's own working set is small and hot.
 //
+// A ping carries the time since the driver started (8 bytes) and "work";
+// the pong to it carries that and then the answerer's sign of engine work
+// (8 bytes): the CPU time, in ns, of the engine goroutine's OS thread (it
+// is locked to one; ggml runs its first thread's share of a compute
+// there), read from /proc on Linux, 0 elsewhere. The session counts its
+// advance as progress, so a starved worker that computes is no stall
+// (ring.Heard.Work). An 8-byte ping (an older driver's) gets its plain
+// echo, and an older driver's echo of the 12-byte ping gives the round
+// trip alone.
+//
 // Actions that concern the caller (EmitToken, Ready, Replan, EndJob) are
 // delivered on Out; the caller must keep reading it. On EndJob the driver
 // also closes an Engine that implements Closer: a worker whose head is gone

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"homering/discovery/deviceid"
@@ -97,13 +99,62 @@ type Driver struct {
 	// waits for the loop, so a busy loop cannot hold back the pings
 	// behind it (doc.go, "Pings").
 	pongMu sync.Mutex
-	pongs  map[deviceid.ID][]int // guarded by pongMu
+	pongs  map[deviceid.ID][]pong // guarded by pongMu
+
+	// engineTID is the OS thread of the engine goroutine (engineThread),
+	// whose CPU time this device's pongs carry as its sign of work; 0
+	// until Run starts it, or where it cannot be read.
+	engineTID atomic.Int64
+}
+
+// pong is what a pong told: its round trip and the peer's sign of engine
+// work (0: none).
+type pong struct {
+	ms   int
+	work uint64
+}
+
+// workAsk ends a ping that asks for the answerer's sign of engine work: a
+// pong to it carries the ping's payload and then 8 bytes of work
+// (big-endian). A peer that does not know it echoes the payload as it is,
+// and an 8-byte ping (an older head's) gets its plain echo, so either kind
+// of peer works with the other.
+var workAsk = []byte("work")
+
+// pingLen is the length of a ping that asks for work: the stamp, workAsk.
+const pingLen = 8 + 4
+
+// answerPing returns the pong payload for ping payload p.
+func (d *Driver) answerPing(p []byte) []byte {
+	if len(p) != pingLen || !bytes.Equal(p[8:], workAsk) {
+		return p
+	}
+	return binary.BigEndian.AppendUint64(slices.Clone(p), threadWork(int(d.engineTID.Load())))
+}
+
+// readPong returns what pong payload p tells: ok is false for a payload
+// that is no answer to this driver's pings.
+func (d *Driver) readPong(p []byte) (pg pong, ok bool) {
+	switch {
+	case len(p) == 8: // an older driver's ping, echoed
+	case len(p) >= pingLen && bytes.Equal(p[8:pingLen], workAsk):
+		if len(p) == pingLen+8 {
+			pg.work = binary.BigEndian.Uint64(p[pingLen:])
+		} else if len(p) != pingLen {
+			return pg, false
+		}
+	default:
+		return pg, false
+	}
+	rtt := time.Since(d.start) - time.Duration(binary.BigEndian.Uint64(p[:8]))
+	pg.ms = max(1, int(rtt.Milliseconds()))
+	return pg, true
 }
 
 // New returns a driver for session s; Out delivers the caller's actions.
 func New(s *ring.Session, e Engine, tick time.Duration, log *slog.Logger) *Driver {
 	return &Driver{s: s, engine: e, log: log, tick: tick, start: time.Now(), in: make(chan ring.Event, 64), out: make(chan ring.Action, 64),
-		links: map[deviceid.ID]Link{}, stats: map[deviceid.ID]wire.DeviceStats{}, pongs: map[deviceid.ID][]int{}}
+		links: map[deviceid.ID]Link{}, stats: map[deviceid.ID]wire.DeviceStats{}, pongs: map[deviceid.ID][]pong{}}
 }
 
 // Stats returns what each device of the current plan measured: this
@@ -291,17 +342,16 @@ func (d *Driver) AddConn(ctx context.Context, id deviceid.ID, c *transport.Conn)
 			}
 			switch f.Type {
 			case transport.MsgPing:
-				if err := l.Send(transport.Frame{Type: transport.MsgPong, Payload: f.Payload}); err != nil {
+				if err := l.Send(transport.Frame{Type: transport.MsgPong, Payload: d.answerPing(f.Payload)}); err != nil {
 					_ = d.Post(ctx, ring.PeerLost{ID: id, Reason: err.Error()})
 					return
 				}
 				continue
 			case transport.MsgPong:
-				if len(f.Payload) == 8 {
-					rtt := time.Since(d.start) - time.Duration(binary.BigEndian.Uint64(f.Payload))
+				if pg, ok := d.readPong(f.Payload); ok {
 					d.pongMu.Lock()
 					if len(d.pongs[id]) < 64 {
-						d.pongs[id] = append(d.pongs[id], max(1, int(rtt.Milliseconds())))
+						d.pongs[id] = append(d.pongs[id], pg)
 					}
 					d.pongMu.Unlock()
 				}
@@ -369,6 +419,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		d.engineTID.Store(int64(engineThread()))
 		for op := range ops {
 			if ev := d.runOp(op, fail); ev != nil {
 				results <- ev
@@ -435,7 +486,7 @@ func (d *Driver) onTick(ctx context.Context, now time.Time, results <-chan ring.
 	}
 	d.lastTick = now
 	// The pong is the sign of life (Heard) and the RTT.
-	stamp := binary.BigEndian.AppendUint64(nil, uint64(time.Since(d.start)))
+	stamp := append(binary.BigEndian.AppendUint64(nil, uint64(time.Since(d.start))), workAsk...)
 	for _, l := range d.links {
 		_ = l.Send(transport.Frame{Type: transport.MsgPing, Payload: stamp})
 	}
@@ -447,11 +498,11 @@ func (d *Driver) onTick(ctx context.Context, now time.Time, results <-chan ring.
 func (d *Driver) stepPongs(ctx context.Context, pending []engineOp) []engineOp {
 	d.pongMu.Lock()
 	pongs := d.pongs
-	d.pongs = map[deviceid.ID][]int{}
+	d.pongs = map[deviceid.ID][]pong{}
 	d.pongMu.Unlock()
 	for _, id := range slices.SortedFunc(maps.Keys(pongs), deviceid.ID.Compare) {
-		for _, ms := range pongs[id] {
-			pending = d.step(ctx, ring.Heard{From: id, RTTMs: ms}, pending)
+		for _, pg := range pongs[id] {
+			pending = d.step(ctx, ring.Heard{From: id, RTTMs: pg.ms, Work: pg.work}, pending)
 		}
 	}
 	return pending

@@ -1,7 +1,11 @@
 package driver
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,4 +60,108 @@ func TestFrozenEngineLostAsStalled(t *testing.T) {
 		t.Errorf("b lost as stalled %v after the token started, want about %v", took, bound)
 	}
 	t.Logf("frozen engine lost as stalled %v after the token started (bound %v)", took, bound)
+}
+
+// busy computes each window only after spinning its thread for spin: a
+// worker starved far below its expected speed, whose engine still works.
+type busy struct {
+	Engine
+	spin time.Duration
+}
+
+func (b *busy) Compute(c ring.Compute) (ring.ComputeDone, error) {
+	for start := time.Now(); time.Since(start) < b.spin; {
+	}
+	return b.Engine.Compute(c)
+}
+
+// A worker whose window takes 3 × the stall bound but whose engine
+// computes all along is not a stall: its pongs carry its engine thread's
+// CPU time, which grows, and the head counts that as progress (doc.go of
+// engine/ring, "Stalls"). The frozen engine above reports it too, and it
+// does not grow.
+func TestSlowEngineNotStalled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const tick = 20 * time.Millisecond
+	ma, mb := openModel(t), openModel(t)
+	ea := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}
+	gb := &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}
+	defer ea.Close()
+	defer gb.Close()
+	sa := ring.New(tid("a"), int(tick/time.Millisecond))
+	sa.Expect(tid("b"), ring.Expectation{DecodeMs: 5})
+	bound := time.Duration(ring.StallTicks(int(tick/time.Millisecond), 5*len(prompt), 0)) * tick
+	eb := &busy{Engine: gb, spin: 3 * bound}
+	a := New(sa, ea, tick, logger(t).With("device", "a"))
+	b := New(ring.New(tid("b"), int(tick/time.Millisecond)), eb, tick, logger(t).With("device", "b"))
+	pipe(t, ctx, a, "a", b, "b")
+	go func() { _ = a.Run(ctx) }()
+	go func() { _ = b.Run(ctx) }()
+	go func() {
+		for range b.Out() {
+		}
+	}()
+	if err := a.Post(ctx, ring.PlanInstalled{Plan: twoDevicePlan(ma)}); err != nil {
+		t.Fatal(err)
+	}
+	await[ring.Ready](t, a)
+	start := time.Now()
+	if err := a.Post(ctx, ring.StartToken{Tokens: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case act := <-a.Out():
+			switch act := act.(type) {
+			case ring.Replan:
+				t.Fatalf("b lost %v after the token started (stall bound %v, its window spins %v): %s", time.Since(start), bound, eb.spin, act.Reason)
+			case ring.EmitToken:
+				took := time.Since(start)
+				if took < eb.spin {
+					t.Fatalf("token after %v, before b's window could end (%v)", took, eb.spin)
+				}
+				t.Logf("slow engine's token came %v after it started, past its stall bound %v", took, bound)
+				return
+			}
+		case <-deadline:
+			t.Fatal("no token within 30 s")
+		}
+	}
+}
+
+// Pings ask for the answerer's sign of work without breaking older peers:
+// an older head's 8-byte ping gets its echo, an older worker's echo of the
+// 12-byte ping still gives the round trip (no work), and a newer worker's
+// pong gives both.
+func TestPongWorkCompatible(t *testing.T) {
+	d := New(ring.New(tid("a"), 20), nil, 20*time.Millisecond, logger(t))
+	d.engineTID.Store(int64(engineThread()))
+	defer runtime.UnlockOSThread()
+	for time.Since(d.start) < 2*time.Millisecond { // some CPU time on this thread
+	}
+	old := binary.BigEndian.AppendUint64(nil, uint64(time.Since(d.start)))
+	if got := d.answerPing(old); !bytes.Equal(got, old) {
+		t.Errorf("an 8-byte ping got %x, want its echo", got)
+	}
+	if pg, ok := d.readPong(old); !ok || pg.ms < 1 || pg.work != 0 {
+		t.Errorf("an 8-byte pong read as %+v, %v; want a round trip, no work", pg, ok)
+	}
+	ping := append(slices.Clone(old), workAsk...)
+	if pg, ok := d.readPong(ping); !ok || pg.work != 0 {
+		t.Errorf("an older worker's echo read as %+v, %v; want a round trip, no work", pg, ok)
+	}
+	pg, ok := d.readPong(d.answerPing(ping))
+	if !ok || pg.ms < 1 {
+		t.Fatalf("a newer worker's pong read as %+v, %v", pg, ok)
+	}
+	if runtime.GOOS == "linux" && pg.work < uint64(time.Millisecond) {
+		t.Errorf("the pong carries %d ns of engine work, want at least the 2 ms this thread spun", pg.work)
+	}
+	for _, bad := range [][]byte{old[:7], append(slices.Clone(ping), 1), append(slices.Clone(old), "wark"...)} {
+		if pg, ok := d.readPong(bad); ok {
+			t.Errorf("pong %x read as %+v, want refused", bad, pg)
+		}
+	}
 }

@@ -40,9 +40,10 @@ type Env struct {
 type dev struct {
 	id       string
 	s        *ring.Session
-	slow     int  // ticks a Compute takes
-	frozen   bool // its engine never finishes a Compute; its link still answers pings
-	gapMs    int  // its ticks come this long after the previous one (0: on time)
+	slow     int    // ticks a Compute takes
+	frozen   bool   // its engine never finishes a Compute; its link still answers pings
+	work     uint64 // its sign of engine work in its pongs (progress): 0 none sent, else 1 + ticks spent computing
+	gapMs    int    // its ticks come this long after the previous one (0: on time)
 	gone     bool
 	stalled  int        // ticks it stays stopped (stall)
 	missed   int        // ticks it missed while stopped
@@ -147,6 +148,13 @@ func (e *Env) handle(c Cmd) error {
 		for _, a := range c.Args {
 			id, v, _ := strings.Cut(a, "=")
 			e.devs[id].stalled = atoi(v)
+		}
+	case "progress":
+		// progress DEV…: its pongs carry its sign of engine work, which
+		// grows by one each tick it computes (a slow Compute), not while
+		// its engine is frozen.
+		for _, id := range c.Args {
+			e.devs[id].work = max(e.devs[id].work, 1)
 		}
 	case "freeze":
 		// freeze DEV…: a worker whose engine hangs while its pinger runs.
@@ -420,7 +428,7 @@ func (e *Env) tick(late []string) {
 		d.backlog = nil
 		for _, o := range live {
 			if o != id && awake(o) && !slices.Contains(late, id) {
-				e.queue = append(e.queue, delivery{id, ring.Heard{From: ID(o), RTTMs: e.devs[o].rttMs}})
+				e.queue = append(e.queue, delivery{id, ring.Heard{From: ID(o), RTTMs: e.devs[o].rttMs, Work: e.devs[o].work}})
 			}
 		}
 		gap := e.TickMs
@@ -442,6 +450,9 @@ func (e *Env) tick(late []string) {
 			d.stalled--
 			d.missed++
 			continue
+		}
+		if d.work > 0 && len(d.pending) > 0 {
+			d.work++
 		}
 		var keep []pendingCompute
 		for _, pc := range d.pending {
