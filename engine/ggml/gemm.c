@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "cpu.h"
+#ifdef _WIN32
+#include <malloc.h>
+#endif
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
@@ -101,10 +104,28 @@ int hr_gemm_products(const hr_gemm_arena *a) {
 	return n;
 }
 
+// Arenas are aligned for their counters' cache lines; MinGW's C library has
+// no C11 aligned_alloc, so Windows takes the CRT's own pair.
+static inline void *arena_alloc(size_t align, size_t size) {
+#ifdef _WIN32
+	return _aligned_malloc(size, align);
+#else
+	return aligned_alloc(align, size);
+#endif
+}
+
+static inline void arena_release(void *p) {
+#ifdef _WIN32
+	_aligned_free(p);
+#else
+	free(p);
+#endif
+}
+
 void hr_gemm_arena_free(hr_gemm_arena **a) {
 	while (*a) {
 		hr_gemm_arena *p = (*a)->prev;
-		free(*a);
+		arena_release(*a);
 		*a = p;
 	}
 }
@@ -126,7 +147,7 @@ void hr_gemm_arena_free(hr_gemm_arena **a) {
 
 static hr_gemm_node *arena_node(hr_gemm_arena **a) {
 	if (!*a || (*a)->used == HR_ARENA_NODES) {
-		hr_gemm_arena *n = aligned_alloc(_Alignof(hr_gemm_arena), sizeof(*n));
+		hr_gemm_arena *n = arena_alloc(_Alignof(hr_gemm_arena), sizeof(*n));
 		if (!n) {
 			return NULL;
 		}
