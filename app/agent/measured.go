@@ -40,9 +40,10 @@ type Chatter interface {
 //     every layer, so its measurement is the whole token);
 //   - the wait before the first token as a Work task: "load" when the
 //     served model has not answered since the engine last failed or the
-//     model changed, "prompt" when it is warm, "queue" behind another
-//     generation (the engine runs one at a time). The runner protocol says
-//     nothing between the request and the first token, so this is what the
+//     model changed, "prompt" when it is warm, "queue" beside or behind
+//     another generation (ring chats on one model run at once, others in
+//     turn). The runner protocol says nothing between the request and the
+//     first token, so this is what the
 //     agent can see; the bar fills against how long the same wait took
 //     last time, remembered across restarts in LoadTimesFile.
 type MeasuredChat struct {
@@ -140,7 +141,9 @@ func (m *chatMeter) saveLoadTimes() {
 func (m *chatMeter) waitTask(model apitype.ServedModel, queued bool) (kind, title, detail string, expected time.Duration) {
 	switch {
 	case queued:
-		return "queue", "Waiting for the reply before this one", "The engine answers one message at a time; this one starts when the other ends.", 0
+		// Ring chats on the same model run at once (engine/ring/job streams);
+		// chats on this device alone, or on another model, take turns.
+		return "queue", "Another reply is in progress", "On a ring of devices this message runs beside it; on this device alone, or with another model, it starts when the other ends.", 0
 	case model.Path != "" && model.Path == m.warm:
 		return "prompt", "Reading your message", "The model is loaded; the reply starts once the conversation is read.", 0
 	}
