@@ -231,6 +231,9 @@ func (s *Session) worked(id deviceid.ID, w uint64) {
 	}
 	prev, had := s.work[id]
 	s.work[id] = w
+	if !had || w != prev {
+		s.workAt[id] = s.now
+	}
 	if !had || w <= prev || !s.isHead() || s.state != Up {
 		return
 	}
@@ -260,7 +263,13 @@ func (s *Session) stalls() []Action {
 		}
 		held := s.now - s.prog.since[id]
 		if limit, expectMs := s.stallLimit(id, s.prog.rows[i]); held >= limit {
-			return s.peerLost(id, fmt.Sprintf("stalled: answers pings but passed nothing on for %d ticks (limit %d, expected %d ms for %d rows)", held, limit, expectMs, s.prog.rows[i]))
+			why := fmt.Sprintf("stalled: answers pings but passed nothing on for %d ticks (limit %d, expected %d ms for %d rows)", held, limit, expectMs, s.prog.rows[i])
+			if _, ok := s.work[id]; ok {
+				// Says whether a starved worker's engine was working: a
+				// stall of one that reports work is its engine's.
+				why += fmt.Sprintf(", its engine did no work for %d ticks", s.now-s.workAt[id])
+			}
+			return s.peerLost(id, why)
 		}
 	}
 	return nil

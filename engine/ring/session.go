@@ -73,6 +73,7 @@ type Session struct {
 	lateTicks []lateTick                  // this device's ticks that came late, in the last GapWindow ticks (jitter)
 	expect    map[deviceid.ID]Expectation // head: per worker, its window times as told (Expect)
 	work      map[deviceid.ID]uint64      // head: per peer, the last sign of engine work it reported (Heard.Work)
+	workAt    map[deviceid.ID]int         // head: per peer, the tick its sign of work last changed (or was first reported)
 	prog      progress                    // head: the activations in the ring (stall detection)
 	gaps      map[deviceid.ID][]gap       // per peer, silences it ended lately (longer than a tick)
 	seeds     map[deviceid.ID]int         // per peer, the largest silence it ended in earlier jobs (Seed), in ticks
@@ -117,7 +118,7 @@ type gap struct{ at, ticks int }
 // New returns a session for device self, Down; tickMs is the period of Tick.
 func New(self deviceid.ID, tickMs int) *Session {
 	s := &Session{self: self, tickMs: tickMs, watched: map[deviceid.ID]*silence{}, rtt: map[deviceid.ID]rttEstimate{}, gaps: map[deviceid.ID][]gap{}, seeds: map[deviceid.ID]int{},
-		expect: map[deviceid.ID]Expectation{}, work: map[deviceid.ID]uint64{}, installed: map[uint64]bool{}}
+		expect: map[deviceid.ID]Expectation{}, work: map[deviceid.ID]uint64{}, workAt: map[deviceid.ID]int{}, installed: map[uint64]bool{}}
 	s.resetProgress()
 	return s
 }
