@@ -13,7 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
-out=$(mktemp -d)
+# On the checkout's disk, not /tmp: a tmpfs /tmp keeps the pager's file in
+# memory that no cap can page out.
+mkdir -p bench/out
+out=$(mktemp -d "$PWD/bench/out/pingload.XXXXXX")
 pids=()
 cg="" cg2=""
 cleanup() {
