@@ -13,10 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . build/env.sh
-# On the checkout's disk, not /tmp: a tmpfs /tmp keeps the pager's file in
-# memory that no cap can page out.
-mkdir -p bench/out
-out=$(mktemp -d "$PWD/bench/out/pingload.XXXXXX")
+out=$(mktemp -d)
 pids=()
 cg="" cg2=""
 cleanup() {
