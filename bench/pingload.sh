@@ -61,7 +61,7 @@ run "nobody: reader thread left at nice 10" setpriv --reuid=nobody --regid=nogro
 # The benchmark's process in a 96 MiB cgroup: its 256 MiB mapping (and its
 # own code) page under the cap.
 f0=$(awk -v k="$faults_key" '$1 == k {print $2}' "$cg2/memory.stat")
-# Where the checkout's files are not reclaimable page cache (a tmpfs or
+# Where its files in mktemp's /tmp are not reclaimable page cache (a tmpfs or
 # overlay root, as in a fresh-machine chroot) the cap kills the process
 # instead of paging it: said in one line, the two runs above stand.
 if run "root, paging under a 96 MiB cap of its own" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg2"; then
