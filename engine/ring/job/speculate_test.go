@@ -2,19 +2,12 @@ package job
 
 import (
 	"context"
-	crand "crypto/rand"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"homering/discovery/deviceid"
-	"homering/discovery/identity"
 	"homering/engine/head"
 	"homering/engine/modelgen"
-	"homering/engine/ring/wire"
-	"homering/internal/testlog"
 )
 
 // A head and two workers in this process (loopback, mutual TLS), the
@@ -24,29 +17,6 @@ import (
 // and on the kept one.
 func TestSpeculationThroughThreeDevices(t *testing.T) {
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(testlog.Writer(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	headDir := t.TempDir()
-	hid, err := identity.LoadOrCreate(headDir, time.Now(), crand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gaps Gaps
-	var peers []Peer
-	var ids []deviceid.ID
-	for range 2 {
-		dir := t.TempDir()
-		w, err := StartWorker(ctx, ServeParams{Identity: dir, Allowed: []deviceid.ID{hid.ID}, CacheDir: t.TempDir(), Listen: "127.0.0.1:0", Threads: 1}, &gaps, nil, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		wid, err := identity.LoadOrCreate(dir, time.Now(), crand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		peers, ids = append(peers, Peer{ID: wid.ID, Addr: w.Addr()}), append(ids, wid.ID)
-	}
-
 	// A generated Q8_0 target and the draft of its first layer
 	// (modelgen's quiet layers): near-tie logits that flip on any
 	// rounding difference, replies long enough that a batch's attention
@@ -84,17 +54,8 @@ func TestSpeculationThroughThreeDevices(t *testing.T) {
 	}
 	defer draft.Close()
 
-	m, err := OpenHead(target, &gaps, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	info := m.model.Info()
-	plan := &wire.Plan{ID: 1, K: 1, Layers: info.NLayer, NEmbd: info.NEmbd, Devices: []wire.Device{
-		{ID: hid.ID, Windows: []wire.Range{{Start: 0, End: 3}}},
-		{ID: ids[0], Windows: []wire.Range{{Start: 3, End: 6}}},
-		{ID: ids[1], Windows: []wire.Range{{Start: 6, End: info.NLayer}}}}}
-	p := Params{Plan: plan, Peers: peers, Identity: headDir, TickMS: 1000, KeepMS: 60_000, Threads: 1}
+	d := newThreeDevices(t, target)
+	m, p, hid := d.m, d.p, d.hid
 	var drafted, accepted int
 	for i, prompt := range prompts {
 		r, err := m.Request(p, 256, hid, nil)
