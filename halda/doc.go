@@ -172,6 +172,34 @@
 // measured routing histogram when there is one, else from uniform top-k/n,
 // and says which in Model.Routing.
 //
+// # Streams
+//
+// The papers plan one conversation. Homering's ring runs several at once
+// as streams (engine/ring's doc, "Streams"): every device keeps one KV
+// cache per stream over the same mapped weights, and each stream's token
+// reads only its own. So with S streams (Problem.Streams) the memory rows
+// charge S caches and the compute rows one:
+//
+//	b' = b + S·KV, h' = h + S·KV     in every memory row: RAM (eqs. 27-35),
+//	                                 non-evictable, window, hot, VRAM, Metal
+//	r' = r + KV                      in α and β (a token's reads)
+//
+// where KV = 2(h_k e_k + h_v e_v)·n_kv is one layer's cache of the
+// context. S = 1 is the paper's model exactly; the rows stay linear in w
+// and n for a fixed S, so each S is the same ILP search. Solve decides S:
+// with Problem.Streams = S_max > 1 it solves for one stream, then for
+// S_max, then bisects, and admits the largest S whose plan is predicted
+// within StreamSlowdown (5%) of the one-stream plan (Plan.Streams; at
+// least 1). More KV only tightens the rows, so the best time does not
+// fall as S grows and the bisection is sound. The bound is one
+// conversation's: in a home most replies run alone, and a plan that pages
+// weights (or moves layers to a slower device) to keep room for caches
+// nobody uses would slow every one of them; 5% is the ring's own bound for
+// a difference not worth a new plan (engine/ring.Adopt's τ). So a device
+// that holds one stream's cache but not four gives layers to another
+// device when that costs under 5%, and the plan admits fewer streams when
+// it costs more. Rescore keeps the plan's own S.
+//
 // # Decisions the papers leave open
 //
 //   - Strict rows. The paper's M1-M3 rows are strict (>). w and n are
@@ -249,7 +277,8 @@
 // layer appears in exactly one range of one device; the head is Ring[0];
 // ResidentBytes ≤ the device's memory and VRAMBytes ≤ its free VRAM;
 // PredictedMs = ComputeMs + DiskMs + NetworkMs is the full (max-form) model
-// of the plan, equal to the ILP objective plus constant. Errors wrap
+// of the plan, equal to the ILP objective plus constant; 1 ≤ Streams ≤
+// max(Problem.Streams, 1), and the memory figures hold Streams caches. Errors wrap
 // ErrInvalidProblem (*ValidationError), ErrNoFeasiblePlan
 // (*NoFeasiblePlanError with needed and available bytes) or ErrNoSolver.
 package halda

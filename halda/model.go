@@ -49,18 +49,20 @@ type dev struct {
 // prob is a validated Problem with derived quantities.
 type prob struct {
 	Problem
-	devs   []dev
-	L      int
-	b      int64   // weight bytes per layer
-	bp     int64   // b' = b + KV of one layer for n_kv tokens
-	r, rp  int64   // bytes a token reads of one layer (b for a dense model), r' = r + KV
-	h, hp  int64   // hot bytes of one layer (b for a dense model), h' = h + KV (≥ 1)
-	rho    float64 // re-read rate of the paged overflow (1 for a dense model)
-	kvL    int64   // KV bytes of one layer for n_kv tokens
-	bio    int64   // b_i/V + b_o: the head's input row and output layer
-	rowSec float64 // head: reading the embedding row per token, set per head disk
-	link   [][]float64
-	maxIt  int
+	devs    []dev
+	L       int
+	b       int64   // weight bytes per layer
+	bp      int64   // b' = b + KV of one layer for n_kv tokens, every stream's
+	r, rp   int64   // bytes a token reads of one layer (b for a dense model), r' = r + one stream's KV
+	h, hp   int64   // hot bytes of one layer (b for a dense model), h' = h + KV, every stream's (≥ 1)
+	rho     float64 // re-read rate of the paged overflow (1 for a dense model)
+	kvL     int64   // KV bytes of one layer for n_kv tokens, every stream's (memory rows)
+	kv1     int64   // of those, one stream's: what a token reads (compute rows)
+	streams int     // the conversations the memory rows hold (Problem.Streams, ≥ 1)
+	bio     int64   // b_i/V + b_o: the head's input row and output layer
+	rowSec  float64 // head: reading the embedding row per token, set per head disk
+	link    [][]float64
+	maxIt   int
 }
 
 func invalid(field, format string, args ...any) error {
@@ -100,6 +102,9 @@ func prepare(p Problem) (*prob, error) {
 		m.InputBytes > maxBytes || m.OutputBytes > maxBytes {
 		return nil, invalid("model", "has a size beyond any real model (over 2^24 tokens or bytes per token, or a part over 1 PiB)")
 	}
+	if p.Streams < 0 || p.Streams > MaxStreams {
+		return nil, invalid("streams", "is %d; a ring runs 0 (one) to %d conversations at once", p.Streams, MaxStreams)
+	}
 	if p.Rounds < 0 || (p.Rounds > 0 && m.Layers%p.Rounds != 0) {
 		return nil, invalid("rounds", "is %d; a fixed number of rounds must divide the model's %d layers", p.Rounds, m.Layers)
 	}
@@ -124,7 +129,12 @@ func prepare(p Problem) (*prob, error) {
 			return nil, invalid("model.layer_flops."+t, "is %v; FLOPs are finite and ≥ 0", v)
 		}
 	}
-	q.kvL = m.KVBytesPerToken * int64(m.ContextTokens)
+	// Each conversation in flight keeps its own KV on every device, which
+	// the memory rows hold; a token reads only its own (package doc,
+	// "Streams").
+	q.streams = max(p.Streams, 1)
+	q.kv1 = m.KVBytesPerToken * int64(m.ContextTokens)
+	q.kvL = q.kv1 * int64(q.streams)
 	q.bp = q.b + q.kvL
 	q.r, q.h, q.rho = q.b, q.b, 1
 	if m.LayerReadBytes != 0 || m.LayerHotBytes != 0 || m.ColdReadRate != 0 || m.LayerExpertBytes != 0 {
@@ -132,7 +142,7 @@ func prepare(p Problem) (*prob, error) {
 			return nil, err
 		}
 	}
-	q.rp, q.hp = q.r+q.kvL, max(q.h+q.kvL, 1)
+	q.rp, q.hp = q.r+q.kv1, max(q.h+q.kvL, 1)
 	q.bio = m.InputBytes/int64(m.Vocab) + m.OutputBytes
 	if q.DiskThreshold == 0 {
 		q.DiskThreshold = DefaultDiskThreshold

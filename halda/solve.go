@@ -20,12 +20,75 @@ type cand struct {
 
 // Solve runs Halda (000/001 §3.3, Algorithm 1, with device selection) and
 // returns the plan with the lowest predicted time per token. The Solver
-// answers the per-k ILPs. Errors wrap ErrInvalidProblem, ErrNoFeasiblePlan,
-// ErrNoSolver, or the Solver's own failure.
+// answers the per-k ILPs. With Problem.Streams > 1 it also decides how
+// many conversations the plan admits (package doc, "Streams"). Errors wrap
+// ErrInvalidProblem, ErrNoFeasiblePlan, ErrNoSolver, or the Solver's own
+// failure.
 func Solve(p Problem, s Solver) (Plan, error) {
 	if s == nil {
 		return Plan{}, ErrNoSolver
 	}
+	want := p.Streams
+	if want < 0 || want > MaxStreams {
+		_, err := prepare(p) // the invalid-problem error
+		return Plan{}, err
+	}
+	p.Streams = 1
+	one, err := solveStreams(p, s)
+	if err != nil || want <= 1 {
+		return one, err
+	}
+	// The largest count whose plan stays within StreamSlowdown of one
+	// conversation's: all that were asked for first (memory to spare, the
+	// common case, costs one more solve), then a bisection, as more KV
+	// only tightens every row (the best time does not fall with streams).
+	st := one.Stats
+	try := func(n int) (Plan, bool, error) {
+		p.Streams = n
+		pl, err := solveStreams(p, s)
+		var nf *NoFeasiblePlanError
+		if errors.As(err, &nf) {
+			return Plan{}, false, nil
+		}
+		if err != nil {
+			return Plan{}, false, err
+		}
+		st = st.add(pl.Stats)
+		return pl, pl.PredictedMs <= one.PredictedMs*StreamSlowdown, nil
+	}
+	best := one
+	pl, ok, err := try(want)
+	if err != nil {
+		return Plan{}, err
+	}
+	if ok {
+		best = pl
+	} else {
+		lo, hi := 1, want-1 // lo admits; is hi's plan ok?
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			pl, ok, err := try(mid)
+			if err != nil {
+				return Plan{}, err
+			}
+			if ok {
+				lo, best = mid, pl
+			} else {
+				hi = mid - 1
+			}
+		}
+	}
+	best.Stats = st
+	return best, nil
+}
+
+// add sums two searches' work.
+func (a Stats) add(b Stats) Stats {
+	return Stats{ILPs: a.ILPs + b.ILPs, Pruned: a.Pruned + b.Pruned, Iterations: a.Iterations + b.Iterations, Subsets: a.Subsets + b.Subsets}
+}
+
+// solveStreams is Solve for exactly p.Streams conversations (≥ 1).
+func solveStreams(p Problem, s Solver) (Plan, error) {
 	q, err := prepare(p)
 	if err != nil {
 		return Plan{}, err
@@ -810,7 +873,7 @@ func (q *prob) drop(i int, why string) Dropped {
 func (q *prob) plan(c *cand, dropped []Dropped, st Stats) Plan {
 	W := q.L / c.k
 	costs, total := q.evalRing(c.ring, c.k, c.w, c.n)
-	pl := Plan{K: c.k, Window: W, Dropped: dropped, PredictedMs: total * 1e3, Stats: st}
+	pl := Plan{K: c.k, Window: W, Dropped: dropped, PredictedMs: total * 1e3, Streams: q.streams, Stats: st}
 	off := 0
 	for p, i := range c.ring {
 		x := &q.devs[i]
@@ -840,10 +903,14 @@ func (q *prob) plan(c *cand, dropped []Dropped, st Stats) Plan {
 // rounds and windows, scored with p's profiles. A plan made earlier was
 // scored with the profiles of then; comparing it with a fresh plan is fair
 // only when both are scored alike (calibration moves the coefficients
-// between two requests). Errors wrap ErrInvalidProblem when p is invalid
+// between two requests). Its memory holds plan.Streams conversations, not
+// p.Streams. Errors wrap ErrInvalidProblem when p is invalid
 // or plan does not fit it (a device p lacks, windows that do not cover the
 // model's layers in K rounds).
 func Rescore(p Problem, plan Plan) (Plan, error) {
+	// The plan's memory holds the conversations it admitted, not those p
+	// asks for.
+	p.Streams = max(plan.Streams, 1)
 	q, err := prepare(p)
 	if err != nil {
 		return Plan{}, err

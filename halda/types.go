@@ -207,7 +207,23 @@ type Problem struct {
 	// instead of possibly only input and output: an engine whose ring plan
 	// needs a window on every device (engine/ring/wire) sets it.
 	HeadHoldsLayers bool `json:"head_holds_layers,omitempty"`
+	// Streams is the most conversations the ring should run at once, each
+	// with its own KV cache of ContextTokens on every device (package doc,
+	// "Streams"): Solve admits as many of them as memory allows at little
+	// cost to one conversation (Plan.Streams). 0 or 1: one; at most
+	// MaxStreams.
+	Streams int `json:"streams,omitempty"`
 }
+
+// MaxStreams bounds Problem.Streams. The ring's wire carries at most 8
+// (engine/ring/wire.MaxStreams); Halda's arithmetic would allow more.
+const MaxStreams = 64
+
+// StreamSlowdown is how much slower than the one-conversation plan a plan
+// that admits more conversations may be predicted (package doc,
+// "Streams"): 5%, the ring's own bound for a difference not worth a new
+// plan (engine/ring.Adopt's τ = 0.95).
+const StreamSlowdown = 1.05
 
 // DefaultDiskThreshold is s_threshold^disk when the Problem sets none. The
 // papers give no value; 100 MB/s is a hard disk's random-read ceiling, below
@@ -241,6 +257,11 @@ type Plan struct {
 	ComputeMs   float64 `json:"compute_ms"` // compute and memory access (eqs. 12-14)
 	DiskMs      float64 `json:"disk_ms"`    // disk loading (eqs. 15-19)
 	NetworkMs   float64 `json:"network_ms"` // hidden states between neighbours (eq. 19)
+	// Streams is how many conversations the plan admits at once: every
+	// device's memory rows hold that many KV caches of the context
+	// (Problem.Streams, package doc "Streams"). ≥ 1 from Solve; 0 in a
+	// plan made before it was kept means 1.
+	Streams int `json:"streams,omitempty"`
 	// Stats describes the search.
 	Stats Stats `json:"stats"`
 }
