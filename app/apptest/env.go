@@ -103,6 +103,9 @@ func (e *Env) cleanup() {
 		if e.t.Failed() {
 			e.t.Logf("--- log of node %s (%s):\n%s", n.Name, n.NS, n.Log())
 		}
+		if n.cg != nil {
+			n.cg.remove()
+		}
 	}
 	// Best effort: a namespace that is gone already is what we want.
 	for _, n := range nodes {
@@ -118,6 +121,7 @@ type nodeOpts struct {
 	remote  bool
 	home    string
 	environ []string
+	memCap  int64
 }
 
 // Remote puts the node on the other side of the router, with no multicast route.
@@ -132,6 +136,12 @@ func Environ(kv ...string) NodeOption {
 // Home starts the node with a copy of another node's config directory.
 func Home(copyOf *Node) NodeOption { return func(o *nodeOpts) { o.home = copyOf.Home } }
 
+// MemoryCap runs the node's agent (and the engines it starts) in a memory
+// cgroup of its own with a limit of bytes, as bench/rig's devices run: the
+// memory pressure it reports is then its own processes' (non-reclaimable
+// use over the cap), which other work on this machine does not move.
+func MemoryCap(bytes int64) NodeOption { return func(o *nodeOpts) { o.memCap = bytes } }
+
 // Node is one device: a namespace, a config directory and maybe a process.
 type Node struct {
 	Name string
@@ -141,6 +151,7 @@ type Node struct {
 	env  *Env
 	// extraEnv is the agent's and the CLI's environment beyond the test's.
 	extraEnv []string
+	cg       *memCgroup // nil: the agent runs in the test's cgroup
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -163,6 +174,13 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	e.mu.Unlock()
 	n := &Node{Name: name, NS: e.Prefix + "-" + name, Home: filepath.Join(t.TempDir(), name), env: e}
 	n.extraEnv = o.environ
+	if o.memCap > 0 {
+		cg, err := newMemCgroup(n.NS, o.memCap)
+		if err != nil {
+			t.Fatalf("node %s: memory cgroup: %v", name, err)
+		}
+		n.cg = cg
+	}
 	e.mu.Lock()
 	e.nodes = append(e.nodes, n)
 	e.mu.Unlock()
@@ -238,7 +256,11 @@ func (n *Node) Start(t *testing.T) {
 // start is Start for any goroutine: it returns what Start fails with.
 func (n *Node) start() error {
 	n.mu.Lock()
-	cmd := exec.Command("ip", "netns", "exec", n.NS, n.env.Bin, "headless")
+	argv := []string{"ip", "netns", "exec", n.NS, n.env.Bin, "headless"}
+	if n.cg != nil {
+		argv = n.cg.wrap(argv...) // sh execs ip, which execs homering: one PID
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = n.environ()
 	cmd.Stdout, cmd.Stderr = &lockedWriter{n}, &lockedWriter{n}
 	n.started = time.Now()
@@ -288,6 +310,15 @@ func (n *Node) PID() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.cmd.Process.Pid
+}
+
+// MemPressure reads the node's memory cgroup (MemoryCap) now: its
+// non-reclaimable memory over its cap, as the node itself reports it.
+func (n *Node) MemPressure() (float64, error) {
+	if n.cg == nil {
+		return 0, fmt.Errorf("node %s has no memory cgroup of its own (MemoryCap)", n.Name)
+	}
+	return n.cg.pressure()
 }
 
 // Kill sends SIGKILL: no goodbye, no cleanup.
