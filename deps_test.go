@@ -116,6 +116,7 @@ var allowed = map[string][]string{
 		"engine/profile",                                                             // this device's cached profile; Unmeasured for a peer without one
 		"engine/profile/calib", "engine/profile/modelprof", "engine/profile/sysinfo", // calibration, the model's shape, free memory now
 		"engine/ring",        // ring.Adopt: whether the kept ring job still fits the new plan
+		"engine/ring/wire",   // wire.MaxStreams: a plan admits no more conversations than the ring carries
 		"discovery/deviceid", // its peer table and plans key devices by their typed ID (issue 15 item 5)
 	},
 	"app/config":    {},

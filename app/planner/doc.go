@@ -20,7 +20,10 @@
 //   - the calibration ratios of earlier runs (calib.FromRatios,
 //     calib.Recalibrate);
 //   - the request's own options: every device (KeepAllDevices), the rounds
-//     per token, devices to leave out (they refused a job).
+//     per token, devices to leave out (they refused a job), and how many
+//     conversations the ring job may run at once (DefaultStreams, 4):
+//     Halda charges each its KV cache on every device and admits as many
+//     as memory allows (halda.Plan.Streams), which the job enforces.
 //
 // Next builds the Halda problem from them, solves it (an identical problem
 // is answered from a memo: a turn whose inputs did not change solves no

@@ -21,6 +21,7 @@ import (
 	"homering/engine/profile/modelprof"
 	"homering/engine/profile/sysinfo"
 	"homering/engine/ring"
+	"homering/engine/ring/wire"
 	"homering/halda"
 	"homering/halda/lpsolve"
 )
@@ -166,6 +167,31 @@ type Request struct {
 	// request (a speculative draft's weights, which it reads every token):
 	// the plan counts it as not available here.
 	HeadReserve int64
+	// Streams is the most conversations the ring job may run at once,
+	// each with its own KV cache of the context on every device: Halda
+	// charges them and admits as many as memory allows (halda.Plan.Streams,
+	// which the job enforces). 0: DefaultStreams; an Alone plan has one.
+	Streams int
+}
+
+// DefaultStreams is how many conversations a ring plan asks room for by
+// default. Pipelining by stream keeps up to one device busy per stream
+// (engine/ring's doc, "Streams"), and the rings of a home have 2 to 4
+// devices, so streams beyond 4 add KV caches on every device but little
+// speed; and 4 covers the cases issue 19 names (two people, an agent tool
+// beside a chat). Halda admits fewer where their caches would cost a lone
+// conversation more than halda.StreamSlowdown.
+const DefaultStreams = 4
+
+// streams is the count req asks Halda for.
+func (req Request) streams() int {
+	switch {
+	case req.Alone:
+		return 1 // a chat on this device alone takes turns (engine/head)
+	case req.Streams > 0:
+		return min(req.Streams, wire.MaxStreams)
+	}
+	return DefaultStreams
 }
 
 // Member is a device a plan was made with.
@@ -569,8 +595,8 @@ func (p *Planner) Next(req Request) (Plan, error) {
 	}
 	devs, self, peers, maxLink := p.devices(req)
 	prob := halda.Problem{Devices: devs, Model: m, DefaultLinkSec: max(maxLink, 1e-4),
-		KeepAllDevices: req.AllDevices, HeadHoldsLayers: true, Rounds: req.Rounds}
-	out := Plan{Key: fmt.Sprint(path, "|", nctx, "|", req.AllDevices, "|", req.Rounds, "|", req.Alone, "|", req.HeadReserve), ModelPath: path, Model: m,
+		KeepAllDevices: req.AllDevices, HeadHoldsLayers: true, Rounds: req.Rounds, Streams: req.streams()}
+	out := Plan{Key: fmt.Sprint(path, "|", nctx, "|", req.AllDevices, "|", req.Rounds, "|", req.Alone, "|", req.HeadReserve, "|", req.streams()), ModelPath: path, Model: m,
 		Self: self, Peers: peers, RawDevices: map[string]halda.Device{}}
 	for _, d := range devs {
 		out.RawDevices[d.Name] = d

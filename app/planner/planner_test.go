@@ -549,3 +549,74 @@ func TestHeadReserve(t *testing.T) {
 			a.RAMAvailable, b.RAMAvailable, a.MemoryBudget, b.MemoryBudget, plain.Key, reserved.Key)
 	}
 }
+
+// A plan asks room for DefaultStreams conversations: every device's RAM
+// row holds that many KV caches of the context, and a device whose budget
+// holds one stream's caches but not four makes the plan admit fewer (or
+// give it fewer layers); a chat on this device alone has one.
+func TestStreamsCharged(t *testing.T) {
+	ctx := context.Background()
+	plan := func(selfRAM, budget, peerBudget int64, req Request) Plan {
+		t.Helper()
+		_, p := rig(selfRAM, budget, peerBudget)
+		p.Refresh(ctx, req)
+		pl, err := p.Next(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+	ram := func(pl halda.Plan) (sum int64) {
+		for _, a := range pl.Ring {
+			sum += a.RAMBytes
+		}
+		return sum
+	}
+	four := plan(8*gib, 0, 0, Request{AllDevices: true})
+	one := plan(8*gib, 0, 0, Request{AllDevices: true, Streams: 1})
+	if four.Problem.Streams != DefaultStreams || four.Plan.Streams != DefaultStreams || one.Plan.Streams != 1 {
+		t.Fatalf("streams asked/admitted: %d/%d by default, %d with Streams 1; want %d/%d and 1",
+			four.Problem.Streams, four.Plan.Streams, one.Plan.Streams, DefaultStreams, DefaultStreams)
+	}
+	if four.Key == one.Key {
+		t.Errorf("plans for 4 and 1 streams share the key %q: one would be kept for the other", four.Key)
+	}
+	// Every layer's cache of the context, three more times (the device
+	// set and the buffers are the same; where the layers go does not
+	// change the sum).
+	m := four.Model
+	kv := m.KVBytesPerToken * int64(m.ContextTokens) * int64(m.Layers)
+	if kv <= 0 {
+		t.Fatalf("the model's KV is %d bytes", kv)
+	}
+	if got := ram(four.Plan) - ram(one.Plan); got != 3*kv {
+		t.Errorf("4 streams ask %d bytes more RAM than 1, want 3 × %d (every layer's cache of %d tokens)", got, kv, m.ContextTokens)
+	}
+	t.Logf("KV %d MiB a stream; RAM %d MiB for 1 stream, %d MiB for 4", kv>>20, ram(one.Plan)>>20, ram(four.Plan)>>20)
+	if alone := plan(8*gib, 0, 0, Request{Alone: true}); alone.Plan.Streams != 1 {
+		t.Errorf("a plan for this device alone admits %d streams, want 1", alone.Plan.Streams)
+	}
+
+	// A head whose budget holds its layers with one stream's caches (and
+	// half a stream more), not four streams': it gets fewer layers (the
+	// peers are as fast, so moving layers costs nothing) or the plan
+	// admits fewer streams, and it is not planned past its budget.
+	var head halda.Assignment
+	for _, a := range one.Plan.Ring {
+		if a.ID == nHEAD {
+			head = a
+		}
+	}
+	perLayer := m.KVBytesPerToken * int64(m.ContextTokens)
+	budget := head.RAMBytes + int64(head.W*one.Plan.K)*perLayer/2
+	tight := plan(8*gib, budget, 0, Request{AllDevices: true})
+	t.Logf("head budget %d MiB: %v, %d streams (one stream: %v)", budget>>20, layersOf(tight.Plan), tight.Plan.Streams, layersOf(one.Plan))
+	if tight.Plan.Streams == DefaultStreams && layersOf(tight.Plan)[nHEAD] >= layersOf(one.Plan)[nHEAD] {
+		t.Errorf("a head with room for 1.5 streams kept %d layers and %d streams", layersOf(tight.Plan)[nHEAD], tight.Plan.Streams)
+	}
+	for _, a := range tight.Plan.Ring {
+		if a.ID == nHEAD && a.RAMBytes > budget {
+			t.Errorf("the head is planned %d MiB of RAM, over its %d MiB budget", a.RAMBytes>>20, budget>>20)
+		}
+	}
+}
