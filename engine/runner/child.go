@@ -413,7 +413,7 @@ func (c *child) ringGenerate(ctx context.Context, id uint64, req Request, joined
 	}
 	nCtx := head.ContextSize(req.Load.NCtx, rh.NCtxTrain())
 	r, err := rh.Request(job.Params{Plan: rp.Plan, Problem: rp.Problem, Peers: rp.Peers, Identity: rp.Identity,
-		NoPrefetch: rp.NoPrefetch, TickMS: rp.TickMS, KeepMS: rp.KeepMS, Threads: req.Load.Threads, Refusals: &c.refused}, nCtx, ident,
+		NoPrefetch: rp.NoPrefetch, TickMS: rp.TickMS, KeepMS: rp.KeepMS, Streams: rp.Streams, Threads: req.Load.Threads, Refusals: &c.refused}, nCtx, ident,
 		func(p Progress) { _ = c.send(Event{ID: id, Type: EvProgress, Progress: &p}) })
 	if err != nil {
 		return fail(CodeBadRequest, err)

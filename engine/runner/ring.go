@@ -50,6 +50,11 @@ type RingParams struct {
 	// skips the full passes its KV caches hold of the new prompt (a fresh
 	// job's passes, so the reply is a fresh job's).
 	KeepMS int `json:"keep_ms,omitempty"`
+	// Streams is how many generations the plan admits at once as streams
+	// of one ring job (halda.Plan.Streams, whose memory rows hold that many
+	// KV caches on every device): a call beyond them waits in the child
+	// until one ends. 0: as many as the wire carries (wire.MaxStreams).
+	Streams int `json:"streams,omitempty"`
 
 	// OnProgress (parent side only) hears how far weight slices have been
 	// sent to each worker, at most a few times a second per worker.

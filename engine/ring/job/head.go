@@ -72,6 +72,9 @@ type Head struct {
 	mu     sync.Mutex
 	kept   *headJob // a job held idle for the next request (keep.go); guarded by mu
 	active *headJob // the job serving requests now, which others join (streams.go); guarded by mu
+	// freed is closed when a stream of active leaves or active ends
+	// (streams.go, join); guarded by mu, nil until a request waits.
+	freed chan struct{}
 	// beginMu makes Begin's choice (join, resume or begin a job) one
 	// request at a time.
 	beginMu sync.Mutex
@@ -127,6 +130,9 @@ func normalize(rp Params, self deviceid.ID) (Params, error) {
 	p.DType = ringHidden() // the agent plans layers; the wire's dtype is this head's switch (env.go)
 	if rp.TickMS < 0 || rp.TickMS > 60000 {
 		return rp, fmt.Errorf("job: a ring tick of %d ms is out of range; give 1-60000 ms, or 0 for the default", rp.TickMS)
+	}
+	if rp.Streams < 0 || rp.Streams > wire.MaxStreams {
+		return rp, fmt.Errorf("job: a plan admitting %d conversations at once is out of range; give 1-%d, or 0 for all", rp.Streams, wire.MaxStreams)
 	}
 	if p.Devices[0].ID != self {
 		return rp, fmt.Errorf("job: the plan's head is %s, this device is %s", p.Devices[0].ID, self)
@@ -278,13 +284,33 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 	// One request at a time decides whether it joins the job serving
 	// requests now, resumes the kept one or begins one (streams.go).
 	m.beginMu.Lock()
-	if h, c, err := m.join(rp, r.nCtx, len(toks), maxTokens); err != nil || h != nil {
-		m.beginMu.Unlock()
-		if err != nil {
-			return 0, err
+	for waited := false; ; waited = true {
+		h, c, wait, err := m.join(rp, r.nCtx, len(toks), maxTokens)
+		if wait != nil {
+			// The job runs as many streams as its plan admits: this
+			// request waits in turn (the agent says another reply is in
+			// progress) until one leaves or the job ends.
+			m.beginMu.Unlock()
+			if !waited {
+				m.log.Info("request waits for a stream: the ring job runs as many conversations as its plan admits")
+			}
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+			m.beginMu.Lock()
+			continue
 		}
-		r.h, r.c = h, c
-		return 0, h.beginStream(ctx, c)
+		if err != nil || h != nil {
+			m.beginMu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+			r.h, r.c = h, c
+			return 0, h.beginStream(ctx, c)
+		}
+		break
 	}
 	if h := m.takeKept(); h != nil {
 		why := h.reusable(rp, r.nCtx, len(toks), maxTokens)
@@ -292,6 +318,7 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 			// The agent's problem of this turn: its calibration may
 			// have moved since the job's plan was made.
 			h.keep, h.problem, h.lost = keep, rp.Problem, nil
+			h.streams.admit.Store(int32(admitted(rp))) // this turn's plan's (the same placement)
 			h.sent.Store(newTransferProgress(r.onProgress))
 			r.h, r.c = h, h.conv
 			n := h.resume(toks, maxTokens)
@@ -305,7 +332,7 @@ func (r *Request) Begin(ctx context.Context, toks []int32, maxTokens int) (int, 
 	h := &headJob{log: m.log.With("ring", "head"), rm: m, self: r.ident.ID, tick: defaultTick,
 		problem: rp.Problem, peers: map[deviceid.ID]Peer{}, connected: map[deviceid.ID]bool{}, job: rand.Uint64(), threads: rp.Threads, noPrefetch: rp.NoPrefetch,
 		identity: rp.Identity, loadNCtx: r.nCtx, keep: keep, conv: newConv(0), started: make(chan struct{})}
-	h.streams.init(h.conv)
+	h.streams.init(h.conv, admitted(rp))
 	h.sent.Store(newTransferProgress(r.onProgress))
 	if rp.TickMS > 0 {
 		h.tick = time.Duration(rp.TickMS) * time.Millisecond
@@ -732,16 +759,9 @@ func (h *headJob) finish(err error) Result {
 	inflight := h.inflight > 0
 	a := h.peak.at
 	devices := h.deviceStats(h.plan, h.mem)
-	h.streams.mu.Unlock()
-	kv, compute := h.eng.Memory()
-	if others == 0 {
-		h.leaveLast(kept, inflight)
-	}
-	h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
-		"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
-	if err != nil {
-		return Result{}
-	}
+	// The request's result is read before the job is left: a kept job
+	// may be resumed by the next request (one waiting for a stream, woken
+	// by leaveLast) as soon as it is held.
 	res := h.reqStats
 	res.Devices = devices
 	if h.replanned != nil {
@@ -751,8 +771,20 @@ func (h *headJob) finish(err error) Result {
 		res.PlanID = h.plan.ID
 	}
 	res.Trace = h.tr.result(h.micro)
-	h.log.Info("ring request trace", "dial_ms", res.Trace.DialMS, "prepare_ms", res.Trace.PrepareMS, "prompt_ms", res.Trace.PromptMS,
-		"prompt_passes", res.Trace.PromptPasses, "micro_rows", res.Trace.MicroRows, "devices", devices)
+	h.streams.mu.Unlock()
+	kv, compute := h.eng.Memory()
+	h.log.Info("ring job memory (peak anonymous and its parts)", "anon_mb", mb(a.Anon), "go_heap_mb", mb(a.GoHeap), "go_free_mb", mb(a.GoFree), "go_other_mb", mb(a.GoOther),
+		"kv_mb", mb(kv), "compute_mb", mb(compute), "rest_mb", mb(a.Anon-a.GoHeap-a.GoOther-kv-compute), "kept", kept)
+	if err == nil {
+		h.log.Info("ring request trace", "dial_ms", res.Trace.DialMS, "prepare_ms", res.Trace.PrepareMS, "prompt_ms", res.Trace.PromptMS,
+			"prompt_passes", res.Trace.PromptPasses, "micro_rows", res.Trace.MicroRows, "devices", devices)
+	}
+	if others == 0 {
+		h.leaveLast(kept, inflight)
+	}
+	if err != nil {
+		return Result{}
+	}
 	return res
 }
 
@@ -806,6 +838,10 @@ func (h *headJob) replan(prev *wire.Plan, without []deviceid.ID) (Params, error)
 	}
 	wp.DType = prev.DType
 	h.problem, h.replanned = &q, &plan
+	if n := int32(plan.Streams); n > 0 && n < h.streams.admit.Load() {
+		// Streams running now go on; no new one joins beyond the plan's.
+		h.streams.admit.Store(n)
+	}
 	rp := Params{Plan: wp}
 	for _, d := range wp.Devices[1:] {
 		rp.Peers = append(rp.Peers, h.peers[d.ID])

@@ -21,6 +21,11 @@ type Params struct {
 	TickMS     int            // the ring's tick; 0: 500 ms
 	KeepMS     int            // hold the job idle this long after the request; 0: end it
 	Threads    int            // compute threads; 0: all cores
+	// Streams is how many conversations the plan admits at once
+	// (halda.Plan.Streams: its memory holds that many KV caches on every
+	// device); a request beyond them waits until one ends. 0: every
+	// stream the wire carries (wire.MaxStreams).
+	Streams int
 	// Refusals, when set, counts what the job's links refuse (a worker's
 	// frame of a plan never installed, transport refusals), for `homering
 	// doctor`; nil: not counted.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"homering/engine/ring"
 	"homering/engine/ring/ggmlengine"
@@ -21,8 +22,11 @@ import (
 // previous one computes stream B's: up to as many streams as devices keep
 // that many devices busy. A joining request starts at position 0 of its
 // own stream (no cached prefix), and runs without a speculative draft
-// (engine/runner). When the last request leaves, the job ends or is kept
-// as stream 0's request asked.
+// (engine/runner). The plan admits a number of streams (Params.Streams,
+// Halda's Plan.Streams: every device's memory holds that many KV caches);
+// a request beyond them waits until one leaves, then joins, or begins or
+// resumes a job when the last has left. When the last request leaves, the
+// job ends or is kept as stream 0's request asked.
 
 // streams is the job's conversations and the lead over the driver's
 // actions.
@@ -36,6 +40,10 @@ type streams struct {
 	// keep is what stream 0's request decided when it finished with
 	// others still running (finish): keep the job after the last.
 	keep, primaryDone bool
+	// admit is how many streams the job's plan admits (Params.Streams,
+	// lowered by a re-plan that admits fewer): join numbers streams below
+	// it. Atomic: a re-plan sets it with or without mu.
+	admit atomic.Int32
 	// lead is held by the one goroutine that reads the driver's actions
 	// (await).
 	lead chan struct{}
@@ -44,8 +52,9 @@ type streams struct {
 	last []float32
 }
 
-func (s *streams) init(c *conv) {
+func (s *streams) init(c *conv, admit int) {
 	s.convs = map[int]*conv{c.stream: c}
+	s.admit.Store(int32(admit))
 	s.logits = map[uint64][]float32{}
 	s.lead = make(chan struct{}, 1)
 }
@@ -93,10 +102,6 @@ func (e streamEngine) Compute(c ring.Compute) (ring.ComputeDone, error) {
 	return done, err
 }
 
-// errStreamsFull is the sentence for a request that comes when the ring
-// carries as many conversations as it can.
-var errStreamsFull = fmt.Errorf("job: the ring is answering %d conversations at once; this one can start when one of them ends", wire.MaxStreams)
-
 // setActive makes h the job serving requests now: requests that come
 // while it runs join it (join).
 func (m *Head) setActive(h *headJob) {
@@ -105,33 +110,71 @@ func (m *Head) setActive(h *headJob) {
 	m.active = h
 }
 
+// admitted is how many streams a job of rp runs at once: the plan's
+// (Params.Streams), every stream the wire carries when it gives none.
+func admitted(rp Params) int {
+	if rp.Streams > 0 {
+		return rp.Streams
+	}
+	return wire.MaxStreams
+}
+
+// freedC returns a channel closed when a stream of the job serving
+// requests now leaves it, or the job ends or is kept (m.mu held).
+func (m *Head) freedC() chan struct{} {
+	if m.freed == nil {
+		m.freed = make(chan struct{})
+	}
+	return m.freed
+}
+
+// wake tells the requests waiting for a stream (join) to look again.
+func (m *Head) wake() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.freed != nil {
+		close(m.freed)
+		m.freed = nil
+	}
+}
+
 // join returns the job serving requests now and a new stream on it for a
 // request of prompt and maxTokens tokens, nil when no job serves one (the
-// request begins or resumes one). A request the job cannot take (its
-// caches are too short, or every stream is in use) gets an error.
-func (m *Head) join(rp Params, nCtx, prompt, maxTokens int) (*headJob, *conv, error) {
+// request begins or resumes one). A request the job cannot take now (its
+// plan admits no more streams: every stream below the admitted count is
+// in use) gets a channel that is closed when one leaves or the job ends,
+// to call again then; one it cannot take at all (its caches are too
+// short, other settings) gets an error.
+//
+// Streams are numbered below the admitted count, stream 0 the request
+// that began the job (its KV is what a kept job keeps): every device
+// keeps the windows of each stream number used until the plan ends, so
+// the numbers bound the KV caches the plan's memory rows hold (halda,
+// "Streams"), however many requests come and go.
+func (m *Head) join(rp Params, nCtx, prompt, maxTokens int) (*headJob, *conv, <-chan struct{}, error) {
 	m.mu.Lock()
 	h := m.active
+	freed := m.freedC() // taken before looking: a stream that leaves after closes it
 	m.mu.Unlock()
 	if h == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	<-h.started // begin has sized the caches (nCtx)
 	if rp.Identity != h.identity || nCtx != h.loadNCtx {
-		return nil, nil, errors.New("job: another request runs on the ring with other settings; this one can start when it ends")
+		return nil, nil, nil, errors.New("job: another request runs on the ring with other settings; this one can start when it ends")
 	}
 	if need := ring.JobContext(nCtx, prompt, maxTokens); need > h.nCtx {
-		return nil, nil, fmt.Errorf("job: another request runs on the ring, whose caches hold %d positions; this one needs %d and can start when it ends", h.nCtx, need)
+		return nil, nil, nil, fmt.Errorf("job: another request runs on the ring, whose caches hold %d positions; this one needs %d and can start when it ends", h.nCtx, need)
 	}
 	h.streams.mu.Lock()
 	defer h.streams.mu.Unlock()
 	if h.streams.err != nil {
-		return nil, nil, nil // the job failed: it ends with its requests
+		return nil, nil, nil, nil // the job failed: it ends with its requests
 	}
 	if h.streams.primaryDone && len(h.streams.convs) == 0 {
-		return nil, nil, nil // the job is being ended or kept
+		return nil, nil, nil, nil // the job is being ended or kept
 	}
-	for s := 1; s < wire.MaxStreams; s++ {
+	for s := 1; s < int(h.streams.admit.Load()); s++ {
 		if h.streams.convs[s] == nil {
 			c := newConv(s)
 			c.nPrompt = prompt
@@ -142,10 +185,10 @@ func (m *Head) join(rp Params, nCtx, prompt, maxTokens int) (*headJob, *conv, er
 			}
 			h.streams.convs[s] = c
 			h.log.Info("request joins the ring job as another stream", "stream", s, "streams", len(h.streams.convs))
-			return h, c, nil
+			return h, c, nil, nil
 		}
 	}
-	return nil, nil, errStreamsFull
+	return nil, nil, freed, nil
 }
 
 // beginStream waits until the plan is up for a request that joined as
@@ -177,6 +220,7 @@ func (h *headJob) finishStream(c *conv, err error) Result {
 	if last {
 		h.leaveLast(keep, inflight)
 	}
+	h.rm.wake() // its stream is free, or the job ended or is kept
 	if err != nil {
 		return Result{}
 	}
@@ -198,4 +242,5 @@ func (h *headJob) leaveLast(keep, inflight bool) {
 	} else {
 		h.end()
 	}
+	h.rm.wake() // requests waiting for a stream begin or resume a job
 }

@@ -139,8 +139,43 @@ func TestConcurrentRequestsThroughThreeDevices(t *testing.T) {
 			if lastFirst, firstLast := slices.MaxFunc(first, time.Time.Compare), slices.MinFunc(last, time.Time.Compare); !lastFirst.Before(firstLast) {
 				t.Errorf("the requests did not overlap: the last first token at %v, the first last token at %v", lastFirst.Format("15:04:05.000"), firstLast.Format("15:04:05.000"))
 			}
+			if n := overlap(first, last); n != len(first) {
+				t.Errorf("at most %d of %d requests streamed at once, want all", n, len(first))
+			}
 		})
 	}
+	// A plan that admits 2 streams (Params.Streams, halda.Plan.Streams):
+	// of 4 requests at once 2 run and 2 wait in turn, each beginning when
+	// one leaves, and every reply is still its reply alone.
+	t.Run("4 at once, 2 admitted", func(t *testing.T) {
+		two := d
+		two.p.Streams = 2
+		got, first, last := two.concurrently(t, prompts, maxTokens)
+		for i := range prompts {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("prompt %q, 4 at once with 2 admitted: ring reply %v, single device alone %v", prompts[i], got[i], want[i])
+			}
+		}
+		if n := overlap(first, last); n != 2 {
+			t.Errorf("%d requests streamed at once (first to last token), want the 2 the plan admits", n)
+		}
+	})
+}
+
+// overlap is the most of the intervals [first[i], last[i]] that share an
+// instant.
+func overlap(first, last []time.Time) int {
+	most := 0
+	for i := range first {
+		n := 0
+		for j := range first {
+			if !first[j].After(first[i]) && !last[j].Before(first[i]) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // BenchmarkConcurrentStreams is the aggregate decode speed of 1, 2 and 4
