@@ -159,7 +159,7 @@ func printNext(w io.Writer, p apitype.Plan) {
 			n++
 		}
 	}
-	fmt.Fprintf(w, "next chat: %s on %d device(s), k=%d, %d layers, predicted %.2f ms/token\n", p.Model, n, p.K, p.Layers, p.PredictedMs)
+	fmt.Fprintf(w, "next chat: %s on %d device(s), k=%d, %d layers, predicted %.2f ms/token, %d chat(s) at once\n", p.Model, n, p.K, p.Layers, p.PredictedMs, p.Streams)
 	for _, d := range p.Devices {
 		if !d.InRing {
 			continue

@@ -87,7 +87,7 @@ func (b *Agent) DeviceMap() (apitype.Plan, error) {
 		out.Devices = all
 		return out, nil
 	}
-	out.K, out.PredictedMs = pl.Plan.K, pl.Plan.PredictedMs
+	out.K, out.PredictedMs, out.Streams = pl.Plan.K, pl.Plan.PredictedMs, max(pl.Plan.Streams, 1)
 	if pl.Raw.PredictedMs != pl.Plan.PredictedMs {
 		out.UncalibratedMs = pl.Raw.PredictedMs
 	}

@@ -41,8 +41,8 @@ type Chatter interface {
 //   - the wait before the first token as a Work task: "load" when the
 //     served model has not answered since the engine last failed or the
 //     model changed, "prompt" when it is warm, "queue" beside or behind
-//     another generation (ring chats on one model run at once, others in
-//     turn). The runner protocol says nothing between the request and the
+//     another generation (ring chats on one model run at once, as many
+//     as the plan admits, others in turn). The runner protocol says nothing between the request and the
 //     first token, so this is what the
 //     agent can see; the bar fills against how long the same wait took
 //     last time, remembered across restarts in LoadTimesFile.
@@ -141,9 +141,11 @@ func (m *chatMeter) saveLoadTimes() {
 func (m *chatMeter) waitTask(model apitype.ServedModel, queued bool) (kind, title, detail string, expected time.Duration) {
 	switch {
 	case queued:
-		// Ring chats on the same model run at once (engine/ring/job streams);
-		// chats on this device alone, or on another model, take turns.
-		return "queue", "Another reply is in progress", "On a ring of devices this message runs beside it; on this device alone, or with another model, it starts when the other ends.", 0
+		// Ring chats on the same model run at once (engine/ring/job
+		// streams), as many as the plan admits (its KV caches fit: the
+		// device map's "streams"); beyond them, on this device alone or
+		// on another model, chats take turns.
+		return "queue", "Another reply is in progress", "On a ring of devices this message runs beside it while the ring's memory admits another conversation (the device map says how many); otherwise it starts when one ends.", 0
 	case model.Path != "" && model.Path == m.warm:
 		return "prompt", "Reading your message", "The model is loaded; the reply starts once the conversation is read.", 0
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,5 +104,48 @@ func TestChatWaitIsWork(t *testing.T) {
 	mc = &MeasuredChat{Chatter: g, m: newChatMeter(w, clock, store)}
 	if got := step(nil, time.Second); got != load {
 		t.Errorf("first wait with a damaged %s = %+v, want %+v", LoadTimesFile, got, load)
+	}
+}
+
+// A chat sent while another runs shows the wait label "Another reply is
+// in progress" until its own first token: on a ring beyond the streams
+// the plan admits the engine child holds it until a stream is free
+// (engine/ring/job, join), after the first reply's end here, and it then
+// runs.
+func TestChatBeyondAdmittedWaitsWithLabel(t *testing.T) {
+	g := &gated{model: apitype.ServedModel{Name: "m", Path: "/m.gguf"},
+		reached: make(chan struct{}), release: make(chan error)}
+	w := NewWork()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mc := &MeasuredChat{Chatter: g, m: newChatMeter(w, func() time.Time { return now }, "")}
+	chat := func() chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := mc.Chat(context.Background(), apitype.ChatRequest{}, func(string) error { return nil })
+			done <- err
+		}()
+		<-g.reached
+		return done
+	}
+	first := chat()
+	second := chat()
+	list := w.List(now)
+	queued := slices.IndexFunc(list, func(tk apitype.Task) bool { return tk.Kind == "queue" })
+	if len(list) != 2 || queued < 0 || list[queued].Title != "Another reply is in progress" || list[1-queued].Kind == "queue" {
+		t.Fatalf("work with a chat beside another = %+v, want the first's wait and the second's queue task", list)
+	}
+	g.release <- nil // the first reply ends; the second still waits
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if list := w.List(now); len(list) != 1 || list[0].Kind != "queue" {
+		t.Fatalf("work after the first reply = %+v, want the second's queue task still", list)
+	}
+	g.release <- nil // a stream is free: it runs
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if list := w.List(now); len(list) != 0 {
+		t.Errorf("work after both replies = %+v, want none", list)
 	}
 }

@@ -260,7 +260,7 @@ func (b *Agent) planRing(ctx context.Context, path string, nCtx int, req apitype
 			return nil, err.Error()
 		}
 		job.pl = pl
-		job.params = runner.RingParams{Plan: wp, Problem: &pl.Problem, Identity: b.dir, NoPrefetch: req.NoPrefetch}
+		job.params = runner.RingParams{Plan: wp, Problem: &pl.Problem, Identity: b.dir, NoPrefetch: req.NoPrefetch, Streams: pl.Plan.Streams}
 		for _, a := range pl.Plan.Ring[1:] {
 			job.params.Peers = append(job.params.Peers, runner.RingPeer{ID: a.ID, Addr: job.addrs[a.ID]})
 		}
@@ -323,7 +323,7 @@ func (b *Agent) replanned(job *ringJob, st runner.Stats) {
 // ringRun describes the finished generation for stats, status and the map.
 func (b *Agent) ringRun(job *ringJob, st runner.Stats) *apitype.RingRun {
 	pl := job.pl
-	r := &apitype.RingRun{K: pl.Plan.K, Layers: pl.Model.Layers, PredictedMs: pl.Plan.PredictedMs, UncalibratedMs: pl.Raw.PredictedMs,
+	r := &apitype.RingRun{K: pl.Plan.K, Layers: pl.Model.Layers, Streams: max(pl.Plan.Streams, 1), PredictedMs: pl.Plan.PredictedMs, UncalibratedMs: pl.Raw.PredictedMs,
 		Replans: st.Replans, Lost: append([]identity.DeviceID{}, job.lost...), LossToTokenMs: st.LossToTokenMS, Devices: []apitype.RingDevice{}}
 	r.PlanID = st.PlanID
 	if t := st.Trace; t != nil {

@@ -405,6 +405,7 @@ export interface RingRun {
   plan_id: number
   k: number
   layers: number
+  streams: number // chats the plan runs at once (halda.Plan.Streams)
   predicted_ms: number // Halda's prediction per token (calibrated when earlier runs were measured)
   measured_ms: number // decode ms per token, whole ring
   // UncalibratedMs is Halda's prediction with the profiles as measured,
@@ -607,6 +608,10 @@ export interface Plan {
   layers: number
   k: number
   predicted_ms: number
+  // Streams is how many chats the plan runs at once, each with its own
+  // KV cache on every device (Halda admits as many as memory allows,
+  // up to 4); later ones wait for one to end. 0 without a plan.
+  streams: number
   // UncalibratedMs is the prediction with the profiles as measured, when
   // PredictedMs is calibrated by earlier runs (0: not calibrated).
   uncalibrated_ms?: number

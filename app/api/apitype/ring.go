@@ -12,6 +12,7 @@ type RingRun struct {
 	PlanID      uint64  `json:"plan_id"`
 	K           int     `json:"k"`
 	Layers      int     `json:"layers"`
+	Streams     int     `json:"streams"`      // chats the plan runs at once (halda.Plan.Streams)
 	PredictedMs float64 `json:"predicted_ms"` // Halda's prediction per token (calibrated when earlier runs were measured)
 	MeasuredMs  float64 `json:"measured_ms"`  // decode ms per token, whole ring
 	// UncalibratedMs is Halda's prediction with the profiles as measured,

@@ -126,6 +126,10 @@ type Plan struct {
 	Layers      int     `json:"layers"`
 	K           int     `json:"k"`
 	PredictedMs float64 `json:"predicted_ms"`
+	// Streams is how many chats the plan runs at once, each with its own
+	// KV cache on every device (Halda admits as many as memory allows,
+	// up to 4); later ones wait for one to end. 0 without a plan.
+	Streams int `json:"streams"`
 	// UncalibratedMs is the prediction with the profiles as measured, when
 	// PredictedMs is calibrated by earlier runs (0: not calibrated).
 	UncalibratedMs float64     `json:"uncalibrated_ms,omitempty"`
