@@ -2,11 +2,13 @@ package halda_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"homering/halda"
+	"homering/halda/haldatest"
 	"homering/halda/lpsolve"
 )
 
@@ -149,4 +151,53 @@ func TestStreamsValidation(t *testing.T) {
 			t.Errorf("streams %d: error %v, want a ValidationError on streams", n, err)
 		}
 	}
+}
+
+// TestStreamsMatchEnumeration is TestLPSolveMatchesEnumeration with
+// several streams asked for: every ILP's lp_solve optimum equals
+// enumeration's, both runs admit the same streams at the same time, the
+// admitted plan is within StreamSlowdown of one stream's, and the case
+// form with that many caches agrees with the full model.
+func TestStreamsMatchEnumeration(t *testing.T) {
+	r := rand.New(rand.NewPCG(2026, 19))
+	cs := &crossSolver{t: t}
+	admitted := map[int]int{}
+	var worstGap float64
+	for i := range 200 {
+		p := haldatest.RandomProblem(r, 4, 16)
+		p.Streams = 1 + r.IntN(4)
+		pl, err := halda.Solve(p, cs)
+		pe, erre := halda.Solve(p, haldatest.Exhaustive{})
+		if (err == nil) != (erre == nil) {
+			t.Fatalf("problem %d: lp_solve run says %v, enumeration run says %v", i, err, erre)
+		}
+		if err != nil {
+			continue
+		}
+		if pl.Streams != pe.Streams || !near(pl.PredictedMs, pe.PredictedMs) {
+			t.Errorf("problem %d: lp_solve admits %d streams at %.12f ms, enumeration %d at %.12f ms", i, pl.Streams, pl.PredictedMs, pe.Streams, pe.PredictedMs)
+		}
+		one := p
+		one.Streams = 1
+		po, err := halda.Solve(one, haldatest.Exhaustive{})
+		if err != nil {
+			t.Fatalf("problem %d: one stream: %v", i, err)
+		}
+		if pl.Streams < 1 || pl.Streams > p.Streams || pl.PredictedMs > po.PredictedMs*halda.StreamSlowdown*(1+1e-12) {
+			t.Errorf("problem %d: %d of %d streams admitted at %.6f ms, one stream %.6f ms", i, pl.Streams, p.Streams, pl.PredictedMs, po.PredictedMs)
+		}
+		admitted[pl.Streams]++
+		checkLayers(t, p.Model.Layers, pl)
+		at := p
+		at.Streams = pl.Streams
+		_, gap, err := halda.CheckConsistency(at, haldatest.Exhaustive{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		worstGap = max(worstGap, gap)
+	}
+	if worstGap > 1e-9 {
+		t.Errorf("case form and full model differ by up to %.3g (relative)", worstGap)
+	}
+	t.Logf("200 problems asking 1-4 streams: admitted %v; %d ILPs compared", admitted, cs.checked)
 }
