@@ -40,7 +40,11 @@
 // token, device m−1 computes stream B's, so with M devices up to M streams
 // keep M devices busy where one stream keeps one; each stream's rows are
 // computed exactly as they would be alone. A lost device drops every
-// stream's pass (one Replan); the head's driver re-prefills each.
+// stream's pass (one Replan); the head's driver re-prefills each. How
+// many streams a ring runs is its plan's: each is a KV cache on every
+// device, which Halda's memory rows hold for Plan.Streams of them
+// (halda's doc, "Streams"), and engine/ring/job numbers streams below
+// that, holding a request beyond them until one ends.
 //
 // After running window r, a device hints Prefetch of its next window
 // (r+1 mod k) when k > 1, and Release of window r when its plan entry says
