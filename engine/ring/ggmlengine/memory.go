@@ -25,6 +25,16 @@ func (g *GGML) Memory() (kv, compute int64) {
 	return kv, compute
 }
 
+// Streams is how many streams' windows (and KV caches) are open: stream
+// 0's and every other stream computed on the plan so far. A plan's memory
+// holds as many as it admits (halda.Plan.Streams); the head's job numbers
+// streams below that.
+func (g *GGML) Streams() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.allRounds())
+}
+
 // allRounds are the windows of every stream, stream 0's first (g.mu held).
 func (g *GGML) allRounds() [][]round {
 	out := [][]round{g.wins}

@@ -23,9 +23,10 @@ import (
 // TLS) with the windows of the model at path spread over the three, the
 // job kept between requests.
 type threeDevices struct {
-	m   *Head
-	p   Params
-	hid *identity.Identity
+	m       *Head
+	p       Params
+	hid     *identity.Identity
+	workers []*Worker
 }
 
 func newThreeDevices(tb testing.TB, path string) threeDevices {
@@ -40,6 +41,7 @@ func newThreeDevices(tb testing.TB, path string) threeDevices {
 	var gaps Gaps
 	var peers []Peer
 	var ids []deviceid.ID
+	var workers []*Worker
 	for range 2 {
 		dir := tb.TempDir()
 		w, err := StartWorker(ctx, ServeParams{Identity: dir, Allowed: []deviceid.ID{hid.ID}, CacheDir: tb.TempDir(), Listen: "127.0.0.1:0", Threads: 1}, &gaps, nil, log)
@@ -47,6 +49,7 @@ func newThreeDevices(tb testing.TB, path string) threeDevices {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(w.Stop)
+		workers = append(workers, w)
 		wid, err := identity.LoadOrCreate(dir, time.Now(), crand.Reader)
 		if err != nil {
 			tb.Fatal(err)
@@ -63,7 +66,30 @@ func newThreeDevices(tb testing.TB, path string) threeDevices {
 		{ID: hid.ID, Windows: []wire.Range{{Start: 0, End: L / 3}}},
 		{ID: ids[0], Windows: []wire.Range{{Start: L / 3, End: 2 * L / 3}}},
 		{ID: ids[1], Windows: []wire.Range{{Start: 2 * L / 3, End: L}}}}}
-	return threeDevices{m: m, hid: hid, p: Params{Plan: plan, Peers: peers, Identity: headDir, TickMS: 1000, KeepMS: 60_000, Threads: 1}}
+	return threeDevices{m: m, hid: hid, workers: workers, p: Params{Plan: plan, Peers: peers, Identity: headDir, TickMS: 1000, KeepMS: 60_000, Threads: 1}}
+}
+
+// openStreams is how many streams' windows (KV caches) the kept job holds
+// open on each device, the head first.
+func (d threeDevices) openStreams(tb testing.TB) []int {
+	tb.Helper()
+	d.m.mu.Lock()
+	h := d.m.kept
+	d.m.mu.Unlock()
+	if h == nil {
+		tb.Fatal("no kept job on the head")
+	}
+	out := []int{h.eng.Streams()}
+	for _, w := range d.workers {
+		w.mu.Lock()
+		j := w.job
+		w.mu.Unlock()
+		if j == nil {
+			tb.Fatal("no job on a worker")
+		}
+		out = append(out, j.eng.g.Streams())
+	}
+	return out
 }
 
 // concurrently runs one greedy request per prompt at once and returns each
@@ -144,11 +170,15 @@ func TestConcurrentRequestsThroughThreeDevices(t *testing.T) {
 			}
 		})
 	}
-	// A plan that admits 2 streams (Params.Streams, halda.Plan.Streams):
-	// of 4 requests at once 2 run and 2 wait in turn, each beginning when
-	// one leaves, and every reply is still its reply alone.
+	if got := d.openStreams(t); !slices.Equal(got, []int{4, 4, 4}) {
+		t.Errorf("streams open on head, worker, worker after 4 at once: %v, want 4 each", got)
+	}
+	// A plan that admits 2 streams (Params.Streams, halda.Plan.Streams),
+	// on devices that ran none yet: of 4 requests at once 2 run and 2
+	// wait in turn, each beginning when one leaves, every reply is still
+	// its reply alone, and every device holds 2 streams' KV caches.
 	t.Run("4 at once, 2 admitted", func(t *testing.T) {
-		two := d
+		two := newThreeDevices(t, path)
 		two.p.Streams = 2
 		got, first, last := two.concurrently(t, prompts, maxTokens)
 		for i := range prompts {
@@ -158,6 +188,9 @@ func TestConcurrentRequestsThroughThreeDevices(t *testing.T) {
 		}
 		if n := overlap(first, last); n != 2 {
 			t.Errorf("%d requests streamed at once (first to last token), want the 2 the plan admits", n)
+		}
+		if got := two.openStreams(t); !slices.Equal(got, []int{2, 2, 2}) {
+			t.Errorf("streams open on head, worker, worker: %v, want the 2 admitted each", got)
 		}
 	})
 }
