@@ -52,6 +52,20 @@
 // echo, and an older driver's echo of the 12-byte ping gives the round
 // trip alone.
 //
+// A pong that finds the link's queue of pings and pongs full is dropped;
+// the link stays. Pings pile up unread where a link is not read yet: a
+// worker dials its successor when a plan arrives but reads that link only
+// once its own windows are open, after a slice fetch that takes tens of
+// seconds under load, while the successor pings it every tick from the
+// start. Read in one burst, those pings once overflowed the queue and the
+// link closed as a peer not reading its frames; a worker does not report
+// its successor's link (the head watches every worker itself), so the
+// head saw the successor idle and lost it as stalled a minute later
+// (bench/ring.sh's loaded row, a false loss in most runs). A late pong
+// tells its pinger nothing the next one does not, and a peer that really
+// stops reading is found all the same: its frames fill the other queue
+// (ErrBacklog, a lost peer), and its pinger hears no more pongs (silence).
+//
 // Actions that concern the caller (EmitToken, Ready, Replan, EndJob) are
 // delivered on Out; the caller must keep reading it. On EndJob the driver
 // also closes an Engine that implements Closer: a worker whose head is gone
