@@ -193,6 +193,7 @@ func (s *Worker) handle(ctx context.Context, c *transport.Conn) {
 			_ = c.Close()
 			return
 		}
+		s.log.Debug("ring link from the predecessor", "peer", peer, "job", m.Job)
 		j.drv.AddConn(j.ctx, peer, c)
 	default:
 		// A ring frame (an activation, a plan's ack) before any job: no
@@ -698,40 +699,52 @@ type successorDial struct {
 
 // dialSuccessor starts dialling the next worker of the ring, unless a link
 // to it is open already or the next device is the head (whose link this
-// is); finish adds the link to the driver.
+// is). The link joins the driver as soon as it is up, so that it is read
+// (pings answered) while the windows are made ready: a Prepare that
+// fetches a slice can take minutes, and a link nobody reads for that long
+// does not survive it (on the rig at full size the successor's link was
+// gone when the first activation went out: "no link", and the head lost the
+// successor as stalled a minute later). finish checks it is still there.
 func (e *workerEngine) dialSuccessor(plan *wire.Plan, idx int) *successorDial {
 	if idx+1 >= len(plan.Devices) {
 		return nil
 	}
 	next := plan.Devices[idx+1].ID
 	if e.j.drv.HasLink(next) {
+		e.j.log.Debug("ring successor link open already", "next", next)
 		return nil
 	}
 	d := &successorDial{e: e, next: next, done: make(chan struct{})}
-	addr := e.j.addr(next)
 	go func() {
 		defer close(d.done)
-		if addr == "" {
-			d.err = fmt.Errorf("job: no address for the next device %s", next)
-			return
+		d.c, d.err = e.dialLink(next)
+		if d.err == nil {
+			e.j.drv.AddConn(e.j.ctx, next, d.c)
 		}
-		c, err := e.j.s.ep.Dial(e.j.ctx, addr, next, transport.PurposeLink)
-		if err != nil {
-			d.err = fmt.Errorf("job: link to the next device %s: %w", next, err)
-			return
-		}
-		typ, p, _ := wire.Encode(&wire.JobLink{Job: e.j.id})
-		if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
-			_ = c.Close()
-			d.err = err
-			return
-		}
-		d.c = c
 	}()
 	return d
 }
 
-// finish waits for the dial and adds the link to the driver.
+// dialLink opens a ring link to worker next of this job (wire.JobLink first).
+func (e *workerEngine) dialLink(next deviceid.ID) (*transport.Conn, error) {
+	addr := e.j.addr(next)
+	if addr == "" {
+		return nil, fmt.Errorf("job: no address for the next device %s", next)
+	}
+	c, err := e.j.s.ep.Dial(e.j.ctx, addr, next, transport.PurposeLink)
+	if err != nil {
+		return nil, fmt.Errorf("job: link to the next device %s: %w", next, err)
+	}
+	typ, p, _ := wire.Encode(&wire.JobLink{Job: e.j.id})
+	if err := c.Send(transport.Frame{Type: transport.MsgType(typ), Payload: p}); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("job: link to the next device %s: %w", next, err)
+	}
+	return c, nil
+}
+
+// finish waits for the dial and makes sure the link is still up when the
+// windows are: one that closed meanwhile is dialled again.
 func (d *successorDial) finish() error {
 	if d == nil {
 		return nil
@@ -741,7 +754,15 @@ func (d *successorDial) finish() error {
 		return d.err
 	}
 	d.used = true
-	d.e.j.drv.AddConn(d.e.j.ctx, d.next, d.c)
+	if !d.e.j.drv.HasLink(d.next) {
+		d.e.j.log.Info("ring successor link closed while preparing; dialling it again", "next", d.next)
+		c, err := d.e.dialLink(d.next)
+		if err != nil {
+			return err
+		}
+		d.e.j.drv.AddConn(d.e.j.ctx, d.next, c)
+	}
+	d.e.j.log.Debug("ring successor link up", "next", d.next)
 	return nil
 }
 
@@ -753,7 +774,7 @@ func (d *successorDial) abandon() {
 	go func() {
 		<-d.done
 		if d.c != nil {
-			_ = d.c.Close()
+			_ = d.c.Close() // its reader takes it out of the driver
 		}
 	}()
 }
