@@ -44,10 +44,18 @@
 # Model: a generated llama, 60 layers, n_embd 2048, Q8_0, 3.0 GB, in
 # testdata/models/bench-ring/ (kept across runs), caps 1.5 GiB each, 16
 # tokens. BENCH_QUICK=1: 20 layers, n_embd 1024, 310 MB, caps 256 MiB, 4
-# tokens. BENCH_TOKENS=N changes the token count.
+# tokens. BENCH_TOKENS=N changes the token count. BENCH_ROWS runs only the
+# rows it names, among a b c d e f h load g ("load" is (d) under load), in
+# their usual order (default: all), e.g. BENCH_ROWS=load BENCH_QUICK=1 for
+# the loaded row alone (~3 minutes); the agents come up when a ring row is
+# named, and the table lists the rows that ran. A row after (f) runs with
+# (f)'s draft in the head's settings only when (f) ran before it.
 # Needs root. Everything it sets up is removed on exit, even on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rows=" ${BENCH_ROWS:-a b c d e f h load g} "
+rows=${rows//,/ }
+row() { [[ $rows == *" $1 "* ]]; } # row NAME: whether BENCH_ROWS names it
 root=$PWD
 . build/env.sh
 . bench/rig/rig.sh
@@ -76,8 +84,10 @@ bin/homering gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --t
 # (f)'s pair (bench/spec.sh says how its agreement is controlled): the same
 # shapes with layers 1 and up quiet, and the one-layer draft of the same seed.
 quiet=${model%.gguf}-quiet.gguf draft=${model%.gguf}-draft.gguf
-go run . gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" --quiet-from 1 --quiet-scale "${BENCH_SCALE:-0.03}" -o "$quiet"
-go run . gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" --layers 1 -o "$draft"
+if row f; then
+	go run . gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" --quiet-from 1 --quiet-scale "${BENCH_SCALE:-0.03}" -o "$quiet"
+	go run . gen-model --keep --seed 1 --ctx 4096 --arch llama --vocab 32000 --type Q8_0 "${genflags[@]}" --layers 1 -o "$draft"
+fi
 quiet=$root/$quiet draft=$root/$draft
 model=$root/$model
 msize=$(stat -c %s "$model")
@@ -101,6 +111,7 @@ echo "ring bench: model $(basename "$model") ($((msize / 1048576)) MiB), caps $(
 for c in "(a) llama.cpp, 1 device" "(b) homering engine, 1 device"; do
 	sub=llama
 	[[ $c == "(b)"* ]] && sub=engine
+	row "${c:1:1}" || continue
 	bench/out/ringbench evict "$model"
 	bench/out/ringbench measure -case "$c" -out "$results" -cgroups "$cgs" -- \
 		bench/rig/enter "${RIG_NS[1]}" "${RIG_CG[1]}" bench/out/ringbench "$sub" -m "$model" -n "$tokens" -threads 1 -ctx 512
@@ -120,6 +131,8 @@ if ! go build -o "$out/homering" . 2>"$out/build.log"; then
 	na "homering does not build: $(head -3 "$out/build.log" | tr '\n' ' ')"
 elif [[ $("$out/homering" chat -h 2>&1) != *-no-prefetch* ]]; then
 	na "homering chat has no ring options yet"
+elif ! { row c || row d || row e || row f || row h || row load || row g; }; then
+	: # no ring row: no agents
 elif ! setup_err=$(ring_setup 2>&1); then
 	na "ring setup failed: $(echo "$setup_err" | tail -3 | tr '\n' ' ')"
 else
@@ -127,6 +140,7 @@ else
 	export root out homes
 	export RIG_NS_1=${RIG_NS[1]}
 	for j in 0 1 2 3; do
+		row "${ring_cases[j]:1:1}" || continue
 		m=$model
 		if [ "$j" = 3 ]; then
 			# (f): (d) on the quiet target (the same shapes and cost as the
@@ -173,7 +187,7 @@ fi
 # (the engine child's anonymous memory, 20-35 MB, and kernel memory, 7-25
 # MB; prefetched pages are page cache, which pressure leaves out). Quick,
 # caps 139-157 MiB: 260 against 22 ms, pressure 15-26%.
-if rig_cli 1 peers -json >/dev/null 2>&1; then
+if row h && rig_cli 1 peers -json >/dev/null 2>&1; then
 	if [ -n "${BENCH_QUICK:-}" ] && [ -z "${BENCH_MOE_FULL:-}" ]; then
 		moe=testdata/models/bench-ring/qwen3moe-quick-Q8_0.gguf
 		moeflags=(--layers 6 --embd 1024 --heads 8 --kv-heads 2 --expert-ff 1024 --vocab 8000)
@@ -256,7 +270,7 @@ fi
 # 500 ms tick; the time from the stop to the head's "ring lost devices"
 # line (its engine's, with the engine's own time) is printed against it.
 load_failed=""
-if rig_cli 1 peers -json >/dev/null 2>&1; then
+if row load && rig_cli 1 peers -json >/dev/null 2>&1; then
 	load_case="(d) ring under load: 3 CPU burners, the head paging"
 	if [ "$RIG_CGV" = 1 ]; then
 		limit_file=memory.limit_in_bytes faults_key=total_pgmajfault
@@ -356,7 +370,7 @@ if rig_cli 1 peers -json >/dev/null 2>&1; then
 	rm -f "$first" "$frozen" "$stats" "$capfile"
 fi
 
-if [ -z "${BENCH_QUICK:-}" ]; then
+if [ -z "${BENCH_QUICK:-}" ] && row a; then
 	# The baseline once more: llama.cpp alone swings 2.6-4.5 s/token between
 	# runs on a shared machine. The ratios are to the median of both runs,
 	# and the verdict line shows the ratio to each, so one noisy baseline
@@ -374,7 +388,7 @@ fi
 # included; a stream keeps one device busy at a time, so n streams can keep
 # min(n, 3) devices busy, as this machine's cores allow. Then the row
 # measured: 4 at once again, the first chat's TTFT and TPOT in the table.
-if rig_cli 1 peers -json >/dev/null 2>&1; then
+if row g && rig_cli 1 peers -json >/dev/null 2>&1; then
 	gtok=$((tokens * 4))
 	g_chats() { # n tag: n chats at once, each's output in $out/g-tag-i.out
 		local pids=() i
@@ -410,7 +424,9 @@ if rig_cli 1 peers -json >/dev/null 2>&1; then
 fi
 
 echo
-bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -baseline "(a) llama.cpp again, after the ring" -target "(d) ring, Halda's plan, prefetch" "$results"
+if [ -f "$results" ]; then # none when BENCH_ROWS named no row that measures
+	bench/out/ringbench table -baseline "(a) llama.cpp, 1 device" -baseline "(a) llama.cpp again, after the ring" -target "(d) ring, Halda's plan, prefetch" "$results"
+fi
 # As the other targets: a verdict, not the script's exit status.
 if [ -n "${load_case:-}" ]; then
 	if [ -n "$load_failed" ]; then
