@@ -218,6 +218,8 @@ func overlap(first, last []time.Time) int {
 // reply's end, prompts included, and its ratio to one request. One stream
 // keeps one device busy at a time; n streams keep up to min(n, 3) busy, so
 // the gain is bounded by the devices and, here, by this machine's cores.
+// The last row is 4 requests on a plan that admits 2 (Params.Streams):
+// two wait in turn.
 func BenchmarkConcurrentStreams(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.gguf")
 	if err := modelgen.Generate(path, modelgen.Config{Arch: "llama", Layers: 12, Embd: 1024, FF: 2816, Heads: 8, KVHeads: 2, Vocab: 8000, Type: "Q8_0", Seed: 5}); err != nil {
@@ -228,12 +230,19 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 	const maxTokens = 32
 	d.concurrently(b, prompts[:1], 2) // ship the slices, open the windows
 	var one float64
-	for _, n := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ n, admit int }{{1, 0}, {2, 0}, {4, 0}, {4, 2}} {
+		n := c.n
+		name := fmt.Sprintf("streams=%d", n)
+		if c.admit > 0 {
+			name += fmt.Sprintf("/admitted=%d", c.admit) // the rest wait in turn
+		}
+		b.Run(name, func(b *testing.B) {
 			var tps float64
+			da := d
+			da.p.Streams = c.admit
 			for b.Loop() {
 				start := time.Now()
-				got, _, _ := d.concurrently(b, prompts[:n], maxTokens)
+				got, _, _ := da.concurrently(b, prompts[:n], maxTokens)
 				toks := 0
 				for _, g := range got {
 					toks += len(g)
