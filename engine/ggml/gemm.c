@@ -934,8 +934,9 @@ HR_AVX512 static inline __attribute__((always_inline)) void q80_gemv_avx512(cons
 // of 32 weights into int32 lanes, then take one FMA of the lanes as floats.
 // No maddubs pair saturates (Q4_K: 15 * 128 * 2 < 2^15; Q6_K: 63 * 128 * 2),
 // so those int32 lanes are exact sums and any exact way to them gives the
-// same bits: here two chunks share a 512-bit register (the first in the low
-// half, the second in the high, their Q8_K quants one 64-byte load), VNNI's
+// same bits: here two chunks share a 512-bit register (one in the low half,
+// one in the high, their Q8_K quants one 64-byte load or, for Q4_K, two
+// halves of two), VNNI's
 // vpdpwssd does madd and the add in one (no saturation: vpdpwssd, not
 // vpdpwssds), and the two halves are added before the float part, which is
 // ggml's unchanged.
@@ -961,64 +962,127 @@ HR_AVX512 static inline __attribute__((always_inline)) __m256i halves_add(__m512
 	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
+// q4k_sm512: k4_scales_mins of up to 4 superblocks at once, one in each
+// 128-bit lane of v (a Q4_K block's first 16 bytes: d, dmin, scales[12]):
+// ggml's utmp shuffle as byte shuffles, masks and shifts, leaving each lane's
+// 8 scales in its bytes 0..7 and its 8 mins in bytes 8..15. The scalar
+// unpacking and the inserts that widen it cost more than the dot products of
+// a superblock at one column.
+HR_AVX512 static inline __attribute__((always_inline)) __m512i q4k_sm512(__m512i v) {
+	// scales[b] is byte b + 4 of a lane. t1: the low bits of the scales (bytes
+	// 0..3: scales[0..3], 4..7: scales[8..11]) and mins (8..11: scales[4..7],
+	// 12..15: scales[8..11] >> 4); t2: the sources of bits 4..5 of scales 4..7
+	// (scales[0..3] >> 6) and mins 4..7 (scales[4..7] >> 6).
+	const __m512i i1 = _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+	const __m512i i2 = _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+	const __m512i m1 = _mm512_broadcast_i32x4(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+	__m512i t1 = _mm512_shuffle_epi8(v, i1);
+	t1 = _mm512_and_si512(_mm512_mask_srli_epi32(t1, 0x8888, t1, 4), m1);
+	const __m512i t2 = _mm512_srli_epi16(_mm512_shuffle_epi8(v, i2), 2);
+	return _mm512_ternarylogic_epi32(t1, t2, _mm512_set1_epi8(0x30), 0xF8); // t1 | (t2 & 0x30)
+}
+
 // q4k_gemv_avx512: q4k_gemv with each 64-weight step of a row in one
-// 512-bit register (low nibbles in the low half, high in the high).
+// 512-bit register. Each 64 bytes of qs give two: their low nibbles (chunks
+// 4h and 4h + 2 of the superblock, h = 0, 1) and their high nibbles (4h + 1,
+// 4h + 3), each against the matching Q8_K quants (two 32-byte halves of two
+// 64-byte loads) and scales; the superblocks' scales, mins and d of up to 4
+// rows are unpacked together (q4k_sm512), and the float steps of rows 2p
+// and 2p + 1 share 512-bit registers (each half is ggml's 256-bit FMA, the
+// mins of each row a 128-bit lane of ggml's).
 HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(const char *x, size_t xs, int nbk,
 									      const char *y, size_t ys, const int nr,
 									      const int nc, float *out, size_t os) {
-	__m256 acc[4][4];
-	__m128 acc_m[4][4];
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	// Scale h, part (0: low nibbles, 1: high) of a row's unpacked bytes in
+	// every lane: chunk 4h + part's int16 scale in the low half, 4h + 2 +
+	// part's in the high.
+	__m512i isc[2][2];
+	_Pragma("GCC unroll 2")
+	for (int h = 0; h < 2; h++) {
+		_Pragma("GCC unroll 2")
+		for (int part = 0; part < 2; part++) {
+			const int s0 = 4 * h + part, s1 = s0 + 2;
+			isc[h][part] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(0xFF00 | s0))),
+							  _mm256_set1_epi16((short)(0xFF00 | s1)), 1);
+		}
+	}
+	// The mins of each lane as int16.
+	const __m512i imin = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1));
+	// Words d_r (lanes 0..3) and dmin_r (4..7) of the rows' first 16 bytes.
+	const __m512i idd = _mm512_castsi128_si512(_mm_setr_epi16(0, 8, 16, 24, 1, 9, 17, 25));
+	__m512i idp[2];
+	_Pragma("GCC unroll 2")
+	for (int p = 0; p < 2; p++) {
+		idp[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * p)), _mm256_set1_epi32(2 * p + 1), 1);
+	}
+	const __m512i idmin = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+	__m512 acc[2][4], acc_m[4];
 	_Pragma("GCC unroll 4")
-	for (int r = 0; r < nr; r++) {
-		_Pragma("GCC unroll 4")
-		for (int c = 0; c < nc; c++) {
-			acc[r][c] = _mm256_setzero_ps();
-			acc_m[r][c] = _mm_setzero_ps();
+	for (int c = 0; c < nc; c++) {
+		acc_m[c] = _mm512_setzero_ps();
+		_Pragma("GCC unroll 2")
+		for (int p = 0; p < (nr + 1) / 2; p++) {
+			acc[p][c] = _mm512_setzero_ps();
 		}
 	}
 	for (int i = 0; i < nbk; i++) {
-		__m512i scales[4], sumi[4][4];
-		__m128i mins[4];
+		__m512i v = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)((const hr_block_q4_K *)x + i)));
+		_Pragma("GCC unroll 4")
+		for (int r = 1; r < nr; r++) {
+			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)((const hr_block_q4_K *)(x + r * xs) + i)), r);
+		}
+		const __m512i sm = q4k_sm512(v);
+		const __m256 xdd = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi16(idd, v)));
+		__m512i sumi[4][4];
 		_Pragma("GCC unroll 4")
 		for (int r = 0; r < nr; r++) {
-			__m256i sc;
-			k4_scales_mins(((const hr_block_q4_K *)(x + r * xs) + i)->scales, &sc, &mins[r]);
-			scales[r] = _mm512_broadcast_i64x4(sc);
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nc; c++) {
 				sumi[r][c] = _mm512_setzero_si512();
 			}
 		}
-		_Pragma("GCC unroll 1")
-		for (int j = 0; j < 4; j++) {
-			__m512i q8[4];
+		_Pragma("GCC unroll 2")
+		for (int h = 0; h < 2; h++) {
+			__m512i q8l[4], q8h[4];
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nc; c++) {
-				q8[c] = _mm512_loadu_si512((const void *)(((const hr_block_q8_K *)(y + c * ys) + i)->qs + 64 * j));
+				const int8_t *q8 = ((const hr_block_q8_K *)(y + c * ys) + i)->qs + 128 * h;
+				const __m512i a = _mm512_loadu_si512((const void *)q8), b = _mm512_loadu_si512((const void *)(q8 + 64));
+				q8l[c] = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0));
+				q8h[c] = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2));
 			}
 			_Pragma("GCC unroll 4")
 			for (int r = 0; r < nr; r++) {
 				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
-				_mm_prefetch(x + nr * xs + ((4 * i + j) * nr + r) * 36, _MM_HINT_T0);
-				const __m512i q4 = k4_nibbles512(xb->qs, j);
-				const __m512i sc = k4_scale512(scales[r], j);
+				_mm_prefetch(x + nr * xs + ((2 * i + h) * nr + r) * 72, _MM_HINT_T0);
+				const __m512i qb = _mm512_loadu_si512((const void *)(xb->qs + 64 * h));
+				const __m512i lo = _mm512_and_si512(qb, m4), hi = _mm512_and_si512(_mm512_srli_epi16(qb, 4), m4);
+				const __m512i smr = _mm512_shuffle_i32x4(sm, sm, 0x55 * r);
+				const __m512i scl = _mm512_shuffle_epi8(smr, isc[h][0]), sch = _mm512_shuffle_epi8(smr, isc[h][1]);
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nc; c++) {
-					sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], sc, _mm512_maddubs_epi16(q4, q8[c]));
+					sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], scl, _mm512_maddubs_epi16(lo, q8l[c]));
+					sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], sch, _mm512_maddubs_epi16(hi, q8h[c]));
 				}
 			}
 		}
+		const __m512i mins = _mm512_shuffle_epi8(sm, imin);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nc; c++) {
 			const hr_block_q8_K *yb = (const hr_block_q8_K *)(y + c * ys) + i;
-			const __m128i q8s = q8k_bsums(yb);
-			_Pragma("GCC unroll 4")
-			for (int r = 0; r < nr; r++) {
-				const hr_block_q4_K *xb = (const hr_block_q4_K *)(x + r * xs) + i;
-				const float d = yb->d * _cvtsh_ss(xb->d);
-				const float dmin = -yb->d * _cvtsh_ss(xb->dmin);
-				acc_m[r][c] = q4k_mins(mins[r], q8s, dmin, acc_m[r][c]);
-				acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(halves_add(sumi[r][c])), acc[r][c]);
+			const __m512i q8s = _mm512_broadcast_i32x4(q8k_bsums(yb));
+			// d = y.d * x.d and dmin = -y.d * x.dmin, each one rounding, as ggml.
+			const __m512 dd = _mm512_castps256_ps512(
+			    _mm256_mul_ps(_mm256_set_m128(_mm_set1_ps(-yb->d), _mm_set1_ps(yb->d)), xdd));
+			acc_m[c] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idmin, dd), _mm512_cvtepi32_ps(_mm512_madd_epi16(mins, q8s)),
+						   acc_m[c]);
+			_Pragma("GCC unroll 2")
+			for (int p = 0; p < (nr + 1) / 2; p++) {
+				const __m512i s0 = sumi[2 * p][c], s1 = 2 * p + 1 < nr ? sumi[2 * p + 1][c] : _mm512_setzero_si512();
+				const __m512i sum = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
+								     _mm512_shuffle_i64x2(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
+				acc[p][c] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idp[p], dd), _mm512_cvtepi32_ps(sum), acc[p][c]);
 			}
 		}
 	}
@@ -1026,7 +1090,10 @@ HR_AVX512 static inline __attribute__((always_inline)) void q4k_gemv_avx512(cons
 	for (int r = 0; r < nr; r++) {
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nc; c++) {
-			out[c * os + r] = hsum8(acc[r][c]) + hsum4(acc_m[r][c]);
+			const __m512 a = acc[r / 2][c];
+			const __m256 ar = r % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)) : _mm512_castps512_ps256(a);
+			const __m128 am = _mm512_extractf32x4_ps(acc_m[c], r);
+			out[c * os + r] = hsum8(ar) + hsum4(am);
 		}
 	}
 }
