@@ -341,10 +341,9 @@ func lsq(xs, ys []float64) (slope, mean float64) {
 	return sxy / sxx, my
 }
 
-// childrenAnonKB sums RssAnon over pid's child processes (the engine
-// children an agent runs).
-func childrenAnonKB(pid int) int64 {
-	var total int64
+// childPIDs lists pid's child processes (the engine children an agent runs).
+func childPIDs(pid int) []int {
+	var out []int
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range tasks {
 		b, err := os.ReadFile(f)
@@ -352,15 +351,26 @@ func childrenAnonKB(pid int) int64 {
 			continue
 		}
 		for _, c := range strings.Fields(string(b)) {
-			st, err := os.ReadFile("/proc/" + c + "/status")
-			if err != nil {
-				continue
+			if cp, err := strconv.Atoi(c); err == nil {
+				out = append(out, cp)
 			}
-			for line := range strings.Lines(string(st)) {
-				if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-					kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-					total += kb
-				}
+		}
+	}
+	return out
+}
+
+// childrenAnonKB sums RssAnon over pid's child processes.
+func childrenAnonKB(pid int) int64 {
+	var total int64
+	for _, c := range childPIDs(pid) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(st)) {
+			if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				total += kb
 			}
 		}
 	}
@@ -371,17 +381,8 @@ func childrenAnonKB(pid int) int64 {
 // children have used: an agent and its engine children.
 func treeCPU(pid int) time.Duration {
 	ticks := procTicks(pid)
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, c := range strings.Fields(string(b)) {
-			if cp, err := strconv.Atoi(c); err == nil {
-				ticks += procTicks(cp)
-			}
-		}
+	for _, c := range childPIDs(pid) {
+		ticks += procTicks(c)
 	}
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ is 100 on Linux
 }
