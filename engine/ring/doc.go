@@ -158,7 +158,13 @@
 // time), and the head counts an advance of it as progress: the worker
 // holds its activation from then on. A frozen or deadlocked engine does
 // not advance it and is lost at the bound as before; a peer that does not
-// send it is judged by its reports alone.
+// send it is judged by its reports alone. A worker that holds an activation
+// in the head's account but never got it (the link from its predecessor
+// closed: a worker does not report its successor's link) is lost at the
+// bound too, its engine idle all along: the reason's "its engine did no
+// work for N ticks", with N as large as the ticks held, tells it from a
+// starved engine. The false losses of bench/ring.sh's loaded row were of
+// this kind, not paging (engine/ring/driver's doc, "Pings").
 //
 // A device that joins is not the session's business: the agent's planner
 // plans with it from the next request, and only when Adopt(current,
