@@ -142,7 +142,13 @@
 // driver sends a DeviceStats after each). The head counts the
 // activations it sent into the ring and each worker's reports, so it knows
 // which worker holds the oldest activation not yet passed on, and since
-// when: since it got it, or since it passed its previous one. That
+// when: since it got it, or since it passed its previous one. Each worker
+// reports on its own link, so a report may come before its predecessor's
+// for the same activation; a worker that passed i on had them all, so the
+// head takes as passed by a worker the most that it or any worker after
+// it reported (a successor's report set aside until its predecessor's
+// came left the successor one behind for good, and lost it as stalled
+// once it waited idle: stall_late_report.txt). That
 // worker is lost when it has held it for StallTicks(tick, expected, jitter)
 // = 4 × its expected time for that activation + StallMargin (16 ticks) +
 // 2 × jitter: the expected time is the larger of what the head was told

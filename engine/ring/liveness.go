@@ -155,9 +155,19 @@ func (s *Session) Expect(id deviceid.ID, e Expectation) { s.expect[id] = e }
 // current plan: every one it sends to the first worker is an item, and
 // each worker passes the items on in order (a Passed per item), so worker
 // m holds item i when its predecessor passed i and it has not.
+//
+// Each worker reports on its own link, so the head may hear a worker's
+// report before its predecessor's for the same item (the predecessor busy
+// or starved between sending the activation and its report, or the
+// head's link readers scheduled in the other order). A worker that passed
+// i items on had them all, so the account takes what a worker passed on
+// as the most any worker from it on reported (done); a late report then
+// changes nothing, and no report is ever set aside.
 type progress struct {
-	rows   []int                       // per item sent, its rows
-	passed map[deviceid.ID]int         // per worker, items passed on
+	rows []int // per item sent and not yet through every worker, its rows
+	// passed counts each worker's reports of the items in rows; below
+	// zero while reports of items already through the ring are late.
+	passed map[deviceid.ID]int
 	since  map[deviceid.ID]int         // per worker, the tick since which it holds its current item
 	seen   map[deviceid.ID]Expectation // per worker, the largest times it reported under this plan
 }
@@ -166,21 +176,33 @@ func (s *Session) resetProgress() {
 	s.prog = progress{passed: map[deviceid.ID]int{}, since: map[deviceid.ID]int{}, seen: map[deviceid.ID]Expectation{}}
 }
 
+// done returns how many items worker index m (1…) has passed on, as far
+// as the head knows: the most that it or any worker after it reported.
+func (s *Session) done(m int) int {
+	n := 0
+	for _, d := range s.plan.Devices[m:] {
+		n = max(n, s.prog.passed[d.ID])
+	}
+	return n
+}
+
 // got returns how many items worker index m (1…) has been given.
 func (s *Session) got(m int) int {
 	if m == 1 {
 		return len(s.prog.rows)
 	}
-	return s.prog.passed[s.plan.Devices[m-1].ID]
+	return s.done(m - 1)
 }
+
+// holds reports whether worker index m (1…) holds an item.
+func (s *Session) holds(m int) bool { return s.done(m) < s.got(m) }
 
 // sentItem notes an activation the head sent to the first worker.
 func (s *Session) sentItem(rows int) {
-	s.prog.rows = append(s.prog.rows, rows)
-	w := s.plan.Devices[1].ID
-	if s.prog.passed[w] == len(s.prog.rows)-1 {
-		s.prog.since[w] = s.now // it was idle: it holds this one from now
+	if !s.holds(1) {
+		s.prog.since[s.plan.Devices[1].ID] = s.now // it was idle: it holds this one from now
 	}
+	s.prog.rows = append(s.prog.rows, rows)
 }
 
 // passed notes a worker's report that it sent an item on.
@@ -189,33 +211,42 @@ func (s *Session) passed(ev Passed) {
 		return
 	}
 	m := s.plan.Index(ev.From)
-	if m <= 0 || s.prog.passed[ev.From] >= s.got(m) {
-		return // not a worker, or a report of nothing it was given
+	if m <= 0 || s.prog.passed[ev.From] >= len(s.prog.rows) {
+		return // not a worker, or a report of more than the head sent
+	}
+	n := len(s.plan.Devices)
+	type state struct {
+		done  int
+		holds bool
+	}
+	before := make([]state, n)
+	for j := 1; j < n; j++ {
+		before[j] = state{s.done(j), s.holds(j)}
 	}
 	s.prog.passed[ev.From]++
-	i := s.prog.passed[ev.From] - 1
-	s.prog.since[ev.From] = s.now
-	if rows := s.prog.rows[i]; ev.ComputeMs > 0 {
+	if i := s.prog.passed[ev.From] - 1; i >= 0 && ev.ComputeMs > 0 {
 		seen := s.prog.seen[ev.From]
-		if rows <= 1 {
+		if rows := s.prog.rows[i]; rows <= 1 {
 			seen.DecodeMs = max(seen.DecodeMs, ev.ComputeMs)
 		} else {
 			seen.RowMs = max(seen.RowMs, ceilDiv(ev.ComputeMs, rows))
 		}
 		s.prog.seen[ev.From] = seen
 	}
-	if m+1 < len(s.plan.Devices) {
-		next := s.plan.Devices[m+1].ID
-		if s.prog.passed[next] == i {
-			s.prog.since[next] = s.now // it was idle
+	// A worker that passed an item on, or was idle and now holds one,
+	// holds its current item from now.
+	for j := 1; j < n; j++ {
+		if s.done(j) > before[j].done || s.holds(j) && !before[j].holds {
+			s.prog.since[s.plan.Devices[j].ID] = s.now
 		}
-		return
 	}
-	// The last worker passed everything sent: start counting afresh, so
-	// the account stays small over a long conversation.
-	if s.prog.passed[ev.From] == len(s.prog.rows) {
-		s.prog.rows = s.prog.rows[:0]
-		clear(s.prog.passed)
+	// The items the last worker passed are through every worker: forget
+	// them, so the account stays small over a long conversation.
+	if through := s.done(n - 1); through > 0 {
+		s.prog.rows = s.prog.rows[through:]
+		for _, d := range s.plan.Devices[1:] {
+			s.prog.passed[d.ID] -= through
+		}
 	}
 }
 
@@ -237,7 +268,7 @@ func (s *Session) worked(id deviceid.ID, w uint64) {
 	if !had || w <= prev || !s.isHead() || s.state != Up {
 		return
 	}
-	if m := s.plan.Index(id); m > 0 && s.prog.passed[id] < s.got(m) {
+	if m := s.plan.Index(id); m > 0 && s.holds(m) {
 		s.prog.since[id] = s.now
 	}
 }
@@ -257,10 +288,10 @@ func (s *Session) stalls() []Action {
 	}
 	for m := 1; m < len(s.plan.Devices); m++ {
 		id := s.plan.Devices[m].ID
-		i := s.prog.passed[id]
-		if i >= s.got(m) {
-			continue // holds nothing
+		if !s.holds(m) {
+			continue
 		}
+		i := s.done(m)
 		held := s.now - s.prog.since[id]
 		if limit, expectMs := s.stallLimit(id, s.prog.rows[i]); held >= limit {
 			why := fmt.Sprintf("stalled: answers pings but passed nothing on for %d ticks (limit %d, expected %d ms for %d rows)", held, limit, expectMs, s.prog.rows[i])
@@ -283,9 +314,9 @@ func (s *Session) StallOf(id deviceid.ID) (ticks, limit int, ok bool) {
 		return 0, 0, false
 	}
 	m := s.plan.Index(id)
-	if m <= 0 || s.prog.passed[id] >= s.got(m) {
+	if m <= 0 || !s.holds(m) {
 		return 0, 0, false
 	}
-	limit, _ = s.stallLimit(id, s.prog.rows[s.prog.passed[id]])
+	limit, _ = s.stallLimit(id, s.prog.rows[s.done(m)])
 	return s.now - s.prog.since[id], limit, true
 }

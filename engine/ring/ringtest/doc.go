@@ -21,7 +21,8 @@
 // stall DEV=TICKS (stopped: answers, hears and ticks nothing, frames to
 // it wait; then its first tick is late); tick [N] late=DEVS (those read no
 // answer before a tick 3 periods after the previous one); dup A->B; capture A->B; hold A->B [Kind] (the next frame, of a kind
-// such as Commit, waits for replay); replay; inject A->B seq=N r=N [layers=a-b]
+// such as Commit, waits for replay; Kind Passed: worker A's next report to
+// head B); replay; inject A->B seq=N r=N [layers=a-b]
 // [nembd=N] [plan=N]; join DEV candidate=MS current=MS; done; state; silence (each
 // watched peer's silence and limit, in ticks); seed DEV PEER=TICKS… (silences
 // earlier jobs saw PEER end: Session.Seed); gaps (what each session would

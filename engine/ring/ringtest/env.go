@@ -500,7 +500,18 @@ func (e *Env) do(d *dev, a ring.Action) {
 			// A worker reports each window it passed on to its head, after
 			// the activation, as the driver's DeviceStats does.
 			if p := d.s.Plan(); p != nil && p.Index(ID(d.id)) > 0 {
-				e.queue = append(e.queue, delivery{e.name(p.Devices[0].ID), ring.Passed{From: ID(d.id), ComputeMs: d.slow * e.TickMs}})
+				head := e.name(p.Devices[0].ID)
+				rep := delivery{head, ring.Passed{From: ID(d.id), ComputeMs: d.slow * e.TickMs}}
+				// hold B->HEAD Passed: the report comes late (on its own
+				// link, behind a busy or starved sender), after the
+				// successor's.
+				if l := [2]string{d.id, head}; e.hold[l] == "Passed" {
+					delete(e.hold, l)
+					fmt.Fprintf(&e.out, "  (%s's report held)\n", d.id)
+					e.captured = append(e.captured, rep)
+				} else {
+					e.queue = append(e.queue, rep)
+				}
 			}
 			if e.dupNext[l] {
 				delete(e.dupNext, l)
