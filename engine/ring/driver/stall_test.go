@@ -7,11 +7,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"homering/engine/ring"
 	"homering/engine/ring/ggmlengine"
+	"homering/engine/ring/wire"
+	"homering/internal/testwait"
 )
 
 // A worker whose engine hangs while its driver lives (its reader answers
@@ -164,4 +167,85 @@ func TestPongWorkCompatible(t *testing.T) {
 			t.Errorf("pong %x read as %+v, want refused", bad, pg)
 		}
 	}
+}
+
+// A worker's report that reaches the head after its successor's is no
+// stall of the successor (issue 19 item 3). b's driver sends its
+// activation on to c and then its report to a, and between the two it
+// measures itself (Measure): here that takes until c's report is in, as a
+// busy or starved b did on the rig. The head counted c's report only once
+// b's was in, so c seemed to hold the activation it had passed, and with
+// the ring idle the head lost c as stalled at its bound; it must not.
+func TestLateReportNoStall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const tick = 100 * time.Millisecond
+	mk := func(id string, e Engine) *Driver {
+		return New(ring.New(tid(id), int(tick/time.Millisecond)), e, tick, logger(t).With("device", id))
+	}
+	ma, mb, mc := openModel(t), openModel(t), openModel(t)
+	ea, eb, ec := &ggmlengine.GGML{M: ma, NCtx: 64, Threads: 1}, &ggmlengine.GGML{M: mb, NCtx: 64, Threads: 1}, &ggmlengine.GGML{M: mc, NCtx: 64, Threads: 1}
+	defer ea.Close()
+	defer eb.Close()
+	defer ec.Close()
+	a, b, c := mk("a", ea), mk("b", eb), mk("c", ec)
+	// c's window is told to take 5 ms: its bound is 1 + 16 ticks.
+	a.s.Expect(tid("c"), ring.Expectation{DecodeMs: 5})
+	bound := time.Duration(ring.StallTicks(int(tick/time.Millisecond), 5, 0)) * tick
+	var slow atomic.Bool
+	gate := make(chan struct{})
+	b.Measure = func() Measures {
+		if slow.Load() {
+			<-gate
+		}
+		return Measures{}
+	}
+	pipe(t, ctx, a, "a", b, "b")
+	pipe(t, ctx, b, "b", c, "c")
+	pipe(t, ctx, a, "a", c, "c")
+	go func() { _ = a.Run(ctx) }()
+	go func() { _ = b.Run(ctx) }()
+	go func() { _ = c.Run(ctx) }()
+	for _, w := range []*Driver{b, c} {
+		go func() {
+			for range w.Out() {
+			}
+		}()
+	}
+	n := ma.Info().NLayer
+	plan := &wire.Plan{ID: 1, K: 1, Layers: n, NEmbd: ma.Info().NEmbd, DType: wire.F32, Devices: []wire.Device{
+		{ID: tid("a"), Windows: []wire.Range{rg(0, 2)}}, {ID: tid("b"), Windows: []wire.Range{rg(2, 4)}}, {ID: tid("c"), Windows: []wire.Range{rg(4, n)}}}}
+	if err := a.Post(ctx, ring.PlanInstalled{Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	await[ring.Ready](t, a)
+	slow.Store(true)
+	if err := a.Post(ctx, ring.StartToken{Tokens: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	tok := await[ring.EmitToken](t, a).Token
+	testwait.True(t, 30*time.Second, "c's report of the prompt at the head", func() bool { return a.Stats()[tid("c")].Prompts == 1 })
+	if got := a.Stats()[tid("b")].Prompts; got != 0 {
+		t.Fatalf("b's report reached the head before c's (%d prompts), want after", got)
+	}
+	close(gate)
+	testwait.True(t, 30*time.Second, "b's report of the prompt at the head", func() bool { return a.Stats()[tid("b")].Prompts == 1 })
+	// The ring is idle: nothing is held, so no one is lost, well past c's
+	// bound.
+	idle := time.After(bound + 10*tick)
+	for waiting := true; waiting; {
+		select {
+		case act := <-a.Out():
+			if r, ok := act.(ring.Replan); ok {
+				t.Fatalf("lost with the ring idle (c's bound %v): %s", bound, r.Reason)
+			}
+		case <-idle:
+			waiting = false
+		}
+	}
+	// And the ring goes on.
+	if err := a.Post(ctx, ring.StartToken{Tokens: []int32{tok}, Pos: len(prompt)}); err != nil {
+		t.Fatal(err)
+	}
+	await[ring.EmitToken](t, a)
 }
