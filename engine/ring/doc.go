@@ -142,13 +142,7 @@
 // driver sends a DeviceStats after each). The head counts the
 // activations it sent into the ring and each worker's reports, so it knows
 // which worker holds the oldest activation not yet passed on, and since
-// when: since it got it, or since it passed its previous one. Each worker
-// reports on its own link, so a report may come before its predecessor's
-// for the same activation; a worker that passed i on had them all, so the
-// head takes as passed by a worker the most that it or any worker after
-// it reported (a successor's report set aside until its predecessor's
-// came left the successor one behind for good, and lost it as stalled
-// once it waited idle: stall_late_report.txt). That
+// when: since it got it, or since it passed its previous one. That
 // worker is lost when it has held it for StallTicks(tick, expected, jitter)
 // = 4 × its expected time for that activation + StallMargin (16 ticks) +
 // 2 × jitter: the expected time is the larger of what the head was told
@@ -157,6 +151,17 @@
 // prefill micro-batch. With nothing known yet the bound is StallUnknown
 // (120 ticks). With k > 1 each round's activation is its own item, so
 // progress is checked per round, not per token.
+//
+// Each worker reports on its own link, so a report may come before its
+// predecessor's for the same activation (the predecessor busy between
+// sending it on and reporting, the head's link readers run in the other
+// order: 2-3 times in a run of bench/ring.sh's row (g)). A worker that
+// passed i on had them all, so the head takes as passed by a worker the
+// most that it or any worker after it reported. Setting a report aside
+// until its predecessor's came left that worker one behind for good,
+// holding in the account what it had passed, and lost it as stalled, its
+// engine idle, once it waited for its predecessor past its bound
+// (stall_late_report.txt).
 //
 // A worker starved by other load (a CPU burner leaves a nice-10 runner a
 // few percent) can take 70 × its expected time and still be working. Its
