@@ -258,7 +258,11 @@ func (n *Node) start() error {
 	n.mu.Lock()
 	argv := []string{"ip", "netns", "exec", n.NS, n.env.Bin, "headless"}
 	if n.cg != nil {
-		argv = n.cg.wrap(argv...) // sh execs ip, which execs homering: one PID
+		// nsenter, not ip netns exec, as bench/rig/enter: the latter
+		// remounts /sys, which hides the cgroup file systems from the
+		// agent, so it would not see its own limit and would report the
+		// machine's memory pressure instead of its cgroup's.
+		argv = n.cg.wrap("nsenter", "--net=/var/run/netns/"+n.NS, "--", n.env.Bin, "headless") // sh execs nsenter, which execs homering: one PID
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = n.environ()
