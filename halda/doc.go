@@ -200,6 +200,30 @@
 // device when that costs under 5%, and the plan admits fewer streams when
 // it costs more. Rescore keeps the plan's own S.
 //
+// # Balance
+//
+// The objective is a sum over devices, so between devices of (nearly) the
+// same speed per layer it has many optima, and an ILP solver returns a
+// vertex: the cheaper device filled to its memory row, the other given
+// the rest. On the rig's three equal devices that was 28, 30 and 2 layers
+// of 60. Time per token does not care, but two things the sum leaves out
+// do: a prompt crosses the ring in micro-batches, each device starting on
+// the first while the previous one computes the next (engine/ring's doc,
+// "Model"), so the prompt takes about the sum of the devices' first
+// batches plus the slowest device's whole prompt; and several
+// conversations in flight (Streams) go no faster than the slowest device.
+// A device filled to its memory row also pages as soon as another app
+// takes memory. So after the search Halda balances the plan it found:
+// it moves one CPU layer at a time from the device with the most compute
+// and disk time per token to the one with the least, as long as every
+// device keeps its memory case and fits, the pair's larger time falls,
+// and the plan stays predicted within BalanceSlack (2%) of the optimum.
+// 2% is below what a profile can tell apart on equal machines (their
+// per-layer times differ by a few percent between runs), so balancing
+// costs decode nothing measurable, while an uneven split costs the
+// prompt up to (M−1)/M of the slowest device's share; devices that differ
+// more keep Halda's split. GPU layers stay where Halda put them.
+//
 // # Decisions the papers leave open
 //
 //   - Strict rows. The paper's M1-M3 rows are strict (>). w and n are

@@ -75,3 +75,6 @@ func PaperLoopForTest(p Problem, s Solver) ([]string, Plan, error) {
 	}
 	return forced, q.plan(f.best, nil, *st), nil
 }
+
+// SolveOptimum is Solve without balancing: the plan the search found.
+func SolveOptimum(p Problem, s Solver) (Plan, error) { return solve(p, s, false) }

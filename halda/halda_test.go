@@ -280,6 +280,17 @@ func checkLayers(t *testing.T, L int, pl halda.Plan) {
 // PerfSched's (001 A.10), scored by the same model.
 func checkBaselines(t *testing.T, p halda.Problem, pl halda.Plan) {
 	t.Helper()
+	// The search's optimum is never worse than either baseline; the plan
+	// Solve returns is it balanced, at most BalanceSlack above it (below
+	// it when a move lands on a cheaper point the case search missed).
+	opt, err := halda.SolveOptimum(p, lpsolve.Solver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.PredictedMs > opt.PredictedMs*(1+halda.BalanceSlack)*(1+1e-12) {
+		t.Errorf("Solve predicts %.3f ms against the search's optimum of %.3f ms: balancing may cost up to %.0f%%", pl.PredictedMs, opt.PredictedMs, 100*halda.BalanceSlack)
+	}
+	pl = opt
 	for name, f := range map[string]func(halda.Problem) (halda.Plan, error){"MemSched": halda.MemSched, "PerfSched": halda.PerfSched} {
 		b, err := f(p)
 		if errors.Is(err, halda.ErrOutOfMemory) {
@@ -676,7 +687,8 @@ func TestForcedRing(t *testing.T) {
 		want shape
 	}{
 		{"halda alone: the head runs everything", func(*halda.Problem) {}, shape{K: 1, Devices: []string{"a"}, MinW: 6}},
-		{"keep all, head holds layers", func(p *halda.Problem) { p.KeepAllDevices, p.HeadHoldsLayers = true, true }, shape{K: 1, Devices: []string{"a", "b", "c"}, MinW: 1}},
+		// Equal devices: balanced 2, 2, 2 (package doc, "Balance").
+		{"keep all, head holds layers", func(p *halda.Problem) { p.KeepAllDevices, p.HeadHoldsLayers = true, true }, shape{K: 1, Devices: []string{"a", "b", "c"}, MinW: 2}},
 		{"keep all, head holds layers, k=2", func(p *halda.Problem) { p.KeepAllDevices, p.HeadHoldsLayers, p.Rounds = true, true, 2 }, shape{K: 2, Devices: []string{"a", "b", "c"}, MinW: 1}},
 		{"k fixed alone", func(p *halda.Problem) { p.Rounds = 3 }, shape{K: 3, Devices: []string{"a"}, MinW: 2}},
 	}

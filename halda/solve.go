@@ -24,7 +24,11 @@ type cand struct {
 // many conversations the plan admits (package doc, "Streams"). Errors wrap
 // ErrInvalidProblem, ErrNoFeasiblePlan, ErrNoSolver, or the Solver's own
 // failure.
-func Solve(p Problem, s Solver) (Plan, error) {
+func Solve(p Problem, s Solver) (Plan, error) { return solve(p, s, true) }
+
+// solve is Solve; without balance it returns the search's optimum as it
+// came from the ILPs (tests compare it with the baselines and enumeration).
+func solve(p Problem, s Solver, balance bool) (Plan, error) {
 	if s == nil {
 		return Plan{}, ErrNoSolver
 	}
@@ -33,19 +37,27 @@ func Solve(p Problem, s Solver) (Plan, error) {
 		_, err := prepare(p) // the invalid-problem error
 		return Plan{}, err
 	}
+	pick := func(opt, bal Plan) Plan {
+		if balance {
+			return bal
+		}
+		return opt
+	}
 	p.Streams = 1
-	one, err := solveStreams(p, s)
+	one, oneBal, err := solveStreams(p, s)
 	if err != nil || want <= 1 {
-		return one, err
+		return pick(one, oneBal), err
 	}
 	// The largest count whose plan stays within StreamSlowdown of one
 	// conversation's: all that were asked for first (memory to spare, the
 	// common case, costs one more solve), then a bisection, as more KV
 	// only tightens every row (the best time does not fall with streams).
+	// The counts are compared on the optima, before balancing: balance
+	// spends its slack the same way whatever the count.
 	st := one.Stats
 	try := func(n int) (Plan, bool, error) {
 		p.Streams = n
-		pl, err := solveStreams(p, s)
+		pl, bal, err := solveStreams(p, s)
 		var nf *NoFeasiblePlanError
 		if errors.As(err, &nf) {
 			return Plan{}, false, nil
@@ -54,9 +66,9 @@ func Solve(p Problem, s Solver) (Plan, error) {
 			return Plan{}, false, err
 		}
 		st = st.add(pl.Stats)
-		return pl, pl.PredictedMs <= one.PredictedMs*StreamSlowdown, nil
+		return pick(pl, bal), pl.PredictedMs <= one.PredictedMs*StreamSlowdown, nil
 	}
-	best := one
+	best := pick(one, oneBal)
 	pl, ok, err := try(want)
 	if err != nil {
 		return Plan{}, err
@@ -87,11 +99,12 @@ func (a Stats) add(b Stats) Stats {
 	return Stats{ILPs: a.ILPs + b.ILPs, Pruned: a.Pruned + b.Pruned, Iterations: a.Iterations + b.Iterations, Subsets: a.Subsets + b.Subsets}
 }
 
-// solveStreams is Solve for exactly p.Streams conversations (≥ 1).
-func solveStreams(p Problem, s Solver) (Plan, error) {
+// solveStreams is Solve for exactly p.Streams conversations (≥ 1): the
+// search's optimum and the same plan balanced (package doc, "Balance").
+func solveStreams(p Problem, s Solver) (Plan, Plan, error) {
 	q, err := prepare(p)
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, Plan{}, err
 	}
 	var st Stats
 	active := make([]int, len(q.devs))
@@ -128,15 +141,15 @@ func solveStreams(p Problem, s Solver) (Plan, error) {
 	})
 	best, err := q.solveSubset(active, s, &st, nil)
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, Plan{}, err
 	}
 	if best == nil {
-		return Plan{}, q.infeasible(active)
+		return Plan{}, Plan{}, q.infeasible(active)
 	}
 	if !p.KeepAllDevices {
 		best, active, dropped, err = q.selectDevices(best, active, dropped, s, &st)
 		if err != nil {
-			return Plan{}, err
+			return Plan{}, Plan{}, err
 		}
 		// A small model may run fastest on the head alone, with no hop at
 		// all (001 §3.3: Halda "reduces prima.cpp to llama.cpp"); the
@@ -144,7 +157,7 @@ func solveStreams(p Problem, s Solver) (Plan, error) {
 		if len(active) > 1 {
 			solo, err := q.solveSubset(active[:1], s, &st, nil)
 			if err != nil {
-				return Plan{}, err
+				return Plan{}, Plan{}, err
 			}
 			if solo != nil && solo.cost < best.cost {
 				for _, i := range active[1:] {
@@ -155,7 +168,7 @@ func solveStreams(p Problem, s Solver) (Plan, error) {
 			}
 		}
 	}
-	return q.plan(best, dropped, st), nil
+	return q.plan(best, dropped, st), q.plan(q.balance(best), dropped, st), nil
 }
 
 // noRoom explains why device i (not the head) cannot hold one layer for one
