@@ -43,8 +43,10 @@
 #
 # Model: a generated llama, 60 layers, n_embd 2048, Q8_0, 3.0 GB, in
 # testdata/models/bench-ring/ (kept across runs), caps 1.5 GiB each, 16
-# tokens. BENCH_QUICK=1: 20 layers, n_embd 1024, 310 MB, caps 256 MiB, 4
-# tokens. BENCH_TOKENS=N changes the token count. BENCH_ROWS runs only the
+# tokens. BENCH_QUICK=1: 20 layers, n_embd 1024, 310 MB, caps 256 MiB, also
+# 16 tokens (with 4, (f) drafted 2 tokens in all: one verification pass,
+# no measure of speculation; 12 more tokens cost the quick run ~5 s).
+# BENCH_TOKENS=N changes the token count. BENCH_ROWS runs only the
 # rows it names, among a b c d e f h load g ("load" is (d) under load), in
 # their usual order (default: all), e.g. BENCH_ROWS=load BENCH_QUICK=1 for
 # the loaded row alone (~3 minutes); the agents come up when a ring row is
@@ -73,7 +75,7 @@ if [ -n "${BENCH_QUICK:-}" ]; then
 	model=testdata/models/bench-ring/llama-300m-Q8_0.gguf
 	genflags=(--layers 20 --embd 1024 --ff 2816 --heads 8 --kv-heads 2)
 	cap=$((256 * 1048576))
-	tokens=${BENCH_TOKENS:-4}
+	tokens=${BENCH_TOKENS:-16}
 else
 	model=testdata/models/bench-ring/llama-3g-Q8_0.gguf
 	genflags=(--layers 60 --embd 2048 --ff 5632 --heads 16 --kv-heads 4)
