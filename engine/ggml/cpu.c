@@ -35,6 +35,7 @@ static struct {
 	traits_t traits;
 	char variant[64];
 	int avx2; // the backend's kernels use AVX2, FMA and F16C (so may gemm.c's)
+	int avx512; // they were compiled for AVX-512 F (its F16 dot products sum 16 lanes)
 } cpu;
 
 static void seterr(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
@@ -60,14 +61,16 @@ static int bind_reg(ggml_backend_reg_t reg, traits_t traits) {
 	// The backend's own list of what its kernels were compiled for.
 	ggml_backend_get_features_t gf =
 	    (ggml_backend_get_features_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features");
-	int avx2 = 0, fma = 0, f16c = 0;
+	int avx2 = 0, fma = 0, f16c = 0, avx512 = 0;
 	for (struct ggml_backend_feature *f = gf ? gf(reg) : NULL; f && f->name; f++) {
 		const int on = f->value && strcmp(f->value, "0") != 0;
 		if (strcmp(f->name, "AVX2") == 0) avx2 = on;
 		if (strcmp(f->name, "FMA") == 0) fma = on;
 		if (strcmp(f->name, "F16C") == 0) f16c = on;
+		if (strcmp(f->name, "AVX512") == 0) avx512 = on;
 	}
 	cpu.avx2 = avx2 && fma && f16c;
+	cpu.avx512 = avx512;
 	cpu.init = 1;
 	return 1;
 }
@@ -168,6 +171,11 @@ const char *hr_cpu_variant(void) {
 int hr_cpu_avx2(void) {
 	init_static();
 	return cpu.avx2;
+}
+
+int hr_cpu_avx512(void) {
+	init_static();
+	return cpu.avx512;
 }
 
 // The functions below make things from the backend: after the first, the

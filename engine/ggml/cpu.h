@@ -29,6 +29,8 @@ const char *hr_cpu_variant(void);
 const char *hr_cpu_builtin_isa(void);
 // hr_cpu_avx2 says whether its kernels use AVX2, FMA and F16C.
 int hr_cpu_avx2(void);
+// hr_cpu_avx512 says whether they were compiled for AVX-512 F.
+int hr_cpu_avx512(void);
 
 ggml_backend_t hr_cpu_init(int n_threads);
 struct ggml_threadpool *hr_cpu_threadpool_new(struct ggml_threadpool_params *p);

@@ -93,6 +93,11 @@
 // variants chosen at run time (kernels.go: AVX-512 VNNI, AVX2, ggml's own;
 // HOMERING_KERNELS forces one); WindowParams.GGMLMatMul turns them off, for
 // comparison (BenchmarkPromptKernels, BenchmarkTokenKernels, bench/engine.sh).
+// A one-row attention (a decode step, or a row of a verification attending
+// row by row) multiplies the F16 KV cache on attn.c's kernels of the same
+// variant: ggml_vec_dot_f16's 8-lane order per output, each K and V row read
+// once for all the query heads of its group (TestAttnKernelsMatchGGML); on
+// a CPU backend built for AVX-512, whose F16 sums go 16 lanes wide, ggml's.
 //
 // Graphs depend only on the batch size and the padded KV length; positions,
 // cells and the mask are inputs. A window keeps its last graph and the

@@ -15,6 +15,7 @@
 #include "ggml.h"
 #include "cpu.h"
 #include "gemm.h"
+#include "attn.h"
 
 // HR_KV_SPAN_PAD pads the number of cells a graph attends over (n_kv).
 // llama.cpp pads it to 256 (llama_kv_cache::get_n_kv) so that its graphs
@@ -77,6 +78,7 @@ typedef struct {
 	struct ggml_tensor *inp_tokens, *inp_embd, *inp_pos, *k_idxs, *v_idxs, *kq_mask, *out_ids, *out;
 	struct ggml_tensor *kq_mask_swa; // the sliding-window layers' mask; NULL: none in the window
 	hr_gemm_arena *gemm; // state of the graph's prompt-batch products (gemm.h)
+	int attn;            // attention products on attn.c's kernels
 } hr_graph;
 
 struct hr_window {
@@ -687,8 +689,9 @@ hr_window *hr_window_new(hr_model *m, const hr_window_params *p, char *err, size
 	const int per_layer = 96 + (hp->n_expert > 0 ? 32 + 2 * hp->n_expert_used : 0) +
 			      (hp->arch == HR_ARCH_GEMMA2 || hp->arch == HR_ARCH_GEMMA3 ? 16 : 0);
 	// Row-by-row attention (hr_window_set_row_attn) adds up to 13 nodes
-	// per row and layer.
-	w->graph_size = (size_t)(w->n_layers * (per_layer + 13 * HR_ROW_ATTN_MAX) + 256);
+	// per row and layer, and attn.c's products 2 more per row (the
+	// conversions of q and of the softmax).
+	w->graph_size = (size_t)(w->n_layers * (per_layer + 15 * HR_ROW_ATTN_MAX) + 256);
 	w->meta_size = ggml_tensor_overhead() * w->graph_size + ggml_graph_overhead_custom(w->graph_size, false);
 	w->meta = malloc(w->meta_size);
 	if (!w->meta) {
@@ -843,17 +846,22 @@ static struct ggml_tensor *moe_ffn(struct ggml_context *ctx, struct ggml_cgraph 
 // the mask are inputs, so consecutive decode steps reuse it (as llama.cpp
 // reuses its graph) and skip the build and the scheduler's allocation.
 // attend is llama.cpp's build_attn_mha (non-flash) over the permuted k, v
-// and q with mask: the attention output, one row per query row.
-static struct ggml_tensor *attend(struct ggml_context *ctx, const hr_hparams *hp, const hr_layer *L, struct ggml_tensor *k,
-				  struct ggml_tensor *v, struct ggml_tensor *q, struct ggml_tensor *mask) {
-	struct ggml_tensor *kq = ggml_mul_mat(ctx, k, q);
-	ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+// and q with mask: the attention output, one row per query row. A one-row
+// attention's two products run on attn.c's kernels of the window's variant
+// (the same bits), counted in g->attn.
+static struct ggml_tensor *attend(struct ggml_context *ctx, hr_graph *g, int kernels, const hr_hparams *hp,
+				  const hr_layer *L, struct ggml_tensor *k, struct ggml_tensor *v, struct ggml_tensor *q,
+				  struct ggml_tensor *mask) {
+	struct ggml_tensor *kq = hr_attn_mul_mat(ctx, k, q, kernels, &g->attn);
+	if (kq->op == GGML_OP_MUL_MAT) {
+		ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+	}
 	if (hp->attn_softcap > 0.0f) {
 		kq = softcap(ctx, kq, hp->attn_softcap);
 	}
 	kq = ggml_soft_max_ext(ctx, kq, mask, hp->kq_scale, 0.0f);
 	ggml_soft_max_add_sinks(kq, L->sinks); // gpt-oss; NULL: none
-	struct ggml_tensor *kqv = ggml_mul_mat(ctx, v, kq);
+	struct ggml_tensor *kqv = hr_attn_mul_mat(ctx, v, kq, kernels, &g->attn);
 	struct ggml_tensor *cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);
 	return ggml_cont_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
 }
@@ -1024,13 +1032,14 @@ static int build_graph(hr_window *w, int n, int64_t n_kv, int n_out, int reserve
 				struct ggml_tensor *qi = ggml_view_4d(ctx, Q, Q->ne[0], Q->ne[1], 1, 1, Q->nb[1], Q->nb[2], Q->nb[3],
 								      (size_t)i * Q->nb[2]);
 				struct ggml_tensor *mi = ggml_view_2d(ctx, mask, mask->ne[0], 1, mask->nb[1], (size_t)i * mask->nb[1]);
-				struct ggml_tensor *r = attend(ctx, hp, L, k, v, ggml_permute(ctx, qi, 0, 2, 1, 3), mi);
+				struct ggml_tensor *r =
+				    attend(ctx, g, w->p.kernels, hp, L, k, v, ggml_permute(ctx, qi, 0, 2, 1, 3), mi);
 				cur = cur ? ggml_concat(ctx, cur, r, 1) : r;
 			}
 		} else {
 			struct ggml_tensor *q = ggml_view_4d(ctx, Q, Q->ne[0], Q->ne[1], Q->ne[2], 1, Q->nb[1], Q->nb[2],
 							     Q->nb[3], 0);
-			cur = attend(ctx, hp, L, k, v, ggml_permute(ctx, q, 0, 2, 1, 3), mask);
+			cur = attend(ctx, g, w->p.kernels, hp, L, k, v, ggml_permute(ctx, q, 0, 2, 1, 3), mask);
 		}
 		ggml_build_forward_expand(gf, cur);
 		cur = add_opt(ctx, mm(L->wo, cur), L->bo);
@@ -1377,6 +1386,8 @@ size_t hr_window_compute_bytes(const hr_window *w) {
 }
 
 int hr_window_gemm_products(const hr_window *w) { return hr_gemm_products(w->g.gemm); }
+
+int hr_window_attn_products(const hr_window *w) { return w->g.attn; }
 
 // count_cb is the scheduler's eval callback while experts are counted: it
 // asks to see each layer's top-k selection ("hr_sel.<layer>", I32

@@ -150,6 +150,9 @@ size_t hr_window_compute_bytes(const hr_window *w);
 // hr_window_gemm_products counts the matrix products of the window's current
 // graph that run on gemm.c's kernels.
 int hr_window_gemm_products(const hr_window *w);
+// hr_window_attn_products counts the attention products over the KV cache
+// of the window's current graph that run on attn.c's kernels.
+int hr_window_attn_products(const hr_window *w);
 // hr_window_graph_splits is the scheduler's number of splits (runs of nodes on
 // one backend) of the window's current graph; 0 before the first evaluation.
 int hr_window_graph_splits(const hr_window *w);

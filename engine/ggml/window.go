@@ -482,6 +482,17 @@ func (w *Window) promptKernelProducts() int {
 	return int(C.hr_window_gemm_products(w.c))
 }
 
+// attnKernelProducts counts the attention products over the KV cache of the
+// window's current graph that run on attn.c's kernels.
+func (w *Window) attnKernelProducts() int {
+	if w.c == nil {
+		return 0
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return int(C.hr_window_attn_products(w.c))
+}
+
 // GraphSplits is the number of runs of consecutive nodes on one device in the
 // window's current graph (its last evaluation's), as ggml's scheduler split
 // it; each boundary copies the hidden state between devices. With the GPU
