@@ -12,7 +12,10 @@
 // lanes over steps of 32, products exact in F32, the accumulators summed in
 // pairs and by hadd, the leftover elements added in double), so the bits are
 // the same, but read each cache row once for all the heads of its group and
-// sum several outputs' lanes with the same hadds.
+// sum several outputs' lanes with the same hadds. A CPU backend built for
+// AVX-512 (the icelake variant) sums 16 lanes over steps of 64 and reduces
+// them by _mm512_reduce_add_ps: the AVX-512 variant of our kernels has that
+// order too.
 #ifndef HOMERING_ATTN_H
 #define HOMERING_ATTN_H
 
@@ -21,9 +24,9 @@
 // hr_attn_mul_mat is ggml_mul_mat(ctx, a, b) for a, a view of an F16 KV cache
 // in CPU memory, and b, one F32 row per query head (ne[1] = 1): our kernels
 // of the variant (HR_KERNELS_AVX2 or _AVX512, gemm.h) when this CPU runs it
-// and the CPU backend in use computes F16 dot products on its 8-lane AVX
-// path (cpu.h); else ggml_mul_mat itself. *ours counts the products built on
-// our kernels.
+// under the CPU backend in use (cpu.h) and it has that backend's order (an
+// AVX-512 backend's: HR_KERNELS_AVX512 only); else ggml_mul_mat itself.
+// *ours counts the products built on our kernels.
 struct ggml_tensor *hr_attn_mul_mat(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b,
 				    int kernels, int *ours);
 

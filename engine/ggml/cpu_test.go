@@ -37,10 +37,12 @@ type cpuModelRun struct {
 	Tokens []int32    // greedy continuation of the prompt
 	Logits [][]uint32 // the bits of every step's logits
 	// Products is how many matrix products of a 17-token batch ran on
-	// gemm.c's kernels (the best variant); GemmDiffer how many of its logits
-	// and those of the decode step after it, on each variant of our kernels
-	// this CPU runs, differ from the same on ggml's kernels alone.
-	Products, GemmDiffer int
+	// gemm.c's kernels (the best variant), AttnProducts how many attention
+	// products of a decode step at 71 ran on attn.c's; GemmDiffer how many
+	// of the batch's logits and those of the steps after it (a decode step,
+	// a 53-token batch, a decode step over 96 cells), on each variant of
+	// our kernels this CPU runs, differ from the same on ggml's kernels alone.
+	Products, AttnProducts, GemmDiffer int
 }
 
 // cpuCompute runs every model on the CPU backend in use: a 32-token
@@ -118,10 +120,22 @@ func cpuComputeModel(path string) (cpuModelRun, error) {
 		if i == 0 {
 			mr.Products = bw.promptKernelProducts()
 		}
-		if err == nil { // and a decode step, on the token kernels
+		// A decode step on the token kernels, then past 64 cells (an
+		// AVX-512 backend's F16 dot products step by 64).
+		for _, s := range [][2]int{{1, len(batch)}, {53, len(batch) + 1}, {1, len(batch) + 54}} {
+			if err != nil {
+				break
+			}
+			toks := make([]int32, s[0])
+			for j := range toks {
+				toks[j] = int32((s[1] + j) * 29 % info.NVocab)
+			}
 			var step []float32
-			step, err = bw.EvalTokens(batch[:1], len(batch))
+			step, err = bw.EvalTokens(toks, s[1])
 			out[i] = append(out[i], step...)
+		}
+		if i == len(kinds)-2 {
+			mr.AttnProducts = bw.attnKernelProducts()
 		}
 		if cerr := bw.Close(); err == nil {
 			err = cerr
@@ -223,9 +237,14 @@ func TestCPUVariants(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	models := []string{stories}
-	for _, c := range []struct{ arch, typ string }{{"llama", "Q8_0"}, {"qwen3", "Q4_K"}, {"llama", "Q6_K"}} {
-		p := filepath.Join(tmp, c.arch+"-"+c.typ+".gguf")
-		err := modelgen.Generate(p, modelgen.Config{Arch: c.arch, Layers: 2, Embd: 256, FF: 768, Heads: 4,
+	// Heads of 64 and, in the last, 72 (elements past the F16 dot
+	// products' last step).
+	for _, c := range []struct {
+		arch, typ string
+		embd      int
+	}{{"llama", "Q8_0", 256}, {"qwen3", "Q4_K", 256}, {"llama", "Q6_K", 256}, {"llama", "Q8_0", 288}} {
+		p := filepath.Join(tmp, fmt.Sprintf("%s-%s-%d.gguf", c.arch, c.typ, c.embd))
+		err := modelgen.Generate(p, modelgen.Config{Arch: c.arch, Layers: 2, Embd: c.embd, FF: 768, Heads: 4,
 			KVHeads: 2, Vocab: 1003, Type: c.typ, Seed: 11})
 		if err != nil {
 			t.Fatal(err)
@@ -308,11 +327,14 @@ func TestCPUVariants(t *testing.T) {
 						len(g.Logits)*len(g.Logits[0]), map[bool]string{true: "same ISA", false: "another ISA"}[same])
 				}
 				if g.GemmDiffer != 0 {
-					t.Errorf("%s: %d logits of a 17-token batch differ between gemm.c's kernels and ggml's under %s", name, g.GemmDiffer, variant)
+					t.Errorf("%s: %d logits of a 17-token batch and the steps after it differ between gemm.c's kernels and ggml's under %s", name, g.GemmDiffer, variant)
 				}
 				quantized := i > 0
 				if wantOurs := got.AVX2 && quantized; (g.Products > 0) != wantOurs {
 					t.Errorf("%s: %d products on gemm.c's kernels under %s (AVX2 %v)", name, g.Products, variant, got.AVX2)
+				}
+				if (g.AttnProducts > 0) != got.AVX2 {
+					t.Errorf("%s: %d attention products on attn.c's kernels under %s (AVX2 %v)", name, g.AttnProducts, variant, got.AVX2)
 				}
 			}
 		})
