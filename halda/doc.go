@@ -218,11 +218,14 @@
 // and disk time per token to the one with the least, as long as every
 // device keeps its memory case and fits, the pair's larger time falls,
 // and the plan stays predicted within BalanceSlack (2%) of the optimum.
-// 2% is below what a profile can tell apart on equal machines (their
-// per-layer times differ by a few percent between runs), so balancing
-// costs decode nothing measurable, while an uneven split costs the
-// prompt up to (M−1)/M of the slowest device's share; devices that differ
-// more keep Halda's split. GPU layers stay where Halda put them.
+// 2% is below what the rig can measure (two rows of one quiet run that
+// differ only in prefetch, bench/ring.sh's (d) and (e), gave 127.6 and
+// 121.0 ms per token), so balancing costs decode nothing measurable,
+// while an uneven split costs the prompt up to (M−1)/M of the slowest
+// device's share: on the rig, 28/30/2 gave a first token in 2821 ms and
+// the balanced 19/21/20 in 2435 (prima-ref, quiet, 2026-11-27). Devices
+// that differ more keep Halda's split. GPU layers stay where Halda put
+// them.
 //
 // # Decisions the papers leave open
 //
