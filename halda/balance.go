@@ -17,7 +17,7 @@ func (q *prob) balance(c *cand) *cand {
 	}
 	budget := c.cost * (1 + BalanceSlack)
 	w, n := append([]int(nil), c.w...), append([]int(nil), c.n...)
-	costs, _ := q.evalRing(c.ring, c.k, w, n)
+	costs, total := q.evalRing(c.ring, c.k, w, n)
 	work := func(cs cost) float64 { return cs.comp + cs.disk }
 	moved := false
 	// Each move lowers the largest of the two times it touches and raises
@@ -40,7 +40,7 @@ func (q *prob) balance(c *cand) *cand {
 		if from < 0 {
 			break
 		}
-		best, bestCosts := -1, []cost(nil)
+		best, bestCosts, bestTotal := -1, []cost(nil), 0.0
 		top := work(costs[from])
 		for to := range c.ring {
 			if to == from || work(costs[to]) >= top {
@@ -56,7 +56,7 @@ func (q *prob) balance(c *cand) *cand {
 				ok = ok && cs[p].fits && cs[p].cs == costs[p].cs
 			}
 			if ok && (best < 0 || work(costs[to]) < work(costs[best])) {
-				best, bestCosts = to, cs
+				best, bestCosts, bestTotal = to, cs, t
 			}
 		}
 		if best < 0 {
@@ -64,15 +64,14 @@ func (q *prob) balance(c *cand) *cand {
 		}
 		w[from]--
 		w[best]++
-		costs = bestCosts
+		costs, total = bestCosts, bestTotal
 		moved = true
 	}
 	if !moved {
 		return c
 	}
-	_, t := q.evalRing(c.ring, c.k, w, n)
 	out := *c
-	out.w, out.n, out.cost = w, n, t
+	out.w, out.n, out.cost = w, n, total
 	out.cases = make([]Case, len(costs))
 	for p := range costs {
 		out.cases[p] = costs[p].cs
