@@ -2,7 +2,6 @@ package ggml
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"testing"
 
@@ -60,13 +59,7 @@ func TestAttnKernelsMatchGGML(t *testing.T) {
 				info := m.Info()
 				p := WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, AllLogits: true,
 					NCtx: 256, Threads: threads}
-				var ours []*Window
-				for _, v := range variants {
-					p.Kernels = v
-					ours = append(ours, newWindowT(t, m, p))
-				}
-				p.GGMLMatMul = true
-				theirs := newWindowT(t, m, p)
+				ours, theirs := kernelWindowsT(t, m, p, variants)
 				pos := 0
 				for _, s := range steps {
 					n, rows := s[0], s[1] == 1
@@ -92,13 +85,7 @@ func TestAttnKernelsMatchGGML(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						differ := 0
-						for i := range a {
-							if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-								differ++
-							}
-						}
-						if differ > 0 {
+						if differ := differingBits(a, b); differ > 0 {
 							t.Errorf("%s kernels, %d rows at %d (row by row %v): %d of %d logits differ from ggml's",
 								variants[vi], n, pos, rows, differ, len(a))
 						}

@@ -25,6 +25,29 @@ func ourKernelsT(t *testing.T) []string {
 	return vs
 }
 
+// kernelWindowsT opens one window of p per variant of our kernels and one
+// on ggml's (GGMLMatMul), to compare their outputs bit for bit.
+func kernelWindowsT(t *testing.T, m *Model, p WindowParams, variants []string) (ours []*Window, theirs *Window) {
+	t.Helper()
+	for _, v := range variants {
+		p.Kernels = v
+		ours = append(ours, newWindowT(t, m, p))
+	}
+	p.GGMLMatMul = true
+	return ours, newWindowT(t, m, p)
+}
+
+// differingBits counts the positions where a and b differ bit for bit.
+func differingBits(a, b []float32) int {
+	differ := 0
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			differ++
+		}
+	}
+	return differ
+}
+
 // TestPromptKernelsMatchGGML: a window on gemm.c's kernels, each variant
 // this CPU runs, gives the same bits as one on ggml's (tinyBLAS for Q8_0
 // prompts, ggml_vec_dot_q8_0_q8_0 for Q8_0 decode steps,
@@ -74,13 +97,7 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 				info := m.Info()
 				p := WindowParams{First: 0, Last: info.NLayer, Embed: true, Output: true, AllLogits: true,
 					NCtx: 256, Threads: threads}
-				var ours []*Window
-				for _, v := range variants {
-					p.Kernels = v
-					ours = append(ours, newWindowT(t, m, p))
-				}
-				p.GGMLMatMul = true
-				theirs := newWindowT(t, m, p)
+				ours, theirs := kernelWindowsT(t, m, p, variants)
 				pos := 0
 				for _, n := range batches {
 					toks := make([]int32, n)
@@ -96,13 +113,7 @@ func TestPromptKernelsMatchGGML(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						differ := 0
-						for i := range a {
-							if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-								differ++
-							}
-						}
-						if differ > 0 {
+						if differ := differingBits(a, b); differ > 0 {
 							t.Errorf("%s kernels, batch of %d at %d: %d of %d logits differ from ggml's kernels",
 								variants[vi], n, pos, differ, len(a))
 						}
