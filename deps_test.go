@@ -78,9 +78,11 @@ var allowed = map[string][]string{
 	"app/api/openai":        {"app/api/apitype"},
 	"app/api/anthropic":     {"app/api/apitype"},
 	"app/api/ollama":        {"app/api/apitype"},
-	"app/api/apitype":       {"discovery/deviceid"},                   // device IDs are typed, their JSON the readable text (issue 15 item 5)
-	"app/api/apitype/tsgen": {},                                       // reads apitype's source, not the package
-	"app/apptest":           {"app/api/apitype", "internal/testwait"}, // drives real binaries through the CLI and the HTTP API
+	"app/api/apitype":       {"discovery/deviceid"}, // device IDs are typed, their JSON the readable text (issue 15 item 5)
+	"app/api/apitype/tsgen": {},                     // reads apitype's source, not the package
+	// Drives real binaries through the CLI and the HTTP API; reads the
+	// memory cgroups it caps nodes with through the profiler's reader.
+	"app/apptest": {"app/api/apitype", "engine/profile/sysinfo", "internal/testwait"},
 
 	// L3 services.
 	// The one owner of the agent's state (issue 15 item 4): the node, the
@@ -220,14 +222,16 @@ var allowed = map[string][]string{
 	"engine/enginetest":    {}, // its tests import the engines
 	"engine/gputest":       {}, // its tests load a GPU backend into engine/ggml's process
 	"internal/testlog":     {},
-	"internal/bytesize":    {},                                                                  // a byte count for people: the one formatter of messages and progress
-	"internal/testwait":    {},                                                                  // the tests' one wait helper
-	"internal/testdir":     {},                                                                  // tests: a scratch directory that Wine can remove
-	"internal/jsontags":    {},                                                                  // tests: every JSON protocol field spells its name
-	"bench/enginebench":    {"engine/ggml", "engine/llama"},                                     // the window engine against llama.cpp
-	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"},                    // decode times into a calibrated profile
-	"bench/ringbench":      {"app/api/apitype", "engine/head", "engine/llama", "engine/sample"}, // one-device baselines for bench/ring.sh
-	"bench/rig/linksim":    {},
+	"internal/bytesize":    {},                                               // a byte count for people: the one formatter of messages and progress
+	"internal/testwait":    {},                                               // the tests' one wait helper
+	"internal/testdir":     {},                                               // tests: a scratch directory that Wine can remove
+	"internal/jsontags":    {},                                               // tests: every JSON protocol field spells its name
+	"bench/enginebench":    {"engine/ggml", "engine/llama"},                  // the window engine against llama.cpp
+	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"}, // decode times into a calibrated profile
+	// One-device baselines for bench/ring.sh; the rig's cgroups are read
+	// through the profiler's reader.
+	"bench/ringbench":   {"app/api/apitype", "engine/head", "engine/llama", "engine/profile/sysinfo", "engine/sample"},
+	"bench/rig/linksim": {},
 	// Speculation on one device and through an in-process ring of three,
 	// on a generated target/draft pair (issue 19 item 2).
 	"bench/specbench": {"engine/head", "engine/modelgen", "engine/ring/job", "engine/ring/wire", "discovery/identity", "discovery/deviceid"},

@@ -3,8 +3,6 @@
 package apptest
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"homering/engine/profile/sysinfo"
 )
 
 // memCgroup is a node's own memory cgroup (v1 or v2), made as bench/rig
@@ -81,38 +81,14 @@ func (c *memCgroup) wrap(argv ...string) []string {
 
 // pressure is the cgroup's non-reclaimable memory (usage less file pages,
 // which include the mapped weights the kernel may evict) over its limit:
-// what engine/ring/job reports for a device in a cgroup, read from outside.
+// what engine/ring/job reports for a device in a cgroup, read from outside
+// through the profiler's own reader.
 func (c *memCgroup) pressure() (float64, error) {
-	pick := func(v1, v2 string) string {
-		if c.v2 {
-			return filepath.Join(c.dir, v2)
-		}
-		return filepath.Join(c.dir, v1)
-	}
-	usage, err := readInt64(pick("memory.usage_in_bytes", "memory.current"))
+	cg, err := sysinfo.ReadCgroupDir(c.dir)
 	if err != nil {
 		return 0, err
 	}
-	limit, err := readInt64(pick("memory.limit_in_bytes", "memory.max"))
-	if err != nil || limit <= 0 {
-		return 0, fmt.Errorf("the limit of %s: %v", c.dir, err)
-	}
-	st, err := os.ReadFile(pick("memory.stat", "memory.stat"))
-	if err != nil {
-		return 0, err
-	}
-	var file int64
-	sc := bufio.NewScanner(bytes.NewReader(st))
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch {
-		case c.v2 && (k == "active_file" || k == "inactive_file"),
-			!c.v2 && (k == "total_active_file" || k == "total_inactive_file"):
-			file += n
-		}
-	}
-	return float64(max(usage-file, 0)) / float64(limit), nil
+	return float64(cg.Usage-cg.File) / float64(cg.Limit), nil
 }
 
 // remove kills what is left in the cgroup and removes it (best effort).
@@ -131,14 +107,6 @@ func (c *memCgroup) remove() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = os.Remove(c.dir)
-}
-
-func readInt64(path string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
 func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }

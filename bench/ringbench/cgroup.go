@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"homering/engine/profile/sysinfo"
 )
 
 // cgroup reads one device's memory cgroup (v1 or v2).
@@ -27,16 +29,11 @@ type cgroup struct {
 }
 
 func openCgroup(name, dir string) (*cgroup, error) {
-	c := &cgroup{name: name, dir: dir}
-	if _, err := os.Stat(filepath.Join(dir, "memory.max")); err == nil {
-		c.v2 = true
-	}
-	lim, err := c.readInt(c.pick("memory.limit_in_bytes", "memory.max"))
+	cg, err := sysinfo.ReadCgroupDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("device %s: read the memory limit of cgroup %s: %w", name, dir, err)
+		return nil, fmt.Errorf("device %s: %w", name, err)
 	}
-	c.limit = lim
-	return c, nil
+	return &cgroup{name: name, dir: dir, v2: cg.Version == 2, limit: cg.Limit}, nil
 }
 
 func (c *cgroup) pick(v1, v2 string) string {
@@ -44,18 +41,6 @@ func (c *cgroup) pick(v1, v2 string) string {
 		return filepath.Join(c.dir, v2)
 	}
 	return filepath.Join(c.dir, v1)
-}
-
-func (c *cgroup) readInt(path string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "max" {
-		return 1 << 62, nil
-	}
-	return strconv.ParseInt(s, 10, 64)
 }
 
 // readKeyed reads "key value" lines (memory.stat, memory.oom_control, memory.events).
@@ -78,22 +63,15 @@ func readKeyed(path string) map[string]int64 {
 	return m
 }
 
-// now returns usage and non-reclaimable bytes (usage minus file pages, as
-// engine/profile/sysinfo counts a cgroup's available memory) and the
-// memory.stat they came from.
+// now returns usage and non-reclaimable bytes (usage minus file pages,
+// read by the profiler's own reader, engine/profile/sysinfo) and the
+// memory.stat that parts breaks down.
 func (c *cgroup) now() (usage, nonReclaimable int64, st map[string]int64, err error) {
-	usage, err = c.readInt(c.pick("memory.usage_in_bytes", "memory.current"))
+	cg, err := sysinfo.ReadCgroupDir(c.dir)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	st = readKeyed(c.pick("memory.stat", "memory.stat"))
-	var file int64
-	if c.v2 {
-		file = st["active_file"] + st["inactive_file"]
-	} else {
-		file = st["total_active_file"] + st["total_inactive_file"]
-	}
-	return usage, max(usage-file, 0), st, nil
+	return cg.Usage, cg.Usage - cg.File, readKeyed(c.pick("memory.stat", "memory.stat")), nil
 }
 
 // parts says what non-reclaimable memory is made of: the cgroup's
@@ -110,8 +88,10 @@ func (c *cgroup) parts(st map[string]int64) map[string]int64 {
 		}
 	} else {
 		p["anon"], p["shmem"] = st["total_rss"], st["total_shmem"]
-		if k, err := c.readInt(filepath.Join(c.dir, "memory.kmem.usage_in_bytes")); err == nil {
-			p["kernel"] = k
+		if b, err := os.ReadFile(filepath.Join(c.dir, "memory.kmem.usage_in_bytes")); err == nil {
+			if k, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				p["kernel"] = k
+			}
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))

@@ -3,8 +3,11 @@ package sysinfo
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -14,6 +17,28 @@ import (
 func (c *Cgroup) available() int64 {
 	a := c.Limit - c.Usage + c.File
 	return max(0, min(a, c.Limit))
+}
+
+// ReadCgroupDir reads the memory cgroup whose directory is dir on this
+// machine (a v1 memory controller's or a v2 one's, told apart by v2's
+// memory.max): its limit, usage and the page cache charged to it. Tests and
+// benchmarks that cap their devices with cgroups read them through it, so
+// that what they call non-reclaimable (Usage - File) is what a device in
+// such a cgroup counts as unavailable (available).
+func ReadCgroupDir(dir string) (*Cgroup, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	version := 1
+	if _, err := os.Stat(filepath.Join(abs, "memory.max")); err == nil {
+		version = 2
+	}
+	c := readLimit(os.DirFS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), version)
+	if c == nil {
+		return nil, fmt.Errorf("%s is not a memory cgroup with a limit (no readable memory.limit_in_bytes or memory.max below %d bytes)", dir, noLimit)
+	}
+	return c, nil
 }
 
 // noLimit: v1 reports "no limit" as a huge page-aligned number.
