@@ -312,6 +312,19 @@ func (b *Agent) problem(path string, err error) error {
 		return problem.New(problem.ModelChanged, fmt.Sprintf(
 			"%s %s while the engine was using it, which stopped the engine; send the message again once the file is complete, or choose another model.",
 			name, died.ModelChange))
+	case errors.As(err, &died) && died.OOM:
+		// Killed by the kernel for memory: the fix is memory, not the file.
+		b.report(problem.Make(problem.EngineDied, fmt.Sprintf("The system ran out of memory and stopped it (%s) while %s.", died.State, died.During)))
+		return problem.New(problem.EngineDied, fmt.Sprintf(
+			"The engine was stopped by the system because memory ran out while %s. It restarts with your next message; close other apps or choose a smaller model if this keeps happening.",
+			died.During))
+	case errors.As(err, &died) && died.Signal == "SIGKILL" && died.LastLine() == "":
+		// Killed from outside with nothing in its log: neither the file nor
+		// the machine's size is to blame.
+		b.report(problem.Make(problem.EngineDied, fmt.Sprintf("It was killed from outside (%s) while %s.", died.State, died.During)))
+		return problem.New(problem.EngineDied, fmt.Sprintf(
+			"The engine was killed from outside (SIGKILL, not for lack of memory) while %s. It restarts with your next message.",
+			died.During))
 	case errors.As(err, &died):
 		what := died.LastLine()
 		if what == "" {

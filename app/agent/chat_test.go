@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"homering/app/api/apitype"
@@ -41,6 +42,33 @@ func TestChatErrorsAreProblems(t *testing.T) {
 		var pe *problem.Error
 		if !errors.As(err, &pe) || pe.Code != tc.code || (tc.is != nil && !errors.Is(err, tc.is)) {
 			t.Errorf("%s: Chat error %#v, want problem %s over %v", tc.name, err, tc.code, tc.is)
+		}
+	}
+}
+
+// An engine that died is worded by how it died: killed for lack of memory
+// (free memory), killed from outside with nothing in its log (neither the
+// file nor the machine is to blame), or a crash (the file may be damaged).
+func TestEngineDeathWords(t *testing.T) {
+	b := &Agent{log: slog.New(slog.DiscardHandler)}
+	for _, tc := range []struct {
+		name      string
+		died      runner.DiedError
+		want, not string
+	}{
+		{"out of memory", runner.DiedError{State: "signal: killed", Signal: "SIGKILL", OOM: true, During: "generating"},
+			"memory ran out while generating", "damaged"},
+		{"killed from outside", runner.DiedError{State: "signal: killed", Signal: "SIGKILL", During: "generating"},
+			"killed from outside (SIGKILL, not for lack of memory) while generating", "damaged"},
+		{"crash", runner.DiedError{State: "signal: aborted", Signal: "SIGABRT", Crash: "SIGABRT: abort", Stderr: []string{"SIGABRT: abort"}, During: "generating"},
+			"damaged or too big for this machine", "memory ran out"},
+		{"killed after an error it logged", runner.DiedError{State: "signal: killed", Signal: "SIGKILL", Stderr: []string{`level=ERROR msg="cannot map the slice"`}, During: "generating"},
+			"damaged or too big", "killed from outside"},
+	} {
+		err := b.problem("m.gguf", &tc.died)
+		var pe *problem.Error
+		if !errors.As(err, &pe) || pe.Code != problem.EngineDied || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s: %v, want problem %s saying %q, not %q", tc.name, err, problem.EngineDied, tc.want, tc.not)
 		}
 	}
 }

@@ -577,6 +577,8 @@ func levels(t *testing.T, n *Node) procLevels {
 func chaosErrorKind(sentence string) string {
 	for _, k := range []struct{ kind, text string }{
 		{"engine stopped", "The engine stopped unexpectedly"},
+		{"engine killed", "The engine was killed from outside"},
+		{"engine out of memory", "The engine was stopped by the system because memory ran out"},
 	} {
 		if strings.Contains(sentence, k.text) {
 			return k.kind

@@ -38,6 +38,11 @@ type DiedError struct {
 	// 817200 bytes", "was deleted"; modelfile.go): a file cut short under
 	// the mapping kills the engine with SIGBUS. "" when it did not change.
 	Model, ModelChange string
+	// OOM: it died of SIGKILL while the kernel's out-of-memory killer
+	// killed (sysinfo.OOMKills grew over its life): memory ran out, on the
+	// machine or in its cgroup, rather than a person or another program
+	// ending it. False where the OS does not say.
+	OOM bool
 }
 
 func (e *DiedError) Error() string {
@@ -309,6 +314,10 @@ func (s *Supervisor) dead(during string) error {
 		e.State = xe.ProcessState.String()
 		if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			e.Signal = signalName(ws.Signal())
+			if ws.Signal() == syscall.SIGKILL && p.oomKillsOK {
+				n, ok := sysinfo.OOMKills()
+				e.OOM = ok && n > p.oomKills
+			}
 		}
 	} else if p.waitErr != nil {
 		e.State = p.waitErr.Error()
@@ -573,6 +582,9 @@ type proc struct {
 
 	waitErr  error
 	protoErr error
+
+	oomKills   int64 // sysinfo.OOMKills when it started
+	oomKillsOK bool
 }
 
 func (p *proc) send(r Request) error {
@@ -611,6 +623,7 @@ func (s *Supervisor) start() (*proc, error) {
 		return nil, fmt.Errorf("runner: tie the engine process to this one: %w", err)
 	}
 	p := &proc{cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin), events: make(chan Event, 64), exited: make(chan struct{}), tail: tail}
+	p.oomKills, p.oomKillsOK = sysinfo.OOMKills()
 	go func() {
 		defer close(p.exited)
 		sc := bufio.NewScanner(stdout)
