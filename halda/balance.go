@@ -53,7 +53,9 @@ func (q *prob) balance(c *cand) *cand {
 			w[to]--
 			ok := t <= budget && max(work(cs[from]), work(cs[to])) < top*(1-1e-12)
 			for p := range cs {
-				ok = ok && cs[p].fits && cs[p].cs == costs[p].cs
+				// The case includes the internal thrash variant: a move
+				// across it leaves the ILP the optimum came from.
+				ok = ok && cs[p].fits && cs[p].cs == costs[p].cs && cs[p].thrash == costs[p].thrash
 			}
 			if ok && (best < 0 || work(costs[to]) < work(costs[best])) {
 				best, bestCosts, bestTotal = to, cs, t

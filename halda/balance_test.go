@@ -1,10 +1,12 @@
 package halda_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 
 	"homering/halda"
+	"homering/halda/haldatest"
 	"homering/halda/lpsolve"
 )
 
@@ -97,4 +99,32 @@ func TestBalance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestThrashFlip: on a problem where the case loop settles on the head
+// thrashing (M3t, w = 2: 256.852 ms per token), the search also tries the
+// head in M3 with one resident layer and the rest moved (86.763 ms); and
+// balancing, which before moved the head across that line itself and
+// landed below the optimum, stays at or above it.
+func TestThrashFlip(t *testing.T) {
+	p, err := haldatest.Problem("thrash-flip.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := halda.SolveOptimum(p, lpsolve.Solver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{"d0", halda.M3, 1, 0}, {"d1", halda.M4, 3, 3}, {"d2", halda.M4, 3, 0}}
+	if opt.K != 1 || !slices.Equal(rows(opt), want) || math.Abs(opt.PredictedMs-86.763) > 1e-3 {
+		t.Errorf("optimum k=%d %v at %.3f ms, want k=1 %v at 86.763 ms", opt.K, rows(opt), opt.PredictedMs, want)
+	}
+	bal, err := halda.Solve(p, lpsolve.Solver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bal.PredictedMs < opt.PredictedMs*(1-1e-9) || bal.PredictedMs > opt.PredictedMs*(1+halda.BalanceSlack) {
+		t.Errorf("balanced plan %v at %.3f ms, optimum %.3f ms", rows(bal), bal.PredictedMs, opt.PredictedMs)
+	}
+	checkBaselines(t, p, bal)
 }

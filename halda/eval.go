@@ -6,6 +6,7 @@ package halda
 type cost struct {
 	comp, disk, net float64 // seconds per token
 	cs              Case
+	thrash          bool  // paging with its window not resident: M1t, M3t, M5t (reported as M1, M3, M5)
 	ram, vram       int64 // bytes asked of RAM (incl. paged part) and pinned in VRAM
 	hard            int64 // non-evictable bytes in RAM / shared memory: KV cache and buffers
 	resident        int64
@@ -48,6 +49,7 @@ func (q *prob) evalDev(i int, head bool, k, w, n, next int) cost {
 		// window that does not hold it misses on every byte a token reads.
 		c.disk = q.rho * float64(need-capB) / x.disk
 		if !q.hotFits(x, head, k, w, n) {
+			c.thrash = true
 			c.disk = max(c.disk, (float64(l-g)*x.readB+float64(boolBytes(head, q.bio)))/x.disk)
 		}
 	}

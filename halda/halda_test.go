@@ -281,14 +281,19 @@ func checkLayers(t *testing.T, L int, pl halda.Plan) {
 func checkBaselines(t *testing.T, p halda.Problem, pl halda.Plan) {
 	t.Helper()
 	// The search's optimum is never worse than either baseline; the plan
-	// Solve returns is it balanced, at most BalanceSlack above it (below
-	// it when a move lands on a cheaper point the case search missed).
+	// Solve returns is it balanced, at most BalanceSlack above it and
+	// never below: balancing keeps k and every device's case (thrashing
+	// or not), so its points lie in the ILP the optimum solved, and one
+	// below would be a point the search missed.
 	opt, err := halda.SolveOptimum(p, lpsolve.Solver{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pl.PredictedMs > opt.PredictedMs*(1+halda.BalanceSlack)*(1+1e-12) {
 		t.Errorf("Solve predicts %.3f ms against the search's optimum of %.3f ms: balancing may cost up to %.0f%%", pl.PredictedMs, opt.PredictedMs, 100*halda.BalanceSlack)
+	}
+	if pl.PredictedMs < opt.PredictedMs*(1-1e-9) {
+		t.Errorf("the balanced plan predicts %.3f ms, below the search's optimum of %.3f ms (k=%d): optimum %v, balanced %v", pl.PredictedMs, opt.PredictedMs, opt.K, rows(opt), rows(pl))
 	}
 	pl = opt
 	for name, f := range map[string]func(halda.Problem) (halda.Plan, error){"MemSched": halda.MemSched, "PerfSched": halda.PerfSched} {

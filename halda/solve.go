@@ -214,8 +214,8 @@ func (q *prob) layerSec(i int) float64 {
 // drop is the one that matters (001 A.19.2).
 const maxSingleDrops = 3
 
-// maxForceTries bounds how many pagers forcePagers tries per round, largest
-// disk time first: each try is a run of the case loop.
+// maxForceTries bounds how many pagers forcePagers and flipThrash try per
+// round, largest disk time first: each try is a run of the case loop.
 const maxForceTries = 3
 
 // selectDevices is 001 §3.3 "Device selection": a device whose best share is
@@ -335,7 +335,7 @@ func (q *prob) solveSubset(set []int, s Solver, st *Stats, from *cand) (*cand, e
 		return nil, err
 	}
 	if from != nil {
-		return f.best, f.forcePagers()
+		return f.best, f.improve()
 	}
 	// The loop can stall on an assignment whose ILPs are all infeasible, or
 	// settle in a poor fixed point (001 §3.3 concedes the assignment is a
@@ -363,10 +363,84 @@ func (q *prob) solveSubset(set []int, s Solver, st *Stats, from *cand) (*cand, e
 			}
 		}
 	}
-	if err := f.forcePagers(); err != nil {
+	if err := f.improve(); err != nil {
 		return nil, err
 	}
 	return f.best, nil
+}
+
+// improve runs the two moves out of the case loop's fixed point,
+// forcePagers and flipThrash, until neither improves the best plan.
+func (f *fixedPoint) improve() error {
+	for f.best != nil {
+		b := f.best
+		if err := f.forcePagers(); err != nil {
+			return err
+		}
+		if err := f.flipThrash(); err != nil {
+			return err
+		}
+		if f.best == b {
+			return nil
+		}
+	}
+	return nil
+}
+
+// flipThrash tries pagers of the best plan in their other paging variant
+// (M3 and M3t, M1 and M1t, M5 and M5t), largest disk time first, and runs
+// the loop from there, taking the first improvement and repeating. Line 6
+// gives a pager the variant its window in the best plan implies, so the
+// loop never tries a thrashing device with a window small enough to stay
+// resident (its layers moved elsewhere), or the reverse: on the 800 random
+// problems of the enumeration tests this found a better optimum for 35
+// (up to 85% faster; one 257 → 87 ms). Each improvement lowers the best
+// cost, so it ends.
+func (f *fixedPoint) flipThrash() error {
+	q := f.q
+	for f.best != nil {
+		b := f.best
+		cases := f.assign(b.k, b.w, b.n, b.force)
+		costs, _ := q.evalRing(b.ring, b.k, b.w, b.n)
+		var flips []int
+		for p := range b.ring {
+			if other(q.devs[b.ring[p]].kind, cases[p]) != cases[p] {
+				flips = append(flips, p)
+			}
+		}
+		sort.SliceStable(flips, func(i, j int) bool { return costs[flips[i]].disk > costs[flips[j]].disk })
+		if len(flips) > maxForceTries {
+			flips = flips[:maxForceTries]
+		}
+		improved := false
+		for _, p := range flips {
+			cs := slices.Clone(cases)
+			cs[p] = other(q.devs[b.ring[p]].kind, cs[p])
+			if err := f.run(cs, b.force); err != nil {
+				return err
+			}
+			if f.best != b {
+				improved = true
+				break
+			}
+		}
+		if !improved {
+			return nil
+		}
+	}
+	return nil
+}
+
+// other is a pager's other paging variant (M3 for M3t and back); M4 and
+// Metal's M2 have none and are returned as they are.
+func other(k memKind, c Case) Case {
+	switch c {
+	case overloadCase(k):
+		return thrashCase(k)
+	case thrashCase(k):
+		return overloadCase(k)
+	}
+	return c
 }
 
 // fixedPoint is the state of Algorithm 1 for one ring.

@@ -59,3 +59,10 @@ func Head(ds []halda.Device, name string) []halda.Device {
 	}
 	return out
 }
+
+// Problem loads a whole problem from halda/testdata (e.g. "thrash-flip.json").
+func Problem(name string) (halda.Problem, error) {
+	var p halda.Problem
+	err := load(name, &p)
+	return p, err
+}
