@@ -24,7 +24,12 @@
 # 1 GiB buffer). Measured 2026-11-26 on a quiet machine (load 0.3): 37.6 GB/s
 # at 1 thread, 43.1 at 2: one core reads nearly as much as two, so a 2-thread
 # decode of Q8_0 weights at 1.2x llama.cpp's (which reads 36 GB/s) would need
-# all of it (../shared/notes/engine-findings.md section 12).
+# all of it (../shared/notes/engine-findings.md section 12). The machine
+# differs by day: on 2026-11-27 it was an AMD EPYC (Zen 3, AVX2, no AVX-512,
+# so no avx512 row) reading 13.0-14.8 GB/s at 1 thread and 24.3-26.7 at 2,
+# where the avx2 rows gave decode 1.32-1.34x llama.cpp (Q8_0) and 1.39-1.43x
+# (Q4_K) at 1 thread, 1.21-1.29x and 1.40x at 2, and Q8_0 at 1 thread read
+# 0.84-0.99 of the read loop's bandwidth (two quiet runs).
 # The machine is shared: read the 1-thread rows and the tok/cpu-s columns first;
 # 2-thread runs on a busy 2-core machine suffer from ggml's spinning barrier.
 # Neither engine leaves a thread spinning between evaluations (see
