@@ -250,10 +250,28 @@ homering_win_test() {
 	# The CPU variants (issues 16 and 22): homering.exe loads each variant
 	# DLL this CPU runs (HOMERING_CPU forces it; a DLL that does not load is
 	# a refusal and the run fails) and prints the Linux build's greedy text.
+	# A variant this CPU lacks the instructions for (icelake's AVX-512 on an
+	# AVX2-only CPU) is refused on Linux, with its own libraries; homering.exe
+	# must refuse it with the same sentence rather than crash on it.
 	homering_win_cpu_lib
-	local v want got
+	local v want got refusal linux_cpu_dir
+	linux_cpu_dir=$(bash build/gpu-lib.sh cpu | tail -n 1)
 	want=$(bin/homering run -m "$model" -n 64 --temp 0 "Once upon a time")
 	for v in x64 haswell icelake; do
+		refusal=$(HOMERING_CPU=$v HOMERING_CPU_DIR=$linux_cpu_dir bin/homering run -m "$model" -n 4 --temp 0 "Once" 2>&1 >/dev/null |
+			grep -o "HOMERING_CPU=$v is refused: this CPU lacks instructions.*" || true)
+		if [ -n "$refusal" ]; then
+			if HOMERING_CPU=$v HOMERING_CPU_DIR=$(winepath -w "$HOMERING_WIN_CPU_DIR") \
+				wine bin/homering.exe run -m "$model" -n 4 --temp 0 "Once" >/dev/null 2>"$tmp/cpu.err" ||
+				! grep -qF "$refusal" "$tmp/cpu.err"; then
+				winlog "FAIL: this CPU cannot run the $v variant and Linux says \"$refusal\"; homering.exe did not refuse it so:"
+				cat "$tmp/cpu.err" >&2
+				rc=1
+			else
+				winlog "refused like Linux on the $v variant DLL (this CPU lacks its instructions): homering run"
+			fi
+			continue
+		fi
 		if got=$(HOMERING_CPU=$v HOMERING_CPU_DIR=$(winepath -w "$HOMERING_WIN_CPU_DIR") \
 			wine bin/homering.exe run -m "$model" -n 64 --temp 0 "Once upon a time" 2>"$tmp/cpu.err") &&
 			[ -n "$want" ] && [ "$got" = "$want" ]; then
