@@ -409,26 +409,32 @@ func (f *fixedPoint) flipThrash() error {
 			}
 		}
 		sort.SliceStable(flips, func(i, j int) bool { return costs[flips[i]].disk > costs[flips[j]].disk })
-		if len(flips) > maxForceTries {
-			flips = flips[:maxForceTries]
-		}
-		improved := false
-		for _, p := range flips {
+		improved, err := f.firstImprovement(flips, func(p int) error {
 			cs := slices.Clone(cases)
 			cs[p] = other(q.devs[b.ring[p]].kind, cs[p])
-			if err := f.run(cs, b.force); err != nil {
-				return err
-			}
-			if f.best != b {
-				improved = true
-				break
-			}
-		}
-		if !improved {
-			return nil
+			return f.run(cs, b.force)
+		})
+		if err != nil || !improved {
+			return err
 		}
 	}
 	return nil
+}
+
+// firstImprovement runs try on the first maxForceTries of positions in
+// order (each a run of the case loop) until one improves the best plan:
+// the shared step of forcePagers and flipThrash.
+func (f *fixedPoint) firstImprovement(positions []int, try func(p int) error) (bool, error) {
+	b := f.best
+	for _, p := range positions[:min(len(positions), maxForceTries)] {
+		if err := try(p); err != nil {
+			return false, err
+		}
+		if f.best != b {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // other is a pager's other paging variant (M3 for M3t and back); M4 and
@@ -622,23 +628,13 @@ func (f *fixedPoint) forcePagers() error {
 			}
 		}
 		sort.SliceStable(pagers, func(i, j int) bool { return costs[pagers[i]].disk > costs[pagers[j]].disk })
-		improved := false
-		if len(pagers) > maxForceTries {
-			pagers = pagers[:maxForceTries]
-		}
-		for _, p := range pagers {
+		improved, err := f.firstImprovement(pagers, func(p int) error {
 			force := slices.Clone(b.force)
 			force[p] = true
-			if err := f.run(f.assign(b.k, b.w, b.n, force), force); err != nil {
-				return err
-			}
-			if f.best != b {
-				improved = true
-				break
-			}
-		}
-		if !improved {
-			return nil
+			return f.run(f.assign(b.k, b.w, b.n, force), force)
+		})
+		if err != nil || !improved {
+			return err
 		}
 	}
 	return nil
