@@ -82,7 +82,7 @@ var allowed = map[string][]string{
 	"app/api/apitype/tsgen": {},                     // reads apitype's source, not the package
 	// Drives real binaries through the CLI and the HTTP API; reads the
 	// memory cgroups it caps nodes with through the profiler's reader.
-	"app/apptest": {"app/api/apitype", "engine/profile/sysinfo", "internal/testwait"},
+	"app/apptest": {"app/api/apitype", "engine/profile/sysinfo", "internal/testwait", "internal/testcgroup"},
 
 	// L3 services.
 	// The one owner of the agent's state (issue 15 item 4): the node, the
@@ -225,6 +225,7 @@ var allowed = map[string][]string{
 	"internal/bytesize":    {},                                               // a byte count for people: the one formatter of messages and progress
 	"internal/testwait":    {},                                               // the tests' one wait helper
 	"internal/testdir":     {},                                               // tests: a scratch directory that Wine can remove
+	"internal/testcgroup":  {},                                               // tests: a limited memory cgroup to run a process in
 	"internal/jsontags":    {},                                               // tests: every JSON protocol field spells its name
 	"bench/enginebench":    {"engine/ggml", "engine/llama"},                  // the window engine against llama.cpp
 	"bench/profilebench":   {"engine/ggml", "engine/profile/calib", "halda"}, // decode times into a calibrated profile

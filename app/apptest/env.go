@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"homering/app/api/apitype"
+	"homering/internal/testcgroup"
 	"homering/internal/testwait"
 )
 
@@ -104,7 +105,7 @@ func (e *Env) cleanup() {
 			e.t.Logf("--- log of node %s (%s):\n%s", n.Name, n.NS, n.Log())
 		}
 		if n.cg != nil {
-			n.cg.remove()
+			n.cg.Remove()
 		}
 	}
 	// Best effort: a namespace that is gone already is what we want.
@@ -151,7 +152,7 @@ type Node struct {
 	env  *Env
 	// extraEnv is the agent's and the CLI's environment beyond the test's.
 	extraEnv []string
-	cg       *memCgroup // nil: the agent runs in the test's cgroup
+	cg       *testcgroup.Cgroup // nil: the agent runs in the test's cgroup
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -175,7 +176,7 @@ func (e *Env) NewNode(t *testing.T, name string, opts ...NodeOption) *Node {
 	n := &Node{Name: name, NS: e.Prefix + "-" + name, Home: filepath.Join(t.TempDir(), name), env: e}
 	n.extraEnv = o.environ
 	if o.memCap > 0 {
-		cg, err := newMemCgroup(n.NS, o.memCap)
+		cg, err := testcgroup.New(n.NS, o.memCap)
 		if err != nil {
 			t.Fatalf("node %s: memory cgroup: %v", name, err)
 		}
@@ -262,7 +263,7 @@ func (n *Node) start() error {
 		// remounts /sys, which hides the cgroup file systems from the
 		// agent, so it would not see its own limit and would report the
 		// machine's memory pressure instead of its cgroup's.
-		argv = n.cg.wrap("nsenter", "--net=/var/run/netns/"+n.NS, "--", n.env.Bin, "headless") // sh execs nsenter, which execs homering: one PID
+		argv = n.cg.Wrap("nsenter", "--net=/var/run/netns/"+n.NS, "--", n.env.Bin, "headless") // sh execs nsenter, which execs homering: one PID
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = n.environ()
@@ -322,7 +323,7 @@ func (n *Node) MemPressure() (float64, error) {
 	if n.cg == nil {
 		return 0, fmt.Errorf("node %s has no memory cgroup of its own (MemoryCap)", n.Name)
 	}
-	return n.cg.pressure()
+	return cgroupPressure(n.cg)
 }
 
 // Kill sends SIGKILL: no goodbye, no cleanup.
